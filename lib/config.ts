@@ -1,0 +1,218 @@
+/**
+ * mcpx configuration: one JSON document, validated with ajv against {@link CONFIG_SCHEMA}
+ * (compiled once, `allErrors`, `useDefaults`). The same validator checks the options a host app
+ * passes to the Fastify plugin. Durations are a number of ms or a string such as "15s", "500ms",
+ * "2m", "1h"; after loading they are numbers of ms.
+ *
+ * Resolution (issue #2 › Config): `--config PATH`, else `MCPX_CONFIG`, else `./mcpx.config.json`,
+ * else the embedded default ({@link defaultConfig}).
+ */
+import { readFileSync, existsSync } from 'node:fs'
+import { resolve as resolvePath } from 'node:path'
+import { createRequire } from 'node:module'
+import { Ajv, type ErrorObject } from 'ajv'
+import { McpxError } from './errors.js'
+import type { UpstreamConfig } from './upstreams/types.js'
+
+const DURATION = { anyOf: [{ type: 'number', minimum: 0 }, { type: 'string', pattern: '^\\s*\\d+(\\.\\d+)?\\s*(ms|s|m|h)?\\s*$' }] }
+
+/** The config JSON Schema. Every numeric field's description states its unit. */
+export const CONFIG_SCHEMA = {
+  $id: 'https://mcpx.dev/config.schema.json',
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    $schema: { type: 'string' },
+    daemon: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        address: { type: 'string', pattern: '^(\\[[0-9a-fA-F:.]+\\]|[^:\\s]+):\\d{1,5}$', default: '127.0.0.1:3939', description: 'host:port the daemon listens on' },
+        shutdownTimeout: { ...DURATION, default: '10s', description: 'how long in-flight requests may finish after SIGTERM (ms or duration string)' }
+      }
+    },
+    transport: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        allowedOrigins: { type: 'array', items: { type: 'string' }, default: [], description: 'exact origins allowed besides loopback and daemon.address' },
+        sseKeepAlive: { ...DURATION, default: '15s', description: 'interval of `:` keep-alive comments on SSE streams (ms)' },
+        stdioDrain: { ...DURATION, default: '5s', description: 'how long in-flight stdio requests may answer after stdin EOF (ms)' },
+        sessionIdleTimeout: { ...DURATION, default: '30m', description: 'a legacy session idle this long expires (ms)' },
+        maxBodyBytes: { type: 'integer', minimum: 1, default: 4194304, description: 'largest POST body accepted (bytes)' },
+        maxSessions: { type: 'integer', minimum: 1, default: 10000, description: 'most legacy sessions open at once' },
+        maxGetStreams: { type: 'integer', minimum: 1, default: 1000, description: 'most GET notification streams open at once' },
+        maxRequestsPerSession: { type: 'integer', minimum: 1, default: 64, description: 'most requests in flight per legacy session' },
+        maxConcurrentRequests: { type: 'integer', minimum: 1, default: 4096, description: 'most requests in flight across the daemon' }
+      }
+    },
+    auth: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        bearerTokens: { type: 'array', items: { type: 'string', minLength: 1 }, default: [], description: 'accepted bearer tokens' },
+        bearerTokensFile: { type: 'string', description: 'a file with one accepted bearer token per line' },
+        bearerTokensEnv: { type: 'string', description: 'an environment variable holding comma-separated accepted tokens' },
+        allowUnauthenticated: { type: 'boolean', default: false, description: 'serve a non-loopback address without authentication' }
+      }
+    },
+    sessions: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        store: { enum: ['memory', 'redis'], default: 'memory' },
+        redisUrl: { type: 'string', default: 'redis://127.0.0.1:6379' }
+      }
+    },
+    upstreamTimeout: { ...DURATION, default: '60s', description: 'default timeout of one upstream call (ms)' },
+    upstreams: {
+      type: 'object',
+      default: {},
+      propertyNames: { pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*$' },
+      additionalProperties: {
+        oneOf: [
+          {
+            type: 'object',
+            additionalProperties: false,
+            required: ['command'],
+            properties: {
+              command: { type: 'string', minLength: 1 },
+              args: { type: 'array', items: { type: 'string' } },
+              env: { type: 'object', additionalProperties: { type: 'string' } },
+              cwd: { type: 'string' },
+              prefix: { type: 'string' },
+              timeout: DURATION
+            }
+          },
+          {
+            type: 'object',
+            additionalProperties: false,
+            required: ['url'],
+            properties: {
+              url: { type: 'string', pattern: '^https?://' },
+              headers: { type: 'object', additionalProperties: { type: 'string' } },
+              prefix: { type: 'string' },
+              timeout: DURATION
+            }
+          }
+        ]
+      }
+    }
+  }
+} as const
+
+/** mcpx's configuration after validation; durations are ms. */
+export interface McpxConfig {
+  daemon: { address: string, shutdownTimeout: number }
+  transport: {
+    allowedOrigins: string[]
+    sseKeepAlive: number
+    stdioDrain: number
+    sessionIdleTimeout: number
+    maxBodyBytes: number
+    maxSessions: number
+    maxGetStreams: number
+    maxRequestsPerSession: number
+    maxConcurrentRequests: number
+  }
+  auth: { bearerTokens: string[], bearerTokensFile?: string, bearerTokensEnv?: string, allowUnauthenticated: boolean }
+  sessions: { store: 'memory' | 'redis', redisUrl: string }
+  upstreamTimeout: number
+  /** Keyed by upstream name; insertion order is config order. */
+  upstreams: Record<string, UpstreamConfig>
+}
+
+/** What a user may write: every key optional, durations as ms or strings. */
+export type McpxConfigInput = DeepPartial<McpxConfig> & Record<string, unknown>
+type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? (T[K] extends unknown[] ? T[K] : DeepPartial<T[K]> | Record<string, unknown>) : T[K] | string }
+
+const ajv = new Ajv({ allErrors: true, useDefaults: true, allowUnionTypes: true, strict: false })
+const validate = ajv.compile(CONFIG_SCHEMA)
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
+
+/**
+ * A duration as ms. @param value a number of ms or a string like "15s", "500ms", "2m", "1h"
+ * (a bare number string is ms). Throws McpxError MCPX_ERR_CONFIG for any other shape.
+ */
+export function parseDuration (value: unknown, path = 'duration'): number {
+  if (typeof value === 'number' && Number.isFinite(value) && value >= 0) return value
+  if (typeof value === 'string') {
+    const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(value)
+    if (match !== null) return Math.round(Number(match[1]) * UNIT_MS[match[2] ?? 'ms'])
+  }
+  throw new McpxError('MCPX_ERR_CONFIG', `mcpx: ${path} must be a duration (ms, or a string such as "15s"), got ${JSON.stringify(value)}`)
+}
+
+function formatIssues (errors: ErrorObject[] | null | undefined): string {
+  const lines = (errors ?? [])
+    .filter(e => e.keyword !== 'oneOf' && e.keyword !== 'anyOf')
+    .map(e => {
+      const at = e.instancePath === '' ? '(root)' : e.instancePath.slice(1).replaceAll('/', '.')
+      const extra = e.keyword === 'additionalProperties' ? ` (${String((e.params as { additionalProperty: string }).additionalProperty)})` : ''
+      return `  ${at}: ${e.message ?? 'is invalid'}${extra}`
+    })
+  return [...new Set(lines)].join('\n')
+}
+
+/**
+ * Validates a raw config object and fills in defaults.
+ * @param raw parsed JSON (not mutated)
+ * @returns the config with durations in ms
+ * @throws McpxError MCPX_ERR_CONFIG naming every bad field by its path
+ */
+export function loadConfig (raw: unknown): McpxConfig {
+  const config = structuredClone(raw ?? {}) as Record<string, unknown>
+  if (!validate(config)) {
+    throw new McpxError('MCPX_ERR_CONFIG', `mcpx: invalid config:\n${formatIssues(validate.errors)}`)
+  }
+  const c = config as unknown as McpxConfig
+  c.daemon.shutdownTimeout = parseDuration(c.daemon.shutdownTimeout, 'daemon.shutdownTimeout')
+  c.transport.sseKeepAlive = parseDuration(c.transport.sseKeepAlive, 'transport.sseKeepAlive')
+  c.transport.stdioDrain = parseDuration(c.transport.stdioDrain, 'transport.stdioDrain')
+  c.transport.sessionIdleTimeout = parseDuration(c.transport.sessionIdleTimeout, 'transport.sessionIdleTimeout')
+  c.upstreamTimeout = parseDuration(c.upstreamTimeout, 'upstreamTimeout')
+  for (const [name, upstream] of Object.entries(c.upstreams)) {
+    if (upstream.timeout !== undefined) upstream.timeout = parseDuration(upstream.timeout, `upstreams.${name}.timeout`)
+  }
+  return c
+}
+
+const require = createRequire(import.meta.url)
+
+/**
+ * The embedded default: one real upstream, `@modelcontextprotocol/server-everything` over stdio,
+ * which ships as a dependency, so `npm start` on a fresh clone serves something real offline.
+ */
+export function defaultConfig (): McpxConfig {
+  const everything = require.resolve('@modelcontextprotocol/server-everything/dist/index.js')
+  return loadConfig({ upstreams: { everything: { command: process.execPath, args: [everything, 'stdio'] } } })
+}
+
+/**
+ * Finds and loads the config (issue #2 › Config resolution).
+ * @param explicitPath `--config PATH`, if given
+ * @throws McpxError MCPX_ERR_CONFIG when a named file is missing, is not JSON, or is invalid
+ */
+export function resolveConfig (explicitPath?: string, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): { config: McpxConfig, source: string } {
+  const path = explicitPath ?? env.MCPX_CONFIG ?? (existsSync(resolvePath(cwd, 'mcpx.config.json')) ? 'mcpx.config.json' : undefined)
+  if (path === undefined) return { config: defaultConfig(), source: '(embedded default)' }
+  const full = resolvePath(cwd, path)
+  let text: string
+  try {
+    text = readFileSync(full, 'utf8')
+  } catch (cause) {
+    throw new McpxError('MCPX_ERR_CONFIG', `mcpx: cannot read config file ${full}: ${(cause as Error).message}`, { cause })
+  }
+  let raw: unknown
+  try {
+    raw = JSON.parse(text)
+  } catch (cause) {
+    throw new McpxError('MCPX_ERR_CONFIG', `mcpx: config file ${full} is not JSON: ${(cause as Error).message}`, { cause })
+  }
+  return { config: loadConfig(raw), source: full }
+}

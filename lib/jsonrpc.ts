@@ -1,0 +1,248 @@
+/**
+ * JSON-RPC 2.0 messages as mcpx reads and writes them: parsing with exact request ids,
+ * classification (request, notification, response, batch), error codes and error responses.
+ *
+ * Request ids go back exactly as they came (issue #2 › JSON-RPC exactness). `JSON.parse` rounds
+ * integers above 2^53, so a numeric id that is not a safe integer keeps its raw text in a
+ * {@link RawNumberId}, and {@link encodeMessage} writes that text back verbatim.
+ * Sources: JSON-RPC 2.0 §4–5; DIGEST §2b, §6e.
+ */
+
+export const PARSE_ERROR = -32_700
+export const INVALID_REQUEST = -32_600
+export const METHOD_NOT_FOUND = -32_601
+export const INVALID_PARAMS = -32_602
+export const INTERNAL_ERROR = -32_603
+/** Legacy only (≤ 2025-11-25): resources/read on an unknown URI. In 2026 it is -32602. */
+export const RESOURCE_NOT_FOUND = -32_002
+/** 2026-07-28: a mirrored header is missing, differs from the body, or carries bad bytes. */
+export const HEADER_MISMATCH = -32_020
+/** 2026-07-28: the request needs a client capability it did not declare. */
+export const MISSING_REQUIRED_CLIENT_CAPABILITY = -32_021
+/** 2026-07-28: the protocol version is unknown or not supported. */
+export const UNSUPPORTED_PROTOCOL_VERSION = -32_022
+/**
+ * mcpx's own code for "the request was refused for a reason outside the protocol" (an upstream
+ * is down, a cap is reached). Application codes sit outside -32768..-32000 (2026-07-28/basic/index.mdx).
+ */
+export const UPSTREAM_ERROR = -31_000
+
+/** A numeric id that JSON.parse could not hold exactly; `raw` is its JSON text, e.g. `9007199254740993`. */
+export class RawNumberId {
+  constructor (readonly raw: string) {}
+  toJSON (): number { return Number(this.raw) }
+  toString (): string { return this.raw }
+}
+
+/** A JSON-RPC request id: string, number, or a number kept as raw text. Never null. */
+export type RequestId = string | number | RawNumberId
+
+export interface JsonRpcRequest {
+  jsonrpc: '2.0'
+  id: RequestId
+  method: string
+  params?: Record<string, unknown>
+}
+
+export interface JsonRpcNotification {
+  jsonrpc: '2.0'
+  method: string
+  params?: Record<string, unknown>
+}
+
+export interface JsonRpcErrorObject {
+  code: number
+  message: string
+  data?: unknown
+}
+
+export interface JsonRpcSuccess {
+  jsonrpc: '2.0'
+  id: RequestId
+  result: Record<string, unknown>
+}
+
+export interface JsonRpcErrorResponse {
+  jsonrpc: '2.0'
+  /** Absent when the request id could not be read (2025-11-25/basic/index.mdx). */
+  id?: RequestId
+  error: JsonRpcErrorObject
+}
+
+export type JsonRpcResponse = JsonRpcSuccess | JsonRpcErrorResponse
+export type JsonRpcMessage = JsonRpcRequest | JsonRpcNotification | JsonRpcResponse
+
+/** One element of a POST body or stdio line, classified. */
+export type Classified =
+  | { kind: 'request', message: JsonRpcRequest }
+  | { kind: 'notification', message: JsonRpcNotification }
+  | { kind: 'response', message: JsonRpcResponse }
+  /** Not a valid JSON-RPC message; `id` is set when one could be read, so the error can carry it. */
+  | { kind: 'invalid', id?: RequestId, error: JsonRpcErrorObject }
+
+/** The outcome of parsing a body: one value, a batch, or a parse error. */
+export type Parsed =
+  | { ok: true, batch: false, value: unknown }
+  | { ok: true, batch: true, value: unknown[] }
+  | { ok: false, error: JsonRpcErrorObject }
+
+const textDecoder = new TextDecoder('utf-8', { fatal: true })
+
+/**
+ * Parses a JSON-RPC body (HTTP POST body or one stdio line).
+ * @param input the raw text, or bytes that must be valid UTF-8 (invalid UTF-8 is a parse error)
+ * @returns the parsed value (numeric ids that are not safe integers replaced by {@link RawNumberId}),
+ *          or a -32700 error. Never throws.
+ */
+export function parseBody (input: string | Uint8Array): Parsed {
+  let text: string
+  if (typeof input === 'string') {
+    text = input
+  } else {
+    try {
+      text = textDecoder.decode(input)
+    } catch {
+      return { ok: false, error: { code: PARSE_ERROR, message: 'Parse error: body is not valid UTF-8' } }
+    }
+  }
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (err) {
+    return { ok: false, error: { code: PARSE_ERROR, message: `Parse error: ${(err as Error).message}` } }
+  }
+  if (Array.isArray(value)) {
+    let rawIds: Array<string | undefined> | undefined
+    for (let i = 0; i < value.length; i++) {
+      const element = value[i]
+      if (isObject(element) && typeof element.id === 'number' && !Number.isSafeInteger(element.id)) {
+        rawIds ??= scanIds(text, true)
+        const raw = rawIds[i]
+        if (raw !== undefined) element.id = new RawNumberId(raw)
+      }
+    }
+    return { ok: true, batch: true, value }
+  }
+  if (isObject(value) && typeof value.id === 'number' && !Number.isSafeInteger(value.id)) {
+    const raw = scanIds(text, false)[0]
+    if (raw !== undefined) value.id = new RawNumberId(raw)
+  }
+  return { ok: true, batch: false, value }
+}
+
+/**
+ * Finds the raw text of the `"id"` member of the top-level object (batch=false) or of each
+ * element of the top-level array (batch=true). Only numeric ids are captured; the JSON is known
+ * to be valid, so the scanner only tracks strings and nesting depth.
+ */
+function scanIds (text: string, batch: boolean): Array<string | undefined> {
+  const ids: Array<string | undefined> = []
+  const memberDepth = batch ? 2 : 1
+  let depth = 0
+  let element = -1
+  let i = 0
+  const n = text.length
+  while (i < n) {
+    const c = text.charCodeAt(i)
+    if (c === 0x22) { // string: a key when followed by ':' at member depth
+      const start = i
+      i++
+      while (i < n) {
+        const d = text.charCodeAt(i)
+        if (d === 0x5c) { i += 2; continue }
+        if (d === 0x22) break
+        i++
+      }
+      const end = i
+      i++
+      if (depth === memberDepth && text.slice(start, end + 1) === '"id"') {
+        let j = i
+        while (j < n && isSpace(text.charCodeAt(j))) j++
+        if (text.charCodeAt(j) === 0x3a) { // ':'
+          j++
+          while (j < n && isSpace(text.charCodeAt(j))) j++
+          const numberStart = j
+          while (j < n && isNumberChar(text.charCodeAt(j))) j++
+          if (j > numberStart) ids[batch ? element : 0] = text.slice(numberStart, j)
+          i = j
+        }
+      }
+      continue
+    }
+    if (c === 0x7b || c === 0x5b) { // { [
+      depth++
+      if (batch && depth === 2) element++
+    } else if (c === 0x7d || c === 0x5d) {
+      depth--
+    }
+    i++
+  }
+  return ids
+}
+
+function isSpace (c: number): boolean { return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09 }
+function isNumberChar (c: number): boolean { return (c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2b || c === 0x2e || c === 0x65 || c === 0x45 }
+
+/** True for a plain (non-array, non-null) object. */
+export function isObject (value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function isId (value: unknown): value is RequestId {
+  return typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value)) || value instanceof RawNumberId
+}
+
+/**
+ * Classifies one parsed element. `id: null` is not a notification: such a message is invalid
+ * (DIGEST §2b: an id is never null). Never throws.
+ */
+export function classify (value: unknown): Classified {
+  if (!isObject(value)) return { kind: 'invalid', error: { code: INVALID_REQUEST, message: 'Invalid Request: a JSON-RPC message must be an object' } }
+  const hasId = Object.hasOwn(value, 'id')
+  const id = isId(value.id) ? value.id : undefined
+  if (value.jsonrpc !== '2.0') return { kind: 'invalid', id, error: { code: INVALID_REQUEST, message: 'Invalid Request: jsonrpc must be "2.0"' } }
+  if (hasId && id === undefined) return { kind: 'invalid', error: { code: INVALID_REQUEST, message: 'Invalid Request: id must be a string or a number' } }
+  if (Object.hasOwn(value, 'method')) {
+    if (typeof value.method !== 'string') return { kind: 'invalid', id, error: { code: INVALID_REQUEST, message: 'Invalid Request: method must be a string' } }
+    if (value.params !== undefined && !isObject(value.params)) return { kind: 'invalid', id, error: { code: INVALID_REQUEST, message: 'Invalid Request: params must be an object' } }
+    if (id === undefined) return { kind: 'notification', message: value as unknown as JsonRpcNotification }
+    return { kind: 'request', message: value as unknown as JsonRpcRequest }
+  }
+  if (id !== undefined && (Object.hasOwn(value, 'result') !== Object.hasOwn(value, 'error'))) {
+    if (Object.hasOwn(value, 'error') && !(isObject(value.error) && typeof value.error.code === 'number')) {
+      return { kind: 'invalid', id, error: { code: INVALID_REQUEST, message: 'Invalid Request: error must be an object with a numeric code' } }
+    }
+    return { kind: 'response', message: value as unknown as JsonRpcResponse }
+  }
+  return { kind: 'invalid', id, error: { code: INVALID_REQUEST, message: 'Invalid Request: not a request, notification or response' } }
+}
+
+/** Builds an error response; `id` undefined makes an id-less error. Never throws. */
+export function errorResponse (id: RequestId | undefined, code: number, message: string, data?: unknown): JsonRpcErrorResponse {
+  const error: JsonRpcErrorObject = data === undefined ? { code, message } : { code, message, data }
+  return id === undefined ? { jsonrpc: '2.0', error } : { jsonrpc: '2.0', id, error }
+}
+
+/** Builds a success response. Never throws. */
+export function successResponse (id: RequestId, result: Record<string, unknown>): JsonRpcSuccess {
+  return { jsonrpc: '2.0', id, result }
+}
+
+/**
+ * Serialises a message (or a batch of them) to JSON text, writing {@link RawNumberId} ids back
+ * verbatim. The text holds no raw newline (JSON.stringify escapes them), so it is one stdio frame.
+ * Never throws for messages built by this module.
+ */
+export function encodeMessage (message: JsonRpcMessage | JsonRpcMessage[]): string {
+  if (Array.isArray(message)) return '[' + message.map(encodeMessage).join(',') + ']'
+  const id = (message as { id?: RequestId }).id
+  if (!(id instanceof RawNumberId)) return JSON.stringify(message)
+  const { id: _omit, jsonrpc: _jsonrpc, ...rest } = message as JsonRpcResponse
+  const tail = JSON.stringify(rest)
+  return '{"jsonrpc":"2.0","id":' + id.raw + (tail === '{}' ? '}' : ',' + tail.slice(1))
+}
+
+/** A string key for an id, to use in maps of in-flight requests: `1` and `"1"` differ. */
+export function idKey (id: RequestId): string {
+  return typeof id === 'string' ? 's' + id : 'n' + String(id)
+}

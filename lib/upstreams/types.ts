@@ -1,0 +1,118 @@
+/**
+ * The contract between the gateway core (lib/dispatch.ts) and the upstream layer.
+ *
+ * Results cross this seam as plain JSON objects, exactly as the upstream sent them (issue #2:
+ * upstream schemas are re-listed verbatim). Shaping a result for the downstream era (adding
+ * `resultType`, `ttlMs`, `cacheScope`, `_meta` serverInfo, or removing them for legacy
+ * clients) is the dispatcher's job, not the upstream layer's.
+ */
+import type { EventEmitter } from 'node:events'
+import type { Era, Revision } from '../revisions.js'
+
+/** Any JSON object, as it crossed the wire. */
+export type JsonObject = Record<string, unknown>
+
+/** A question an upstream asks its client (legacy server→client request), or one item of an MRTR `inputRequests`. */
+export interface UpstreamQuestion {
+  /** `elicitation/create`, `sampling/createMessage` or `roots/list`. */
+  method: string
+  params?: JsonObject
+}
+
+/** Options for one call routed to an upstream. */
+export interface UpstreamCallOptions {
+  /** Aborting it cancels the upstream call (`notifications/cancelled` upstream). Required: every call is cancellable. */
+  signal: AbortSignal
+  /**
+   * Called for each `notifications/progress` the upstream sends for this call, with the
+   * upstream's progress fields (`progress`, `total?`, `message?`). The dispatcher maps them
+   * back to the downstream progress token. When undefined, no progress token is sent upstream.
+   */
+  onProgress?: (progress: { progress: number, total?: number, message?: string }) => void
+  /**
+   * Called when the upstream asks its client a question while serving this call. Resolves
+   * to the client's result; rejects (with an Error carrying `code`, a JSON-RPC code) when the
+   * question cannot be relayed, so the upstream gets an error response.
+   * When undefined, questions get a -32601-style error response upstream.
+   */
+  onQuestion?: (question: UpstreamQuestion, signal: AbortSignal) => Promise<JsonObject>
+  /** Extra `_meta` keys to pass upstream (e.g. a modern client's logLevel). */
+  meta?: JsonObject
+}
+
+/**
+ * A wire error an upstream returned, or one mcpx raises in its name (upstream down, timeout):
+ * the dispatcher turns it into a JSON-RPC error response with this code/message/data.
+ */
+export class UpstreamRpcError extends Error {
+  constructor (readonly code: number, message: string, readonly data?: unknown) {
+    super(message)
+    this.name = 'UpstreamRpcError'
+  }
+}
+
+/** One upstream as configured. */
+export type UpstreamConfig =
+  | { command: string, args?: string[], env?: Record<string, string>, cwd?: string, prefix?: string, timeout?: number }
+  | { url: string, headers?: Record<string, string>, prefix?: string, timeout?: number }
+
+/** What `status()` reports per upstream, for /readyz and logs. */
+export interface UpstreamStatus {
+  name: string
+  /** 'connecting' | 'ready' | 'down' (restarting with backoff) | 'closed' */
+  state: 'connecting' | 'ready' | 'down' | 'closed'
+  /** The era and revision negotiated with it, once ready. */
+  era?: Era
+  revision?: Revision
+  /** Child process id for a stdio upstream, while running. */
+  pid?: number
+  /** How many times it was restarted. */
+  restarts: number
+  /** The last error, as text, when state is 'down'. */
+  lastError?: string
+}
+
+/**
+ * The merged catalogue of every upstream, with names prefixed, and the router for calls.
+ *
+ * Events (EventEmitter):
+ * - `'list_changed'` (kind: 'tools' | 'prompts' | 'resources'): the merged list changed.
+ * - `'resource_updated'` (uri: string): an upstream sent `notifications/resources/updated`
+ *   for a URI (downstream form, i.e. as mcpx lists it).
+ * - `'upstream_state'` (status: UpstreamStatus): an upstream came up, went down or restarted.
+ */
+export interface UpstreamRegistry extends EventEmitter {
+  /** Connects every upstream (failures leave it 'down' and retrying; never rejects for one upstream). */
+  start (): Promise<void>
+  /** Stops every upstream and kills every child; resolves once all child processes have exited. */
+  close (): Promise<void>
+  /** Resolves once every upstream has been tried once (ready or down). */
+  ready (): Promise<void>
+  status (): UpstreamStatus[]
+
+  /** Merged, prefixed lists, in config order. Tool objects are verbatim but for `name`. */
+  tools (): JsonObject[]
+  prompts (): JsonObject[]
+  resources (): JsonObject[]
+  resourceTemplates (): JsonObject[]
+  /** The merged tool by downstream (prefixed) name, for the Mcp-Param-* checks. */
+  findTool (name: string): JsonObject | undefined
+  /**
+   * Merged server capabilities of the upstreams that are ready: the union of their keys,
+   * `listChanged`/`subscribe` true when any upstream has them.
+   */
+  capabilities (): JsonObject
+
+  /** Rejects with UpstreamRpcError: -32602 for an unknown tool, the upstream's own error otherwise. */
+  callTool (name: string, args: JsonObject | undefined, options: UpstreamCallOptions): Promise<JsonObject>
+  /** Rejects with UpstreamRpcError: -32602 for an unknown prompt. */
+  getPrompt (name: string, args: Record<string, string> | undefined, options: UpstreamCallOptions): Promise<JsonObject>
+  /** Rejects with UpstreamRpcError: RESOURCE_NOT_FOUND (-32002) for a URI no upstream listed or templates. */
+  readResource (uri: string, options: UpstreamCallOptions): Promise<JsonObject>
+  /** `completion/complete`: routed by `ref` (prompt name or resource URI/template). */
+  complete (params: JsonObject, options: UpstreamCallOptions): Promise<JsonObject>
+  /** Subscribes upstream to a resource (reference counted); rejects with -32002 for an unknown URI. */
+  subscribe (uri: string): Promise<void>
+  /** Drops one reference; unsubscribes upstream when none is left. */
+  unsubscribe (uri: string): Promise<void>
+}
