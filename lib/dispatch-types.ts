@@ -1,0 +1,34 @@
+/**
+ * The contract of the method dispatcher (lib/dispatch.ts), shared by the HTTP routes and the
+ * stdio server: one core answers every request, whichever transport carried it.
+ */
+import type { Era, Revision } from './revisions.js'
+import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from './jsonrpc.js'
+import type { JsonObject, UpstreamQuestion } from './upstreams/types.js'
+
+/** Everything the dispatcher needs to know about where a request came from. */
+export interface DispatchContext {
+  /** The era the request is served in. */
+  era: Era
+  /**
+   * Legacy: the revision negotiated at `initialize` (or assumed: 2025-03-26 for sessionless
+   * HTTP, 2024-11-05 on stdio before initialize). Modern: the request's `_meta` protocolVersion.
+   */
+  revision: Revision
+  /** Legacy: the capabilities the client declared at `initialize`; modern: this request's `_meta` clientCapabilities. */
+  clientCapabilities: JsonObject
+  /** Aborted when the request is cancelled (notifications/cancelled, or a disconnect where that is the signal). */
+  signal: AbortSignal
+  /**
+   * Sends a request-scoped notification to the client (`notifications/progress`,
+   * `notifications/message`) on this request's stream. Undefined when there is nowhere to send it.
+   */
+  notify?: (notification: JsonRpcNotification) => void
+  /**
+   * Asks the client a question (legacy server→client request) and resolves to its result.
+   * Undefined when this transport/era cannot ask (then questions are refused upstream).
+   */
+  ask?: (question: UpstreamQuestion, signal: AbortSignal) => Promise<JsonObject>
+  /** Legacy only: resource subscriptions of this connection/session (resources/subscribe adds, unsubscribe removes). */
+  subscriptions?: Set<string>
+}

@@ -1,0 +1,289 @@
+/**
+ * The method dispatcher: the one core that answers every request, whichever transport
+ * (Streamable HTTP or stdio) and era carried it. Transports own framing, sessions,
+ * cancellation bookkeeping and streams; this module owns what a method means.
+ *
+ * Era shaping (DIGEST §6f): a modern result carries `resultType`, `_meta` serverInfo and, on
+ * the cacheable methods, `ttlMs`/`cacheScope`; a legacy result carries none of these, even when
+ * the upstream that produced it is modern.
+ */
+import type { Logger } from './log.js'
+import {
+  errorResponse, successResponse, isObject,
+  INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION, UPSTREAM_ERROR,
+  type JsonRpcRequest, type JsonRpcResponse, type JsonRpcErrorResponse, type RequestId
+} from './jsonrpc.js'
+import { MODERN_REVISIONS, SUPPORTED_REVISIONS, negotiateLegacy, isImplemented, eraOf, type Revision } from './revisions.js'
+import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, metaOf } from './classify.js'
+import { UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamQuestion, type UpstreamRegistry } from './upstreams/types.js'
+import type { DispatchContext } from './dispatch-types.js'
+
+export type { DispatchContext } from './dispatch-types.js'
+
+/** Methods whose modern `complete` results carry `ttlMs` and `cacheScope` (2026-07-28 caching.mdx; DIGEST A20). */
+const CACHEABLE = new Set(['server/discover', 'tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read'])
+
+/** Methods that exist only in the legacy era: a modern request for them is -32601 (404). */
+const LEGACY_ONLY = new Set(['initialize', 'ping', 'logging/setLevel', 'resources/subscribe', 'resources/unsubscribe'])
+
+/** Methods that exist only in the modern era. */
+const MODERN_ONLY = new Set(['server/discover', 'subscriptions/listen'])
+
+const LOG_LEVELS = new Set(['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'])
+
+/** The client capability a server→client question needs (2025-06-18 lifecycle capability keys). */
+const QUESTION_CAPABILITY = new Map<string, string>([
+  ['elicitation/create', 'elicitation'],
+  ['sampling/createMessage', 'sampling'],
+  ['roots/list', 'roots']
+])
+
+/** Fields a modern result carries that a legacy client must not see. */
+const MODERN_RESULT_KEYS = ['resultType', 'ttlMs', 'cacheScope'] as const
+
+/** Identity mcpx reports as `serverInfo`. */
+export interface ServerInfo { name: string, version: string }
+
+export interface DispatcherOptions {
+  registry: UpstreamRegistry
+  serverInfo: ServerInfo
+  logger: Logger
+  /** `ttlMs` on modern cacheable results that mcpx builds itself (lists, discover). Default 0: immediately stale. */
+  listTtlMs?: number
+}
+
+/** A rejection of a modern request's envelope, before any method runs. */
+export type EnvelopeCheck = JsonRpcErrorResponse | undefined
+
+/**
+ * Answers JSON-RPC requests against the upstream registry.
+ * `handle` never rejects: every failure becomes a JSON-RPC error response.
+ */
+export class Dispatcher {
+  readonly registry: UpstreamRegistry
+  readonly serverInfo: ServerInfo
+  private readonly log: Logger
+  private readonly listTtlMs: number
+
+  constructor (options: DispatcherOptions) {
+    this.registry = options.registry
+    this.serverInfo = options.serverInfo
+    this.log = options.logger
+    this.listTtlMs = options.listTtlMs ?? 0
+  }
+
+  /**
+   * The capabilities mcpx declares: the merged capabilities of the upstreams, with
+   * `listChanged` on tools, prompts and resources and `subscribe` on resources always
+   * declared, because mcpx delivers them (seed › Found along the way).
+   */
+  capabilities (): JsonObject {
+    const merged = this.registry.capabilities()
+    const out: JsonObject = {}
+    for (const [key, value] of Object.entries(merged)) {
+      if (key === 'tools' || key === 'prompts' || key === 'resources') continue
+      out[key] = value
+    }
+    out.tools = { listChanged: true }
+    out.prompts = { listChanged: true }
+    out.resources = { subscribe: true, listChanged: true }
+    return out
+  }
+
+  /**
+   * Checks a modern request's `_meta` envelope (DIGEST §6a): protocolVersion and
+   * clientCapabilities present (-32602), the version implemented (-32022), logLevel valid (-32602),
+   * and the method not a legacy-only one (-32601). Returns the error response, or undefined.
+   */
+  checkModernEnvelope (request: JsonRpcRequest): EnvelopeCheck {
+    const meta = metaOf(request)
+    const version = meta?.[META_PROTOCOL_VERSION]
+    if (meta === undefined || typeof version !== 'string') {
+      return errorResponse(request.id, INVALID_PARAMS, `Invalid params: params._meta["${META_PROTOCOL_VERSION}"] is required`)
+    }
+    if (!MODERN_REVISIONS.includes(version)) return unsupportedVersion(request.id, version)
+    if (!isObject(meta[META_CLIENT_CAPABILITIES])) {
+      return errorResponse(request.id, INVALID_PARAMS, `Invalid params: params._meta["${META_CLIENT_CAPABILITIES}"] is required`)
+    }
+    const level = meta[META_LOG_LEVEL]
+    if (level !== undefined && (typeof level !== 'string' || !LOG_LEVELS.has(level))) {
+      return errorResponse(request.id, INVALID_PARAMS, `Invalid params: params._meta["${META_LOG_LEVEL}"] must be a logging level`)
+    }
+    if (LEGACY_ONLY.has(request.method)) {
+      return errorResponse(request.id, METHOD_NOT_FOUND, `Method not found: ${request.method} does not exist in revision ${version}`)
+    }
+    return undefined
+  }
+
+  /**
+   * Answers one request in the given context.
+   * @returns the response (success or error). Never rejects.
+   */
+  async handle (request: JsonRpcRequest, ctx: DispatchContext): Promise<JsonRpcResponse> {
+    if (ctx.era === 'modern') {
+      const rejected = this.checkModernEnvelope(request)
+      if (rejected !== undefined) return rejected
+    } else if (MODERN_ONLY.has(request.method)) {
+      return errorResponse(request.id, METHOD_NOT_FOUND, `Method not found: ${request.method}`)
+    }
+    try {
+      const result = await this.run(request, ctx)
+      return successResponse(request.id, ctx.era === 'modern' ? this.shapeModern(request.method, result) : shapeLegacy(result))
+    } catch (err) {
+      return this.errorFor(request, ctx, err)
+    }
+  }
+
+  /** The `initialize` result for a legacy client (2024-11-05/basic/lifecycle.mdx). */
+  initializeResult (params: JsonObject | undefined): JsonObject {
+    const revision = negotiateLegacy(params?.protocolVersion)
+    return { protocolVersion: revision, capabilities: this.capabilities(), serverInfo: this.serverInfo }
+  }
+
+  /** The `server/discover` result (2026-07-28/server/discover.mdx), before modern shaping. */
+  discoverResult (): JsonObject {
+    return { supportedVersions: [...SUPPORTED_REVISIONS], capabilities: this.capabilities() }
+  }
+
+  private async run (request: JsonRpcRequest, ctx: DispatchContext): Promise<JsonObject> {
+    const params = request.params ?? {}
+    switch (request.method) {
+      case 'initialize': return this.initializeResult(params)
+      case 'ping': return {}
+      case 'server/discover': return this.discoverResult()
+      case 'logging/setLevel': return {}
+      case 'tools/list': return this.list(params, 'tools', this.registry.tools())
+      case 'prompts/list': return this.list(params, 'prompts', this.registry.prompts())
+      case 'resources/list': return this.list(params, 'resources', this.registry.resources())
+      case 'resources/templates/list': return this.list(params, 'resourceTemplates', this.registry.resourceTemplates())
+      case 'tools/call': {
+        const name = requireString(params, 'name')
+        if (params.arguments !== undefined && !isObject(params.arguments)) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: arguments must be an object')
+        return await this.registry.callTool(name, params.arguments as JsonObject | undefined, this.callOptions(request, ctx))
+      }
+      case 'prompts/get': {
+        const name = requireString(params, 'name')
+        if (params.arguments !== undefined && !isObject(params.arguments)) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: arguments must be an object')
+        return await this.registry.getPrompt(name, params.arguments as Record<string, string> | undefined, this.callOptions(request, ctx))
+      }
+      case 'resources/read':
+        return await this.registry.readResource(requireString(params, 'uri'), this.callOptions(request, ctx))
+      case 'completion/complete':
+        return await this.registry.complete(stripMeta(params), this.callOptions(request, ctx))
+      case 'resources/subscribe': {
+        const uri = requireString(params, 'uri')
+        if (ctx.subscriptions?.has(uri) !== true) {
+          await this.registry.subscribe(uri)
+          ctx.subscriptions?.add(uri)
+        }
+        return {}
+      }
+      case 'resources/unsubscribe': {
+        const uri = requireString(params, 'uri')
+        if (ctx.subscriptions?.delete(uri) === true) await this.registry.unsubscribe(uri)
+        return {}
+      }
+      default:
+        throw new UpstreamRpcError(METHOD_NOT_FOUND, `Method not found: ${request.method}`)
+    }
+  }
+
+  private list (params: JsonObject, key: string, items: JsonObject[]): JsonObject {
+    // mcpx never hands out a cursor (it returns the merged list whole), so any cursor is one it did not issue.
+    if (params.cursor !== undefined) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: unknown cursor')
+    return { [key]: items }
+  }
+
+  private callOptions (request: JsonRpcRequest, ctx: DispatchContext): UpstreamCallOptions {
+    const meta = request.params?._meta
+    const progressToken = isObject(meta) ? meta.progressToken : undefined
+    const options: UpstreamCallOptions = { signal: ctx.signal }
+    if ((typeof progressToken === 'string' || typeof progressToken === 'number') && ctx.notify !== undefined) {
+      const notify = ctx.notify
+      options.onProgress = (p) => {
+        notify({ jsonrpc: '2.0', method: 'notifications/progress', params: { ...p, progressToken } })
+      }
+    }
+    const ask = ctx.ask
+    if (ask !== undefined) {
+      options.onQuestion = async (question: UpstreamQuestion, signal: AbortSignal) => {
+        const capability = QUESTION_CAPABILITY.get(question.method)
+        if (capability === undefined || !isObject(ctx.clientCapabilities[capability])) {
+          throw new UpstreamRpcError(METHOD_NOT_FOUND, `Client does not support ${question.method}: it declared no "${capability ?? question.method}" capability`)
+        }
+        return await ask(question, signal)
+      }
+    }
+    if (ctx.era === 'modern' && isObject(meta) && typeof meta[META_LOG_LEVEL] === 'string') {
+      options.meta = { [META_LOG_LEVEL]: meta[META_LOG_LEVEL] }
+    }
+    return options
+  }
+
+  private shapeModern (method: string, result: JsonObject): JsonObject {
+    const shaped: JsonObject = { ...result }
+    if (typeof shaped.resultType !== 'string') shaped.resultType = 'complete'
+    if (shaped.resultType === 'complete' && CACHEABLE.has(method)) {
+      if (typeof shaped.ttlMs !== 'number') shaped.ttlMs = this.listTtlMs
+      if (shaped.cacheScope !== 'public' && shaped.cacheScope !== 'private') shaped.cacheScope = 'public'
+    }
+    const meta = isObject(shaped._meta) ? { ...shaped._meta } : {}
+    meta[META_SERVER_INFO] = this.serverInfo
+    shaped._meta = meta
+    return shaped
+  }
+
+  private errorFor (request: JsonRpcRequest, ctx: DispatchContext, err: unknown): JsonRpcResponse {
+    if (err instanceof UpstreamRpcError) {
+      // Resource-not-found is -32002 in the legacy revisions and -32602 in 2026-07-28 (server/resources.mdx).
+      const code = err.code === RESOURCE_NOT_FOUND && ctx.era === 'modern' ? INVALID_PARAMS : err.code
+      return errorResponse(request.id, code, err.message, err.data)
+    }
+    if (ctx.signal.aborted) return errorResponse(request.id, UPSTREAM_ERROR, 'Request cancelled')
+    this.log.error({ err, method: request.method }, 'request failed')
+    return errorResponse(request.id, INTERNAL_ERROR, 'Internal error')
+  }
+}
+
+/** The -32022 error for a modern request whose revision mcpx does not serve (DIGEST §6a Negotiation). */
+export function unsupportedVersion (id: RequestId | undefined, requested: string): JsonRpcErrorResponse {
+  return errorResponse(id, UNSUPPORTED_PROTOCOL_VERSION, `Unsupported protocol version: ${requested}`, { supported: [...MODERN_REVISIONS], requested })
+}
+
+/** True when `revision` is a modern revision string mcpx implements. */
+export function isServedModern (revision: string): boolean {
+  return eraOf(revision) === 'modern' && isImplemented(revision)
+}
+
+function requireString (params: JsonObject, key: string): string {
+  const value = params[key]
+  if (typeof value !== 'string') throw new UpstreamRpcError(INVALID_PARAMS, `Invalid params: ${key} must be a string`)
+  return value
+}
+
+function stripMeta (params: JsonObject): JsonObject {
+  if (params._meta === undefined) return params
+  const { _meta: _omit, ...rest } = params
+  return rest
+}
+
+/** Removes the modern-only result fields (a dual-era gateway must not add them to legacy results, DIGEST §6f). */
+export function shapeLegacy (result: JsonObject): JsonObject {
+  let shaped: JsonObject | undefined
+  for (const key of MODERN_RESULT_KEYS) {
+    if (Object.hasOwn(result, key)) {
+      shaped ??= { ...result }
+      delete shaped[key]
+    }
+  }
+  const meta = (shaped ?? result)._meta
+  if (isObject(meta) && Object.hasOwn(meta, META_SERVER_INFO)) {
+    shaped ??= { ...result }
+    const { [META_SERVER_INFO]: _omit, ...rest } = meta
+    if (Object.keys(rest).length === 0) delete shaped._meta
+    else shaped._meta = rest
+  }
+  return shaped ?? result
+}
+
+export type { Revision }

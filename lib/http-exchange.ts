@@ -1,0 +1,354 @@
+/**
+ * One POST /mcp exchange, in either era, written against a small transport-neutral
+ * {@link PostChannel} so that lib/ knows nothing of Fastify (routes/mcp/post.ts adapts).
+ *
+ * A reply starts "pending". If something must be sent before the response is ready (a progress
+ * notification, a question for the client) and the client accepts `text/event-stream`, it
+ * becomes an SSE stream; otherwise the response goes as one JSON body. Seed sections:
+ * "Streamable HTTP, 2026-07-28" and "Streamable HTTP, 2025-03-26 … 2025-11-25".
+ */
+import { randomBytes } from 'node:crypto'
+import {
+  classify, encodeMessage, errorResponse, idKey, isObject,
+  INVALID_REQUEST, INTERNAL_ERROR,
+  type Classified, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse
+} from './jsonrpc.js'
+import { modernStatus, legacyStatus } from './status.js'
+import { batchAllowed, type Revision } from './revisions.js'
+import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, metaOf } from './classify.js'
+import { readListenFilter, acknowledgement, tagWithSubscription, type NotificationHub } from './notify-hub.js'
+import type { Dispatcher } from './dispatch.js'
+import type { DispatchContext } from './dispatch-types.js'
+import type { Session, SessionStore, PendingQuestion } from './sessions.js'
+import type { SseStream } from './sse.js'
+import type { JsonObject, UpstreamQuestion } from './upstreams/types.js'
+import type { Logger } from './log.js'
+
+/** What a route supplies to write one reply. */
+export interface PostChannel {
+  /** True when the client's Accept admits text/event-stream. */
+  readonly acceptsSse: boolean
+  /** Sends a whole reply. `body` undefined sends no body (202). */
+  json (status: number, body: string | undefined, headers?: Record<string, string>): void
+  /** Starts an SSE reply (status 200) and returns the stream. */
+  sse (headers?: Record<string, string>): SseStream
+  /** Registers a callback for the client going away before the reply is finished. */
+  onDisconnect (fn: () => void): void
+}
+
+/** Shared state of the HTTP face. */
+export interface ExchangeDeps {
+  dispatcher: Dispatcher
+  hub: NotificationHub
+  sessions: SessionStore
+  logger: Logger
+  /** Keep-alive comment interval on SSE replies, ms. */
+  keepAliveMs: number
+  /** Most requests in flight per legacy session. */
+  maxRequestsPerSession: number
+}
+
+/** The id-less 202 acknowledgement has no body (DIGEST §3d rule 6). */
+const ACCEPTED = 202
+
+/**
+ * A reply that may turn from pending into an SSE stream. Sends nothing once finished or
+ * withheld.
+ */
+class Responder {
+  private stream: SseStream | undefined
+  private done = false
+
+  constructor (private readonly channel: PostChannel, private readonly headers: Record<string, string> = {}) {}
+
+  get streaming (): boolean { return this.stream !== undefined }
+  get finished (): boolean { return this.done }
+
+  /** Sends a message ahead of the response; switches to SSE when allowed. Returns false when it could not be sent. */
+  event (message: JsonRpcMessage): boolean {
+    if (this.done) return false
+    if (this.stream === undefined) {
+      if (!this.channel.acceptsSse) return false
+      this.stream = this.channel.sse(this.headers)
+    }
+    return this.stream.send(message)
+  }
+
+  /** Finishes with a response (or a batch of them, or nothing: 202). */
+  finish (status: number, message: JsonRpcMessage | JsonRpcMessage[] | undefined): void {
+    if (this.done) return
+    this.done = true
+    if (this.stream !== undefined) {
+      if (Array.isArray(message)) for (const m of message) this.stream.send(m)
+      else if (message !== undefined) this.stream.send(message)
+      this.stream.close()
+      return
+    }
+    this.channel.json(message === undefined ? ACCEPTED : status, message === undefined ? undefined : encodeMessage(message), this.headers)
+  }
+
+  /** Ends the reply as an event stream with nothing on it (a withheld, cancelled reply: seed › legacy › Cancellation). */
+  withhold (): void {
+    if (this.done) return
+    this.done = true
+    if (this.stream === undefined) this.stream = this.channel.sse(this.headers)
+    this.stream.close()
+  }
+
+  /** Marks the reply finished without writing (the client is gone). */
+  abandon (): void { this.done = true }
+
+}
+
+function reply (channel: PostChannel, status: number, message: JsonRpcMessage, headers?: Record<string, string>): void {
+  channel.json(status, encodeMessage(message), headers)
+}
+
+/* ------------------------------------------------------------------ modern */
+
+/**
+ * Serves one modern POST whose headers already passed the modern header checks.
+ * @param value the parsed body (never an array: the modern-headers plugin refused batches)
+ * Never throws.
+ */
+export async function serveModernPost (deps: ExchangeDeps, value: unknown, channel: PostChannel): Promise<void> {
+  const item = classify(value)
+  switch (item.kind) {
+    case 'invalid':
+      return reply(channel, modernStatus(item.error), errorResponse(item.id, item.error.code, item.error.message))
+    case 'response':
+      // A modern client never answers (DIGEST §6c rule 4: no responses in a body).
+      return reply(channel, 400, errorResponse(undefined, INVALID_REQUEST, 'Invalid Request: a 2026-07-28 POST carries one request or notification, never a response'))
+    case 'notification':
+      // Seed › Notifications: 202 with no body; an unknown method is ignored (202).
+      return channel.json(ACCEPTED, undefined)
+    case 'request':
+      break
+  }
+  const request = item.message
+  if (request.method === 'subscriptions/listen') return await serveListen(deps, request, channel)
+  const controller = new AbortController()
+  // Seed › Closing the stream is cancellation: the request runs under the HTTP request's lifetime.
+  channel.onDisconnect(() => controller.abort())
+  const responder = new Responder(channel)
+  const meta = metaOf(request) ?? {}
+  const ctx: DispatchContext = {
+    era: 'modern',
+    revision: String(meta[META_PROTOCOL_VERSION]),
+    clientCapabilities: isObject(meta[META_CLIENT_CAPABILITIES]) ? meta[META_CLIENT_CAPABILITIES] : {},
+    signal: controller.signal,
+    notify: (n) => { if (!controller.signal.aborted) responder.event(n) }
+  }
+  const response = await deps.dispatcher.handle(request, ctx)
+  if (controller.signal.aborted) { responder.abandon(); return } // nothing is written after a cancel
+  responder.finish(modernStatus('error' in response ? response.error : undefined), response)
+}
+
+async function serveListen (deps: ExchangeDeps, request: JsonRpcRequest, channel: PostChannel): Promise<void> {
+  const rejected = deps.dispatcher.checkModernEnvelope(request)
+  if (rejected !== undefined) return reply(channel, modernStatus(rejected.error), rejected)
+  const filter = readListenFilter(request.params)
+  if (!filter.ok) {
+    const error = errorResponse(request.id, -32_602, filter.message)
+    return reply(channel, modernStatus(error.error), error)
+  }
+  if (!channel.acceptsSse) {
+    const error = errorResponse(request.id, INVALID_REQUEST, 'Invalid Request: subscriptions/listen needs Accept: text/event-stream')
+    return reply(channel, modernStatus(error.error), error)
+  }
+  const stream = channel.sse()
+  const subscribed: string[] = []
+  for (const uri of filter.uris) {
+    try {
+      await deps.dispatcher.registry.subscribe(uri)
+      subscribed.push(uri)
+    } catch (err) {
+      deps.logger.debug({ err, uri }, 'listen: resource subscription refused')
+    }
+  }
+  stream.send(acknowledgement(request.id, filter.ack))
+  const remove = deps.hub.add({ lists: filter.lists, uris: filter.uris, send: (n) => { stream.send(tagWithSubscription(n, request.id)) } })
+  await stream.closed
+  remove()
+  // Closing the stream releases upstream subscriptions that no one else needs (the registry refcounts).
+  for (const uri of subscribed) await deps.dispatcher.registry.unsubscribe(uri).catch(() => {})
+}
+
+/* ------------------------------------------------------------------ legacy */
+
+/** Where a legacy POST belongs: its session (found by the legacy-sessions plugin) or none. */
+export interface LegacyPostContext {
+  session: Session | undefined
+  /** MCP-Protocol-Version when present (already checked to be a legacy revision), else undefined. */
+  headerRevision: Revision | undefined
+}
+
+/** Questions asked during sessionless requests, by minted id; answered by sessionless POSTs only. */
+const sessionlessQuestions = new Map<string, PendingQuestion>()
+
+/**
+ * Serves one legacy POST (a message or a batch). Never throws.
+ * The session, when named, was found by the legacy-sessions plugin (404s are answered there).
+ */
+export async function serveLegacyPost (deps: ExchangeDeps, value: unknown, batch: boolean, context: LegacyPostContext, channel: PostChannel): Promise<void> {
+  const { session } = context
+  // Seed: in a session the negotiated version governs; sessionless, the header or 2025-03-26.
+  const revision = session?.revision ?? context.headerRevision ?? '2025-03-26'
+  if (batch) return await serveLegacyBatch(deps, value as unknown[], revision, context, channel)
+  const item = classify(value)
+  if (item.kind === 'request' && item.message.method === 'initialize') return await serveInitialize(deps, item.message, channel)
+  const responder = new Responder(channel)
+  const outcome = await handleLegacyItem(deps, item, revision, context, responder, channel)
+  if (outcome.kind === 'reply') responder.finish(outcome.status, outcome.message)
+  else if (outcome.kind === 'accepted') responder.finish(ACCEPTED, undefined)
+  else if (outcome.kind === 'withheld') responder.withhold()
+  else responder.abandon()
+}
+
+type ItemOutcome =
+  | { kind: 'reply', status: number, message: JsonRpcResponse }
+  | { kind: 'accepted' }
+  | { kind: 'withheld' }
+  | { kind: 'gone' }
+
+async function serveInitialize (deps: ExchangeDeps, request: JsonRpcRequest, channel: PostChannel): Promise<void> {
+  const controller = new AbortController()
+  const response = await deps.dispatcher.handle(request, { era: 'legacy', revision: '2025-03-26', clientCapabilities: {}, signal: controller.signal })
+  if ('error' in response) return reply(channel, legacyStatus(response.error, true), response)
+  const capabilities = isObject(request.params?.capabilities) ? request.params.capabilities : {}
+  const session = deps.sessions.mint(String(response.result.protocolVersion), capabilities)
+  if (session === undefined) {
+    return channel.json(503, encodeMessage(errorResponse(request.id, INTERNAL_ERROR, 'Server busy: too many sessions; retry later')), { 'retry-after': '5' })
+  }
+  session.onEnd.push(() => {
+    for (const uri of session.subscriptions) void deps.dispatcher.registry.unsubscribe(uri).catch(() => {})
+  })
+  deps.logger.debug({ session: session.id, revision: session.revision }, 'session minted')
+  reply(channel, 200, response, { 'mcp-session-id': session.id })
+}
+
+async function handleLegacyItem (deps: ExchangeDeps, item: Classified, revision: Revision, context: LegacyPostContext, responder: Responder, channel: PostChannel): Promise<ItemOutcome> {
+  const { session } = context
+  switch (item.kind) {
+    case 'invalid': {
+      const message = errorResponse(item.id, item.error.code, item.error.message)
+      return { kind: 'reply', status: legacyStatus(item.error, item.id !== undefined), message }
+    }
+    case 'notification':
+      handleLegacyNotification(deps, item.message, session)
+      return { kind: 'accepted' }
+    case 'response':
+      return deliverResponse(item.message, session)
+    case 'request':
+      break
+  }
+  const request = item.message
+  if (request.method === 'initialize') {
+    // 2025-03-26 lifecycle: initialize MUST NOT be batched; it mints nothing here.
+    return { kind: 'reply', status: 200, message: errorResponse(request.id, INVALID_REQUEST, 'Invalid Request: initialize must not be part of a JSON-RPC batch') }
+  }
+  const controller = new AbortController()
+  const key = idKey(request.id)
+  let cancelled = false
+  if (session !== undefined) {
+    if (session.inflight.size >= deps.maxRequestsPerSession) {
+      return { kind: 'reply', status: 429, message: errorResponse(request.id, INTERNAL_ERROR, 'Too many requests in flight on this session; retry later') }
+    }
+    // Seed: in a session a dropped connection is not a cancellation; notifications/cancelled is.
+    session.inflight.set(key, controller)
+    controller.signal.addEventListener('abort', () => { cancelled = true }, { once: true })
+  } else {
+    // Without a session no cancellation could ever reach the request, so the disconnect is the signal.
+    channel.onDisconnect(() => controller.abort())
+  }
+  const ctx: DispatchContext = {
+    era: 'legacy',
+    revision,
+    clientCapabilities: session?.clientCapabilities ?? {},
+    signal: controller.signal,
+    notify: (n) => { if (!controller.signal.aborted) responder.event(n) },
+    ask: (question, signal) => askClient(session, responder, question, signal),
+    subscriptions: session?.subscriptions
+  }
+  try {
+    const response = await deps.dispatcher.handle(request, ctx)
+    if (cancelled) return { kind: 'withheld' }
+    if (controller.signal.aborted) return { kind: 'gone' }
+    return { kind: 'reply', status: legacyStatus('error' in response ? response.error : undefined, true), message: response }
+  } finally {
+    if (session?.inflight.get(key) === controller) session.inflight.delete(key)
+  }
+}
+
+function handleLegacyNotification (deps: ExchangeDeps, notification: JsonRpcNotification, session: Session | undefined): void {
+  if (notification.method === 'notifications/cancelled' && session !== undefined) {
+    const requestId = notification.params?.requestId
+    if (typeof requestId === 'string' || typeof requestId === 'number') {
+      // Only this session's own requests can be cancelled: isolation by construction.
+      session.inflight.get(idKey(requestId))?.abort()
+    }
+  }
+  deps.logger.debug({ method: notification.method }, 'notification accepted')
+}
+
+function deliverResponse (response: JsonRpcResponse, session: Session | undefined): ItemOutcome {
+  const questions = session?.questions ?? sessionlessQuestions
+  const id = response.id
+  const pending = typeof id === 'string' ? questions.get(id) : undefined
+  if (pending === undefined || typeof id !== 'string') {
+    // Seed: a response nothing is waiting for is 400.
+    return { kind: 'reply', status: 400, message: errorResponse(undefined, INVALID_REQUEST, 'Invalid Request: no question is waiting for this response') }
+  }
+  questions.delete(id)
+  if ('error' in response) pending.reject(Object.assign(new Error(response.error.message), { code: response.error.code, data: response.error.data }))
+  else pending.resolve(isObject(response.result) ? response.result : {})
+  return { kind: 'accepted' }
+}
+
+/**
+ * Asks the client a question for an upstream: on the request's own SSE stream, else on the
+ * session's GET stream; under an id mcpx mints (128 random bits, so no other client can answer it).
+ */
+function askClient (session: Session | undefined, responder: Responder, question: UpstreamQuestion, signal: AbortSignal): Promise<JsonObject> {
+  const questions = session?.questions ?? sessionlessQuestions
+  const id = 'mcpx-q-' + randomBytes(12).toString('base64url')
+  const message: JsonRpcRequest = { jsonrpc: '2.0', id, method: question.method, ...(question.params !== undefined ? { params: question.params } : {}) }
+  return new Promise<JsonObject>((resolve, reject) => {
+    const cleanup = (): void => { questions.delete(id); signal.removeEventListener('abort', onAbort) }
+    const onAbort = (): void => { cleanup(); reject(Object.assign(new Error('question cancelled'), { code: -32_800 })) }
+    questions.set(id, {
+      resolve: (r) => { cleanup(); resolve(r) },
+      reject: (e) => { cleanup(); reject(e) }
+    })
+    signal.addEventListener('abort', onAbort, { once: true })
+    const sent = responder.event(message) || (session?.stream?.send(message) ?? false)
+    if (!sent) {
+      cleanup()
+      reject(Object.assign(new Error('no stream to ask the client on: accept text/event-stream or open the GET stream'), { code: -32_603 }))
+    }
+  })
+}
+
+async function serveLegacyBatch (deps: ExchangeDeps, elements: unknown[], revision: Revision, context: LegacyPostContext, channel: PostChannel): Promise<void> {
+  // Seed › Batches: only 2025-03-26 has them.
+  if (!batchAllowed(revision)) {
+    return reply(channel, 400, errorResponse(undefined, INVALID_REQUEST, `Invalid Request: JSON-RPC batches are not allowed in revision ${revision}`))
+  }
+  if (elements.length === 0) return reply(channel, 400, errorResponse(undefined, INVALID_REQUEST, 'Invalid Request: empty batch'))
+  const responder = new Responder(channel)
+  const items = elements.map(classify)
+  const outcomes = await Promise.all(items.map(async item => await handleLegacyItem(deps, item, revision, context, responder, channel)))
+  const replies = outcomes.flatMap(o => o.kind === 'reply' ? [o.message] : [])
+  const hasRequests = items.some(i => i.kind === 'request' || i.kind === 'invalid')
+  if (!hasRequests) {
+    // A batch of only notifications and responses: 202, unless a stray response made it 400.
+    const refused = outcomes.find(o => o.kind === 'reply')
+    if (refused !== undefined && refused.kind === 'reply') return responder.finish(refused.status, refused.message)
+    return responder.finish(ACCEPTED, undefined)
+  }
+  if (replies.length === 0) {
+    if (outcomes.some(o => o.kind === 'withheld')) return responder.withhold()
+    return responder.abandon()
+  }
+  responder.finish(200, replies)
+}
