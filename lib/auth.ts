@@ -1,0 +1,180 @@
+/**
+ * Bearer-token authentication for the daemon (issue #6). Pure: no Fastify.
+ *
+ * Tokens come from `auth.bearerTokens`, a file `auth.bearerTokensFile` (one token per line) and an
+ * environment variable named by `auth.bearerTokensEnv` (comma-separated). A request carries
+ * `Authorization: Bearer <token>` (RFC 6750 §2.1; the scheme is case-insensitive, RFC 9110 §11.1).
+ * Comparison is constant-time: both sides are hashed with SHA-256, so every comparison is over
+ * 32 bytes whatever the lengths, and every configured token is compared, with no early exit.
+ *
+ * {@link assertSafeBind} refuses to start a daemon on a non-loopback address with no token unless
+ * `auth.allowUnauthenticated` says an authenticating reverse proxy sits in front.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import type { McpxConfig } from './config.js'
+import { McpxError } from './errors.js'
+import { INVALID_REQUEST, errorResponse, type JsonRpcErrorResponse } from './jsonrpc.js'
+import { parseHostPort } from './origin.js'
+
+/** A token may hold visible ASCII only: anything else could never arrive intact in a header. */
+const TOKEN_CHARS = /^[\x21-\x7e]+$/
+
+/** `Bearer`, one or more spaces, the token, optional trailing whitespace. Compiled once. */
+const BEARER = /^bearer +([\x21-\x7e]+)[ \t]*$/i
+
+/** HTTP status of a refused request (RFC 6750 §3.1 `invalid_token` and missing credentials). */
+export const AUTH_REFUSED_HTTP_STATUS = 401
+
+/** `WWW-Authenticate` when no bearer credentials were sent (RFC 6750 §3.1: no error code). */
+export const WWW_AUTHENTICATE_MISSING = 'Bearer'
+/** `WWW-Authenticate` when a bearer token was sent and is not accepted (RFC 6750 §3.1). */
+export const WWW_AUTHENTICATE_INVALID = 'Bearer error="invalid_token"'
+
+/** Message of the 401 body when no bearer token was sent. */
+export const AUTH_MISSING_MESSAGE = 'Unauthorized: a bearer token is required'
+/** Message of the 401 body when the bearer token is not accepted. */
+export const AUTH_INVALID_MESSAGE = 'Unauthorized: invalid bearer token'
+
+/**
+ * The body of a 401: an id-less JSON-RPC error with code -32600 (Invalid Request). JSON-RPC has no
+ * "unauthorized" code; the request is refused before it is read, as for a refused Origin, so it
+ * takes the same code, and `WWW-Authenticate` carries the detail. Build once. Never throws.
+ * @param outcome 'missing' or 'invalid', as returned by a {@link BearerVerifier}
+ */
+export function authRefusedResponse (outcome: 'missing' | 'invalid'): JsonRpcErrorResponse {
+  return errorResponse(undefined, INVALID_REQUEST, outcome === 'missing' ? AUTH_MISSING_MESSAGE : AUTH_INVALID_MESSAGE)
+}
+
+/** What a verifier made of an Authorization header. */
+export type BearerOutcome = 'ok' | 'missing' | 'invalid'
+
+/**
+ * Checks one Authorization header value.
+ * @returns 'ok' when it is `Bearer <token>` with an accepted token; 'missing' when there is no
+ *          header or it is not Bearer credentials; 'invalid' when a bearer token was sent and is not
+ *          accepted. Never throws.
+ */
+export type BearerVerifier = (authorization: string | undefined) => BearerOutcome
+
+function sha256 (value: string): Buffer {
+  return createHash('sha256').update(value, 'utf8').digest()
+}
+
+/**
+ * Builds a verifier for a set of tokens; the tokens' SHA-256 digests are computed once, here.
+ * Per request: one SHA-256 of the presented token, then `timingSafeEqual` against every digest,
+ * with no early exit. With no tokens every header is 'missing' or 'invalid'. Never throws.
+ */
+export function createBearerVerifier (tokens: readonly string[]): BearerVerifier {
+  const digests = tokens.map(sha256)
+  return function verifyBearer (authorization: string | undefined): BearerOutcome {
+    if (authorization === undefined) return 'missing'
+    const match = BEARER.exec(authorization)
+    if (match === null) return 'missing'
+    const presented = sha256(match[1])
+    let ok = false
+    for (const digest of digests) {
+      // timingSafeEqual runs before `|| ok`: every token is compared, whichever matches.
+      ok = timingSafeEqual(presented, digest) || ok
+    }
+    return ok ? 'ok' : 'invalid'
+  }
+}
+
+/**
+ * Is this Authorization header `Bearer <one of tokens>`? Constant-time over the tokens (see
+ * {@link createBearerVerifier}, which a hot path should use to hash the tokens only once).
+ * @param authorizationHeader `request.headers.authorization`, undefined when absent
+ * @param tokens accepted tokens; empty accepts nothing
+ * @returns true on a match. Never throws.
+ */
+export function checkBearer (authorizationHeader: string | undefined, tokens: readonly string[]): boolean {
+  return createBearerVerifier(tokens)(authorizationHeader) === 'ok'
+}
+
+function checkToken (token: string, source: string): string {
+  if (!TOKEN_CHARS.test(token)) {
+    // Never print the token itself.
+    throw new McpxError('MCPX_ERR_CONFIG', `mcpx: ${source} holds a token with a space, control or non-ASCII character; tokens are visible ASCII`)
+  }
+  return token
+}
+
+/**
+ * Collects the accepted bearer tokens, de-duplicated, in order: `auth.bearerTokens`, then the lines
+ * of `auth.bearerTokensFile` (each trimmed; blank lines and lines starting with `#` skipped), then
+ * the comma-separated value of the environment variable named by `auth.bearerTokensEnv` (each
+ * trimmed; empty items skipped).
+ * @param auth the `auth` section of the config
+ * @param env the environment to read `bearerTokensEnv` from (default `process.env`)
+ * @returns the tokens; empty when none is configured (then the daemon is unauthenticated)
+ * @throws McpxError MCPX_ERR_CONFIG when the file cannot be read, the file or variable is named but
+ *         holds no token (or the variable is unset), or a token holds a character other than
+ *         visible ASCII. A named source that yields nothing is an error, not a silent "no auth".
+ */
+export function loadBearerTokens (auth: McpxConfig['auth'], env: NodeJS.ProcessEnv = process.env): string[] {
+  const tokens = new Set<string>()
+  auth.bearerTokens.forEach((token, index) => tokens.add(checkToken(token, `auth.bearerTokens[${index}]`)))
+
+  if (auth.bearerTokensFile !== undefined) {
+    const path = auth.bearerTokensFile
+    let text: string
+    try {
+      text = readFileSync(path, 'utf8')
+    } catch (cause) {
+      throw new McpxError('MCPX_ERR_CONFIG', `mcpx: cannot read auth.bearerTokensFile ${path}: ${(cause as Error).message}`, { cause })
+    }
+    let found = 0
+    for (const line of text.split('\n')) {
+      const token = line.trim()
+      if (token === '' || token.startsWith('#')) continue
+      tokens.add(checkToken(token, `auth.bearerTokensFile ${path}`))
+      found++
+    }
+    if (found === 0) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: auth.bearerTokensFile ${path} holds no token`)
+  }
+
+  if (auth.bearerTokensEnv !== undefined) {
+    const name = auth.bearerTokensEnv
+    const value = env[name]
+    if (value === undefined) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: auth.bearerTokensEnv names ${name}, which is not set`)
+    let found = 0
+    for (const item of value.split(',')) {
+      const token = item.trim()
+      if (token === '') continue
+      tokens.add(checkToken(token, `environment variable ${name}`))
+      found++
+    }
+    if (found === 0) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: environment variable ${name} (auth.bearerTokensEnv) holds no token`)
+  }
+  return [...tokens]
+}
+
+/**
+ * True for a loopback bind host: `localhost`, 127.0.0.0/8, `::1` (bracketed or not, any spelling
+ * URL normalises to `[::1]`). An IPv4-mapped address (`::ffff:127.0.0.1`) is not counted: when in
+ * doubt, require authentication. Never throws.
+ */
+export function isLoopbackBindHost (host: string): boolean {
+  const parsed = parseHostPort(`${host}:0`)
+  if (parsed === undefined) return false
+  const h = parsed.host
+  return h === 'localhost' || h === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h)
+}
+
+/**
+ * Refuses an unauthenticated daemon on a non-loopback address.
+ * @param config the loaded config (`daemon.address`, `auth.allowUnauthenticated`)
+ * @param tokens the tokens from {@link loadBearerTokens}
+ * @returns nothing when the address is loopback, a token is configured, or
+ *          `auth.allowUnauthenticated` is true
+ * @throws McpxError MCPX_ERR_UNSAFE_BIND otherwise (an unparseable address counts as non-loopback)
+ */
+export function assertSafeBind (config: McpxConfig, tokens: readonly string[]): void {
+  const address = config.daemon.address
+  const parsed = parseHostPort(address)
+  if (parsed !== undefined && isLoopbackBindHost(parsed.host)) return
+  if (tokens.length > 0 || config.auth.allowUnauthenticated === true) return
+  throw new McpxError('MCPX_ERR_UNSAFE_BIND', `mcpx: refusing to listen on ${address} without authentication: set auth.bearerTokens (or bearerTokensFile / bearerTokensEnv), or auth.allowUnauthenticated: true if an authenticating reverse proxy sits in front`)
+}
