@@ -3,9 +3,24 @@
  * (seed › stdio › "stdout carries only MCP"). lib/ takes a Logger parameter; it never imports
  * a global logger.
  */
-import { pino, type Logger } from 'pino'
+import { pino } from 'pino'
 
-export type { Logger }
+type LogFn = (obj: unknown, msg?: string, ...args: unknown[]) => void
+
+/**
+ * The logger lib/ accepts: pino's, or a Fastify instance's (which is pino underneath).
+ * A structural subset, so lib/ never names a Fastify type.
+ */
+export interface Logger {
+  trace: LogFn
+  debug: LogFn
+  info: LogFn
+  warn: LogFn
+  error: LogFn
+  fatal: LogFn
+  child: (bindings: Record<string, unknown>) => Logger
+  level: string
+}
 
 /** Headers whose values are secrets: redacted in every log line. */
 export const REDACTED_PATHS = ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization', 'headers.cookie']

@@ -1,0 +1,96 @@
+/**
+ * mcpx as a Fastify plugin: the package's main export.
+ *
+ * ```ts
+ * import Fastify from 'fastify'
+ * import mcpx from 'mcpx'
+ * const app = Fastify({ logger: true })
+ * await app.register(mcpx, { prefix: '/tools', upstreams: { files: { command: 'mcp-files' } } })
+ * // serves POST/GET/DELETE /tools/mcp; app.upstreams is the merged catalogue
+ * ```
+ *
+ * The outer plugin is `fp`-wrapped so that `upstreams` decorates the host instance (a team's own
+ * routes can read the catalogue). Everything else — mcpx's hooks, JSON parser, CORS and error
+ * handler — lives in an inner, un-wrapped scope, so it applies to `/mcp` only and never leaks
+ * into the host app (STYLE › Layout). Options carry the same keys as the config file and are
+ * validated by the same schema (lib/config.ts).
+ */
+import fp from 'fastify-plugin'
+import type { FastifyPluginAsync } from 'fastify'
+import { readFileSync } from 'node:fs'
+import { loadConfig, type McpxConfig, type McpxConfigInput } from './lib/config.js'
+import { originPolicyFromConfig } from './lib/origin.js'
+import { loadBearerTokens } from './lib/auth.js'
+import { createRegistry } from './lib/upstreams/registry.js'
+import type { UpstreamRegistry } from './lib/upstreams/types.js'
+import type { ServerInfo } from './lib/dispatch.js'
+import originPlugin from './plugins/origin.js'
+import corsPlugin from './plugins/cors.js'
+import authPlugin from './plugins/auth.js'
+import eraPlugin from './plugins/era.js'
+import upstreamsPlugin from './plugins/upstreams.js'
+import modernHeadersPlugin from './plugins/modern-headers.js'
+import legacySessionsPlugin from './plugins/legacy-sessions.js'
+import mcpRoutes from './routes/mcp/index.js'
+
+/** mcpx's own name and version, as `serverInfo`. */
+export const SERVER_INFO: ServerInfo = Object.freeze({
+  name: 'mcpx',
+  version: (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version
+})
+
+/** Options of the plugin: the config file's keys, plus a ready registry to share (tests, host apps). */
+export type McpxOptions = McpxConfigInput & {
+  /** Mount point: `/tools` serves `/tools/mcp`. */
+  prefix?: string
+  /** Use this registry instead of starting one from `upstreams` (the caller then owns its lifetime). */
+  registry?: UpstreamRegistry
+}
+
+/** Keys Fastify itself puts into register options; they are not mcpx config. */
+const FASTIFY_KEYS = new Set(['prefix', 'logLevel', 'logSerializers', 'registry'])
+
+interface ScopeOptions { config: McpxConfig, registry: UpstreamRegistry }
+
+/** The encapsulated scope: plugins in wire order (origin, CORS, auth, era, modern headers, legacy sessions), then routes. */
+const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fastify, { config, registry }) {
+  const policy = originPolicyFromConfig(config)
+  await fastify.register(originPlugin, { policy })
+  await fastify.register(corsPlugin, { policy })
+  await fastify.register(authPlugin, { tokens: loadBearerTokens(config.auth) })
+  await fastify.register(upstreamsPlugin, { registry, serverInfo: SERVER_INFO, closeRegistry: false })
+  await fastify.register(eraPlugin)
+  await fastify.register(modernHeadersPlugin, { registry })
+  await fastify.register(legacySessionsPlugin, { idleTimeoutMs: config.transport.sessionIdleTimeout, maxSessions: config.transport.maxSessions })
+  await fastify.register(mcpRoutes, {
+    maxBodyBytes: config.transport.maxBodyBytes,
+    keepAliveMs: config.transport.sseKeepAlive,
+    maxRequestsPerSession: config.transport.maxRequestsPerSession,
+    maxGetStreams: config.transport.maxGetStreams
+  })
+}
+
+/**
+ * The mcpx plugin. Validates its options (throws McpxError MCPX_ERR_CONFIG at registration,
+ * naming the bad field), starts the upstreams (unless a registry is given), decorates the host
+ * with `upstreams`, and serves `<prefix>/mcp`. onClose stops the upstreams and closes streams.
+ */
+const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
+  const raw: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(opts ?? {})) if (!FASTIFY_KEYS.has(key)) raw[key] = value
+  const config = loadConfig(raw)
+  let registry = opts.registry
+  if (registry === undefined) {
+    const owned = createRegistry(config.upstreams, { logger: fastify.log.child({ component: 'upstreams' }), defaultTimeoutMs: config.upstreamTimeout })
+    registry = owned
+    fastify.addHook('onClose', async function closeUpstreams () { await owned.close() })
+    await owned.start()
+  }
+  fastify.decorate('upstreams', registry)
+  await fastify.register(mcpxScope, { prefix: opts.prefix ?? '', config, registry })
+}, { name: 'mcpx', fastify: '5.x' })
+
+export default mcpx
+export { mcpx }
+export type { McpxConfig, McpxConfigInput } from './lib/config.js'
+export type { UpstreamRegistry, UpstreamStatus } from './lib/upstreams/types.js'

@@ -1,0 +1,55 @@
+/**
+ * mcpx-legacy-sessions: the session half of legacy Streamable HTTP (seed › Streamable HTTP,
+ * 2025-03-26 … 2025-11-25). Decorates the scope with the session store and, for each legacy
+ * request, finds the session its Mcp-Session-Id names (`request.mcpSession`):
+ * unknown, expired or deleted → 404 (the client initializes again). It also refuses an
+ * MCP-Protocol-Version header that is not a legacy revision mcpx implements: 400 -32022 with
+ * the legacy list. In a session the negotiated version governs even when the header names
+ * another supported one (a client quirk to tolerate).
+ */
+import fp from 'fastify-plugin'
+import { SessionStore, type Session } from '../lib/sessions.js'
+import { encodeMessage, errorResponse, INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION } from '../lib/jsonrpc.js'
+import { LEGACY_REVISIONS, isLegacyRevision } from '../lib/revisions.js'
+import { readHeader } from '../lib/header-values.js'
+import { REFUSAL_STATUS } from '../lib/status.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Legacy sessions of this mcpx scope. */
+    sessions: SessionStore
+  }
+  interface FastifyRequest {
+    /** The legacy session this request named; null when none (or a modern request). */
+    mcpSession: Session | null
+  }
+}
+
+export interface LegacySessionsOptions {
+  /** A session idle this long expires, ms. */
+  idleTimeoutMs: number
+  /** Most sessions open at once. */
+  maxSessions: number
+}
+
+export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fastify, opts) {
+  const store = new SessionStore({ idleTimeoutMs: opts.idleTimeoutMs, maxSessions: opts.maxSessions })
+  fastify.decorate('sessions', store)
+  fastify.decorateRequest('mcpSession', null)
+  const unknownSession = encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Session not found: it is unknown, expired or deleted; send initialize again without Mcp-Session-Id'))
+  fastify.addHook('preHandler', async function findSession (request, reply) {
+    if (request.mcpEra !== 'legacy') return
+    const version = request.mcpProtocolVersion
+    if (version !== null && !isLegacyRevision(version) && request.method !== 'DELETE') {
+      const refused = errorResponse(undefined, UNSUPPORTED_PROTOCOL_VERSION, `Unsupported protocol version: ${version}`, { supported: [...LEGACY_REVISIONS], requested: version })
+      return reply.code(400).type('application/json').send(encodeMessage(refused))
+    }
+    const header = readHeader(request.headers, 'mcp-session-id')
+    if (header.kind === 'absent') return
+    if (header.kind !== 'value') return reply.code(400).type('application/json').send(encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Invalid Mcp-Session-Id header')))
+    const found = store.find(header.value)
+    if (found.kind === 'unknown') return reply.code(REFUSAL_STATUS.unknownSession).type('application/json').send(unknownSession)
+    request.mcpSession = found.session
+  })
+  fastify.addHook('onClose', async function endSessions () { store.closeAll() })
+}, { name: 'mcpx-legacy-sessions', fastify: '5.x', dependencies: ['mcpx-era'] })

@@ -1,0 +1,53 @@
+/**
+ * mcpx-modern-headers: the 2026-07-28 checks that run before a modern POST is dispatched
+ * (seed › Streamable HTTP, 2026-07-28): no batches (-32600), a revision mcpx serves (-32022),
+ * the mirrored MCP-Protocol-Version / Mcp-Method / Mcp-Name headers (-32020), and the
+ * Mcp-Param-* headers of the named tool (-32020). Every rejection carries the request's id
+ * when it has one; its status comes from lib/status (modernStatus).
+ */
+import fp from 'fastify-plugin'
+import { classify, encodeMessage, errorResponse, INVALID_REQUEST, type Parsed } from '../lib/jsonrpc.js'
+import { modernStatus } from '../lib/status.js'
+import { checkModernHeaders, bodyProtocolVersion } from '../lib/modern-headers.js'
+import { checkParamHeaders } from '../lib/param-headers.js'
+import { unsupportedVersion, isServedModern } from '../lib/dispatch.js'
+import type { UpstreamRegistry } from '../lib/upstreams/types.js'
+
+export interface ModernHeadersOptions {
+  /** Where the named tool's inputSchema (with its x-mcp-header annotations) is looked up. */
+  registry: UpstreamRegistry
+}
+
+export default fp<ModernHeadersOptions>(async function mcpxModernHeaders (fastify, opts) {
+  const registry = opts.registry
+  const batchRefused = encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Invalid Request: 2026-07-28 has no JSON-RPC batches'))
+  fastify.addHook('preHandler', async function checkModernRequest (request, reply) {
+    if (request.method !== 'POST' || request.mcpEra !== 'modern') return
+    const parsed = request.body as Parsed & { ok: true }
+    // Seed › No batches: an array body is 400 -32600.
+    if (parsed.batch) return reply.code(400).type('application/json').send(batchRefused)
+    const item = classify(parsed.value)
+    if (item.kind !== 'request' && item.kind !== 'notification') return // the route answers invalid bodies and responses
+    const message = item.message
+    const id = item.kind === 'request' ? item.message.id : undefined
+    // A revision mcpx does not serve is -32022, whether the header or the body named it.
+    const requested = request.mcpProtocolVersion ?? bodyProtocolVersion(message.params)
+    if (typeof requested === 'string' && !isServedModern(requested)) {
+      const refused = unsupportedVersion(id, requested)
+      return reply.code(modernStatus(refused.error)).type('application/json').send(encodeMessage(refused))
+    }
+    const rejection = checkModernHeaders(request.headers, message, item.kind) ??
+      (message.method === 'tools/call' ? checkToolParams(registry, request.headers, message.params) : undefined)
+    if (rejection === undefined) return
+    const refused = errorResponse(id, rejection.code, rejection.message)
+    return reply.code(modernStatus(refused.error)).type('application/json').send(encodeMessage(refused))
+  })
+}, { name: 'mcpx-modern-headers', fastify: '5.x', dependencies: ['mcpx-era'] })
+
+function checkToolParams (registry: UpstreamRegistry, headers: Record<string, string | string[] | undefined>, params: Record<string, unknown> | undefined): { code: number, message: string } | undefined {
+  const name = params?.name
+  if (typeof name !== 'string') return undefined
+  const tool = registry.findTool(name)
+  if (tool === undefined) return undefined // unknown tool: the dispatcher answers -32602
+  return checkParamHeaders(headers, tool.inputSchema, params?.arguments)
+}

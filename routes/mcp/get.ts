@@ -1,0 +1,51 @@
+/**
+ * GET /mcp: a legacy session's notification stream (seed › Streamable HTTP legacy › GET).
+ * 405 without a session or with a modern header; 404 for an unknown session (mcpx-legacy-sessions);
+ * 409 for a second stream on one session; 503 past the stream cap. The stream carries
+ * list_changed and the session's resources/updated, and a `:` comment every keep-alive interval.
+ */
+import type { FastifyPluginAsync } from 'fastify'
+import { SseStream } from '../../lib/sse.js'
+import { ALL_LISTS } from '../../lib/notify-hub.js'
+import { getStatus, type GetOutcome } from '../../lib/status.js'
+import { encodeMessage, errorResponse, INVALID_REQUEST, INTERNAL_ERROR } from '../../lib/jsonrpc.js'
+import type { McpRoutesOptions } from './index.js'
+
+const MESSAGES: Record<Exclude<GetOutcome, 'open' | 'unknown'>, string> = {
+  'no-session': 'Method Not Allowed: GET needs an Mcp-Session-Id from initialize',
+  modern: 'Method Not Allowed: 2026-07-28 has no GET stream',
+  busy: 'Conflict: this session already has a GET stream open',
+  capped: 'Service Unavailable: too many open streams; retry later'
+}
+
+const getRoute: FastifyPluginAsync<McpRoutesOptions> = async function (fastify, opts) {
+  let openStreams = 0
+  fastify.get('/mcp', async function openNotificationStream (request, reply) {
+    const session = request.mcpSession
+    const outcome: GetOutcome = request.mcpEra === 'modern'
+      ? 'modern'
+      : session === null ? 'no-session'
+        : session.stream !== undefined && !session.stream.isClosed ? 'busy'
+          : openStreams >= opts.maxGetStreams ? 'capped' : 'open'
+    if (outcome !== 'open') {
+      const status = getStatus(outcome)
+      if (status === 405) reply.header('allow', 'POST, DELETE')
+      if (status === 503) reply.header('retry-after', '5')
+      const code = status === 503 ? INTERNAL_ERROR : INVALID_REQUEST
+      return reply.code(status).type('application/json').send(encodeMessage(errorResponse(undefined, code, MESSAGES[outcome as keyof typeof MESSAGES])))
+    }
+    if (session === null) return reply // unreachable: outcome 'open' implies a session
+    reply.hijack()
+    const stream = new SseStream(reply.raw, opts.keepAliveMs, reply.getHeaders() as Record<string, string>)
+    session.stream = stream
+    openStreams++
+    const remove = fastify.mcp.hub.add({ lists: ALL_LISTS, uris: session.subscriptions, send: (n) => { stream.send(n) } })
+    await stream.closed
+    openStreams--
+    remove()
+    if (session.stream === stream) session.stream = undefined
+    return reply
+  })
+}
+
+export default getRoute

@@ -1,0 +1,55 @@
+/**
+ * The /mcp routes' scope: its own JSON parser (raw bytes → lib/jsonrpc parseBody, so invalid
+ * UTF-8 and bad JSON become -32700 rather than Fastify's error shape), the body limit, the
+ * Accept check (406), and an error handler that turns every framework error on /mcp into an
+ * id-less JSON-RPC error with a status from lib/status.
+ */
+import type { FastifyPluginAsync, FastifyError } from 'fastify'
+import { parseBody, encodeMessage, errorResponse, INVALID_REQUEST, INTERNAL_ERROR, PARSE_ERROR } from '../../lib/jsonrpc.js'
+import { REFUSAL_STATUS } from '../../lib/status.js'
+import postRoute from './post.js'
+import getRoute from './get.js'
+import deleteRoute from './delete.js'
+
+export interface McpRoutesOptions {
+  maxBodyBytes: number
+  keepAliveMs: number
+  maxRequestsPerSession: number
+  maxGetStreams: number
+}
+
+/** True when an Accept header admits neither JSON nor SSE (then 406). Missing Accept and `*\/*` are tolerated. */
+export function acceptRefused (accept: string | undefined): boolean {
+  if (accept === undefined || accept.trim() === '') return false
+  const a = accept.toLowerCase()
+  return !(a.includes('application/json') || a.includes('text/event-stream') || a.includes('*/*') || a.includes('application/*') || a.includes('text/*'))
+}
+
+const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (fastify, opts) {
+  fastify.removeAllContentTypeParsers()
+  fastify.addContentTypeParser(['application/json'], { parseAs: 'buffer', bodyLimit: opts.maxBodyBytes }, function parseJsonRpc (_request, body, done) {
+    done(null, parseBody(body as Buffer))
+  })
+  const notAcceptable = encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Not Acceptable: Accept must admit application/json or text/event-stream'))
+  fastify.addHook('onRequest', async function checkAccept (request, reply) {
+    if (request.method === 'OPTIONS') return
+    if (acceptRefused(request.headers.accept)) return reply.code(REFUSAL_STATUS.notAcceptable).type('application/json').send(notAcceptable)
+  })
+  fastify.setErrorHandler(function mcpError (error: FastifyError, request, reply) {
+    const status = error.statusCode ?? 500
+    let code = INTERNAL_ERROR
+    let message = 'Internal error'
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') { code = INVALID_REQUEST; message = `Request body larger than ${opts.maxBodyBytes} bytes` }
+    else if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') { code = INVALID_REQUEST; message = 'Unsupported Media Type: Content-Type must be application/json' }
+    else if (error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || error.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH') { code = PARSE_ERROR; message = 'Parse error: ' + error.message }
+    else if (status < 500) { code = INVALID_REQUEST; message = error.message }
+    else request.log.error({ err: error }, 'mcp route failed')
+    if (reply.sent || reply.raw.headersSent) return
+    reply.code(status).type('application/json').send(encodeMessage(errorResponse(undefined, code, message)))
+  })
+  await fastify.register(postRoute, opts)
+  await fastify.register(getRoute, opts)
+  await fastify.register(deleteRoute, opts)
+}
+
+export default routes

@@ -1,0 +1,60 @@
+/**
+ * POST /mcp: adapts Fastify's request and reply to lib/http-exchange's PostChannel and serves
+ * the message in the era mcpx-era decided. Hooks ahead of it (origin, auth, era, modern headers,
+ * legacy sessions) have already answered everything they refuse.
+ */
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { serveModernPost, serveLegacyPost, type ExchangeDeps, type PostChannel } from '../../lib/http-exchange.js'
+import { SseStream } from '../../lib/sse.js'
+import { isLegacyRevision } from '../../lib/revisions.js'
+import type { Parsed } from '../../lib/jsonrpc.js'
+import type { McpRoutesOptions } from './index.js'
+
+/** Builds the PostChannel for one Fastify request/reply pair. */
+export function channelFor (request: FastifyRequest, reply: FastifyReply, keepAliveMs: number): PostChannel {
+  const accept = request.headers.accept ?? ''
+  return {
+    acceptsSse: accept.includes('text/event-stream'),
+    json (status, body, headers) {
+      if (reply.sent) return
+      if (headers !== undefined) reply.headers(headers)
+      reply.code(status)
+      if (body === undefined) { reply.send(); return }
+      reply.type('application/json').send(body)
+    },
+    sse (headers) {
+      reply.hijack()
+      return new SseStream(reply.raw, keepAliveMs, { ...(reply.getHeaders() as Record<string, string>), ...headers })
+    },
+    onDisconnect (fn) {
+      reply.raw.on('close', () => { if (!reply.raw.writableFinished) fn() })
+    }
+  }
+}
+
+const postRoute: FastifyPluginAsync<McpRoutesOptions> = async function (fastify, opts) {
+  const deps: ExchangeDeps = {
+    dispatcher: fastify.mcp.dispatcher,
+    hub: fastify.mcp.hub,
+    sessions: fastify.sessions,
+    logger: fastify.log,
+    keepAliveMs: opts.keepAliveMs,
+    maxRequestsPerSession: opts.maxRequestsPerSession
+  }
+  fastify.post('/mcp', async function postMcp (request, reply) {
+    const parsed = request.body as Parsed & { ok: true }
+    const channel = channelFor(request, reply, opts.keepAliveMs)
+    if (request.mcpEra === 'modern') {
+      await serveModernPost(deps, parsed.value, channel)
+    } else {
+      const version = request.mcpProtocolVersion
+      await serveLegacyPost(deps, parsed.value, parsed.batch, {
+        session: request.mcpSession ?? undefined,
+        headerRevision: version !== null && isLegacyRevision(version) ? version : undefined
+      }, channel)
+    }
+    return reply
+  })
+}
+
+export default postRoute
