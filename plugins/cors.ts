@@ -1,0 +1,41 @@
+/**
+ * mcpx-cors: `@fastify/cors` configured from the same {@link OriginPolicy} as mcpx-origin, through
+ * the same `isOriginAllowed`, so the two can never disagree (STYLE › Layout). An allowed origin is
+ * reflected; a refused one gets no CORS grant (and mcpx-origin has already answered it 403).
+ *
+ * - methods: GET, POST, DELETE, OPTIONS.
+ * - allowedHeaders unset: a preflight's Access-Control-Request-Headers is reflected, because
+ *   `Mcp-Param-*` names are open-ended.
+ * - exposedHeaders: `Mcp-Session-Id` (legacy sessions) and `WWW-Authenticate` (mcpx-auth's 401).
+ * - strictPreflight off: a bare OPTIONS without Origin (not a browser preflight) is answered 204
+ *   like a preflight instead of @fastify/cors's `400 text/plain`, the only non-JSON-RPC error body
+ *   it would otherwise put on /mcp.
+ *
+ * @fastify/cors answers a preflight inside its `onRequest` hook, so register this after
+ * mcpx-origin and BEFORE mcpx-auth: a preflight carries no Authorization.
+ */
+import fp from 'fastify-plugin'
+import cors from '@fastify/cors'
+import { createOriginCheck, isOriginAllowed, type OriginPolicy } from '../lib/origin.js'
+
+export interface CorsOptions {
+  /** The same policy object given to mcpx-origin. Required. */
+  policy: OriginPolicy
+}
+
+/** Methods granted to an allowed origin's preflight. */
+export const CORS_METHODS = ['GET', 'POST', 'DELETE', 'OPTIONS']
+/** Response headers an allowed origin's script may read. */
+export const CORS_EXPOSED_HEADERS = ['Mcp-Session-Id', 'WWW-Authenticate']
+
+export default fp<CorsOptions>(async function mcpxCors (fastify, opts) {
+  if (opts?.policy === undefined) throw new TypeError('mcpx: mcpx-cors requires opts.policy (an OriginPolicy)')
+  createOriginCheck(opts.policy) // fail fast on a bad policy, at registration
+  const policy = opts.policy
+  await fastify.register(cors, {
+    origin: function corsOrigin (origin, cb) { cb(null, isOriginAllowed(origin, policy)) },
+    methods: CORS_METHODS,
+    exposedHeaders: CORS_EXPOSED_HEADERS,
+    strictPreflight: false
+  })
+}, { name: 'mcpx-cors', fastify: '5.x', dependencies: ['mcpx-origin'] })

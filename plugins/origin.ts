@@ -1,0 +1,28 @@
+/**
+ * mcpx-origin: refuses a request whose Origin is present and not allowed, on every method
+ * (OPTIONS included), with 403 and an id-less JSON-RPC error
+ * (seed › "Origin (every revision with Streamable HTTP)"). The decision is lib/origin's.
+ *
+ * Register it FIRST in mcpx's own (un-wrapped) scope, before mcpx-cors and mcpx-auth: its
+ * `onRequest` hook must run before theirs, so a refused preflight is 403 rather than a CORS grant
+ * or a 401. Being `fp`-wrapped, it adds its hook to the scope that registers it, and only there.
+ */
+import fp from 'fastify-plugin'
+import { ORIGIN_REFUSED_HTTP_STATUS, createOriginCheck, isOriginAllowed, originRefusedResponse, type OriginPolicy } from '../lib/origin.js'
+
+export interface OriginOptions {
+  /** The origin policy, usually `originPolicyFromConfig(config)`. Required. Share the same object with mcpx-cors. */
+  policy: OriginPolicy
+}
+
+export default fp<OriginOptions>(async function mcpxOrigin (fastify, opts) {
+  if (opts?.policy === undefined) throw new TypeError('mcpx: mcpx-origin requires opts.policy (an OriginPolicy)')
+  createOriginCheck(opts.policy) // fail fast on a bad policy (McpxError MCPX_ERR_CONFIG), at registration
+  const policy = opts.policy
+  const refused = JSON.stringify(originRefusedResponse()) // built once
+  fastify.addHook('onRequest', async function checkOrigin (request, reply) {
+    if (isOriginAllowed(request.headers.origin, policy)) return
+    request.log.debug({ origin: request.headers.origin }, 'origin refused')
+    return reply.code(ORIGIN_REFUSED_HTTP_STATUS).type('application/json').send(refused)
+  })
+}, { name: 'mcpx-origin', fastify: '5.x' })
