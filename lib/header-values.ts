@@ -81,7 +81,8 @@ export function isValidHeaderValue (value: string): boolean {
  * @returns `absent` when not sent; `duplicate` when sent more than once (an array of two or more
  *          values — DIGEST A4 leaves duplicates open, mcpx refuses them since it cannot tell which
  *          instance an intermediary routed on; a one-element array, as `headersDistinct` gives, is
- *          one value); `invalid` when the raw value carries a byte outside {@link isValidHeaderValue}
+ *          one value; `req.headers` instead joins repeats with `, `, which then fails the
+ *          comparison with the body); `invalid` when the raw value carries a byte outside {@link isValidHeaderValue}
  *          (or is not a string); else the value with surrounding SP/HTAB trimmed (RFC 9110 §5.5).
  *          Never throws. Seed › Mirrored headers; DIGEST §6d, table D4.
  */
