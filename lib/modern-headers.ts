@@ -90,12 +90,18 @@ export function checkModernHeaders (headers: HeaderBag, message: MirroredMessage
   const version = readHeader(headers, 'mcp-protocol-version')
   switch (version.kind) {
     case 'absent':
+      // Seed wins over the spec here: streamable-http.mdx says every POST MUST carry
+      // MCP-Protocol-Version and SEP-2243 requires Mcp-Method on notifications too (A3), but the
+      // seed says a notification POST "has no header requirements in this revision, so none are
+      // demanded, but any it sends must still agree". So only a request needs these two.
       if (isRequest) return headerMismatch(PROTOCOL_VERSION, 'missing')
       break
     case 'duplicate':
     case 'invalid':
       return headerMismatch(PROTOCOL_VERSION, version.kind)
     case 'value':
+      // A request body without a string protocolVersion disagrees with the header (seed › Which era
+      // a POST belongs to, settling A2 as -32020); a notification's body usually has none: nothing to compare.
       if (typeof bodyVersion === 'string' ? version.value !== bodyVersion : (isRequest || bodyVersion !== undefined)) {
         return headerMismatch(PROTOCOL_VERSION, 'mismatch', PROTOCOL_VERSION_FIELD)
       }
