@@ -1,0 +1,79 @@
+/**
+ * `mcpx serve`: mcpx as an MCP server on its own stdin/stdout (seed › "stdio, every revision").
+ *
+ * stdout carries only MCP frames; every log line goes to the logger the caller built for fd 2,
+ * and upstream children's stderr goes into those log lines. This file never imports Fastify
+ * (Fastify's logger writes to stdout).
+ */
+import { readFileSync } from 'node:fs'
+import type { Logger } from './lib/log.js'
+import type { McpxConfig } from './lib/config.js'
+import { Dispatcher } from './lib/dispatch.js'
+import { NotificationHub } from './lib/notify-hub.js'
+import { startStdioServer } from './lib/stdio-server.js'
+import { createRegistry } from './lib/upstreams/registry.js'
+
+/** mcpx's version from package.json (dist/stdio.js → ../package.json; stdio.ts run from source → ./package.json). */
+function packageVersion (): string {
+  for (const candidate of ['../package.json', './package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(candidate, import.meta.url), 'utf8')) as { name?: string, version?: string }
+      if (pkg.name === 'mcpx' && typeof pkg.version === 'string') return pkg.version
+    } catch {
+      // try the next location
+    }
+  }
+  return '0.0.0'
+}
+
+/**
+ * Serves MCP on process.stdin/process.stdout until stdin ends or SIGTERM/SIGINT arrives.
+ *
+ * Starts every upstream in `config.upstreams` (default call timeout `config.upstreamTimeout`, ms),
+ * waits until each has been tried once, then reads stdin. On EOF (or a signal) in-flight requests
+ * get `config.transport.stdioDrain` ms to answer, then are cancelled; the registry is closed
+ * (every child process killed) and the exit code is resolved. A broken stdout (EPIPE) ends the
+ * same way, quietly.
+ * @param config a loaded config (lib/config.ts `loadConfig`/`resolveConfig`)
+ * @param logger must not write to stdout: use `createLogger('stdio')` (fd 2)
+ * @returns the process exit code: 0 after a clean shutdown, 1 when the upstreams could not be
+ *          started. Never rejects.
+ */
+export async function runStdio (config: McpxConfig, logger: Logger): Promise<number> {
+  const registry = createRegistry(config.upstreams, { logger, defaultTimeoutMs: config.upstreamTimeout })
+  const hub = new NotificationHub(registry)
+  const dispatcher = new Dispatcher({ registry, serverInfo: { name: 'mcpx', version: packageVersion() }, logger })
+  let exitCode = 0
+  try {
+    await registry.start()
+    await registry.ready()
+  } catch (err) {
+    logger.error({ err }, 'upstreams failed to start')
+    exitCode = 1
+  }
+  if (exitCode === 0) {
+    const server = startStdioServer(process.stdin, process.stdout, dispatcher, hub, {
+      drainMs: config.transport.stdioDrain,
+      maxLineBytes: config.transport.maxBodyBytes,
+      logger
+    })
+    const onSignal = (signal: NodeJS.Signals): void => {
+      logger.info({ signal }, 'shutting down')
+      void server.close()
+    }
+    process.once('SIGTERM', onSignal)
+    process.once('SIGINT', onSignal)
+    logger.info({ upstreams: Object.keys(config.upstreams) }, 'serving MCP on stdio')
+    await server.closed
+    process.off('SIGTERM', onSignal)
+    process.off('SIGINT', onSignal)
+  }
+  hub.close()
+  try {
+    await registry.close()
+  } catch (err) {
+    logger.error({ err }, 'closing upstreams failed')
+  }
+  logger.info('stdio server stopped')
+  return exitCode
+}
