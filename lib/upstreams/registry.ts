@@ -1,0 +1,289 @@
+/**
+ * The upstream registry: every configured upstream (upstream.ts), their lists merged under
+ * prefixed names, and the router that sends each call to the upstream that owns it
+ * (issue #2 › Upstream registry; the contract is types.ts).
+ *
+ * Names: each upstream has a prefix. By default there is none when one upstream is configured,
+ * and the upstream's name when there are several; an explicit `prefix` wins (`""` = none). A
+ * prefixed name is `<prefix>__<name>` (e.g. `everything__echo`). Tool and prompt names are
+ * prefixed; resource URIs never are. A name (or URI) claimed twice keeps the first upstream in
+ * config order; the other is dropped with a warning naming both.
+ */
+import { EventEmitter } from 'node:events'
+import { INVALID_PARAMS, RESOURCE_NOT_FOUND, isObject } from '../jsonrpc.js'
+import { Upstream, type ListKind, type UpstreamLogger } from './upstream.js'
+import {
+  UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamConfig, type UpstreamRegistry, type UpstreamStatus
+} from './types.js'
+
+/** Joins a prefix and an upstream name: `everything__echo`. */
+export const PREFIX_SEPARATOR = '__'
+
+/** Options of {@link createRegistry}. */
+export interface RegistryOptions {
+  /** Lifecycle lines and upstream children's stderr go here, tagged `{ upstream: name }`. */
+  logger: UpstreamLogger
+  /** Timeout of one upstream call (ms) for upstreams without their own `timeout`. */
+  defaultTimeoutMs: number
+}
+
+interface Route { upstream: Upstream, name: string, item: JsonObject }
+interface TemplateRoute { upstream: Upstream, uriTemplate: string, pattern: RegExp }
+
+/**
+ * Compiles an RFC 6570 level-1 template (`fixture://items/{id}`) to a RegExp matching whole URIs:
+ * each `{var}` matches one or more characters other than `/`; everything else is literal.
+ * Operators of higher levels (`{+x}`, `{/x}`, `{?x}`…) are matched the same simple way.
+ * Never throws.
+ */
+export function compileUriTemplate (uriTemplate: string): RegExp {
+  let source = '^'
+  let last = 0
+  for (const match of uriTemplate.matchAll(/\{[^{}]*\}/g)) {
+    source += escapeRegExp(uriTemplate.slice(last, match.index)) + '[^/]+'
+    last = match.index + match[0].length
+  }
+  source += escapeRegExp(uriTemplate.slice(last)) + '$'
+  return new RegExp(source)
+}
+
+function escapeRegExp (text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+}
+
+/** The downstream name of an upstream item. */
+function prefixed (prefix: string, name: string): string {
+  return prefix === '' ? name : `${prefix}${PREFIX_SEPARATOR}${name}`
+}
+
+class Registry extends EventEmitter implements UpstreamRegistry {
+  private readonly upstreams: Upstream[] = []
+  private readonly prefixes = new Map<Upstream, string>()
+  private tools_: JsonObject[] = []
+  private prompts_: JsonObject[] = []
+  private resources_: JsonObject[] = []
+  private templates_: JsonObject[] = []
+  private toolRoutes = new Map<string, Route>()
+  private promptRoutes = new Map<string, Route>()
+  private resourceRoutes = new Map<string, Upstream>()
+  private templateRoutes: TemplateRoute[] = []
+  private readonly warned = new Set<string>()
+  private readonly subscriptionCounts = new Map<string, { upstream: Upstream, count: number }>()
+  private started: Promise<void> | undefined
+
+  constructor (config: Record<string, UpstreamConfig>, private readonly options: RegistryOptions) {
+    super()
+    const names = Object.keys(config)
+    for (const name of names) {
+      const upstreamConfig = config[name]
+      const upstream = new Upstream(name, upstreamConfig, {
+        logger: options.logger,
+        defaultTimeoutMs: options.defaultTimeoutMs,
+        events: {
+          catalogueChanged: kind => this.rebuild(kind),
+          resourceUpdated: uri => this.emit('resource_updated', uri),
+          stateChanged: status => this.emit('upstream_state', status)
+        }
+      })
+      this.upstreams.push(upstream)
+      this.prefixes.set(upstream, upstreamConfig.prefix ?? (names.length === 1 ? '' : name))
+    }
+  }
+
+  async start (): Promise<void> {
+    this.started ??= Promise.all(this.upstreams.map(async upstream => await upstream.start())).then(() => {})
+    return await this.started
+  }
+
+  async ready (): Promise<void> {
+    return await this.start()
+  }
+
+  async close (): Promise<void> {
+    await Promise.all(this.upstreams.map(async upstream => await upstream.close()))
+  }
+
+  status (): UpstreamStatus[] {
+    return this.upstreams.map(upstream => upstream.status())
+  }
+
+  tools (): JsonObject[] { return this.tools_ }
+  prompts (): JsonObject[] { return this.prompts_ }
+  resources (): JsonObject[] { return this.resources_ }
+  resourceTemplates (): JsonObject[] { return this.templates_ }
+
+  findTool (name: string): JsonObject | undefined {
+    return this.toolRoutes.get(name)?.item
+  }
+
+  capabilities (): JsonObject {
+    const merged: Record<string, JsonObject> = {}
+    for (const upstream of this.upstreams) {
+      const caps = upstream.serverCapabilities()
+      if (caps === undefined) continue
+      for (const key of ['tools', 'prompts', 'resources', 'completions', 'logging']) {
+        const value = caps[key]
+        if (value === undefined || value === null) continue
+        const target = merged[key] ??= {}
+        if (!isObject(value)) continue
+        if (value.listChanged === true) target.listChanged = true
+        if (key === 'resources' && value.subscribe === true) target.subscribe = true
+      }
+    }
+    return merged
+  }
+
+  async callTool (name: string, args: JsonObject | undefined, options: UpstreamCallOptions): Promise<JsonObject> {
+    const route = this.toolRoutes.get(name)
+    if (route === undefined) throw new UpstreamRpcError(INVALID_PARAMS, `Unknown tool: ${name}`)
+    return await route.upstream.callTool(route.name, args, options, route.item)
+  }
+
+  async getPrompt (name: string, args: Record<string, string> | undefined, options: UpstreamCallOptions): Promise<JsonObject> {
+    const route = this.promptRoutes.get(name)
+    if (route === undefined) throw new UpstreamRpcError(INVALID_PARAMS, `Unknown prompt: ${name}`)
+    const params: JsonObject = { name: route.name }
+    if (args !== undefined) params.arguments = args
+    return await route.upstream.request('prompts/get', params, options)
+  }
+
+  async readResource (uri: string, options: UpstreamCallOptions): Promise<JsonObject> {
+    const upstream = this.ownerOfUri(uri)
+    if (upstream === undefined) throw new UpstreamRpcError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`, { uri })
+    return await upstream.request('resources/read', { uri }, options)
+  }
+
+  async complete (params: JsonObject, options: UpstreamCallOptions): Promise<JsonObject> {
+    const ref = params.ref
+    if (!isObject(ref)) throw new UpstreamRpcError(INVALID_PARAMS, 'completion/complete: ref must be an object')
+    if (ref.type === 'ref/prompt' && typeof ref.name === 'string') {
+      const route = this.promptRoutes.get(ref.name)
+      if (route === undefined) throw new UpstreamRpcError(INVALID_PARAMS, `Unknown prompt: ${ref.name}`)
+      return await route.upstream.request('completion/complete', { ...params, ref: { ...ref, name: route.name } }, options)
+    }
+    if (ref.type === 'ref/resource' && typeof ref.uri === 'string') {
+      const uri = ref.uri
+      const upstream = this.templateRoutes.find(route => route.uriTemplate === uri)?.upstream ?? this.ownerOfUri(uri)
+      if (upstream === undefined) throw new UpstreamRpcError(INVALID_PARAMS, `Unknown resource or template: ${uri}`)
+      return await upstream.request('completion/complete', params, options)
+    }
+    throw new UpstreamRpcError(INVALID_PARAMS, 'completion/complete: ref must be ref/prompt with a name or ref/resource with a uri')
+  }
+
+  async subscribe (uri: string): Promise<void> {
+    const existing = this.subscriptionCounts.get(uri)
+    if (existing !== undefined) { existing.count++; return }
+    const upstream = this.ownerOfUri(uri)
+    if (upstream === undefined) throw new UpstreamRpcError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`, { uri })
+    const entry = { upstream, count: 1 }
+    this.subscriptionCounts.set(uri, entry)
+    try {
+      await upstream.subscribe(uri)
+    } catch (error) {
+      if (this.subscriptionCounts.get(uri) === entry && --entry.count === 0) this.subscriptionCounts.delete(uri)
+      throw error
+    }
+  }
+
+  async unsubscribe (uri: string): Promise<void> {
+    const entry = this.subscriptionCounts.get(uri)
+    if (entry === undefined) return
+    if (--entry.count > 0) return
+    this.subscriptionCounts.delete(uri)
+    await entry.upstream.unsubscribe(uri)
+  }
+
+  /** The upstream that listed `uri`, else the first whose template matches it. */
+  private ownerOfUri (uri: string): Upstream | undefined {
+    return this.resourceRoutes.get(uri) ?? this.templateRoutes.find(route => route.pattern.test(uri))?.upstream
+  }
+
+  private warnOnce (key: string, message: string, fields: Record<string, unknown>): void {
+    if (this.warned.has(key)) return
+    this.warned.add(key)
+    this.options.logger.warn(fields, message)
+  }
+
+  /** Rebuilds the merged lists of `kind` from every ready upstream; emits 'list_changed' when they changed. */
+  private rebuild (kind: ListKind): void {
+    if (kind === 'tools' || kind === 'prompts') {
+      const routes = new Map<string, Route>()
+      const merged: JsonObject[] = []
+      for (const upstream of this.upstreams) {
+        const prefix = this.prefixes.get(upstream) ?? ''
+        for (const item of upstream.lists()[kind]) {
+          if (typeof item.name !== 'string') continue
+          const name = prefixed(prefix, item.name)
+          const owner = routes.get(name)
+          if (owner !== undefined) {
+            if (owner.upstream !== upstream) {
+              this.warnOnce(`${kind}\0${name}\0${upstream.name}`, `${kind === 'tools' ? 'tool' : 'prompt'} name collision: ${name} of upstream ${upstream.name} dropped, ${owner.upstream.name} keeps it`,
+                { kind, name, kept: owner.upstream.name, dropped: upstream.name })
+            }
+            continue
+          }
+          const downstream = { ...item, name }
+          routes.set(name, { upstream, name: item.name, item: downstream })
+          merged.push(downstream)
+        }
+      }
+      const before = kind === 'tools' ? this.tools_ : this.prompts_
+      if (kind === 'tools') { this.tools_ = merged; this.toolRoutes = routes } else { this.prompts_ = merged; this.promptRoutes = routes }
+      if (JSON.stringify(before) !== JSON.stringify(merged)) this.emit('list_changed', kind)
+      return
+    }
+    const resourceRoutes = new Map<string, Upstream>()
+    const resources: JsonObject[] = []
+    const templateRoutes: TemplateRoute[] = []
+    const templates: JsonObject[] = []
+    for (const upstream of this.upstreams) {
+      const lists = upstream.lists()
+      for (const item of lists.resources) {
+        if (typeof item.uri !== 'string') continue
+        const owner = resourceRoutes.get(item.uri)
+        if (owner !== undefined) {
+          if (owner !== upstream) {
+            this.warnOnce(`resource\0${item.uri}\0${upstream.name}`, `resource URI collision: ${item.uri} of upstream ${upstream.name} dropped, ${owner.name} keeps it`,
+              { kind: 'resources', uri: item.uri, kept: owner.name, dropped: upstream.name })
+          }
+          continue
+        }
+        resourceRoutes.set(item.uri, upstream)
+        resources.push(item)
+      }
+      for (const item of lists.resourceTemplates) {
+        if (typeof item.uriTemplate !== 'string') continue
+        const uriTemplate = item.uriTemplate
+        const owner = templateRoutes.find(route => route.uriTemplate === uriTemplate)
+        if (owner !== undefined) {
+          if (owner.upstream !== upstream) {
+            this.warnOnce(`template\0${uriTemplate}\0${upstream.name}`, `resource template collision: ${uriTemplate} of upstream ${upstream.name} dropped, ${owner.upstream.name} keeps it`,
+              { kind: 'resourceTemplates', uriTemplate, kept: owner.upstream.name, dropped: upstream.name })
+          }
+          continue
+        }
+        templateRoutes.push({ upstream, uriTemplate, pattern: compileUriTemplate(uriTemplate) })
+        templates.push(item)
+      }
+    }
+    const before = JSON.stringify([this.resources_, this.templates_])
+    this.resources_ = resources
+    this.templates_ = templates
+    this.resourceRoutes = resourceRoutes
+    this.templateRoutes = templateRoutes
+    if (before !== JSON.stringify([resources, templates])) this.emit('list_changed', 'resources')
+  }
+}
+
+/**
+ * Creates the registry for the configured upstreams (nothing is spawned until `start()`).
+ * @param upstreams keyed by upstream name; insertion order is config order (it decides prefixes'
+ *        defaults and who wins a name collision)
+ * @param options.logger receives lifecycle lines, collision warnings and children's stderr
+ * @param options.defaultTimeoutMs timeout of one upstream call (ms) unless the upstream sets `timeout`
+ * @returns an {@link UpstreamRegistry} (EventEmitter: 'list_changed', 'resource_updated',
+ *          'upstream_state'). Never throws; calls reject with UpstreamRpcError (types.ts).
+ */
+export function createRegistry (upstreams: Record<string, UpstreamConfig>, options: RegistryOptions): UpstreamRegistry {
+  return new Registry(upstreams, options)
+}

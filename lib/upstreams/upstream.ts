@@ -1,0 +1,681 @@
+/**
+ * One upstream MCP server connection: a child process over stdio, or a remote server over
+ * Streamable HTTP, spoken to through the official v2 client (`@modelcontextprotocol/client` 2.4.0).
+ * The registry (registry.ts) owns naming and routing; this file owns one connection's life.
+ *
+ * What the v2 client does for us, as read in its sources (dist/*.mjs.map) and checked on the wire:
+ * - Era negotiation (`versionNegotiation: { mode: 'auto' }`): a `server/discover` probe carrying the
+ *   2026-07-28 `_meta` envelope; a DiscoverResult or a modern error means modern, anything else
+ *   (and, on stdio, a timeout) falls back to `initialize` (DIGEST §6b, §6c row 16). On the SDK's
+ *   own `StdioClientTransport` (the exact base class) the probe runs on a short-lived SIBLING
+ *   process whose stderr is discarded; subclasses probe IN PLACE. We subclass, so the probe runs on
+ *   the one child we keep (one spawn, one pid, its stderr reaches our log, as the stdio spec's
+ *   probe describes). The price: a server that exits on an unknown pre-`initialize` request fails
+ *   the in-place probe; we then reconnect once with `prior: { kind: 'legacy' }` (plain initialize)
+ *   and remember that verdict for later restarts of that upstream.
+ * - Per-request `_meta` envelope on a modern connection, request ids, progress tokens
+ *   (`onprogress`), cancellation (`notifications/cancelled`, or closing the per-request SSE stream
+ *   on modern HTTP), `MCP-Protocol-Version` / `Mcp-Method` / `Mcp-Name` headers, and SEP-2243
+ *   `Mcp-Param-*` mirroring in `callTool()` (we pass the upstream's own tool definition, with its
+ *   unprefixed name, as `toolDefinition`, so mirroring never depends on the client's cache).
+ * - Server→client requests (legacy era) reach handlers registered with `setRequestHandler`;
+ *   on a modern connection the client drops inbound requests (2026 has none: MRTR instead).
+ *
+ * What we do ourselves, and why:
+ * - Raw results. The client's request funnel decodes results per era before any schema runs:
+ *   it deletes `resultType` (both eras), rebuilds `input_required` results from their known
+ *   fields, and `callTool()` zod-parses the result and validates `structuredContent` against the
+ *   tool's `outputSchema`. The gateway must pass upstream JSON on verbatim, so `UpstreamClient`
+ *   overrides the client's protected `_onresponse` to keep the raw `result` object of every
+ *   request we sent (correlated by the id the client chose, seen in our transport's `send` inside
+ *   an AsyncLocalStorage scope), and every call returns that raw object. Non-tool requests use
+ *   `client.request(req, PASSTHROUGH, options)` (a Standard Schema accepting anything).
+ *   `toolDefinition` carries no `outputSchema`, so the client validates no tool output.
+ * - The response cache: never used. Lists are fetched page by page with `client.request`, which
+ *   neither reads nor writes the client's cache (only `listTools()` & co. do).
+ * - MRTR: `inputRequired: { autoFulfill: false }` and `allowInputRequired: true` per call, so an
+ *   upstream `input_required` result reaches the dispatcher as it was sent.
+ * - Timeouts (per call, ours), restart with backoff, failing in-flight calls at once when the
+ *   connection drops, child stderr → logger, and kill/reap on close (SIGTERM, SIGKILL after 2 s).
+ *
+ * Sources: DIGEST §2e (cancellation, progress), §3a (timeouts), §6b (stdio probe, restart),
+ * §6c (HTTP), §6d (mirrored headers), §6f (subscriptions/listen, MRTR).
+ */
+import { AsyncLocalStorage } from 'node:async_hooks'
+import type { ChildProcess } from 'node:child_process'
+import { createInterface } from 'node:readline'
+import type { Readable } from 'node:stream'
+import {
+  Client, ProtocolError, SdkError, SdkErrorCode, StreamableHTTPClientTransport, type McpSubscription
+} from '@modelcontextprotocol/client'
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio'
+import type { Logger } from '../log.js'
+import { INTERNAL_ERROR, METHOD_NOT_FOUND, UPSTREAM_ERROR, isObject } from '../jsonrpc.js'
+import type { Era, Revision } from '../revisions.js'
+import { UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamConfig, type UpstreamStatus } from './types.js'
+
+/** First restart delay (ms); doubles per failed attempt. */
+export const RESTART_INITIAL_DELAY_MS = 100
+/** Longest restart delay (ms). */
+export const RESTART_MAX_DELAY_MS = 10_000
+/** A connection up this long (ms) resets the backoff. */
+export const RESTART_RESET_AFTER_MS = 10_000
+/** SIGTERM → SIGKILL grace when killing a child (ms). */
+export const KILL_GRACE_MS = 2_000
+/** Longest wait for the `server/discover` probe on stdio before falling back to `initialize` (ms). */
+export const STDIO_PROBE_TIMEOUT_MS = 3_000
+/** Most pages read from one list before giving up (a defence against a cursor that never ends). */
+export const MAX_LIST_PAGES = 100
+
+/** The list kinds an upstream can announce changes for. */
+export type ListKind = 'tools' | 'prompts' | 'resources'
+
+/** One upstream's raw lists, exactly as it sent them (every page concatenated). */
+export interface UpstreamCatalogue {
+  tools: JsonObject[]
+  prompts: JsonObject[]
+  resources: JsonObject[]
+  resourceTemplates: JsonObject[]
+}
+
+/** Callbacks the registry gives each upstream. None may throw. */
+export interface UpstreamEvents {
+  /** The upstream's catalogue changed for `kind` (after a re-list, or when it came up or went down). */
+  catalogueChanged: (kind: ListKind) => void
+  /** The upstream sent `notifications/resources/updated` for `uri` (upstream form = downstream form). */
+  resourceUpdated: (uri: string) => void
+  /** State changed (connecting, ready, down, closed). */
+  stateChanged: (status: UpstreamStatus) => void
+}
+
+/** The logger methods the upstream layer uses: a pino Logger, or Fastify's `log`, fits. */
+export type UpstreamLogger = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>
+
+/** Options of one upstream connection. */
+export interface UpstreamOptions {
+  /** Where lifecycle lines and the child's stderr go (each line tagged `{ upstream: name }`). */
+  logger: UpstreamLogger
+  /** Timeout of one call (ms) when the config has no `timeout`. */
+  defaultTimeoutMs: number
+  events: UpstreamEvents
+}
+
+/** Accepts any value unchanged: the result schema for `client.request` when we want the raw JSON. */
+const PASSTHROUGH = {
+  '~standard': {
+    version: 1 as const,
+    vendor: 'mcpx',
+    validate: (value: unknown) => ({ value })
+  }
+}
+
+/** The raw results of the requests sent from one call (see module comment). */
+interface CallScope { ids: Array<string | number>, raw?: JsonObject }
+const callScope = new AsyncLocalStorage<CallScope>()
+
+/** The v2 client, keeping the raw `result` of every response to a request sent inside a call scope. */
+class UpstreamClient extends Client {
+  readonly scopes = new Map<string | number, CallScope>()
+
+  protected override _onresponse (response: Parameters<Client['_onresponse']>[0]): void {
+    const id = response.id
+    const scope = id === undefined ? undefined : this.scopes.get(id)
+    if (id !== undefined && scope !== undefined) {
+      this.scopes.delete(id)
+      const result = (response as { result?: unknown }).result
+      if (isObject(result)) scope.raw = result
+    }
+    super._onresponse(response)
+  }
+}
+
+/** Records the id of each request sent inside a call scope, so `_onresponse` can find its scope. */
+function tapSend (client: UpstreamClient, message: unknown): void {
+  const scope = callScope.getStore()
+  if (scope === undefined || !isObject(message) || typeof message.method !== 'string') return
+  const id = message.id as unknown
+  if (typeof id !== 'string' && typeof id !== 'number') return
+  scope.ids.push(id)
+  client.scopes.set(id, scope)
+}
+
+/**
+ * The SDK stdio transport, subclassed so the era probe runs in place (see module comment), with
+ * the child's exit recorded (code/signal) and a kill that waits for the exit.
+ */
+class UpstreamStdioTransport extends StdioClientTransport {
+  child: ChildProcess | undefined
+  exitInfo: string | undefined
+  exited: Promise<void> = Promise.resolve()
+  onSend: ((message: unknown) => void) | undefined
+
+  override async start (): Promise<void> {
+    await super.start()
+    // 2.4.0 keeps the child in the (TS-)private `_process`; read once, right after spawn.
+    const child = (this as unknown as { _process?: ChildProcess })._process
+    if (child === undefined) return
+    this.child = child
+    this.exited = new Promise(resolve => {
+      if (child.exitCode !== null || child.signalCode !== null) { resolve(); return }
+      child.once('exit', (code, signal) => {
+        this.exitInfo = signal !== null ? `signal ${signal}` : `code ${String(code)}`
+        resolve()
+      })
+    })
+  }
+
+  override async send (...args: Parameters<StdioClientTransport['send']>): Promise<void> {
+    this.onSend?.(args[0])
+    return await super.send(...args)
+  }
+
+  /** SIGTERM, then SIGKILL after `graceMs`; resolves once the child has exited. Never throws. */
+  async kill (graceMs: number): Promise<void> {
+    const child = this.child
+    if (child === undefined || child.exitCode !== null || child.signalCode !== null) return
+    try { child.stdin?.end() } catch {}
+    try { child.kill('SIGTERM') } catch {}
+    let timer: NodeJS.Timeout | undefined
+    const killed = new Promise<void>(resolve => {
+      timer = setTimeout(() => {
+        try { child.kill('SIGKILL') } catch {}
+        resolve()
+      }, graceMs)
+    })
+    await Promise.race([this.exited, killed])
+    clearTimeout(timer)
+    await this.exited
+  }
+}
+
+/** The SDK Streamable HTTP transport, with the same send tap. */
+class UpstreamHttpTransport extends StreamableHTTPClientTransport {
+  onSend: ((message: unknown) => void) | undefined
+
+  override async send (...args: Parameters<StreamableHTTPClientTransport['send']>): Promise<void> {
+    this.onSend?.(args[0])
+    return await super.send(...args)
+  }
+}
+
+type SendFn = (client: UpstreamClient, params: JsonObject, requestOptions: Record<string, unknown>) => Promise<unknown>
+
+/** `send` for a plain request whose raw result we keep. */
+function plainRequest (method: string): SendFn {
+  return async (client, params, requestOptions) => await client.request({ method, params } as never, PASSTHROUGH, requestOptions)
+}
+
+interface InFlight {
+  startedAt: number
+  onQuestion?: UpstreamCallOptions['onQuestion']
+  signal: AbortSignal
+  fail: (error: UpstreamRpcError) => void
+}
+
+interface Connection {
+  client: UpstreamClient
+  transport: UpstreamStdioTransport | UpstreamHttpTransport
+  era: Era
+  revision: Revision
+  capabilities: JsonObject
+  listen?: McpSubscription
+  listenKey?: string
+  upSince: number
+}
+
+const EMPTY_CATALOGUE: UpstreamCatalogue = Object.freeze({ tools: [], prompts: [], resources: [], resourceTemplates: [] }) as UpstreamCatalogue
+
+/**
+ * One upstream: connects, re-lists, restarts with backoff, routes calls. Used by the registry.
+ * Calls reject with {@link UpstreamRpcError}: the upstream's own JSON-RPC error unchanged, or
+ * `UPSTREAM_ERROR` (-31000) when it is down, exits mid-call, times out or the call is cancelled.
+ */
+export class Upstream {
+  readonly kind: 'stdio' | 'http'
+  readonly timeoutMs: number
+  private state: UpstreamStatus['state'] = 'connecting'
+  private connection: Connection | undefined
+  private catalogue: UpstreamCatalogue = EMPTY_CATALOGUE
+  private restarts = 0
+  private failures = 0
+  private lastError: string | undefined
+  private restartTimer: NodeJS.Timeout | undefined
+  private stableTimer: NodeJS.Timeout | undefined
+  private closing = false
+  private forceLegacy = false
+  private readonly inflight = new Set<InFlight>()
+  private readonly subscriptions = new Set<string>()
+  private firstAttempt: Promise<void> | undefined
+
+  constructor (readonly name: string, readonly config: UpstreamConfig, private readonly options: UpstreamOptions) {
+    this.kind = 'command' in config ? 'stdio' : 'http'
+    this.timeoutMs = config.timeout ?? options.defaultTimeoutMs
+  }
+
+  /** Connects once; resolves when that attempt ended (ready or down, retrying). Never rejects. */
+  async start (): Promise<void> {
+    this.firstAttempt ??= this.connect()
+    return await this.firstAttempt
+  }
+
+  /** What /readyz reports. Never throws. */
+  status (): UpstreamStatus {
+    const status: UpstreamStatus = { name: this.name, state: this.state, restarts: this.restarts }
+    if (this.state === 'ready' && this.connection !== undefined) {
+      status.era = this.connection.era
+      status.revision = this.connection.revision
+    }
+    const pid = this.connection?.transport instanceof UpstreamStdioTransport ? this.connection.transport.pid : null
+    if (pid !== null && pid !== undefined && this.state !== 'closed') status.pid = pid
+    if (this.state === 'down' && this.lastError !== undefined) status.lastError = this.lastError
+    return status
+  }
+
+  /** The raw lists; empty unless ready. */
+  lists (): UpstreamCatalogue {
+    return this.state === 'ready' ? this.catalogue : EMPTY_CATALOGUE
+  }
+
+  /** The server capabilities it announced, when ready. */
+  serverCapabilities (): JsonObject | undefined {
+    return this.state === 'ready' ? this.connection?.capabilities : undefined
+  }
+
+  /** Stops retrying, kills the child (SIGTERM, SIGKILL after 2 s) and resolves once it has exited. Never rejects. */
+  async close (): Promise<void> {
+    if (this.state === 'closed') return
+    this.closing = true
+    clearTimeout(this.restartTimer)
+    clearTimeout(this.stableTimer)
+    const connection = this.connection
+    this.failInFlight(new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.name} is shutting down`))
+    if (connection !== undefined) await this.dispose(connection)
+    this.setState('closed')
+  }
+
+  /**
+   * Calls a tool by its upstream (unprefixed) name. `tool` is the upstream's own definition,
+   * used for Mcp-Param-* mirroring on a modern HTTP connection (DIGEST §6d).
+   * @returns the raw result object. Rejects with UpstreamRpcError.
+   */
+  async callTool (name: string, args: JsonObject | undefined, options: UpstreamCallOptions, tool?: JsonObject): Promise<JsonObject> {
+    const params: JsonObject = { name }
+    if (args !== undefined) params.arguments = args
+    return await this.call('tools/call', params, options, (client, params, requestOptions) => {
+      const toolDefinition = tool === undefined ? undefined : { name, inputSchema: tool.inputSchema } as never
+      return client.callTool(params as never, { ...requestOptions, toolDefinition })
+    })
+  }
+
+  /**
+   * Sends one request (`prompts/get`, `resources/read`, `completion/complete`, …) and returns
+   * the raw result object. Rejects with UpstreamRpcError.
+   */
+  async request (method: string, params: JsonObject, options: UpstreamCallOptions): Promise<JsonObject> {
+    return await this.call(method, params, options, plainRequest(method))
+  }
+
+  /**
+   * Subscribes upstream to `uri`: `resources/subscribe` on a legacy connection, a
+   * `subscriptions/listen` with `resourceSubscriptions` on a modern one (DIGEST §6f).
+   * Remembered across restarts. Rejects with UpstreamRpcError when the upstream refuses.
+   */
+  async subscribe (uri: string): Promise<void> {
+    this.subscriptions.add(uri)
+    const connection = this.connection
+    if (this.state !== 'ready' || connection === undefined) return
+    if (connection.era === 'modern') await this.syncListen(connection)
+    else if (isObject(connection.capabilities.resources) && connection.capabilities.resources.subscribe === true) {
+      await this.callOn(connection, 'resources/subscribe', { uri }, { signal: new AbortController().signal }, plainRequest('resources/subscribe'))
+    }
+  }
+
+  /** Drops the upstream subscription to `uri`. Rejects with UpstreamRpcError when the upstream refuses. */
+  async unsubscribe (uri: string): Promise<void> {
+    if (!this.subscriptions.delete(uri)) return
+    const connection = this.connection
+    if (this.state !== 'ready' || connection === undefined) return
+    if (connection.era === 'modern') await this.syncListen(connection)
+    else if (isObject(connection.capabilities.resources) && connection.capabilities.resources.subscribe === true) {
+      await this.callOn(connection, 'resources/unsubscribe', { uri }, { signal: new AbortController().signal }, plainRequest('resources/unsubscribe'))
+    }
+  }
+
+  // ── calls ──
+
+  private async call (
+    method: string,
+    params: JsonObject,
+    options: UpstreamCallOptions,
+    send: SendFn
+  ): Promise<JsonObject> {
+    const connection = this.connection
+    if (this.state !== 'ready' || connection === undefined) {
+      throw new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.name} is ${this.state}${this.lastError === undefined ? '' : `: ${this.lastError}`}`)
+    }
+    return await this.callOn(connection, method, params, options, send)
+  }
+
+  /** A request on one given connection (also while it is still being set up). Rejects with UpstreamRpcError. */
+  private async callOn (connection: Connection, method: string, params: JsonObject, options: UpstreamCallOptions, send: SendFn): Promise<JsonObject> {
+    if (options.signal.aborted) throw new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.name}: ${method} cancelled`)
+    if (options.meta !== undefined) params = { ...params, _meta: { ...(isObject(params._meta) ? params._meta : {}), ...options.meta } }
+
+    const abort = new AbortController()
+    let failure: UpstreamRpcError | undefined
+    const stop = (error: UpstreamRpcError): void => {
+      failure ??= error
+      abort.abort(error)
+    }
+    const onCallerAbort = (): void => stop(new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.name}: ${method} cancelled`))
+    options.signal.addEventListener('abort', onCallerAbort, { once: true })
+    const timer = setTimeout(() => stop(new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.name} timed out after ${this.timeoutMs} ms (${method})`)), this.timeoutMs)
+    let rejectNow: (error: UpstreamRpcError) => void = () => {}
+    const failedAtOnce = new Promise<never>((_resolve, reject) => { rejectNow = reject })
+    failedAtOnce.catch(() => {})
+    const entry: InFlight = {
+      startedAt: performance.now(),
+      onQuestion: options.onQuestion,
+      signal: abort.signal,
+      fail: error => { failure ??= error; rejectNow(error); abort.abort(error) }
+    }
+    this.inflight.add(entry)
+    const scope: CallScope = { ids: [] }
+    const requestOptions: Record<string, unknown> = {
+      signal: abort.signal,
+      timeout: this.timeoutMs + 1_000, // ours fires first; the client's is a backstop
+      allowInputRequired: true
+    }
+    if (options.onProgress !== undefined) {
+      const onProgress = options.onProgress
+      requestOptions.onprogress = (p: { progress: number, total?: number, message?: string }) => {
+        const progress: { progress: number, total?: number, message?: string } = { progress: p.progress }
+        if (p.total !== undefined) progress.total = p.total
+        if (p.message !== undefined) progress.message = p.message
+        onProgress(progress)
+      }
+    }
+    try {
+      const returned = await Promise.race([callScope.run(scope, () => send(connection.client, params, requestOptions)), failedAtOnce])
+      if (scope.raw !== undefined) return scope.raw
+      if (!isObject(returned)) throw new UpstreamRpcError(INTERNAL_ERROR, `upstream ${this.name}: ${method} returned no result object`)
+      // Fallback (raw capture missed): the client's decoded value; restore the discriminator it consumed.
+      return connection.era === 'modern' && returned.resultType === undefined ? { ...returned, resultType: 'complete' } : returned
+    } catch (error) {
+      if (failure !== undefined) throw failure
+      if (error instanceof UpstreamRpcError) throw error
+      if (error instanceof ProtocolError) throw new UpstreamRpcError(error.code, error.message, error.data)
+      // A result the client refused to decode (schema, output validation) still reached us raw: pass it on.
+      if (scope.raw !== undefined && error instanceof SdkError && error.code === SdkErrorCode.InvalidResult) return scope.raw
+      throw new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.name}: ${method} failed: ${(error as Error).message}`)
+    } finally {
+      clearTimeout(timer)
+      options.signal.removeEventListener('abort', onCallerAbort)
+      this.inflight.delete(entry)
+      for (const id of scope.ids) connection.client.scopes.delete(id)
+    }
+  }
+
+  private failInFlight (error: UpstreamRpcError): void {
+    for (const entry of this.inflight) entry.fail(error)
+    this.inflight.clear()
+  }
+
+  /**
+   * Routes a server→client question (legacy era) to an in-flight call. Over stdio nothing on the
+   * wire ties a question to a call, so: the one in-flight call with `onQuestion`, or, when there
+   * are several, the most recently started one (a guess that is right for sequential use and
+   * for the common "one interactive tool at a time" case). None → -32601 upstream.
+   */
+  private async answerQuestion (method: string, params: JsonObject | undefined, upstreamSignal: AbortSignal): Promise<JsonObject> {
+    let target: InFlight | undefined
+    for (const entry of this.inflight) {
+      if (entry.onQuestion !== undefined && (target === undefined || entry.startedAt >= target.startedAt)) target = entry
+    }
+    if (target?.onQuestion === undefined) {
+      throw new ProtocolError(METHOD_NOT_FOUND, `mcpx: no request in flight on upstream ${this.name} can relay ${method}`)
+    }
+    const question = params === undefined ? { method } : { method, params }
+    try {
+      return await target.onQuestion(question, AbortSignal.any([target.signal, upstreamSignal]))
+    } catch (error) {
+      const code = (error as { code?: unknown }).code
+      if (typeof code === 'number') throw new ProtocolError(code, (error as Error).message, (error as { data?: unknown }).data)
+      throw new ProtocolError(INTERNAL_ERROR, `mcpx: ${method} could not be relayed: ${(error as Error).message}`)
+    }
+  }
+
+  // ── connection lifecycle ──
+
+  private setState (state: UpstreamStatus['state']): void {
+    this.state = state
+    this.options.events.stateChanged(this.status())
+  }
+
+  private buildClient (): UpstreamClient {
+    const client = new UpstreamClient({ name: 'mcpx', version: '0.1.0' }, {
+      // Declared so legacy upstreams will ask; the questions are relayed to the downstream client.
+      capabilities: { elicitation: { form: {} }, sampling: {}, roots: {} },
+      versionNegotiation: { mode: 'auto', probe: { timeoutMs: Math.min(this.timeoutMs, STDIO_PROBE_TIMEOUT_MS) } },
+      inputRequired: { autoFulfill: false }
+    })
+    for (const method of ['elicitation/create', 'sampling/createMessage', 'roots/list'] as const) {
+      client.setRequestHandler(method, async (request: { params?: unknown }, ctx: { mcpReq: { signal: AbortSignal } }) =>
+        await this.answerQuestion(method, isObject(request.params) ? request.params : undefined, ctx.mcpReq.signal) as never)
+    }
+    return client
+  }
+
+  private buildTransport (): UpstreamStdioTransport | UpstreamHttpTransport {
+    const config = this.config
+    if ('command' in config) {
+      const transport = new UpstreamStdioTransport({ command: config.command, args: config.args, env: config.env, cwd: config.cwd, stderr: 'pipe' })
+      const stderr = transport.stderr as Readable | null
+      if (stderr !== null) {
+        const lines = createInterface({ input: stderr, crlfDelay: Infinity })
+        lines.on('line', line => this.options.logger.info({ upstream: this.name, stderr: line }, 'upstream stderr'))
+      }
+      return transport
+    }
+    return new UpstreamHttpTransport(new URL(config.url), { requestInit: { headers: config.headers ?? {} } })
+  }
+
+  private async connect (): Promise<void> {
+    if (this.closing) return
+    this.setState('connecting')
+    const client = this.buildClient()
+    const transport = this.buildTransport()
+    transport.onSend = message => tapSend(client, message)
+    try {
+      if (this.forceLegacy) await client.connect(transport, { timeout: this.timeoutMs, prior: { kind: 'legacy' } })
+      else await client.connect(transport, { timeout: this.timeoutMs })
+    } catch (error) {
+      await this.disposeQuietly(client, transport)
+      const message = (error as Error).message
+      if (this.kind === 'stdio' && !this.forceLegacy && error instanceof SdkError && error.code === SdkErrorCode.EraNegotiationFailed && /closed/.test(message)) {
+        // The child exited on the in-place server/discover probe: a legacy server that dies on
+        // unknown pre-initialize requests. Remember it and connect with plain initialize.
+        this.options.logger.info({ upstream: this.name }, 'upstream exited on the server/discover probe; using initialize')
+        this.forceLegacy = true
+        return await this.connect()
+      }
+      this.onDown(`connect failed: ${message}`)
+      return
+    }
+    if (this.closing) { await this.disposeQuietly(client, transport); return }
+
+    const revision = client.getNegotiatedProtocolVersion() ?? 'unknown'
+    const connection: Connection = {
+      client,
+      transport,
+      era: client.getProtocolEra() ?? 'legacy',
+      revision,
+      capabilities: (client.getServerCapabilities() ?? {}) as JsonObject,
+      upSince: Date.now()
+    }
+    this.connection = connection
+    client.onerror = err => this.options.logger.debug({ upstream: this.name, err }, 'upstream client error')
+    client.onclose = () => this.onConnectionClosed(connection)
+    for (const kind of ['tools', 'prompts', 'resources'] as const) {
+      client.setNotificationHandler(`notifications/${kind}/list_changed`, () => { this.refresh(connection, kind) })
+    }
+    client.setNotificationHandler('notifications/resources/updated', (notification: { params?: { uri?: unknown } }) => {
+      const uri = notification.params?.uri
+      if (typeof uri === 'string') this.options.events.resourceUpdated(uri)
+    })
+
+    try {
+      const catalogue = await this.listAll(connection)
+      if (this.connection !== connection) return
+      this.catalogue = catalogue
+    } catch (error) {
+      if (this.connection !== connection) return
+      this.options.logger.warn({ upstream: this.name, err: error }, 'upstream lists failed')
+      await this.dispose(connection)
+      this.connection = undefined
+      this.onDown(`listing failed: ${(error as Error).message}`)
+      return
+    }
+    this.lastError = undefined
+    this.setState('ready')
+    this.options.logger.info({ upstream: this.name, era: connection.era, revision, pid: this.status().pid }, 'upstream ready')
+    for (const kind of ['tools', 'prompts', 'resources'] as const) this.options.events.catalogueChanged(kind)
+    clearTimeout(this.stableTimer)
+    this.stableTimer = setTimeout(() => { this.failures = 0 }, RESTART_RESET_AFTER_MS).unref()
+    await this.restoreSubscriptions(connection)
+  }
+
+  private onConnectionClosed (connection: Connection): void {
+    if (this.connection !== connection || this.closing) return
+    this.connection = undefined
+    const exitInfo = connection.transport instanceof UpstreamStdioTransport ? connection.transport.exitInfo : undefined
+    const reason = this.kind === 'stdio' ? `upstream ${this.name} exited${exitInfo === undefined ? '' : ` (${exitInfo})`}` : `upstream ${this.name} closed the connection`
+    this.failInFlight(new UpstreamRpcError(UPSTREAM_ERROR, reason))
+    this.options.logger.warn({ upstream: this.name }, reason)
+    const wasReady = this.state === 'ready'
+    this.onDown(reason)
+    if (wasReady) for (const kind of ['tools', 'prompts', 'resources'] as const) this.options.events.catalogueChanged(kind)
+    void this.dispose(connection)
+  }
+
+  private onDown (reason: string): void {
+    if (this.closing) return
+    clearTimeout(this.stableTimer)
+    this.lastError = reason
+    this.setState('down')
+    const delayMs = Math.min(RESTART_INITIAL_DELAY_MS * 2 ** this.failures, RESTART_MAX_DELAY_MS)
+    this.failures++
+    clearTimeout(this.restartTimer)
+    this.restartTimer = setTimeout(() => {
+      this.restarts++
+      void this.connect()
+    }, delayMs)
+    this.restartTimer.unref()
+  }
+
+  private async dispose (connection: Connection): Promise<void> {
+    await this.disposeQuietly(connection.client, connection.transport)
+  }
+
+  private async disposeQuietly (client: UpstreamClient, transport: UpstreamStdioTransport | UpstreamHttpTransport): Promise<void> {
+    if (transport instanceof UpstreamStdioTransport) await transport.kill(KILL_GRACE_MS)
+    try { await client.close() } catch {}
+    if (transport instanceof UpstreamStdioTransport) await transport.exited
+  }
+
+  // ── lists ──
+
+  private async listAll (connection: Connection): Promise<UpstreamCatalogue> {
+    const caps = connection.capabilities
+    const [tools, prompts, resources, resourceTemplates] = await Promise.all([
+      caps.tools !== undefined ? this.listPages(connection, 'tools/list', 'tools') : [],
+      caps.prompts !== undefined ? this.listPages(connection, 'prompts/list', 'prompts') : [],
+      caps.resources !== undefined ? this.listPages(connection, 'resources/list', 'resources') : [],
+      caps.resources !== undefined ? this.listPages(connection, 'resources/templates/list', 'resourceTemplates') : []
+    ])
+    return { tools, prompts, resources, resourceTemplates }
+  }
+
+  private async listPages (connection: Connection, method: string, key: string): Promise<JsonObject[]> {
+    const items: JsonObject[] = []
+    let cursor: string | undefined
+    for (let page = 0; page < MAX_LIST_PAGES; page++) {
+      if (this.connection !== connection) throw new Error('connection replaced')
+      const result = await this.callOn(connection, method, cursor === undefined ? {} : { cursor }, { signal: new AbortController().signal }, plainRequest(method))
+      const list = result[key]
+      if (Array.isArray(list)) for (const item of list) if (isObject(item)) items.push(item)
+      cursor = typeof result.nextCursor === 'string' && result.nextCursor !== '' ? result.nextCursor : undefined
+      if (cursor === undefined) return items
+    }
+    throw new Error(`${method}: more than ${MAX_LIST_PAGES} pages`)
+  }
+
+  /** Re-lists one kind after a list_changed, then tells the registry. Never throws. */
+  private refresh (connection: Connection, kind: ListKind): void {
+    const work = async (): Promise<void> => {
+      if (kind === 'tools') {
+        const tools = await this.listPages(connection, 'tools/list', 'tools')
+        if (this.connection === connection) this.catalogue = { ...this.catalogue, tools }
+      } else if (kind === 'prompts') {
+        const prompts = await this.listPages(connection, 'prompts/list', 'prompts')
+        if (this.connection === connection) this.catalogue = { ...this.catalogue, prompts }
+      } else {
+        const [resources, resourceTemplates] = await Promise.all([
+          this.listPages(connection, 'resources/list', 'resources'),
+          this.listPages(connection, 'resources/templates/list', 'resourceTemplates')
+        ])
+        if (this.connection === connection) this.catalogue = { ...this.catalogue, resources, resourceTemplates }
+      }
+      if (this.connection === connection) this.options.events.catalogueChanged(kind)
+    }
+    work().catch(error => this.options.logger.warn({ upstream: this.name, err: error, kind }, 'upstream re-list failed'))
+  }
+
+  // ── subscriptions ──
+
+  private async restoreSubscriptions (connection: Connection): Promise<void> {
+    try {
+      if (connection.era === 'modern') {
+        await this.syncListen(connection)
+      } else if (isObject(connection.capabilities.resources) && connection.capabilities.resources.subscribe === true) {
+        for (const uri of this.subscriptions) await this.callOn(connection, 'resources/subscribe', { uri }, { signal: new AbortController().signal }, plainRequest('resources/subscribe'))
+      }
+    } catch (error) {
+      this.options.logger.warn({ upstream: this.name, err: error }, 'upstream subscriptions could not be restored')
+    }
+  }
+
+  /**
+   * Modern upstreams send change notifications only on a `subscriptions/listen` stream
+   * (DIGEST §6f). One listen per connection carries the list-changed kinds the server
+   * announces plus every subscribed URI; when the URI set changes a new listen is opened
+   * before the old one is closed.
+   */
+  private async syncListen (connection: Connection): Promise<void> {
+    const caps = connection.capabilities
+    const listChanged = (key: string): boolean => isObject(caps[key]) && (caps[key] as JsonObject).listChanged === true
+    const filter: Record<string, unknown> = {}
+    if (listChanged('tools')) filter.toolsListChanged = true
+    if (listChanged('prompts')) filter.promptsListChanged = true
+    if (listChanged('resources')) filter.resourcesListChanged = true
+    if (this.subscriptions.size > 0 && isObject(caps.resources) && caps.resources.subscribe === true) filter.resourceSubscriptions = [...this.subscriptions].sort()
+    const key = JSON.stringify(filter)
+    if (key === connection.listenKey && connection.listen !== undefined) return
+    const previous = connection.listen
+    connection.listenKey = key
+    connection.listen = undefined
+    if (Object.keys(filter).length > 0) {
+      const subscription = await connection.client.listen(filter as never)
+      connection.listen = subscription
+      void subscription.closed.then(cause => {
+        if (cause === 'remote' && !this.closing && connection.listen === subscription && this.connection === connection) {
+          this.options.logger.warn({ upstream: this.name }, 'upstream subscriptions/listen stream ended; reopening')
+          connection.listenKey = undefined
+          connection.listen = undefined
+          this.syncListen(connection).catch(error => this.options.logger.warn({ upstream: this.name, err: error }, 'upstream listen failed'))
+        }
+      })
+    }
+    if (previous !== undefined) await previous.close().catch(() => {})
+  }
+}
