@@ -13,6 +13,13 @@
  *
  * @fastify/cors answers a preflight inside its `onRequest` hook, so register this after
  * mcpx-origin and BEFORE mcpx-auth: a preflight carries no Authorization.
+ *
+ * Scope caveats of @fastify/cors itself: it always adds an `OPTIONS <prefix>*` route, so the scope
+ * that registers this plugin should carry a prefix that covers only mcpx (e.g. `<prefix>/mcp`, with
+ * the routes at `/`); with an empty prefix that wildcard catches a host app's OPTIONS requests
+ * and runs mcpx's hooks on them. And it decorates the request with `corsPreflightEnabled`, so a host
+ * app that registered @fastify/cors at its root cannot register it again inside mcpx
+ * (FST_ERR_DEC_ALREADY_PRESENT).
  */
 import fp from 'fastify-plugin'
 import cors from '@fastify/cors'
