@@ -87,7 +87,9 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
     await owned.start()
   }
   fastify.decorate('upstreams', registry)
-  await fastify.register(mcpxScope, { prefix: opts.prefix ?? '', config, registry })
+  // The scope's own prefix is `<prefix>/mcp`: @fastify/cors adds an `OPTIONS <prefix>*` route, and
+  // this keeps it (and every mcpx hook) off the host app's other routes.
+  await fastify.register(mcpxScope, { prefix: `${opts.prefix ?? ''}/mcp`, config, registry })
 }, { name: 'mcpx', fastify: '5.x' })
 
 export default mcpx

@@ -39,6 +39,13 @@ export default fp<CorsOptions>(async function mcpxCors (fastify, opts) {
   if (opts?.policy === undefined) throw new TypeError('mcpx: mcpx-cors requires opts.policy (an OriginPolicy)')
   createOriginCheck(opts.policy) // fail fast on a bad policy, at registration
   const policy = opts.policy
+  // A host app that registered @fastify/cors at its root already answers CORS for every route,
+  // /mcp included; registering it again in a child scope fails (FST_ERR_DEC_ALREADY_PRESENT).
+  // mcpx then defers CORS to the host; its Origin policy (mcpx-origin) still applies first.
+  if (fastify.hasRequestDecorator('corsPreflightEnabled')) {
+    fastify.log.debug('mcpx-cors: the host app registered @fastify/cors; deferring CORS to it')
+    return
+  }
   await fastify.register(cors, {
     origin: function corsOrigin (origin, cb) { cb(null, isOriginAllowed(origin, policy)) },
     methods: CORS_METHODS,

@@ -11,7 +11,7 @@ import { encodeMessage, errorResponse, INVALID_REQUEST } from '../../lib/jsonrpc
 const deleteRoute: FastifyPluginAsync = async function (fastify) {
   const noHeader = encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Bad Request: DELETE needs the Mcp-Session-Id to end'))
   const modern = encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Method Not Allowed: 2026-07-28 has no sessions to delete'))
-  fastify.delete('/mcp', async function endSession (request, reply) {
+  fastify.delete('/', async function endSession (request, reply) {
     const session = request.mcpSession
     const outcome: DeleteOutcome = request.mcpEra === 'modern' ? 'modern' : session === null ? 'no-header' : (fastify.sessions.end(session.id) ? 'ended' : 'unknown')
     reply.code(deleteStatus(outcome))

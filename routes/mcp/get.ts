@@ -20,7 +20,7 @@ const MESSAGES: Record<Exclude<GetOutcome, 'open' | 'unknown'>, string> = {
 
 const getRoute: FastifyPluginAsync<McpRoutesOptions> = async function (fastify, opts) {
   let openStreams = 0
-  fastify.get('/mcp', async function openNotificationStream (request, reply) {
+  fastify.get('/', async function openNotificationStream (request, reply) {
     const session = request.mcpSession
     const outcome: GetOutcome = request.mcpEra === 'modern'
       ? 'modern'

@@ -41,7 +41,7 @@ const postRoute: FastifyPluginAsync<McpRoutesOptions> = async function (fastify,
     keepAliveMs: opts.keepAliveMs,
     maxRequestsPerSession: opts.maxRequestsPerSession
   }
-  fastify.post('/mcp', async function postMcp (request, reply) {
+  fastify.post('/', async function postMcp (request, reply) {
     const parsed = request.body as Parsed & { ok: true }
     const channel = channelFor(request, reply, opts.keepAliveMs)
     if (request.mcpEra === 'modern') {
