@@ -9,7 +9,7 @@
  */
 import fp from 'fastify-plugin'
 import { SessionStore, type Session } from '../lib/sessions.js'
-import { encodeMessage, errorResponse, INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION } from '../lib/jsonrpc.js'
+import { classify, encodeMessage, errorResponse, INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION, type Parsed, type RequestId } from '../lib/jsonrpc.js'
 import { LEGACY_REVISIONS, isLegacyRevision } from '../lib/revisions.js'
 import { readHeader } from '../lib/header-values.js'
 import { REFUSAL_STATUS } from '../lib/status.js'
@@ -41,7 +41,10 @@ export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fast
     if (request.mcpEra !== 'legacy') return
     const version = request.mcpProtocolVersion
     if (version !== null && !isLegacyRevision(version) && request.method !== 'DELETE') {
-      const refused = errorResponse(undefined, UNSUPPORTED_PROTOCOL_VERSION, `Unsupported protocol version: ${version}`, { supported: [...LEGACY_REVISIONS], requested: version })
+      // The refusal carries the request's id when one can be read (JSON-RPC 2.0 §5; 2025-11-25
+      // basic/index.mdx lets an error omit the id only when it could not be read), as the modern
+      // -32022 does; a batch or a notification has none to carry.
+      const refused = errorResponse(requestIdOf(request.body), UNSUPPORTED_PROTOCOL_VERSION, `Unsupported protocol version: ${version}`, { supported: [...LEGACY_REVISIONS], requested: version })
       return reply.code(400).type('application/json').send(encodeMessage(refused))
     }
     const header = readHeader(request.headers, 'mcp-session-id')
@@ -53,3 +56,12 @@ export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fast
   })
   fastify.addHook('onClose', async function endSessions () { store.closeAll() })
 }, { name: 'mcpx-legacy-sessions', fastify: '5.x', dependencies: ['mcpx-era'] })
+
+/** The id of a POST body that is one readable request, else undefined (GET, DELETE, batches, notifications). */
+function requestIdOf (body: unknown): RequestId | undefined {
+  const parsed = body as Parsed | undefined
+  if (parsed === undefined || !parsed.ok || parsed.batch) return undefined
+  const item = classify(parsed.value)
+  if (item.kind === 'request') return item.message.id
+  return item.kind === 'invalid' ? item.id : undefined
+}
