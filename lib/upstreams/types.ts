@@ -38,6 +38,11 @@ export interface UpstreamCallOptions {
   onQuestion?: (question: UpstreamQuestion, signal: AbortSignal) => Promise<JsonObject>
   /** Extra `_meta` keys to pass upstream (e.g. a modern client's logLevel). */
   meta?: JsonObject
+  /**
+   * Extra top-level params for the upstream request, e.g. an MRTR retry's `inputResponses` and
+   * `requestState` (DIGEST §6f). Never `name`/`arguments`/`uri`, which the call itself sets.
+   */
+  extraParams?: JsonObject
 }
 
 /**

@@ -359,6 +359,7 @@ export class Upstream {
   /** A request on one given connection (also while it is still being set up). Rejects with UpstreamRpcError. */
   private async callOn (connection: Connection, method: string, params: JsonObject, options: UpstreamCallOptions, send: SendFn): Promise<JsonObject> {
     if (options.signal.aborted) throw new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.name}: ${method} cancelled`)
+    if (options.extraParams !== undefined) params = { ...options.extraParams, ...params }
     if (options.meta !== undefined) params = { ...params, _meta: { ...(isObject(params._meta) ? params._meta : {}), ...options.meta } }
 
     const abort = new AbortController()
