@@ -71,9 +71,10 @@ export type MessageKind = 'request' | 'notification'
  * lowercased from Node; values are compared case-sensitively after trimming surrounding SP/HTAB.
  * MCP-Protocol-Version and Mcp-Method are compared literally (they are plain, never sentinel-encoded);
  * Mcp-Name is decoded from `=?base64?…?=` first. On a request, an MCP-Protocol-Version header with
- * no (string) `_meta` protocolVersion in the body is a mismatch — the seed (› Which era a POST
- * belongs to) calls a modern header on a body without the field "exactly the disagreement the
- * modern header rules exist to catch", which settles A2 as -32020 rather than -32602. Checks run
+ * no `_meta` in the body, or a non-string `_meta` protocolVersion, is a mismatch — the seed (› Which
+ * era a POST belongs to) calls a modern header on a body without the _meta field "exactly the
+ * disagreement the modern header rules exist to catch", which settles A2 as -32020 rather than
+ * -32602. A `_meta` object without the protocolVersion key passes here and is the envelope's -32602. Checks run
  * in the order MCP-Protocol-Version, Mcp-Method, Mcp-Name; the first fault is reported.
  *
  * @param headers the incoming headers (Node's bag: lowercase names, arrays for repeats)
@@ -100,9 +101,16 @@ export function checkModernHeaders (headers: HeaderBag, message: MirroredMessage
     case 'invalid':
       return headerMismatch(PROTOCOL_VERSION, version.kind)
     case 'value':
-      // A request body without a string protocolVersion disagrees with the header (seed › Which era
-      // a POST belongs to, settling A2 as -32020); a notification's body usually has none: nothing to compare.
-      if (typeof bodyVersion === 'string' ? version.value !== bodyVersion : (isRequest || bodyVersion !== undefined)) {
+      // A request body without the _meta field disagrees with the header (seed › Which era a POST
+      // belongs to: "a modern header on a body without the _meta field … should be refused as that",
+      // settling A2 as -32020), and so does a protocolVersion that is not the header's string. But a
+      // body whose `_meta` object merely lacks the protocolVersion key is a malformed envelope, not
+      // a disagreement: that is the dispatcher's -32602 (2026-07-28/basic/index.mdx "missing
+      // required _meta field"; issue #3 › The _meta envelope; the conformance suite's
+      // sep-2575-request-meta-invalid-missing-protocol-version). A notification's body usually has
+      // none: nothing to compare.
+      const envelopeLacksVersion = isRequest && bodyVersion === undefined && isObject(params?._meta)
+      if (typeof bodyVersion === 'string' ? version.value !== bodyVersion : (!envelopeLacksVersion && (isRequest || bodyVersion !== undefined))) {
         return headerMismatch(PROTOCOL_VERSION, 'mismatch', PROTOCOL_VERSION_FIELD)
       }
   }
