@@ -28,6 +28,8 @@ import type { Logger } from './log.js'
 export interface PostChannel {
   /** True when the client's Accept admits text/event-stream. */
   readonly acceptsSse: boolean
+  /** True when the client's Accept admits application/json (absent: true). */
+  readonly acceptsJson?: boolean
   /** Sends a whole reply. `body` undefined sends no body (202). */
   json (status: number, body: string | undefined, headers?: Record<string, string>): void
   /** Starts an SSE reply (status 200) and returns the stream. */
@@ -95,6 +97,12 @@ class Responder {
     this.stream.close()
   }
 
+  /** Switches a pending reply to SSE now (no-op once streaming or finished). */
+  startStream (): void {
+    if (this.done || this.stream !== undefined) return
+    this.stream = this.channel.sse(this.headers)
+  }
+
   /** Marks the reply finished without writing (the client is gone). */
   abandon (): void { this.done = true }
 
@@ -141,7 +149,12 @@ export async function serveModernPost (deps: ExchangeDeps, value: unknown, chann
   }
   const response = await deps.dispatcher.handle(request, ctx)
   if (controller.signal.aborted) { responder.abandon(); return } // nothing is written after a cancel
-  responder.finish(modernStatus('error' in response ? response.error : undefined), response)
+  const status = modernStatus('error' in response ? response.error : undefined)
+  // Seed › Responses are JSON or SSE as Accept allows: a client that accepts only
+  // text/event-stream gets its 200 as an event stream. A 400/404 stays JSON: an SSE reply is a
+  // 200, and the status must stay a function of the response (modernStatus).
+  if (status === 200 && channel.acceptsJson === false && channel.acceptsSse) responder.startStream()
+  responder.finish(status, response)
 }
 
 async function serveListen (deps: ExchangeDeps, request: JsonRpcRequest, channel: PostChannel): Promise<void> {

@@ -12,9 +12,12 @@ import type { McpRoutesOptions } from './index.js'
 
 /** Builds the PostChannel for one Fastify request/reply pair. */
 export function channelFor (request: FastifyRequest, reply: FastifyReply, keepAliveMs: number): PostChannel {
-  const accept = request.headers.accept ?? ''
+  const accept = (request.headers.accept ?? '').toLowerCase() // media types are case-insensitive (RFC 9110 §8.3.1)
   return {
     acceptsSse: accept.includes('text/event-stream'),
+    // No Accept, or a wildcard, admits JSON; `Accept: text/event-stream` alone does not (seed ›
+    // Streamable HTTP, 2026-07-28: responses are JSON or SSE as Accept allows).
+    acceptsJson: accept.trim() === '' || accept.includes('application/json') || accept.includes('*/*') || accept.includes('application/*'),
     json (status, body, headers) {
       if (reply.sent) return
       if (headers !== undefined) reply.headers(headers)
