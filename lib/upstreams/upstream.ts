@@ -13,8 +13,7 @@
  *   probe describes). The price: a server that exits on an unknown pre-`initialize` request fails
  *   the in-place probe; we then reconnect once with `prior: { kind: 'legacy' }` (plain initialize)
  *   and remember that verdict for later restarts of that upstream.
- * - Per-request `_meta` envelope on a modern connection, request ids, progress tokens
- *   (`onprogress`), cancellation (`notifications/cancelled`, or closing the per-request SSE stream
+ * - Per-request `_meta` envelope on a modern connection, request ids, cancellation (`notifications/cancelled`, or closing the per-request SSE stream
  *   on modern HTTP), `MCP-Protocol-Version` / `Mcp-Method` / `Mcp-Name` headers, and SEP-2243
  *   `Mcp-Param-*` mirroring in `callTool()` (we pass the upstream's own tool definition, with its
  *   unprefixed name, as `toolDefinition`, so mirroring never depends on the client's cache).
@@ -35,6 +34,8 @@
  *   neither reads nor writes the client's cache (only `listTools()` & co. do).
  * - MRTR: `inputRequired: { autoFulfill: false }` and `allowInputRequired: true` per call, so an
  *   upstream `input_required` result reaches the dispatcher as it was sent.
+ * - Progress: our own `progressToken`s, dispatched synchronously (see UpstreamClient: the SDK's
+ *   `onprogress` can lose the last notification before a response).
  * - Timeouts (per call, ours), restart with backoff, failing in-flight calls at once when the
  *   connection drops, child stderr → logger, and kill/reap on close (SIGTERM, SIGKILL after 2 s).
  *
@@ -63,7 +64,12 @@ export const RESTART_RESET_AFTER_MS = 10_000
 /** SIGTERM → SIGKILL grace when killing a child (ms). */
 export const KILL_GRACE_MS = 2_000
 /** Longest wait for the `server/discover` probe on stdio before falling back to `initialize` (ms). */
-export const STDIO_PROBE_TIMEOUT_MS = 3_000
+export const STDIO_PROBE_TIMEOUT_MS = 5_000
+/**
+ * Shortest timeout (ms) of the setup exchanges (connect, lists, subscriptions), which are ours, not
+ * a caller's: a short per-call `timeout` must not keep a slow-starting upstream down.
+ */
+export const SETUP_TIMEOUT_MS = 30_000
 /** Most pages read from one list before giving up (a defence against a cursor that never ends). */
 export const MAX_LIST_PAGES = 100
 
@@ -116,6 +122,23 @@ const callScope = new AsyncLocalStorage<CallScope>()
 /** The v2 client, keeping the raw `result` of every response to a request sent inside a call scope. */
 class UpstreamClient extends Client {
   readonly scopes = new Map<string | number, CallScope>()
+  /** Progress callbacks by the progressToken we put in `_meta` (see `_onnotification`). */
+  readonly progress = new Map<string, (params: JsonObject) => void>()
+
+  /**
+   * Progress is handled here, synchronously and in wire order. The SDK dispatches notifications
+   * on a microtask but responses synchronously, so with `onprogress` the last progress
+   * notification, when it arrives in the same read as the response, finds its handler already
+   * removed and is lost (seen with a legacy stdio upstream). We send our own tokens instead.
+   */
+  protected override _onnotification (raw: Parameters<Client['_onnotification']>[0], extra?: Parameters<Client['_onnotification']>[1]): void {
+    if (raw.method === 'notifications/progress' && isObject(raw.params)) {
+      const token = raw.params.progressToken
+      const handler = typeof token === 'string' ? this.progress.get(token) : undefined
+      if (handler !== undefined) { handler(raw.params); return }
+    }
+    super._onnotification(raw, extra)
+  }
 
   protected override _onresponse (response: Parameters<Client['_onresponse']>[0]): void {
     const id = response.id
@@ -243,6 +266,8 @@ export class Upstream {
   private stableTimer: NodeJS.Timeout | undefined
   private closing = false
   private forceLegacy = false
+  private progressTokens = 0
+  private readonly setupTimeoutMs: number
   private readonly inflight = new Set<InFlight>()
   private readonly subscriptions = new Set<string>()
   private firstAttempt: Promise<void> | undefined
@@ -250,6 +275,7 @@ export class Upstream {
   constructor (readonly name: string, readonly config: UpstreamConfig, private readonly options: UpstreamOptions) {
     this.kind = 'command' in config ? 'stdio' : 'http'
     this.timeoutMs = config.timeout ?? options.defaultTimeoutMs
+    this.setupTimeoutMs = Math.max(this.timeoutMs, SETUP_TIMEOUT_MS)
   }
 
   /** Connects once; resolves when that attempt ended (ready or down, retrying). Never rejects. */
@@ -326,7 +352,7 @@ export class Upstream {
     if (this.state !== 'ready' || connection === undefined) return
     if (connection.era === 'modern') await this.syncListen(connection)
     else if (isObject(connection.capabilities.resources) && connection.capabilities.resources.subscribe === true) {
-      await this.callOn(connection, 'resources/subscribe', { uri }, { signal: new AbortController().signal }, plainRequest('resources/subscribe'))
+      await this.callOn(connection, 'resources/subscribe', { uri }, { signal: new AbortController().signal }, plainRequest('resources/subscribe'), this.setupTimeoutMs)
     }
   }
 
@@ -337,7 +363,7 @@ export class Upstream {
     if (this.state !== 'ready' || connection === undefined) return
     if (connection.era === 'modern') await this.syncListen(connection)
     else if (isObject(connection.capabilities.resources) && connection.capabilities.resources.subscribe === true) {
-      await this.callOn(connection, 'resources/unsubscribe', { uri }, { signal: new AbortController().signal }, plainRequest('resources/unsubscribe'))
+      await this.callOn(connection, 'resources/unsubscribe', { uri }, { signal: new AbortController().signal }, plainRequest('resources/unsubscribe'), this.setupTimeoutMs)
     }
   }
 
@@ -357,7 +383,7 @@ export class Upstream {
   }
 
   /** A request on one given connection (also while it is still being set up). Rejects with UpstreamRpcError. */
-  private async callOn (connection: Connection, method: string, params: JsonObject, options: UpstreamCallOptions, send: SendFn): Promise<JsonObject> {
+  private async callOn (connection: Connection, method: string, params: JsonObject, options: UpstreamCallOptions, send: SendFn, timeoutMs = this.timeoutMs): Promise<JsonObject> {
     if (options.signal.aborted) throw new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.name}: ${method} cancelled`)
     if (options.extraParams !== undefined) params = { ...options.extraParams, ...params }
     if (options.meta !== undefined) params = { ...params, _meta: { ...(isObject(params._meta) ? params._meta : {}), ...options.meta } }
@@ -370,7 +396,7 @@ export class Upstream {
     }
     const onCallerAbort = (): void => stop(new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.name}: ${method} cancelled`))
     options.signal.addEventListener('abort', onCallerAbort, { once: true })
-    const timer = setTimeout(() => stop(new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.name} timed out after ${this.timeoutMs} ms (${method})`)), this.timeoutMs)
+    const timer = setTimeout(() => stop(new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.name} timed out after ${timeoutMs} ms (${method})`)), timeoutMs)
     let rejectNow: (error: UpstreamRpcError) => void = () => {}
     const failedAtOnce = new Promise<never>((_resolve, reject) => { rejectNow = reject })
     failedAtOnce.catch(() => {})
@@ -384,17 +410,21 @@ export class Upstream {
     const scope: CallScope = { ids: [] }
     const requestOptions: Record<string, unknown> = {
       signal: abort.signal,
-      timeout: this.timeoutMs + 1_000, // ours fires first; the client's is a backstop
+      timeout: timeoutMs + 1_000, // ours fires first; the client's is a backstop
       allowInputRequired: true
     }
+    let progressToken: string | undefined
     if (options.onProgress !== undefined) {
       const onProgress = options.onProgress
-      requestOptions.onprogress = (p: { progress: number, total?: number, message?: string }) => {
+      progressToken = `mcpx-${++this.progressTokens}`
+      params = { ...params, _meta: { ...(isObject(params._meta) ? params._meta : {}), progressToken } }
+      connection.client.progress.set(progressToken, p => {
+        if (typeof p.progress !== 'number') return
         const progress: { progress: number, total?: number, message?: string } = { progress: p.progress }
-        if (p.total !== undefined) progress.total = p.total
-        if (p.message !== undefined) progress.message = p.message
+        if (typeof p.total === 'number') progress.total = p.total
+        if (typeof p.message === 'string') progress.message = p.message
         onProgress(progress)
-      }
+      })
     }
     try {
       const returned = await Promise.race([callScope.run(scope, () => send(connection.client, params, requestOptions)), failedAtOnce])
@@ -414,6 +444,7 @@ export class Upstream {
       options.signal.removeEventListener('abort', onCallerAbort)
       this.inflight.delete(entry)
       for (const id of scope.ids) connection.client.scopes.delete(id)
+      if (progressToken !== undefined) connection.client.progress.delete(progressToken)
     }
   }
 
@@ -457,7 +488,7 @@ export class Upstream {
     const client = new UpstreamClient({ name: 'mcpx', version: '0.1.0' }, {
       // Declared so legacy upstreams will ask; the questions are relayed to the downstream client.
       capabilities: { elicitation: { form: {} }, sampling: {}, roots: {} },
-      versionNegotiation: { mode: 'auto', probe: { timeoutMs: Math.min(this.timeoutMs, STDIO_PROBE_TIMEOUT_MS) } },
+      versionNegotiation: { mode: 'auto', probe: { timeoutMs: STDIO_PROBE_TIMEOUT_MS } },
       inputRequired: { autoFulfill: false }
     })
     for (const method of ['elicitation/create', 'sampling/createMessage', 'roots/list'] as const) {
@@ -488,8 +519,8 @@ export class Upstream {
     const transport = this.buildTransport()
     transport.onSend = message => tapSend(client, message)
     try {
-      if (this.forceLegacy) await client.connect(transport, { timeout: this.timeoutMs, prior: { kind: 'legacy' } })
-      else await client.connect(transport, { timeout: this.timeoutMs })
+      if (this.forceLegacy) await client.connect(transport, { timeout: this.setupTimeoutMs, prior: { kind: 'legacy' } })
+      else await client.connect(transport, { timeout: this.setupTimeoutMs })
     } catch (error) {
       await this.disposeQuietly(client, transport)
       const message = (error as Error).message
@@ -602,7 +633,7 @@ export class Upstream {
     let cursor: string | undefined
     for (let page = 0; page < MAX_LIST_PAGES; page++) {
       if (this.connection !== connection) throw new Error('connection replaced')
-      const result = await this.callOn(connection, method, cursor === undefined ? {} : { cursor }, { signal: new AbortController().signal }, plainRequest(method))
+      const result = await this.callOn(connection, method, cursor === undefined ? {} : { cursor }, { signal: new AbortController().signal }, plainRequest(method), this.setupTimeoutMs)
       const list = result[key]
       if (Array.isArray(list)) for (const item of list) if (isObject(item)) items.push(item)
       cursor = typeof result.nextCursor === 'string' && result.nextCursor !== '' ? result.nextCursor : undefined
@@ -639,7 +670,7 @@ export class Upstream {
       if (connection.era === 'modern') {
         await this.syncListen(connection)
       } else if (isObject(connection.capabilities.resources) && connection.capabilities.resources.subscribe === true) {
-        for (const uri of this.subscriptions) await this.callOn(connection, 'resources/subscribe', { uri }, { signal: new AbortController().signal }, plainRequest('resources/subscribe'))
+        for (const uri of this.subscriptions) await this.callOn(connection, 'resources/subscribe', { uri }, { signal: new AbortController().signal }, plainRequest('resources/subscribe'), this.setupTimeoutMs)
       }
     } catch (error) {
       this.options.logger.warn({ upstream: this.name, err: error }, 'upstream subscriptions could not be restored')

@@ -1,0 +1,310 @@
+/**
+ * The upstream layer end to end: lib/upstreams/registry with REAL child processes (our fixture,
+ * server-everything) and a real Streamable HTTP fixture. No mocks; every wait is on an event
+ * (a log line, a registry event, a process exit), never a sleep.
+ */
+import t, { type Test } from 'tap'
+import { spawn } from 'node:child_process'
+import { EventEmitter, once } from 'node:events'
+import { Writable } from 'node:stream'
+import { pino } from 'pino'
+import { createRegistry } from '../../lib/upstreams/registry.js'
+import type { UpstreamConfig, UpstreamRegistry, UpstreamStatus, JsonObject, UpstreamQuestion } from '../../lib/upstreams/types.js'
+import { RESOURCE_NOT_FOUND, UPSTREAM_ERROR } from '../../lib/jsonrpc.js'
+import { everythingCommand, fixtureCommand } from '../helpers/fixture.js'
+
+const WAIT_MS = 15_000
+
+/** A pino logger whose lines the test can wait for. */
+function captureLogger (): { logger: pino.Logger, lines: JsonObject[], waitFor: (match: (line: JsonObject) => boolean, since?: number) => Promise<JsonObject> } {
+  const lines: JsonObject[] = []
+  const events = new EventEmitter()
+  const stream = new Writable({
+    write (chunk: Buffer, _encoding, callback) {
+      for (const text of chunk.toString('utf8').split('\n')) {
+        if (text === '') continue
+        const line = JSON.parse(text) as JsonObject
+        lines.push(line)
+        events.emit('line', line)
+      }
+      callback()
+    }
+  })
+  const logger = pino({ level: 'debug' }, stream)
+  /** The first line matching, among those logged from index `since` on (default: all). */
+  const waitFor = async (match: (line: JsonObject) => boolean, since = 0): Promise<JsonObject> => {
+    const found = lines.slice(since).find(match)
+    if (found !== undefined) return found
+    return await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => { events.off('line', onLine); reject(new Error('log line not seen in time')) }, WAIT_MS)
+      function onLine (line: JsonObject): void {
+        if (!match(line)) return
+        clearTimeout(timer)
+        events.off('line', onLine)
+        resolve(line)
+      }
+      events.on('line', onLine)
+    })
+  }
+  return { logger, lines, waitFor }
+}
+
+/** A started registry, closed at teardown. */
+async function startRegistry (t: Test, upstreams: Record<string, UpstreamConfig>, defaultTimeoutMs = 10_000): Promise<{ registry: UpstreamRegistry } & ReturnType<typeof captureLogger>> {
+  const capture = captureLogger()
+  const registry = createRegistry(upstreams, { logger: capture.logger, defaultTimeoutMs })
+  t.teardown(async () => { await registry.close() })
+  await registry.start()
+  return { registry, ...capture }
+}
+
+/** Resolves with the first 'upstream_state' status matching. */
+async function waitForState (registry: UpstreamRegistry, match: (status: UpstreamStatus) => boolean): Promise<UpstreamStatus> {
+  const current = registry.status().find(match)
+  if (current !== undefined) return current
+  return await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => { registry.off('upstream_state', onState); reject(new Error('state not reached in time')) }, WAIT_MS)
+    function onState (status: UpstreamStatus): void {
+      if (!match(status)) return
+      clearTimeout(timer)
+      registry.off('upstream_state', onState)
+      resolve(status)
+    }
+    registry.on('upstream_state', onState)
+  })
+}
+
+const stderrLine = (text: RegExp) => (line: JsonObject): boolean => typeof line.stderr === 'string' && text.test(line.stderr)
+const textOf = (result: JsonObject, index = 0): string => ((result.content as Array<{ text: string }>)[index]).text
+const noSignal = (): { signal: AbortSignal } => ({ signal: new AbortController().signal })
+function fixture (...flags: string[]): UpstreamConfig { return fixtureCommand(...flags) }
+
+/** Spawns the fixture with --http 0; resolves with its URL once it printed `listening <port>`. */
+async function httpFixture (t: Test, ...flags: string[]): Promise<string> {
+  const { command, args } = fixtureCommand('--http', '0', ...flags)
+  const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] })
+  t.teardown(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = once(child, 'exit')
+      child.kill('SIGTERM')
+      await exited
+    }
+  })
+  let buffered = ''
+  return await new Promise((resolve, reject) => {
+    child.once('exit', code => reject(new Error(`http fixture exited early (${String(code)}): ${buffered}`)))
+    child.stderr.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString('utf8')
+      const match = /listening (\d+)/.exec(buffered)
+      if (match !== null) resolve(`http://127.0.0.1:${match[1]}/mcp`)
+    })
+  })
+}
+
+const HEADERS_SCHEMA = {
+  type: 'object',
+  properties: {
+    region: { type: 'string', 'x-mcp-header': 'Region' },
+    count: { type: 'integer', 'x-mcp-header': 'Count' },
+    target: { type: 'object', properties: { zone: { type: 'string', 'x-mcp-header': 'Zone' } } }
+  }
+}
+
+t.test('upstream/lists-fixture-verbatim', async t => {
+  const { registry } = await startRegistry(t, { fixture: fixture() })
+  const [status] = registry.status()
+  t.match(status, { name: 'fixture', state: 'ready', era: 'modern', revision: '2026-07-28', restarts: 0 }, 'the dual fixture speaks 2026-07-28 over stdio')
+  t.type(status.pid, 'number')
+  const names = registry.tools().map(tool => tool.name)
+  t.match(names, ['echo', 'headers', 'slow', 'add_tool', 'fail', 'crash', 'bump', 'elicit', 'sample', 'roots'], 'one upstream: no prefix')
+  t.same(registry.findTool('headers')?.inputSchema, HEADERS_SCHEMA, 'x-mcp-header annotations come through verbatim')
+  t.match(registry.prompts(), [{ name: 'greet', arguments: [{ name: 'name', required: true }] }])
+  t.same(registry.resources().map(r => r.uri), ['fixture://static', 'fixture://counter'])
+  t.same(registry.resourceTemplates().map(r => r.uriTemplate), ['fixture://items/{id}'])
+  t.match(registry.capabilities(), { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { subscribe: true, listChanged: true }, completions: {} })
+
+  const echo = await registry.callTool('echo', { text: 'hello' }, noSignal())
+  t.match(echo, { content: [{ type: 'text', text: 'hello' }], resultType: 'complete' }, 'raw result, resultType kept')
+  t.match(echo, { _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'echo-upstream' } } }, 'result _meta kept')
+  const failed = await registry.callTool('fail', {}, noSignal())
+  t.same(failed.content, [{ type: 'text', text: 'it failed\non two lines' }])
+  t.equal(failed.isError, true)
+  t.match(await registry.readResource('fixture://static', noSignal()), { contents: [{ uri: 'fixture://static', text: 'static content' }] })
+  t.match(await registry.readResource('fixture://items/7', noSignal()), { contents: [{ uri: 'fixture://items/7', text: 'item 7' }] }, 'routed by template')
+  await t.rejects(registry.readResource('fixture://nowhere', noSignal()), { code: RESOURCE_NOT_FOUND }, 'an unknown URI is an error, never a guess')
+  t.match(await registry.getPrompt('greet', { name: 'Ada' }, noSignal()), { messages: [{ content: { text: 'Hello, Ada!' } }] })
+})
+
+t.test('upstream/two-upstreams-prefixed', async t => {
+  const { registry } = await startRegistry(t, { everything: everythingCommand(), fixture: fixture() })
+  const names = registry.tools().map(tool => tool.name as string)
+  t.ok(names.includes('everything__echo'), 'everything__echo')
+  t.ok(names.includes('fixture__echo'), 'fixture__echo')
+  t.ok(names.every(name => name.startsWith('everything__') || name.startsWith('fixture__')), 'every name prefixed')
+  t.match(registry.status(), [{ name: 'everything', state: 'ready', era: 'legacy' }, { name: 'fixture', state: 'ready', era: 'modern' }])
+  t.match(await registry.callTool('everything__echo', { message: 'one' }, noSignal()), { content: [{ type: 'text', text: 'Echo: one' }] })
+  t.match(await registry.callTool('fixture__echo', { text: 'two' }, noSignal()), { content: [{ type: 'text', text: 'two' }] })
+  await t.rejects(registry.callTool('echo', { text: 'x' }, noSignal()), { code: -32_602 }, 'the unprefixed name is unknown')
+})
+
+t.test('upstream/collision-first-wins', async t => {
+  const { registry, lines } = await startRegistry(t, {
+    first: { ...fixture(), prefix: 'same' },
+    second: { ...fixture('--era', 'legacy'), prefix: 'same' }
+  })
+  const names = registry.tools().map(tool => tool.name)
+  t.equal(names.length, new Set(names).size, 'no duplicate names')
+  t.ok(names.includes('same__echo'))
+  const warning = lines.find(line => line.level === 40 && /collision: same__echo/.test(String(line.msg)))
+  t.ok(warning, 'a warning names the collision')
+  t.match(warning, { kept: 'first', dropped: 'second', name: 'same__echo' })
+  t.match(await registry.callTool('same__echo', { text: 'x' }, noSignal()), { resultType: 'complete' }, 'the first (modern) upstream answers')
+})
+
+for (const era of ['dual', 'legacy']) {
+  t.test(`upstream/progress-and-abort (${era})`, async t => {
+    const { registry, waitFor, lines } = await startRegistry(t, { fixture: fixture('--era', era) })
+    const progress: unknown[] = []
+    const done = await registry.callTool('slow', { ms: 200, steps: 4 }, { ...noSignal(), onProgress: p => progress.push(p) })
+    t.match(done, { content: [{ text: 'slept 200' }] })
+    t.same(progress, [1, 2, 3, 4].map(i => ({ progress: i, total: 4, message: `step ${i}` })), 'progress delivered')
+
+    const abort = new AbortController()
+    const since = lines.length
+    const call = registry.callTool('slow', { ms: 60_000 }, { signal: abort.signal })
+    call.catch(() => {})
+    const started = await waitFor(stderrLine(/^started slow /), since)
+    const id = String(started.stderr).split(' ')[2]
+    abort.abort()
+    await t.rejects(call, { code: UPSTREAM_ERROR, message: /cancelled/ })
+    await waitFor(stderrLine(new RegExp(`^cancelled slow ${id}$`)))
+    t.pass('the fixture saw the cancellation')
+  })
+}
+
+t.test('upstream/timeout-cancels-upstream', async t => {
+  const { registry, waitFor } = await startRegistry(t, { fixture: { ...fixture(), timeout: 300 } })
+  const started = Date.now()
+  await t.rejects(registry.callTool('slow', { ms: 60_000 }, noSignal()), { code: UPSTREAM_ERROR, message: 'upstream fixture timed out after 300 ms (tools/call)' })
+  t.ok(Date.now() - started < 5_000)
+  await waitFor(stderrLine(/^cancelled slow /))
+  t.pass('the timed-out call was cancelled upstream')
+})
+
+t.test('upstream/kill-mid-call-errors-fast', async t => {
+  const { registry, waitFor } = await startRegistry(t, { fixture: fixture() })
+  const { pid } = registry.status()[0]
+  if (pid === undefined) throw new Error('no pid')
+  const call = registry.callTool('slow', { ms: 60_000 }, noSignal())
+  call.catch(() => {})
+  await waitFor(stderrLine(/^started slow /))
+  const killedAt = Date.now()
+  process.kill(pid)
+  await t.rejects(call, { code: UPSTREAM_ERROR, message: /^upstream fixture exited/ })
+  t.ok(Date.now() - killedAt < 1_000, `rejected within 1 s (${Date.now() - killedAt} ms)`)
+  const back = await waitForState(registry, status => status.state === 'ready' && status.pid !== pid)
+  t.ok(back.restarts >= 1, 'counted as a restart')
+  t.match(await registry.callTool('echo', { text: 'again' }, noSignal()), { content: [{ text: 'again' }] }, 'the next call succeeds')
+})
+
+t.test('upstream/crash-restarts', async t => {
+  const { registry } = await startRegistry(t, { fixture: fixture('--era', 'legacy') })
+  const { pid } = registry.status()[0]
+  await t.rejects(registry.callTool('crash', {}, noSignal()), { code: UPSTREAM_ERROR, message: 'upstream fixture exited (code 1)' })
+  await waitForState(registry, status => status.state === 'ready' && status.pid !== pid)
+  t.match(await registry.callTool('echo', { text: 'up' }, noSignal()), { content: [{ text: 'up' }] })
+})
+
+t.test('upstream/close-leaves-no-orphans', async t => {
+  const capture = captureLogger()
+  const registry = createRegistry({ a: fixture(), b: fixture('--era', 'legacy'), everything: everythingCommand() }, { logger: capture.logger, defaultTimeoutMs: 10_000 })
+  await registry.start()
+  const pids = registry.status().map(status => status.pid)
+  t.equal(pids.filter(pid => typeof pid === 'number').length, 3, 'three children')
+  await registry.close()
+  for (const pid of pids) t.throws(() => process.kill(pid as number, 0), { code: 'ESRCH' }, `pid ${String(pid)} is gone`)
+  t.match(registry.status(), [{ state: 'closed' }, { state: 'closed' }, { state: 'closed' }])
+})
+
+t.test('upstream/http-url-upstream', async t => {
+  const url = await httpFixture(t)
+  const { registry } = await startRegistry(t, { remote: { url, prefix: 'remote' } })
+  t.match(registry.status(), [{ name: 'remote', state: 'ready', era: 'modern', revision: '2026-07-28' }], 'the dual fixture negotiates 2026-07-28 over HTTP')
+  t.equal(registry.status()[0].pid, undefined, 'no pid for a URL upstream')
+  t.ok(registry.findTool('remote__echo'))
+  t.match(await registry.callTool('remote__echo', { text: 'over http' }, noSignal()), { content: [{ text: 'over http' }], resultType: 'complete' })
+
+  // SEP-2243: the client mirrors x-mcp-header arguments, computed for the upstream's own tool name.
+  const result = await registry.callTool('remote__headers', { region: 'eu-west', count: 3, target: { zone: 'z1' } }, noSignal())
+  t.same(JSON.parse(textOf(result, 0)), { region: 'eu-west', count: 3, target: { zone: 'z1' } })
+  t.match(JSON.parse(textOf(result, 1)), {
+    'mcp-method': 'tools/call',
+    'mcp-name': 'headers',
+    'mcp-param-region': 'eu-west',
+    'mcp-param-count': '3',
+    'mcp-param-zone': 'z1',
+    'mcp-protocol-version': '2026-07-28'
+  }, 'Mcp-Name is the unprefixed name; Mcp-Param-* mirrored')
+})
+
+t.test('upstream/http-legacy-url-upstream', async t => {
+  const url = await httpFixture(t, '--era', 'legacy')
+  const { registry } = await startRegistry(t, { remote: { url } })
+  const [status] = registry.status()
+  t.match(status, { state: 'ready', era: 'legacy' }, 'a legacy-only fixture negotiates a legacy revision')
+  t.ok(['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'].includes(status.revision ?? ''), `legacy revision ${String(status.revision)}`)
+  const result = await registry.callTool('echo', { text: 'legacy http' }, noSignal())
+  t.match(result, { content: [{ text: 'legacy http' }] })
+  t.equal(result.resultType, undefined, 'no resultType from a legacy upstream')
+})
+
+for (const era of ['dual', 'legacy']) {
+  t.test(`upstream/list-changed-after-add-tool (${era})`, async t => {
+    const { registry } = await startRegistry(t, { fixture: fixture('--era', era) })
+    const changed = once(registry, 'list_changed')
+    await registry.callTool('add_tool', { name: `added_${era}` }, noSignal())
+    const [kind] = await changed
+    t.equal(kind, 'tools')
+    t.ok(registry.findTool(`added_${era}`), 'the new tool is listed')
+    t.match(await registry.callTool(`added_${era}`, {}, noSignal()), { content: [{ text: `I am added_${era}` }] })
+  })
+
+  t.test(`upstream/resource-updated (${era})`, async t => {
+    const { registry } = await startRegistry(t, { fixture: fixture('--era', era) })
+    await registry.subscribe('fixture://counter')
+    await registry.subscribe('fixture://counter')
+    const updated = once(registry, 'resource_updated')
+    await registry.callTool('bump', {}, noSignal())
+    t.same(await updated, ['fixture://counter'])
+    t.match(await registry.readResource('fixture://counter', noSignal()), { contents: [{ text: '1' }] })
+    await registry.unsubscribe('fixture://counter')
+    await registry.unsubscribe('fixture://counter')
+  })
+}
+
+t.test('upstream/question-reaches-onQuestion (legacy)', async t => {
+  const { registry } = await startRegistry(t, { fixture: fixture('--era', 'legacy') })
+  const questions: UpstreamQuestion[] = []
+  const result = await registry.callTool('elicit', {}, {
+    ...noSignal(),
+    onQuestion: async question => {
+      questions.push(question)
+      return { action: 'accept', content: { name: 'Ada' } }
+    }
+  })
+  t.match(questions, [{ method: 'elicitation/create', params: { message: 'Who are you?', requestedSchema: { properties: { name: { type: 'string' } } } } }])
+  t.same(JSON.parse(textOf(result)), { action: 'accept', content: { name: 'Ada' } }, 'the answer reached the tool')
+
+  await t.rejects(registry.callTool('elicit', {}, {
+    ...noSignal(),
+    onQuestion: async () => { throw Object.assign(new Error('user said no'), { code: -32_042 }) }
+  }).then(r => { throw new Error(JSON.stringify(r)) }), /./, 'a refused question fails the tool')
+})
+
+t.test('upstream/input-required-passes-raw (modern)', async t => {
+  const { registry } = await startRegistry(t, { fixture: fixture() })
+  let asked = false
+  const result = await registry.callTool('elicit', {}, { ...noSignal(), onQuestion: async () => { asked = true; return {} } })
+  t.equal(asked, false, 'a modern upstream never asks: it answers input_required')
+  t.match(result, { resultType: 'input_required', inputRequests: { who: { method: 'elicitation/create', params: { message: 'Who are you?' } } } })
+})
