@@ -23,6 +23,7 @@ import { originPolicyFromConfig } from './lib/origin.js'
 import { loadBearerTokens } from './lib/auth.js'
 import { createRegistry } from './lib/upstreams/registry.js'
 import type { UpstreamRegistry } from './lib/upstreams/types.js'
+import { createMetrics, type McpxMetrics } from './lib/metrics.js'
 import type { ServerInfo } from './lib/dispatch.js'
 import originPlugin from './plugins/origin.js'
 import corsPlugin from './plugins/cors.js'
@@ -32,6 +33,17 @@ import upstreamsPlugin from './plugins/upstreams.js'
 import modernHeadersPlugin from './plugins/modern-headers.js'
 import legacySessionsPlugin from './plugins/legacy-sessions.js'
 import mcpRoutes from './routes/mcp/index.js'
+import requestLogPlugin from './plugins/request-log.js'
+import streamsPlugin from './plugins/streams.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The merged upstream catalogue and router (read it from your own routes: `app.upstreams.tools()`). */
+    upstreams: UpstreamRegistry
+    /** mcpx's Prometheus metrics (`await app.mcpxMetrics.registry.metrics()`); the daemon serves them at /metrics. */
+    mcpxMetrics: McpxMetrics
+  }
+}
 
 /** mcpx's own name and version, as `serverInfo`. */
 export const SERVER_INFO: ServerInfo = Object.freeze({
@@ -50,11 +62,16 @@ export type McpxOptions = McpxConfigInput & {
 /** Keys Fastify itself puts into register options; they are not mcpx config. */
 const FASTIFY_KEYS = new Set(['prefix', 'logLevel', 'logSerializers', 'registry'])
 
-interface ScopeOptions { config: McpxConfig, registry: UpstreamRegistry }
+interface ScopeOptions { config: McpxConfig, registry: UpstreamRegistry, metrics: McpxMetrics }
 
-/** The encapsulated scope: plugins in wire order (origin, CORS, auth, era, modern headers, legacy sessions), then routes. */
-const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fastify, { config, registry }) {
+/**
+ * The encapsulated scope: request log and stream tracking first (so refused requests are logged
+ * too), then plugins in wire order (origin, CORS, auth, era, modern headers, legacy sessions), then routes.
+ */
+const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fastify, { config, registry, metrics }) {
   const policy = originPolicyFromConfig(config)
+  await fastify.register(requestLogPlugin, { metrics, upstreams: registry })
+  await fastify.register(streamsPlugin)
   await fastify.register(originPlugin, { policy })
   await fastify.register(corsPlugin, { policy })
   await fastify.register(authPlugin, { tokens: loadBearerTokens(config.auth) })
@@ -68,6 +85,7 @@ const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fa
     maxRequestsPerSession: config.transport.maxRequestsPerSession,
     maxGetStreams: config.transport.maxGetStreams
   })
+  metrics.bindScope({ sessions: () => fastify.sessions.size, streams: kind => fastify.mcpStreams.count(kind) })
 }
 
 /**
@@ -87,12 +105,15 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
     await owned.start()
   }
   fastify.decorate('upstreams', registry)
+  const metrics = createMetrics(registry)
+  fastify.decorate('mcpxMetrics', metrics)
   // The scope's own prefix is `<prefix>/mcp`: @fastify/cors adds an `OPTIONS <prefix>*` route, and
   // this keeps it (and every mcpx hook) off the host app's other routes.
-  await fastify.register(mcpxScope, { prefix: `${opts.prefix ?? ''}/mcp`, config, registry })
+  await fastify.register(mcpxScope, { prefix: `${opts.prefix ?? ''}/mcp`, config, registry: metrics.instrument(registry), metrics })
 }, { name: 'mcpx', fastify: '5.x' })
 
 export default mcpx
 export { mcpx }
 export type { McpxConfig, McpxConfigInput } from './lib/config.js'
 export type { UpstreamRegistry, UpstreamStatus } from './lib/upstreams/types.js'
+export type { McpxMetrics } from './lib/metrics.js'

@@ -1,8 +1,15 @@
 /**
  * The daemon (`mcpx daemon`, `npm start`, the container): a Fastify instance with mcpx
- * registered at `/mcp`, health endpoints, and graceful shutdown on SIGTERM/SIGINT.
+ * registered at `/mcp`, `GET /healthz` (liveness), `GET /readyz` (readiness), `GET /metrics`
+ * (Prometheus), and graceful shutdown on SIGTERM/SIGINT (issue #7 › Operability).
+ *
+ * The health and metrics routes sit on the root instance, outside mcpx's /mcp scope: no Origin,
+ * CORS, auth or header rules apply to them, and they are never logged at info. Fastify's own
+ * per-request lines are switched off (logController); mcpx-request-log writes one line per /mcp
+ * request instead.
  */
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify, { LogController, type FastifyInstance } from 'fastify'
+import { collectDefaultMetrics } from 'prom-client'
 import mcpx from './app.js'
 import { REDACTED_PATHS } from './lib/log.js'
 import { loadBearerTokens, assertSafeBind } from './lib/auth.js'
@@ -10,32 +17,74 @@ import { parseHostPort } from './lib/origin.js'
 import { McpxError } from './lib/errors.js'
 import type { McpxConfig } from './lib/config.js'
 
+/** How often idle keep-alive connections are closed while shutting down, ms. */
+const SHUTDOWN_IDLE_SWEEP_MS = 100
+
 /**
  * Builds the daemon's Fastify instance (not yet listening).
- * @throws McpxError MCPX_ERR_UNSAFE_BIND for a non-loopback address without authentication
+ * @param options.logLevel pino level (default env MCPX_LOG_LEVEL, else 'info')
+ * @throws McpxError MCPX_ERR_UNSAFE_BIND for a non-loopback address without authentication;
+ *         McpxError MCPX_ERR_CONFIG for an invalid config
  */
 export async function buildDaemon (config: McpxConfig, options: { logLevel?: string } = {}): Promise<FastifyInstance> {
   assertSafeBind(config, loadBearerTokens(config.auth))
   const app = Fastify({
     logger: { name: 'mcpx', level: options.logLevel ?? process.env.MCPX_LOG_LEVEL ?? 'info', redact: REDACTED_PATHS },
-    disableRequestLogging: true,
+    // Fastify's "incoming request" / "request completed" pairs are off (FSTDEP023: the top-level
+    // disableRequestLogging option is deprecated in favour of logController).
+    logController: new LogController({ disableRequestLogging: true }),
     forceCloseConnections: false,
     return503OnClosing: true
   })
   await app.register(mcpx, config as unknown as Record<string, unknown>)
+  collectDefaultMetrics({ register: app.mcpxMetrics.registry, prefix: 'mcpx_process_' })
   app.get('/healthz', { logLevel: 'warn' }, async function healthz () { return { status: 'ok' } })
   app.get('/readyz', { logLevel: 'warn' }, async function readyz (_request, reply) {
     const upstreams = app.upstreams.status()
     const failing = upstreams.filter(u => u.state !== 'ready').map(u => u.name)
     return reply.code(failing.length === 0 ? 200 : 503).send({ status: failing.length === 0 ? 'ready' : 'not ready', failing, upstreams })
   })
+  app.get('/metrics', { logLevel: 'warn' }, async function metrics (_request, reply) {
+    const registry = app.mcpxMetrics.registry
+    return reply.type(registry.contentType).send(await registry.metrics())
+  })
   return app
 }
 
 /**
- * Runs the daemon until SIGTERM/SIGINT: stop accepting, let in-flight requests finish for up to
- * `daemon.shutdownTimeout` ms, close streams and upstream children, then resolve.
+ * Shuts the daemon down: stop accepting; end GET and listen streams (mcpx-streams, preClose);
+ * let in-flight requests finish for up to `shutdownTimeoutMs`, then cut the connections left;
+ * stop the upstream children (onClose).
+ * @returns 0 when closed cleanly (even if the bound cut some connections), 1 when close failed. Never throws.
+ */
+export async function shutdown (app: FastifyInstance, shutdownTimeoutMs: number): Promise<number> {
+  // A keep-alive connection whose last request just finished would hold server.close() until
+  // its keep-alive timeout: close such idle connections as they appear.
+  const sweep = setInterval(() => { app.server.closeIdleConnections() }, SHUTDOWN_IDLE_SWEEP_MS)
+  sweep.unref()
+  const force = setTimeout(() => {
+    app.log.warn({ shutdownTimeoutMs }, 'shutdown timeout: closing remaining connections')
+    app.server.closeAllConnections()
+  }, shutdownTimeoutMs)
+  force.unref()
+  try {
+    await app.close()
+    app.log.info('mcpx daemon stopped')
+    return 0
+  } catch (err) {
+    app.log.error({ err }, 'shutdown failed')
+    return 1
+  } finally {
+    clearInterval(sweep)
+    clearTimeout(force)
+  }
+}
+
+/**
+ * Runs the daemon until SIGTERM/SIGINT, then shuts down (see {@link shutdown}).
+ * @param source where the config came from, for the start line
  * @returns the process exit code
+ * @throws McpxError MCPX_ERR_CONFIG when daemon.address is not host:port
  */
 export async function runDaemon (config: McpxConfig, source: string): Promise<number> {
   const app = await buildDaemon(config)
@@ -43,19 +92,14 @@ export async function runDaemon (config: McpxConfig, source: string): Promise<nu
   if (address === undefined) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: daemon.address ${config.daemon.address} is not host:port`)
   const host = address.host.startsWith('[') ? address.host.slice(1, -1) : address.host
   await app.listen({ host, port: address.port })
-  app.log.info({ config: source, upstreams: app.upstreams.status().map(u => ({ name: u.name, state: u.state, revision: u.revision })) }, 'mcpx daemon ready')
+  app.log.info({ config: source, upstreams: app.upstreams.status().map(u => ({ name: u.name, state: u.state, revision: u.revision, pid: u.pid })) }, 'mcpx daemon ready')
   return await new Promise<number>(resolve => {
     let stopping = false
     const stop = (signal: string): void => {
       if (stopping) return
       stopping = true
-      app.log.info({ signal }, 'shutting down')
-      const force = setTimeout(() => {
-        app.log.warn('shutdown timeout: closing remaining connections')
-        app.server.closeAllConnections()
-      }, config.daemon.shutdownTimeout)
-      force.unref()
-      app.close().then(() => { clearTimeout(force); resolve(0) }, (err: unknown) => { app.log.error({ err }, 'shutdown failed'); resolve(1) })
+      app.log.info({ signal, shutdownTimeoutMs: config.daemon.shutdownTimeout }, 'shutting down')
+      void shutdown(app, config.daemon.shutdownTimeout).then(resolve)
     }
     process.once('SIGTERM', () => stop('SIGTERM'))
     process.once('SIGINT', () => stop('SIGINT'))

@@ -1,0 +1,201 @@
+/**
+ * Prometheus metrics of one mcpx instance (issue #7 › Operability), built on `prom-client`.
+ * Each mcpx instance owns its own `Registry` (never prom-client's global one), so two apps in
+ * one process never collide. The daemon serves it at `GET /metrics`; a host app reads it from
+ * `app.mcpxMetrics.registry` and exposes it wherever it likes.
+ *
+ * Metrics (names follow Prometheus conventions: `_total` counters, `_seconds` durations):
+ * - `mcpx_requests_total{http_method, rpc_method, era, status}`: /mcp requests answered.
+ * - `mcpx_request_duration_seconds{http_method, era}`: /mcp request duration.
+ * - `mcpx_upstream_call_duration_seconds{upstream, operation, outcome}`: callTool, getPrompt,
+ *   readResource and complete, timed at the registry boundary (the registry itself is untouched).
+ * - `mcpx_open_sessions`, `mcpx_open_streams{kind}` (kind: `get` | `listen`).
+ * - `mcpx_upstream_restarts_total{upstream}`, `mcpx_upstream_up{upstream}`: from `status()`.
+ *
+ * Label values that come from the wire are bounded: an unknown JSON-RPC method counts as `other`.
+ * lib/ imports nothing from Fastify.
+ */
+import { Registry, Counter, Gauge, Histogram } from 'prom-client'
+import type { UpstreamRegistry, UpstreamCallOptions, JsonObject } from './upstreams/types.js'
+
+/** JSON-RPC methods counted under their own name; any other method is `other` (bounded cardinality). */
+export const COUNTED_METHODS: ReadonlySet<string> = new Set([
+  'initialize', 'ping', 'server/discover', 'logging/setLevel', 'completion/complete', 'subscriptions/listen',
+  'tools/list', 'tools/call', 'prompts/list', 'prompts/get',
+  'resources/list', 'resources/templates/list', 'resources/read', 'resources/subscribe', 'resources/unsubscribe',
+  'notifications/initialized', 'notifications/cancelled', 'notifications/progress', 'notifications/roots/list_changed'
+])
+
+/** Histogram buckets for upstream calls and requests, seconds (5 ms … 60 s). */
+export const LATENCY_BUCKETS_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
+
+/** Labels of one answered /mcp request. */
+export interface RequestLabels {
+  /** `GET`, `POST`, `DELETE`, `OPTIONS`. */
+  httpMethod: string
+  /** The JSON-RPC method (any string; bounded here), `batch`, `response`, or '' when none. */
+  rpcMethod: string
+  /** `legacy` | `modern` | '' when the request was refused before its era was decided. */
+  era: string
+  status: number
+  /** Duration of the request, ms. */
+  durationMs: number
+}
+
+/** What the /mcp scope reports about its open sessions and streams; read at scrape time. */
+export interface ScopeGauges {
+  sessions: () => number
+  streams: (kind: 'get' | 'listen') => number
+}
+
+/** The metrics of one mcpx instance. */
+export interface McpxMetrics {
+  /** The prom-client registry holding every mcpx metric: `await registry.metrics()`, `registry.contentType`. */
+  readonly registry: Registry
+  /** Counts one answered /mcp request. Never throws. */
+  requestDone: (labels: RequestLabels) => void
+  /**
+   * Wraps an upstream registry so callTool, getPrompt, readResource and complete are timed.
+   * The wrapper forwards everything else (events included) to the original. Never throws.
+   */
+  instrument: (upstreams: UpstreamRegistry) => UpstreamRegistry
+  /** Lets the /mcp scope report its sessions and streams (called once, at registration). */
+  bindScope: (gauges: ScopeGauges) => void
+}
+
+/**
+ * The upstream that serves a prefixed tool or prompt name, where it can be told from the name:
+ * the only upstream when there is one, else the `<upstream>__` prefix when it names an upstream
+ * (the default prefix). `undefined` otherwise (an explicit custom prefix). Never throws.
+ */
+export function upstreamOf (upstreams: UpstreamRegistry, name: string | undefined): string | undefined {
+  const status = upstreams.status()
+  if (status.length === 1) return status[0].name
+  if (name === undefined) return undefined
+  const cut = name.indexOf('__')
+  if (cut <= 0) return undefined
+  const prefix = name.slice(0, cut)
+  return status.some(u => u.name === prefix) ? prefix : undefined
+}
+
+/** The bounded `rpc_method` label of a method name. */
+export function methodLabel (method: string): string {
+  return method === '' || method === 'batch' || method === 'response' || COUNTED_METHODS.has(method) ? method : 'other'
+}
+
+type Timed = 'callTool' | 'getPrompt' | 'readResource' | 'complete'
+
+/**
+ * Creates the metrics of one mcpx instance.
+ * @param upstreams the registry whose `status()` feeds the restart and up gauges (read at scrape time)
+ */
+export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
+  const registry = new Registry()
+  const registers = [registry]
+  let scope: ScopeGauges | undefined
+
+  const requests = new Counter({
+    name: 'mcpx_requests_total',
+    help: 'MCP HTTP requests answered, by HTTP method, JSON-RPC method, era and status',
+    labelNames: ['http_method', 'rpc_method', 'era', 'status'] as const,
+    registers
+  })
+  const requestSeconds = new Histogram({
+    name: 'mcpx_request_duration_seconds',
+    help: 'Duration of MCP HTTP requests (SSE streams: until the stream ended), seconds',
+    labelNames: ['http_method', 'era'] as const,
+    buckets: LATENCY_BUCKETS_SECONDS,
+    registers
+  })
+  const upstreamSeconds = new Histogram({
+    name: 'mcpx_upstream_call_duration_seconds',
+    help: 'Duration of calls routed to an upstream (tools/call, prompts/get, resources/read, completion/complete), seconds',
+    labelNames: ['upstream', 'operation', 'outcome'] as const,
+    buckets: LATENCY_BUCKETS_SECONDS,
+    registers
+  })
+  new Gauge({
+    name: 'mcpx_open_sessions',
+    help: 'Legacy Streamable HTTP sessions open',
+    registers,
+    collect () { this.set(scope?.sessions() ?? 0) }
+  })
+  new Gauge({
+    name: 'mcpx_open_streams',
+    help: 'Long-lived SSE streams open: legacy GET notification streams and 2026-07-28 subscriptions/listen streams',
+    labelNames: ['kind'] as const,
+    registers,
+    collect () {
+      this.set({ kind: 'get' }, scope?.streams('get') ?? 0)
+      this.set({ kind: 'listen' }, scope?.streams('listen') ?? 0)
+    }
+  })
+  const seenRestarts = new Map<string, number>()
+  new Counter({
+    name: 'mcpx_upstream_restarts_total',
+    help: 'Times an upstream was restarted after it went down',
+    labelNames: ['upstream'] as const,
+    registers,
+    collect () {
+      for (const u of upstreams.status()) {
+        const delta = u.restarts - (seenRestarts.get(u.name) ?? 0)
+        seenRestarts.set(u.name, u.restarts)
+        this.inc({ upstream: u.name }, Math.max(0, delta))
+      }
+    }
+  })
+  new Gauge({
+    name: 'mcpx_upstream_up',
+    help: '1 when the upstream is connected (ready), 0 otherwise',
+    labelNames: ['upstream'] as const,
+    registers,
+    collect () { for (const u of upstreams.status()) this.set({ upstream: u.name }, u.state === 'ready' ? 1 : 0) }
+  })
+
+  function timed<A extends unknown[]> (target: UpstreamRegistry, operation: Timed, call: (...args: A) => Promise<JsonObject>, nameOf: (...args: A) => string | undefined) {
+    return async function timedCall (...args: A): Promise<JsonObject> {
+      const startNs = process.hrtime.bigint()
+      let outcome = 'ok'
+      try {
+        return await call.apply(target, args)
+      } catch (err) {
+        outcome = 'error'
+        throw err
+      } finally {
+        const seconds = Number(process.hrtime.bigint() - startNs) / 1e9
+        upstreamSeconds.observe({ upstream: upstreamOf(target, nameOf(...args)) ?? 'unknown', operation, outcome }, seconds)
+      }
+    }
+  }
+
+  return {
+    registry,
+    requestDone (labels) {
+      requests.inc({ http_method: labels.httpMethod, rpc_method: methodLabel(labels.rpcMethod), era: labels.era, status: String(labels.status) })
+      requestSeconds.observe({ http_method: labels.httpMethod, era: labels.era }, labels.durationMs / 1000)
+    },
+    instrument (target) {
+      const overrides = new Map<PropertyKey, unknown>([
+        ['callTool', timed(target, 'callTool', target.callTool, (name: string) => name)],
+        ['getPrompt', timed(target, 'getPrompt', target.getPrompt, (name: string) => name)],
+        ['readResource', timed(target, 'readResource', target.readResource, () => undefined)],
+        ['complete', timed(target, 'complete', target.complete, (params: JsonObject, _options: UpstreamCallOptions) => {
+          const ref = params.ref as { name?: unknown } | undefined
+          return typeof ref?.name === 'string' ? ref.name : undefined
+        })]
+      ])
+      const bound = new Map<PropertyKey, unknown>()
+      return new Proxy(target, {
+        get (obj, key) {
+          if (overrides.has(key)) return overrides.get(key)
+          const value = Reflect.get(obj, key, obj) as unknown
+          if (typeof value !== 'function') return value
+          let fn = bound.get(key)
+          if (fn === undefined) { fn = (value as (...a: unknown[]) => unknown).bind(obj); bound.set(key, fn) }
+          return fn
+        }
+      })
+    },
+    bindScope (gauges) { scope = gauges }
+  }
+}
