@@ -97,6 +97,8 @@ export class ParkedCall {
   round = 0
   /** The question the client was asked and has not answered yet. */
   pending: { key: string, question: UpstreamQuestion, answer: (result: JsonObject) => void, refuse: (error: Error & { code?: number }) => void } | undefined
+  /** Where the upstream's progress goes: the leg (request) waiting now. */
+  progress: { onProgress: ((p: { progress: number, total?: number, message?: string }) => void) | undefined } | undefined
   /** Aborting it cancels the upstream call. */
   readonly controller = new AbortController()
   private readonly queue: ParkedEvent[] = []
