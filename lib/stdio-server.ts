@@ -484,6 +484,8 @@ export function startStdioServer (input: Readable, output: Writable, dispatcher:
     } catch (err) {
       log.debug({ err }, 'stdin failed; treating as EOF')
     } finally {
+      // Stopped before EOF (signal, EPIPE): release the input, so an open stdin does not keep the process alive.
+      if (!input.readableEnded) input.destroy()
       void Promise.resolve(iterator.return?.()).catch(() => {})
     }
   }
