@@ -63,6 +63,8 @@ export const RESTART_MAX_DELAY_MS = 10_000
 export const RESTART_RESET_AFTER_MS = 10_000
 /** SIGTERM → SIGKILL grace when killing a child (ms). */
 export const KILL_GRACE_MS = 2_000
+/** After a killed child exited, how long its pipes may take to close before we destroy them (ms). */
+export const PIPE_DRAIN_MS = 500
 /** Longest wait for the `server/discover` probe on stdio before falling back to `initialize` (ms). */
 export const STDIO_PROBE_TIMEOUT_MS = 5_000
 /**
@@ -208,6 +210,17 @@ class UpstreamStdioTransport extends StdioClientTransport {
     await Promise.race([this.exited, killed])
     clearTimeout(timer)
     await this.exited
+    // The pipes normally close right after the exit (draining the last stderr lines); a grandchild
+    // holding them would delay their 'close', and with it the SDK's close(), by seconds.
+    if (child.stdout !== null && !child.stdout.closed) {
+      let drainTimer: NodeJS.Timeout | undefined
+      await Promise.race([
+        new Promise(resolve => child.once('close', resolve)),
+        new Promise(resolve => { drainTimer = setTimeout(resolve, PIPE_DRAIN_MS) })
+      ])
+      clearTimeout(drainTimer)
+    }
+    for (const stream of [child.stdin, child.stdout, child.stderr]) try { stream?.destroy() } catch {}
   }
 }
 
