@@ -157,6 +157,8 @@ t.test('stdio/before-initialize (one child)', async t => {
     s.send({ jsonrpc: '2.0', id: 'p', method: 'ping' })
     const broken = await s.nextMessage(() => true, { after })
     t.equal(broken.error?.code, -32700)
+    const ping = await s.nextMessage(m => m.id === 'p', { after })
+    t.same(ping.result, {}, 'the line after a broken one is served') // and consumed before the next subtest
   })
 
   t.test('2025-03-26/stdio/initialize-in-batch-is-an-error-element', async t => {
@@ -407,32 +409,37 @@ t.test('2026-07-28/stdio/subscriptions-listen', async t => {
   t.equal(bad.error.code, -32602, 'notifications is required')
 })
 
-// The questions come from a LEGACY upstream (fixture --era legacy), which sends elicitation/create
-// as a real server→client request; mcpx relays it on stdout with its own id.
-t.test('2025-06-18/stdio/question-relayed-to-a-capable-client', async t => {
-  const { s } = serve(t, {}, ['--era', 'legacy'])
-  await initialize(s, '2025-06-18', { elicitation: {} })
-  const after = s.messages.length
-  s.send({ jsonrpc: '2.0', id: 'e', method: 'tools/call', params: { name: 'elicit', arguments: {} } })
-  const question = await s.nextMessage(m => m.method === 'elicitation/create', { after })
-  t.type(question.id, 'string')
-  t.match(question.id, /^mcpx-q-/)
-  t.equal(question.params.message, 'Who are you?')
-  s.send({ jsonrpc: '2.0', id: 'unknown-answer', result: {} }) // a response nothing waits for: ignored
-  s.send({ jsonrpc: '2.0', id: question.id, result: { action: 'accept', content: { name: 'Ada' } } })
-  const reply = await s.nextMessage(m => m.id === 'e', { after })
-  t.notOk(reply.result.isError)
-  t.match(text(reply), /Ada/)
-})
+// A question reaches the stdio client whichever era the upstream speaks: a legacy upstream
+// (fixture --era legacy) sends elicitation/create as a real server→client request; a modern one
+// answers input_required, which the dispatcher's MRTR bridge turns into the same question. Either
+// way mcpx writes it on stdout with its own id and routes the client's response back.
+for (const [upstreamEra, flags] of [['legacy', ['--era', 'legacy']], ['modern', []]] as const) {
+  t.test(`2025-06-18/stdio/question-relayed-to-a-capable-client (${upstreamEra} upstream)`, async t => {
+    const { s } = serve(t, {}, [...flags])
+    await initialize(s, '2025-06-18', { elicitation: {} })
+    const after = s.messages.length
+    s.send({ jsonrpc: '2.0', id: 'e', method: 'tools/call', params: { name: 'elicit', arguments: {} } })
+    const question = await s.nextMessage(m => m.method === 'elicitation/create', { after })
+    t.type(question.id, 'string')
+    t.match(question.id, /^mcpx-q-/)
+    t.equal(question.params.message, 'Who are you?')
+    s.send({ jsonrpc: '2.0', id: 'unknown-answer', result: {} }) // a response nothing waits for: ignored
+    s.send({ jsonrpc: '2.0', id: question.id, result: { action: 'accept', content: { name: 'Ada' } } })
+    const reply = await s.nextMessage(m => m.id === 'e', { after })
+    t.notOk(reply.result.isError)
+    t.match(text(reply), /Ada/)
+    t.notOk(Object.hasOwn(reply.result, 'resultType'), 'a legacy client never sees resultType')
+  })
 
-t.test('2025-06-18/stdio/question-refused-without-capability', async t => {
-  const { s } = serve(t, {}, ['--era', 'legacy'])
-  await initialize(s, '2025-06-18', {})
-  const after = s.messages.length
-  const reply = await s.request({ jsonrpc: '2.0', id: 'e', method: 'tools/call', params: { name: 'elicit', arguments: {} } })
-  t.ok(Object.hasOwn(reply, 'error') || reply.result.isError === true, 'the tool fails: the client cannot be asked')
-  t.notOk(s.messages.slice(after).some(m => (m as Message).method === 'elicitation/create'), 'no question was written')
-})
+  t.test(`2025-06-18/stdio/question-refused-without-capability (${upstreamEra} upstream)`, async t => {
+    const { s } = serve(t, {}, [...flags])
+    await initialize(s, '2025-06-18', {})
+    const after = s.messages.length
+    const reply = await s.request({ jsonrpc: '2.0', id: 'e', method: 'tools/call', params: { name: 'elicit', arguments: {} } })
+    t.ok(Object.hasOwn(reply, 'error') || reply.result.isError === true, 'the tool fails: the client cannot be asked')
+    t.notOk(s.messages.slice(after).some(m => (m as Message).method === 'elicitation/create'), 'no question was written')
+  })
+}
 
 t.test('stdio/clients/official-v1-client-lists-and-calls', async t => {
   const { config } = fixtureConfig(t)
