@@ -1,0 +1,319 @@
+/**
+ * Bench harness: child servers (each in its own process group, output to a log file), free
+ * loopback ports, readiness polls, RSS of a child, an HTTP load step on autocannon with
+ * sub-millisecond latency percentiles (wire.ts holds the bodies).
+ *
+ * Scripts under bench/ only print figures; nothing here is part of `npm test` (STYLE › Layout).
+ * Every load stays on 127.0.0.1 and is bounded in time.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { openSync, closeSync, readFileSync, readdirSync } from 'node:fs'
+import { createServer, request as httpRequest, type Agent, type IncomingHttpHeaders } from 'node:http'
+import { join } from 'node:path'
+import autocannon from 'autocannon'
+import { ECHO_TEXT } from './wire.js'
+
+/* ------------------------------------------------------------------ children */
+
+/** A server the bench started. `stop()` ends it (SIGTERM, then SIGKILL of its process group after `graceMs`). */
+export interface Child {
+  readonly label: string
+  readonly proc: ChildProcess
+  readonly pid: number
+  readonly logFile: string
+  stop: (graceMs?: number) => Promise<void>
+}
+
+const started = new Set<Child>()
+
+/** Kills every child still running (their own process groups only). Called on exit and on failure. */
+export function killAll (): void {
+  for (const child of started) {
+    try { process.kill(-child.pid, 'SIGKILL') } catch {}
+  }
+  started.clear()
+}
+process.once('exit', killAll)
+
+/**
+ * Starts `command args` as its own process group leader (so its own children can be ended with it),
+ * stdout and stderr appended to `<logDir>/<label>.log`, stdin piped when `stdin` is true.
+ * @throws when the process cannot be spawned
+ */
+export function startChild (label: string, command: string, args: string[], options: { logDir: string, env?: NodeJS.ProcessEnv, stdin?: boolean, stdoutPipe?: boolean }): Child {
+  const logFile = join(options.logDir, `${label}.log`)
+  const fd = openSync(logFile, 'a')
+  const proc = spawn(command, args, {
+    stdio: [options.stdin === true ? 'pipe' : 'ignore', options.stdoutPipe === true ? 'pipe' : fd, fd],
+    env: { ...process.env, ...options.env },
+    detached: true
+  })
+  closeSync(fd)
+  if (proc.pid === undefined) throw new Error(`bench: could not start ${label}`)
+  const pid = proc.pid
+  const exited = new Promise<void>(resolve => {
+    if (proc.exitCode !== null || proc.signalCode !== null) resolve()
+    else proc.once('exit', () => resolve())
+  })
+  const child: Child = {
+    label,
+    proc,
+    pid,
+    logFile,
+    async stop (graceMs = 3000) {
+      if (proc.exitCode === null && proc.signalCode === null) {
+        try { proc.kill('SIGTERM') } catch {}
+        const timer = setTimeout(() => { try { process.kill(-pid, 'SIGKILL') } catch {} }, graceMs)
+        await exited
+        clearTimeout(timer)
+      }
+      // Whatever the server left behind in its group (an upstream child) goes too.
+      try { process.kill(-pid, 'SIGKILL') } catch {}
+      started.delete(child)
+    }
+  }
+  started.add(child)
+  return child
+}
+
+/** Waits (bounded) until the child's log file matches `pattern`; returns the match. */
+export async function waitForLog (child: Child, pattern: RegExp, boundMs = 15_000): Promise<RegExpMatchArray> {
+  const deadline = Date.now() + boundMs
+  for (;;) {
+    const match = readFileSync(child.logFile, 'utf8').match(pattern)
+    if (match !== null) return match
+    if (child.proc.exitCode !== null) throw new Error(`bench: ${child.label} exited (${child.proc.exitCode}); see ${child.logFile}`)
+    if (Date.now() > deadline) throw new Error(`bench: ${child.label} did not log ${String(pattern)} within ${boundMs} ms; see ${child.logFile}`)
+    await sleep(25)
+  }
+}
+
+/** A loopback port that was free a moment ago. */
+export async function freePort (): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address()
+      const port = typeof address === 'object' && address !== null ? address.port : 0
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+/** Polls `GET url` every 50 ms until it answers 200; throws after `boundMs`. */
+export async function waitHttp (url: string, boundMs = 20_000): Promise<void> {
+  const deadline = Date.now() + boundMs
+  for (;;) {
+    try {
+      const res = await fetch(url)
+      await res.text()
+      if (res.status === 200) return
+    } catch {}
+    if (Date.now() > deadline) throw new Error(`bench: ${url} not ready within ${boundMs} ms`)
+    await sleep(50)
+  }
+}
+
+export async function sleep (ms: number): Promise<void> {
+  await new Promise(resolve => setTimeout(resolve, ms))
+}
+
+/** Resident set size of a process, in bytes (Linux /proc/<pid>/status VmRSS). */
+export function rssBytes (pid: number): number {
+  const match = readFileSync(`/proc/${pid}/status`, 'utf8').match(/^VmRSS:\s+(\d+)\s+kB/m)
+  if (match === null) throw new Error(`bench: no VmRSS for pid ${pid}`)
+  return Number(match[1]) * 1024
+}
+
+/** Clock ticks per second of /proc/<pid>/stat utime and stime (USER_HZ, 100 on Linux). */
+const USER_HZ = 100
+
+/**
+ * CPU time (user + system, ms) used so far by every live process in process group `pgid`
+ * (a bench child and whatever it spawned, e.g. mcpx's upstream), split into the leader and the rest.
+ */
+export function groupCpuMs (pgid: number): { leaderMs: number, othersMs: number } {
+  let leaderMs = 0
+  let othersMs = 0
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    let stat: string
+    try { stat = readFileSync(`/proc/${entry}/stat`, 'utf8') } catch { continue }
+    // Fields after the command name, which is in parentheses and may contain spaces.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    if (Number(fields[2]) !== pgid) continue // field 5: pgrp
+    const ms = (Number(fields[11]) + Number(fields[12])) * 1000 / USER_HZ // fields 14, 15: utime, stime
+    if (Number(entry) === pgid) leaderMs += ms
+    else othersMs += ms
+  }
+  return { leaderMs, othersMs }
+}
+
+/** The 1-minute load average (other work on the machine skews every figure; the report prints it). */
+export function loadAverage1m (): number {
+  return Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0])
+}
+
+/* ------------------------------------------------------------------ one HTTP exchange */
+
+export interface SmallReply { status: number, headers: IncomingHttpHeaders, body: string }
+
+/** POSTs `body` to `http://127.0.0.1:<port><path>` on `agent` and reads the whole reply. */
+export async function postOnce (agent: Agent, port: number, path: string, headers: Record<string, string>, body: string): Promise<SmallReply> {
+  return await new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } }, res => {
+      let text = ''
+      res.setEncoding('utf8')
+      res.on('data', chunk => { text += chunk })
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }))
+      res.on('error', reject)
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+/* ------------------------------------------------------------------ figures */
+
+/** One row of the table. Latencies in ms. */
+export interface Row {
+  scenario: string
+  /** How the load was applied, e.g. "32 conn" or "64 in flight". */
+  load: string
+  requests: number
+  rps: number
+  p50Ms: number
+  p99Ms: number
+  p999Ms: number
+  errors: number
+  /** CPU time of the server process per request, µs (undefined when not measured). */
+  serverCpuUs?: number
+  /** CPU time of the server's own children (the upstream) per request, µs. */
+  upstreamCpuUs?: number
+  note?: string
+}
+
+/** Growable list of latency samples (ms) with exact percentiles (nearest rank). */
+export class Samples {
+  private values = new Float64Array(1 << 16)
+  length = 0
+  add (ms: number): void {
+    if (this.length === this.values.length) {
+      const bigger = new Float64Array(this.values.length * 2)
+      bigger.set(this.values)
+      this.values = bigger
+    }
+    this.values[this.length++] = ms
+  }
+
+  /** @param p in [0, 100] */
+  percentiles (...ps: number[]): number[] {
+    if (this.length === 0) return ps.map(() => NaN)
+    const sorted = this.values.slice(0, this.length).sort()
+    return ps.map(p => sorted[Math.min(this.length - 1, Math.max(0, Math.ceil(p / 100 * this.length) - 1))])
+  }
+}
+
+/** What a reply body must satisfy; returns false for a JSON-RPC error or a wrong echo. */
+export type BodyCheck = (body: string, sampled: boolean) => boolean
+
+/**
+ * A body check for a `tools/call echo` reply (JSON body): never an `"error"` member, and on a
+ * sample (every `sampleEvery`-th reply) the parsed `result.content[0].text` is the echo text.
+ */
+export function echoCheck (): BodyCheck {
+  return (body, sampled) => {
+    if (body.includes('"error"')) return false
+    if (!sampled) return true
+    try {
+      const reply = JSON.parse(body) as { result?: { content?: Array<{ text?: unknown }> } }
+      return reply.result?.content?.[0]?.text === ECHO_TEXT
+    } catch {
+      return false
+    }
+  }
+}
+
+export interface LoadOptions {
+  scenario: string
+  url: string
+  connections: number
+  durationS: number
+  warmupS: number
+  headers: Record<string, string>
+  body: string
+  check: BodyCheck
+  /** Per-connection headers (e.g. one legacy session per connection), by connection index. */
+  headersFor?: (connection: number) => Record<string, string>
+  /** Process group of the server under load: its CPU time per request is reported. */
+  serverPgid?: number
+  /** Check every n-th body in full (JSON parse + echo text). Default 50. */
+  sampleEvery?: number
+  note?: string
+}
+
+/**
+ * Runs autocannon against `url`: a warm-up (not counted), then the measured run. Latency is
+ * recorded per response at sub-ms resolution (autocannon's own histogram keeps whole ms).
+ * Errors = non-2xx + connection errors + timeouts + bodies failing `check`, warm-up included.
+ */
+export async function httpLoad (options: LoadOptions): Promise<Row> {
+  // Warm-up errors count too: every reply must be right, not only the measured ones.
+  const warmupErrors = options.warmupS > 0 ? (await autocannonRun(options, options.warmupS, undefined)).errors : 0
+  const samples = new Samples()
+  const cpuBefore = options.serverPgid === undefined ? undefined : groupCpuMs(options.serverPgid)
+  const result = await autocannonRun(options, options.durationS, samples)
+  const cpuAfter = options.serverPgid === undefined ? undefined : groupCpuMs(options.serverPgid)
+  const [p50, p99, p999] = samples.percentiles(50, 99, 99.9)
+  return {
+    scenario: options.scenario,
+    load: `${options.connections} conn`,
+    requests: result.completed,
+    rps: result.completed / options.durationS,
+    p50Ms: p50,
+    p99Ms: p99,
+    p999Ms: p999,
+    errors: warmupErrors + result.errors,
+    ...cpuPerRequest(cpuBefore, cpuAfter, result.completed),
+    note: options.note
+  }
+}
+
+/** CPU µs per request of a server (leader) and its children between two readings. */
+export function cpuPerRequest (before: { leaderMs: number, othersMs: number } | undefined, after: { leaderMs: number, othersMs: number } | undefined, requests: number): { serverCpuUs?: number, upstreamCpuUs?: number } {
+  if (before === undefined || after === undefined || requests === 0) return {}
+  return { serverCpuUs: (after.leaderMs - before.leaderMs) * 1000 / requests, upstreamCpuUs: (after.othersMs - before.othersMs) * 1000 / requests }
+}
+
+async function autocannonRun (options: LoadOptions, durationS: number, samples: Samples | undefined): Promise<{ completed: number, errors: number }> {
+  const sampleEvery = options.sampleEvery ?? 50
+  let seen = 0
+  let badBodies = 0
+  let connection = 0
+  const config: autocannon.Options = {
+    url: options.url,
+    method: 'POST',
+    connections: options.connections,
+    pipelining: 1,
+    duration: durationS,
+    timeout: 10,
+    headers: options.headers,
+    body: options.body,
+    // A per-connection header (a legacy session) is set once, when the connection's client is built.
+    setupClient: options.headersFor === undefined ? undefined : (client) => { client.setHeaders(options.headersFor?.(connection++) ?? {}) },
+    verifyBody: (body: string) => {
+      const ok = options.check(body, ++seen % sampleEvery === 0)
+      if (!ok) badBodies++
+      return ok
+    }
+  } as autocannon.Options
+  const result = await new Promise<autocannon.Result>((resolve, reject) => {
+    const instance = autocannon(config, (err: unknown, done: autocannon.Result) => { if (err !== null && err !== undefined) reject(err); else resolve(done) })
+    if (samples !== undefined) {
+      instance.on('response', (_client: unknown, _status: number, _bytes: number, responseTimeMs: number) => { samples.add(responseTimeMs) })
+    }
+  })
+  const errors = result.non2xx + result.errors + result.timeouts + badBodies
+  return { completed: result.requests.total, errors }
+}

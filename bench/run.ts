@@ -1,0 +1,264 @@
+/**
+ * `npm run bench` (full) and `npm run bench -- --quick` (under a minute): what mcpx costs,
+ * measured side by side in one run on one machine (issue #9).
+ *
+ *   1 ceiling      bare Fastify route: parse a JSON-RPC body, answer a fixed result
+ *   2 peer         official v2 SDK createMcpHandler serving `echo` in process, no gateway
+ *   3 mcpx modern  2026-07-28 tools/call echo (all mirrored headers, _meta) → fixture over stdio
+ *   4 mcpx legacy  the same call in 2025-11-25 sessions (one session per connection, JSON replies)
+ *   5 mcpx → HTTP  as 3, the upstream reached over Streamable HTTP (the peer of 2; --http-upstream fixture)
+ *   6 stdio        pipelined round trips through `mcpx serve`
+ *   7 memory       RSS per idle legacy session and per open GET stream
+ *
+ * The load generator (autocannon, or the stdio client) runs in this process; every server runs in
+ * its own child process (its own process group, its output in a log file under the run's temp
+ * directory). All traffic is on 127.0.0.1.
+ *
+ * Options: --quick; --only 1,3,4 (a subset); --connections N; --out FILE (also write the report);
+ *          --http-upstream peer|fixture (scenario 5's upstream; default peer);
+ *          --mcpx-node-arg ARG (repeatable: passed to node for mcpx daemons/serve, e.g. --cpu-prof).
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { Agent } from 'node:http'
+import { cpus, tmpdir, totalmem } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import {
+  echoCheck, freePort, httpLoad, killAll, loadAverage1m, postOnce, startChild, waitForLog, waitHttp, type Child, type Row
+} from './harness.js'
+import { stdioLoad } from './stdio-load.js'
+import { measureMemory, type MemoryFigures } from './memory.js'
+import { INITIALIZE_BODY, LEGACY_BODY, MODERN_BODY, MODERN_HEADERS, legacyHeaders } from './wire.js'
+
+const { values: flags } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    connections: { type: 'string', default: '32' },
+    out: { type: 'string' },
+    'http-upstream': { type: 'string', default: 'peer' },
+    'mcpx-node-arg': { type: 'string', multiple: true, default: [] }
+  },
+  strict: true
+})
+
+const QUICK = flags.quick === true
+const CONNECTIONS = Number(flags.connections)
+const IN_FLIGHT = 64
+const DURATION_S = QUICK ? 3 : 10
+const WARMUP_S = QUICK ? 1 : 3
+const SESSIONS = 10_000
+const STREAMS = 1_000
+const ONLY = flags.only === undefined ? undefined : new Set(flags.only.split(',').map(s => s.trim()))
+const MCPX_NODE_ARGS = flags['mcpx-node-arg'] ?? []
+const HTTP_UPSTREAM = flags['http-upstream'] === 'fixture' ? 'fixture' : 'peer'
+
+const NODE = process.execPath
+const path = (relative: string): string => fileURLToPath(new URL(relative, import.meta.url))
+const CLI = path('../cli.js')
+const FIXTURE = path('../test/fixtures/echo-upstream.js')
+const CEILING = path('./ceiling-server.js')
+const PEER = path('./peer-server.js')
+const LOG_DIR = mkdtempSync(join(tmpdir(), 'mcpx-bench-'))
+
+const LOAD_AT_START = loadAverage1m()
+
+const wanted = (n: number): boolean => ONLY === undefined || ONLY.has(String(n))
+
+/** Writes an mcpx config file for a daemon on `port` (or for `serve`), returning its path. */
+function writeConfig (name: string, port: number, upstream: Record<string, unknown>, transport: Record<string, unknown> = {}): string {
+  const file = join(LOG_DIR, `${name}.json`)
+  writeFileSync(file, JSON.stringify({ daemon: { address: `127.0.0.1:${port}` }, transport, upstreams: { fixture: upstream } }, null, 2))
+  return file
+}
+
+const STDIO_UPSTREAM = { command: NODE, args: [FIXTURE] }
+
+/** Starts `mcpx daemon` with `config` and waits until /readyz is 200 (every upstream ready). */
+async function startDaemon (label: string, config: string, port: number): Promise<Child> {
+  const child = startChild(label, NODE, [...MCPX_NODE_ARGS, CLI, 'daemon', '--config', config], { logDir: LOG_DIR })
+  await waitHttp(`http://127.0.0.1:${port}/readyz`)
+  return child
+}
+
+/** Starts a bench server script that prints `listening <port>`; returns the child and port. */
+async function startListening (label: string, script: string, args: string[] = []): Promise<{ child: Child, port: number }> {
+  const child = startChild(label, NODE, [script, ...args], { logDir: LOG_DIR })
+  const match = await waitForLog(child, /listening (\d+)/)
+  return { child, port: Number(match[1]) }
+}
+
+/** One request before the load, so a broken setup fails loudly with the reply in the message. */
+async function sanity (label: string, port: number, headers: Record<string, string>, body: string): Promise<void> {
+  const agent = new Agent({ keepAlive: false })
+  const reply = await postOnce(agent, port, '/mcp', headers, body)
+  agent.destroy()
+  if (reply.status !== 200 || !echoCheck()(reply.body, true)) {
+    throw new Error(`bench: ${label}: the sanity call failed: ${reply.status} ${reply.body.slice(0, 500)}`)
+  }
+}
+
+const rows = new Map<number, Row>()
+let memory: MemoryFigures | undefined
+const base = { connections: CONNECTIONS, durationS: DURATION_S, warmupS: WARMUP_S, check: echoCheck() }
+
+async function scenarioCeiling (): Promise<void> {
+  const { child, port } = await startListening('1-ceiling', CEILING)
+  try {
+    await sanity('ceiling', port, MODERN_HEADERS, MODERN_BODY)
+    rows.set(1, await httpLoad({ ...base, serverPgid: child.pid, scenario: '1 ceiling: bare Fastify JSON route', url: `http://127.0.0.1:${port}/mcp`, headers: MODERN_HEADERS, body: MODERN_BODY }))
+  } finally { await child.stop() }
+}
+
+async function scenarioPeer (): Promise<void> {
+  const { child, port } = await startListening('2-peer', PEER)
+  try {
+    await sanity('peer', port, MODERN_HEADERS, MODERN_BODY)
+    rows.set(2, await httpLoad({ ...base, serverPgid: child.pid, scenario: '2 peer: SDK createMcpHandler, 2026-07-28', url: `http://127.0.0.1:${port}/mcp`, headers: MODERN_HEADERS, body: MODERN_BODY }))
+  } finally { await child.stop() }
+}
+
+async function scenarioModernAndLegacy (): Promise<void> {
+  const port = await freePort()
+  const config = writeConfig('mcpx-stdio-upstream', port, STDIO_UPSTREAM)
+  const child = await startDaemon('3-4-mcpx-daemon', config, port)
+  const url = `http://127.0.0.1:${port}/mcp`
+  try {
+    if (wanted(3)) {
+      await sanity('mcpx modern', port, MODERN_HEADERS, MODERN_BODY)
+      rows.set(3, await httpLoad({ ...base, serverPgid: child.pid, scenario: '3 mcpx modern → fixture (stdio)', url, headers: MODERN_HEADERS, body: MODERN_BODY }))
+    }
+    if (wanted(4)) {
+      // A pool of sessions, one per connection, minted before the load.
+      const agent = new Agent({ keepAlive: true })
+      const sessionIds: string[] = []
+      for (let i = 0; i < CONNECTIONS; i++) {
+        const reply = await postOnce(agent, port, '/mcp', legacyHeaders(undefined), INITIALIZE_BODY)
+        const id = reply.headers['mcp-session-id']
+        if (reply.status !== 200 || typeof id !== 'string') throw new Error(`bench: initialize failed: ${reply.status} ${reply.body}`)
+        sessionIds.push(id)
+      }
+      agent.destroy()
+      await sanity('mcpx legacy', port, legacyHeaders(sessionIds[0]), LEGACY_BODY)
+      rows.set(4, await httpLoad({
+        ...base,
+        scenario: '4 mcpx legacy (sessions) → fixture (stdio)',
+        serverPgid: child.pid,
+        url,
+        headers: legacyHeaders(sessionIds[0]),
+        headersFor: connection => legacyHeaders(sessionIds[connection % sessionIds.length]),
+        body: LEGACY_BODY
+      }))
+    }
+  } finally { await child.stop() }
+}
+
+/**
+ * The HTTP upstream is, by default, the peer server of scenario 2 (the same SDK handler and echo
+ * tool): the test fixture's `--http` entry rebuilds every tool schema per request (its factory runs
+ * per request), which caps it near 100 req/s here and would measure the fixture, not mcpx.
+ * `--http-upstream fixture` uses the fixture anyway.
+ */
+async function scenarioHttpUpstream (): Promise<void> {
+  const upstream = HTTP_UPSTREAM === 'fixture'
+    ? await startListening('5-fixture-http', FIXTURE, ['--http', '0'])
+    : await startListening('5-peer-upstream', PEER)
+  try {
+    const port = await freePort()
+    const config = writeConfig('mcpx-http-upstream', port, { url: `http://127.0.0.1:${upstream.port}/mcp` })
+    const child = await startDaemon('5-mcpx-daemon', config, port)
+    try {
+      await sanity('mcpx → HTTP upstream', port, MODERN_HEADERS, MODERN_BODY)
+      rows.set(5, await httpLoad({ ...base, serverPgid: child.pid, scenario: `5 mcpx modern → ${HTTP_UPSTREAM === 'fixture' ? 'fixture' : 'SDK peer'} (HTTP)`, url: `http://127.0.0.1:${port}/mcp`, headers: MODERN_HEADERS, body: MODERN_BODY }))
+    } finally { await child.stop() }
+  } finally { await upstream.child.stop() }
+}
+
+async function scenarioStdio (): Promise<void> {
+  const config = writeConfig('mcpx-serve', 0, STDIO_UPSTREAM)
+  const child = startChild('6-mcpx-serve', NODE, [...MCPX_NODE_ARGS, CLI, 'serve', '--config', config], { logDir: LOG_DIR, stdin: true, stdoutPipe: true })
+  try {
+    await waitForLog(child, /serving MCP on stdio/)
+    rows.set(6, await stdioLoad({ child, inFlight: IN_FLIGHT, durationS: DURATION_S, warmupS: WARMUP_S }))
+    child.proc.stdin?.end()
+  } finally { await child.stop() }
+}
+
+async function scenarioMemory (): Promise<void> {
+  const port = await freePort()
+  const warmupSessions = 200
+  const config = writeConfig('mcpx-memory', port, STDIO_UPSTREAM, { maxSessions: SESSIONS + warmupSessions + 100, maxGetStreams: STREAMS })
+  const child = await startDaemon('7-mcpx-daemon-memory', config, port)
+  try {
+    memory = await measureMemory({ pid: child.pid, port, sessions: SESSIONS, streams: STREAMS, warmupSessions, concurrency: 16, settleMs: QUICK ? 500 : 1500 })
+  } finally { await child.stop() }
+}
+
+/* ------------------------------------------------------------------ report */
+
+const fmt = (n: number, digits = 2): string => Number.isFinite(n) ? n.toFixed(digits) : 'n/a'
+const mib = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(1)} MiB`
+
+function report (startedAt: Date, elapsedS: number): string {
+  const cpu = cpus()
+  const lines: string[] = []
+  lines.push(`mcpx bench ${QUICK ? '--quick ' : ''}— ${startedAt.toISOString()} (${elapsedS.toFixed(0)} s)`)
+  lines.push(`machine: ${cpu.length} cores (${cpu[0]?.model.trim() ?? 'unknown'}), ${mib(totalmem())} RAM, Node ${process.version}, ${process.platform}/${process.arch}`)
+  lines.push(`load: HTTP ${CONNECTIONS} connections (pipelining 1), ${WARMUP_S} s warm-up + ${DURATION_S} s measured per scenario; stdio ${IN_FLIGHT} requests in flight, same durations`)
+  lines.push(`processes: the load generator runs in the bench process; each server (and each upstream fixture) in its own child process.`)
+  if (cpu.length <= 2) lines.push(`note: ${cpu.length} cores: the generator, the server and (3–6) the upstream child share them, so every figure is bounded by CPU contention; compare ratios, which come from this one run.`)
+  lines.push(`machine load (1-min load average): ${LOAD_AT_START.toFixed(2)} at start, ${loadAverage1m().toFixed(2)} at end${LOAD_AT_START > cpu.length ? ' — other work was running: throughput and latency are skewed; CPU µs per request is the steadier figure' : ''}`)
+  lines.push('CPU µs/req: user+system CPU of the server process (and, apart, of its children: the upstream) over the measured run, per completed request (/proc, 10 ms ticks).')
+  if (MCPX_NODE_ARGS.length > 0) lines.push(`mcpx node args: ${MCPX_NODE_ARGS.join(' ')}`)
+  lines.push('')
+  lines.push('| scenario | load | requests | req/s | p50 ms | p99 ms | p99.9 ms | errors | server CPU µs/req | upstream CPU µs/req |')
+  lines.push('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+  for (const n of [...rows.keys()].sort()) {
+    const r = rows.get(n) as Row
+    lines.push(`| ${r.scenario} | ${r.load} | ${r.requests} | ${fmt(r.rps, 0)} | ${fmt(r.p50Ms)} | ${fmt(r.p99Ms)} | ${fmt(r.p999Ms)} | ${r.errors} | ${r.serverCpuUs === undefined ? '' : fmt(r.serverCpuUs, 0)} | ${r.upstreamCpuUs === undefined || r.upstreamCpuUs === 0 ? '' : fmt(r.upstreamCpuUs, 0)} |`)
+  }
+  let first = true
+  const ratio = (a: number, b: number, label: string): void => {
+    const ra = rows.get(a)
+    const rb = rows.get(b)
+    if (ra === undefined || rb === undefined) return
+    if (first) { lines.push(''); first = false }
+    const cpu = ra.serverCpuUs !== undefined && rb.serverCpuUs !== undefined ? `, server CPU per request ${fmt(ra.serverCpuUs / rb.serverCpuUs)}×` : ''
+    lines.push(`ratio ${a}/${b} (${label}): req/s ${fmt(ra.rps / rb.rps)}, p50 ${fmt(ra.p50Ms / rb.p50Ms)}×${cpu}`)
+  }
+  ratio(3, 2, 'mcpx modern vs SDK peer')
+  ratio(3, 1, 'mcpx modern vs Fastify ceiling')
+  ratio(4, 3, 'mcpx legacy vs mcpx modern')
+  if (memory !== undefined) {
+    lines.push('')
+    lines.push(`memory (7): daemon RSS ${mib(memory.baselineRssBytes)} → ${mib(memory.afterSessionsRssBytes)} after ${memory.sessions} idle legacy sessions (minted in ${memory.mintSeconds.toFixed(1)} s) → ${mib(memory.afterStreamsRssBytes)} after ${memory.streams} open GET streams; errors ${memory.errors}`)
+    lines.push(`memory (7): ${(memory.bytesPerSession / 1024).toFixed(2)} KiB per idle session, ${(memory.bytesPerStream / 1024).toFixed(2)} KiB per open GET stream`)
+  }
+  lines.push('')
+  lines.push(`logs: ${LOG_DIR}`)
+  return lines.join('\n')
+}
+
+async function main (): Promise<number> {
+  const startedAt = new Date()
+  const t0 = performance.now()
+  if (wanted(1)) await scenarioCeiling()
+  if (wanted(2)) await scenarioPeer()
+  if (wanted(3) || wanted(4)) await scenarioModernAndLegacy()
+  if (wanted(5)) await scenarioHttpUpstream()
+  if (wanted(6)) await scenarioStdio()
+  if (wanted(7)) await scenarioMemory()
+  const text = report(startedAt, (performance.now() - t0) / 1000)
+  process.stdout.write(text + '\n')
+  if (flags.out !== undefined) writeFileSync(flags.out, text + '\n')
+  const errors = [...rows.values()].reduce((sum, r) => sum + r.errors, 0) + (memory?.errors ?? 0)
+  if (errors > 0) process.stderr.write(`bench: ${errors} errors (must be 0)\n`)
+  return errors > 0 ? 1 : 0
+}
+
+main().then(code => { killAll(); process.exit(code) }, (err: unknown) => {
+  process.stderr.write(`${(err as Error)?.stack ?? String(err)}\nlogs: ${LOG_DIR}\n`)
+  killAll()
+  process.exit(1)
+})
