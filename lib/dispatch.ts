@@ -385,7 +385,14 @@ export class Dispatcher {
   private callOptions (request: JsonRpcRequest, ctx: DispatchContext): UpstreamCallOptions {
     const meta = request.params?._meta
     const progressToken = isObject(meta) ? meta.progressToken : undefined
-    const options: UpstreamCallOptions = { signal: ctx.signal }
+    const options: UpstreamCallOptions = { signal: ctx.signal, era: ctx.era }
+    const notify = ctx.notify
+    // Log lines go to a legacy client as they come (it opted in by declaring nothing: legacy servers
+    // send logs unless logging/setLevel says otherwise); a modern client gets them only when its
+    // request set a logLevel, which the upstream also sees and filters by (DIGEST §6f).
+    if (notify !== undefined && (ctx.era === 'legacy' || (isObject(meta) && typeof meta[META_LOG_LEVEL] === 'string'))) {
+      options.onNotification = (n) => { if (n.method === 'notifications/message') notify({ jsonrpc: '2.0', method: n.method, ...(n.params !== undefined ? { params: n.params } : {}) }) }
+    }
     if ((typeof progressToken === 'string' || typeof progressToken === 'number') && ctx.notify !== undefined) {
       const notify = ctx.notify
       options.onProgress = (p) => {

@@ -43,6 +43,19 @@ export interface UpstreamCallOptions {
    * `requestState` (DIGEST §6f). Never `name`/`arguments`/`uri`, which the call itself sets.
    */
   extraParams?: JsonObject
+  /**
+   * Called for request-scoped notifications the upstream sends while serving this call
+   * (`notifications/message` log lines). Routed like questions: over stdio nothing on the wire
+   * ties them to a call, so they go to the most recently started in-flight call that has this.
+   */
+  onNotification?: (notification: { method: string, params?: JsonObject }) => void
+  /**
+   * The era of the downstream client this call serves. A dual-era upstream serves server→client
+   * questions and log notifications only in a legacy session (its SDK pins the era per
+   * connection), so a `'legacy'` call uses the upstream's legacy connection when it has one.
+   * Default: the upstream's primary (negotiated) connection.
+   */
+  era?: Era
 }
 
 /**
