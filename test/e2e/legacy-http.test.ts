@@ -60,9 +60,11 @@ for (const revision of LEGACY) {
     t.equal(stream.response.headers.get('x-accel-buffering'), 'no')
     await stream.until('a keep-alive comment', () => /(^|\n): ?[^\n]*\n\n/.test(stream.raw))
     t.match(stream.raw, /^: /m, 'a `:` comment on the wire')
-    const second = await fetch(`${base}/mcp`, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': sid, 'mcp-protocol-version': revision } })
+    const abortSecond = new AbortController()
+    t.teardown(() => abortSecond.abort())
+    const second = await fetch(`${base}/mcp`, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': sid, 'mcp-protocol-version': revision }, signal: abortSecond.signal })
     t.equal(second.status, 409, 'one GET stream per session')
-    t.equal(((await second.json()) as any).error.code, -32_600)
+    if (second.status === 409) t.equal(((await second.json()) as any).error.code, -32_600)
     t.notOk(stream.ended, 'the first stream is still open')
   })
 
@@ -215,6 +217,23 @@ for (const revision of LEGACY) {
     t.ok(reply.error !== undefined || reply.result?.isError === true, `the call ends in an error: ${text}`)
   })
 
+  t.test(`${revision}/questions/on-get-stream-when-json-only`, async t => {
+    // Issue #4 › Questions: on the request's SSE stream, or on the GET stream if none.
+    const { base } = await server(t, { flags: ['--era', 'legacy'] })
+    const sid = await fetchSession(base, revision, { elicitation: {} })
+    const stream = await openGet(t, base, sid, revision)
+    const pending = post(base, callBody(13, 'elicit'), { ...sessionHeaders(sid, revision), accept: 'application/json' })
+    const question = await stream.message('elicitation/create on the GET stream', isMethod('elicitation/create'))
+    t.type(question.id, 'string')
+    const answer = await post(base, { jsonrpc: '2.0', id: question.id, result: { action: 'accept', content: { name: 'Grace' } } }, sessionHeaders(sid, revision))
+    t.equal(answer.status, 202)
+    const res = await pending
+    t.equal(res.headers.get('content-type')?.startsWith('application/json'), true, 'the call is answered as JSON')
+    const reply = await res.json() as any
+    t.equal(reply.id, 13)
+    t.match(reply.result.content[0].text, /Grace/)
+  })
+
   /* -------------------------------------------------------------- isolation */
 
   t.test(`${revision}/isolation/cannot-answer-another-sessions-question`, async t => {
@@ -290,6 +309,21 @@ t.test('2025-03-26/batch/elements-run-concurrently', async t => {
   t.equal(res.headers.get('content-type'), 'text/event-stream', 'a batch whose requests were all cancelled ends as an empty event stream')
   t.notMatch(await res.text(), /data:/)
   await pollUntil('both cancellations', () => fixtureEvents(log).filter(e => e.event === 'cancelled').length === 2)
+})
+
+t.test('2025-03-26/batch/streamed-replies-as-separate-events', async t => {
+  const { base } = await server(t)
+  const sid = await fetchSession(base, '2025-03-26')
+  const res = await post(base, [
+    { jsonrpc: '2.0', id: 'slow', method: 'tools/call', params: { name: 'slow', arguments: { ms: 100, steps: 2 }, _meta: { progressToken: 'tok' } } },
+    { jsonrpc: '2.0', id: 'ping', method: 'ping' }
+  ], sessionHeaders(sid, '2025-03-26'))
+  t.equal(res.status, 200)
+  t.equal(res.headers.get('content-type'), 'text/event-stream', 'progress made the batch stream')
+  const messages = sseMessages(await res.text()) as any[]
+  t.ok(messages.every(m => !Array.isArray(m)), 'one message an event')
+  t.same(messages.filter(m => m.id !== undefined).map(m => m.id).sort(), ['ping', 'slow'], 'each element answered once')
+  t.ok(messages.some(m => m.method === 'notifications/progress' && m.params.progressToken === 'tok'), 'progress with the client token')
 })
 
 t.test('2025-03-26/batch/answers-delivered-in-a-batch', async t => {
