@@ -22,8 +22,13 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * True while a tracked response is an open stream: its head was written and it has not ended.
+ * (An SSE head goes out through writeHead(status, headers), which getHeader() cannot see; a
+ * refused GET or listen ends at once, so "head sent, not ended" is the stream's state.)
+ */
 function isOpenSse (res: ServerResponse): boolean {
-  return res.headersSent && !res.writableEnded && String(res.getHeader('content-type') ?? '').startsWith('text/event-stream')
+  return res.headersSent && !res.writableEnded && !res.destroyed
 }
 
 export default fp(async function mcpxStreams (fastify) {
