@@ -55,18 +55,19 @@ export interface DaemonProcess {
 
 /**
  * Writes `config` to a temp file (daemon.address set to 127.0.0.1:<free port>) and starts
- * `node <cli> daemon --config <file>` in `cwd`; resolves once the "mcpx daemon ready" line is
+ * `node <cli> daemon --config <file>` in `cwd` (or, with `configVia: 'env'`, `MCPX_CONFIG=<file>`); resolves once the "mcpx daemon ready" line is
  * logged. The child is killed (SIGKILL, by its own pid) at teardown if still running.
  */
-export async function startDaemon (t: Teardown, config: Record<string, unknown>, options: { cli?: string, cwd?: string, env?: NodeJS.ProcessEnv } = {}): Promise<DaemonProcess> {
+export async function startDaemon (t: Teardown, config: Record<string, unknown>, options: { cli?: string, cwd?: string, env?: NodeJS.ProcessEnv, configVia?: 'flag' | 'env' } = {}): Promise<DaemonProcess> {
   const port = await freePort()
   const dir = mkdtempSync(join(tmpdir(), 'mcpx-daemon-'))
   const file = join(dir, 'mcpx.config.json')
   const daemon = (config.daemon ?? {}) as Record<string, unknown>
   writeFileSync(file, JSON.stringify({ ...config, daemon: { ...daemon, address: `127.0.0.1:${port}` } }))
-  const child = spawn(process.execPath, [options.cli ?? CLI_PATH, 'daemon', '--config', file], {
+  const viaEnv = options.configVia === 'env'
+  const child = spawn(process.execPath, [options.cli ?? CLI_PATH, 'daemon', ...(viaEnv ? [] : ['--config', file])], {
     cwd: options.cwd ?? dir,
-    env: { ...process.env, MCPX_LOG_LEVEL: 'info', ...options.env },
+    env: { ...process.env, MCPX_LOG_LEVEL: 'info', ...options.env, ...(viaEnv ? { MCPX_CONFIG: file } : {}) },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   const exited = new Promise<number | string>(resolve => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)))
