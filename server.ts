@@ -37,7 +37,7 @@ export async function buildDaemon (config: McpxConfig, options: { logLevel?: str
     return503OnClosing: true
   })
   await app.register(mcpx, config as unknown as Record<string, unknown>)
-  collectDefaultMetrics({ register: app.mcpxMetrics.registry, prefix: 'mcpx_process_' })
+  collectDefaultMetrics({ register: app.mcpxMetrics.registry, prefix: 'mcpx_' })
   app.get('/healthz', { logLevel: 'warn' }, async function healthz () { return { status: 'ok' } })
   app.get('/readyz', { logLevel: 'warn' }, async function readyz (_request, reply) {
     const upstreams = app.upstreams.status()
