@@ -190,9 +190,10 @@ t.test('stdio/before-initialize (one child)', async t => {
   t.test('stdio/batch/notifications-only-batch-gets-no-reply', async t => {
     const after = s.messages.length
     s.send([{ jsonrpc: '2.0', method: 'notifications/initialized' }, { jsonrpc: '2.0', method: 'notifications/whatever', params: {} }])
-    s.send({ jsonrpc: '2.0', id: 'ping', method: 'ping' })
+    s.send({ jsonrpc: '2.0', id: 'ping-after-batch', method: 'ping' })
     const next = await s.nextMessage(() => true, { after })
-    t.same(next, { jsonrpc: '2.0', id: 'ping', result: {} }, 'the next line is the ping reply: the batch wrote nothing')
+    t.same(next, { jsonrpc: '2.0', id: 'ping-after-batch', result: {} }, 'the next line is the ping reply: the batch wrote nothing')
+    await s.nextMessage(m => m.id === 'ping-after-batch', { after }) // consumed before the next subtest, even on failure
   })
 
   t.test('stdio/notifications/never-answered', async t => {
@@ -201,9 +202,10 @@ t.test('stdio/before-initialize (one child)', async t => {
     s.send({ jsonrpc: '2.0', method: 'notifications/progress', params: 5 })
     s.send({ jsonrpc: '1.0', method: 'notifications/initialized' })
     s.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'nobody' } })
-    s.send({ jsonrpc: '2.0', id: 'ping', method: 'ping' })
+    s.send({ jsonrpc: '2.0', id: 'ping-after-notifications', method: 'ping' })
     const next = await s.nextMessage(() => true, { after })
-    t.same(next, { jsonrpc: '2.0', id: 'ping', result: {} }, 'nothing was written for the notifications')
+    t.same(next, { jsonrpc: '2.0', id: 'ping-after-notifications', result: {} }, 'nothing was written for the notifications')
+    await s.nextMessage(m => m.id === 'ping-after-notifications', { after })
   })
 
   t.test('stdio/ids/echoed-exactly', async t => {
@@ -327,6 +329,16 @@ t.test('stdio/eof/drain-expiry-cancels-and-exits', async t => {
   const exit = await s.exited
   t.equal(exit.code, 0)
   t.notOk(s.messages.some(m => (m as Message).id === 'too-slow'), 'a request cancelled by the drain is not answered')
+})
+
+t.test('stdio/exit/broken-stdout-exits-quietly', async t => {
+  const { s } = serve(t)
+  await initialize(s)
+  s.child.stdout?.destroy() // the host stops reading: mcpx's next write fails with EPIPE
+  for (let i = 0; i < 3; i++) s.send({ jsonrpc: '2.0', id: `lost-${i}`, method: 'ping' })
+  const exit = await s.exited
+  t.equal(exit.code, 0, 'exits 0, stdin still open')
+  t.notMatch(s.stderr(), /EPIPE|Unhandled|at .*\.js:\d+/, 'no crash on stderr')
 })
 
 t.test('2026-07-28/stdio/modern-requests-served-statelessly', async t => {
