@@ -88,6 +88,31 @@ export interface UpstreamStatus {
   restarts: number
   /** The last error, as text, when state is 'down'. */
   lastError?: string
+  /**
+   * Every child process id of a stdio upstream while running: the primary connection's and, once
+   * opened, the legacy connection's (so a test or an operator can check that none is orphaned).
+   */
+  pids?: number[]
+  /**
+   * The second, legacy-era connection of a dual-era upstream (see UpstreamCallOptions.era),
+   * opened on the first legacy-era call. Absent until then, and for an upstream that negotiated a
+   * legacy revision (one connection serves every call). `'unavailable'`: the upstream refused a
+   * legacy `initialize` (modern-only), so legacy-era calls use the primary connection.
+   */
+  legacy?: UpstreamLegacyStatus
+}
+
+/** The legacy connection's part of {@link UpstreamStatus}. */
+export interface UpstreamLegacyStatus {
+  state: 'connecting' | 'ready' | 'down' | 'unavailable'
+  /** The revision it negotiated, once ready. */
+  revision?: Revision
+  /** Its child process id (stdio), while running. */
+  pid?: number
+  /** How many times it was restarted after dying (not counting the first, lazy, open). */
+  restarts: number
+  /** The last error, as text, when state is 'down' or 'unavailable'. */
+  lastError?: string
 }
 
 /**

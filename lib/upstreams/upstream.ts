@@ -38,9 +38,25 @@
  *   `onprogress` can lose the last notification before a response).
  * - Timeouts (per call, ours), restart with backoff, failing in-flight calls at once when the
  *   connection drops, child stderr → logger, and kill/reap on close (SIGTERM, SIGKILL after 2 s).
+ * - A second, legacy connection for a dual-era upstream that negotiated a modern revision. The
+ *   server SDK pins the era per connection, and only a legacy session lets a tool send
+ *   server→client requests (elicitation, sampling, roots) or `notifications/message`; on a modern
+ *   one such a tool fails ("Server-to-client requests are not available on protocol revision
+ *   2026-07-28") or its logs vanish. So `tools/call`, `prompts/get`, `resources/read` and
+ *   `completion/complete` with `era: 'legacy'` go over a connection opened with a plain legacy
+ *   `initialize` (`prior: { kind: 'legacy' }`): a second child (same command, args, env, cwd) or a
+ *   second client on the same URL. It is opened lazily on the first legacy call, kept, restarted
+ *   with the same backoff if it dies, and killed on close. It carries no catalogue: lists,
+ *   list_changed and subscriptions stay on the primary connection. An upstream that refuses a
+ *   legacy `initialize` (modern-only) is remembered as such; its legacy calls use the primary
+ *   connection, where the dispatcher's MRTR bridge turns `input_required` into questions.
+ *   Caveat: two children of a stdio server are two processes, so in-process state (a counter, a
+ *   tool added at runtime) is not shared between the eras' connections.
+ * - Request-scoped notifications (`notifications/message`) go to the `onNotification` of an
+ *   in-flight call on the connection they came from, chosen like questions (see answerQuestion).
  *
- * Sources: DIGEST §2e (cancellation, progress), §3a (timeouts), §6b (stdio probe, restart),
- * §6c (HTTP), §6d (mirrored headers), §6f (subscriptions/listen, MRTR).
+ * Sources: DIGEST §2e (cancellation, progress), §3a (timeouts), §6a (eras, dual-era), §6b (stdio
+ * probe, restart), §6c (HTTP), §6d (mirrored headers), §6f (subscriptions/listen, MRTR).
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { ChildProcess } from 'node:child_process'
@@ -65,6 +81,8 @@ export const RESTART_RESET_AFTER_MS = 10_000
 export const KILL_GRACE_MS = 2_000
 /** After a killed child exited, how long its pipes may take to close before we destroy them (ms). */
 export const PIPE_DRAIN_MS = 500
+/** The requests a legacy-era call sends over the legacy connection of a dual-era upstream (DIGEST §6f: the ones that may ask or log). */
+const LEGACY_ROUTED_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read', 'completion/complete'])
 /** Longest wait for the `server/discover` probe on stdio before falling back to `initialize` (ms). */
 export const STDIO_PROBE_TIMEOUT_MS = 5_000
 /**
@@ -126,6 +144,8 @@ class UpstreamClient extends Client {
   readonly scopes = new Map<string | number, CallScope>()
   /** Progress callbacks by the progressToken we put in `_meta` (see `_onnotification`). */
   readonly progress = new Map<string, (params: JsonObject) => void>()
+  /** Receives every `notifications/message`, synchronously and in wire order (before the response it precedes). */
+  onLogMessage: ((notification: { method: string, params?: JsonObject }) => void) | undefined
 
   /**
    * Progress is handled here, synchronously and in wire order. The SDK dispatches notifications
@@ -138,6 +158,10 @@ class UpstreamClient extends Client {
       const token = raw.params.progressToken
       const handler = typeof token === 'string' ? this.progress.get(token) : undefined
       if (handler !== undefined) { handler(raw.params); return }
+    }
+    if (raw.method === 'notifications/message' && this.onLogMessage !== undefined) {
+      this.onLogMessage(isObject(raw.params) ? { method: raw.method, params: raw.params } : { method: raw.method })
+      return
     }
     super._onnotification(raw, extra)
   }
@@ -242,13 +266,18 @@ function plainRequest (method: string): SendFn {
 }
 
 interface InFlight {
+  /** The client of the connection the call went over: questions and notifications are routed per connection. */
+  client: UpstreamClient
   startedAt: number
   onQuestion?: UpstreamCallOptions['onQuestion']
+  onNotification?: UpstreamCallOptions['onNotification']
   signal: AbortSignal
   fail: (error: UpstreamRpcError) => void
 }
 
 interface Connection {
+  /** `primary`: the negotiated connection (catalogue, subscriptions); `legacy`: the dual-era upstream's second one. */
+  role: 'primary' | 'legacy'
   client: UpstreamClient
   transport: UpstreamStdioTransport | UpstreamHttpTransport
   era: Era
@@ -257,6 +286,39 @@ interface Connection {
   listen?: McpSubscription
   listenKey?: string
   upSince: number
+}
+
+/** The legacy connection of a dual-era upstream (see module comment), and its own restart state. */
+interface LegacySide {
+  /** `idle`: never needed yet (it is opened lazily). */
+  state: 'idle' | 'connecting' | 'ready' | 'down' | 'unavailable'
+  connection?: Connection
+  /** The running attempt, or (when down) the scheduled one: resolves with the connection, or undefined when it failed. */
+  attempt?: Promise<Connection | undefined>
+  restarts: number
+  failures: number
+  lastError?: string
+  restartTimer?: NodeJS.Timeout
+  /** Settles a scheduled attempt with undefined (close() cancels it). */
+  cancelRestart?: () => void
+  stableTimer?: NodeJS.Timeout
+}
+
+/** The child process id of a stdio connection, while it has one. */
+function pidOf (connection: Connection | undefined): number | undefined {
+  const pid = connection?.transport instanceof UpstreamStdioTransport ? connection.transport.pid : null
+  return pid === null ? undefined : pid
+}
+
+/**
+ * Whether a failed legacy `connect` means the upstream refuses legacy sessions (modern-only): it
+ * answered `initialize` with a JSON-RPC error (stdio: -32022 with its `supported` list), or an
+ * HTTP 4xx. A timeout, an exit or a network error is not a verdict (restart with backoff).
+ */
+function refusedLegacy (error: unknown): boolean {
+  if (error instanceof ProtocolError) return true
+  const status = (error as { data?: { status?: unknown } }).data?.status
+  return error instanceof SdkError && typeof status === 'number' && status >= 400 && status < 500
 }
 
 const EMPTY_CATALOGUE: UpstreamCatalogue = Object.freeze({ tools: [], prompts: [], resources: [], resourceTemplates: [] }) as UpstreamCatalogue
@@ -284,6 +346,9 @@ export class Upstream {
   private readonly inflight = new Set<InFlight>()
   private readonly subscriptions = new Set<string>()
   private firstAttempt: Promise<void> | undefined
+  private readonly legacy: LegacySide = { state: 'idle', restarts: 0, failures: 0 }
+  /** Aborted by close(): ends every wait for the legacy connection. */
+  private readonly closed = new AbortController()
 
   constructor (readonly name: string, readonly config: UpstreamConfig, private readonly options: UpstreamOptions) {
     this.kind = 'command' in config ? 'stdio' : 'http'
@@ -304,9 +369,20 @@ export class Upstream {
       status.era = this.connection.era
       status.revision = this.connection.revision
     }
-    const pid = this.connection?.transport instanceof UpstreamStdioTransport ? this.connection.transport.pid : null
-    if (pid !== null && pid !== undefined && this.state !== 'closed') status.pid = pid
+    const pid = pidOf(this.connection)
+    if (pid !== undefined && this.state !== 'closed') status.pid = pid
     if (this.state === 'down' && this.lastError !== undefined) status.lastError = this.lastError
+    const legacy = this.legacy
+    const legacyPid = pidOf(legacy.connection)
+    if (this.kind === 'stdio' && this.state !== 'closed') {
+      status.pids = [pid, legacyPid].filter((p): p is number => p !== undefined)
+    }
+    if (legacy.state !== 'idle' && this.state !== 'closed') {
+      status.legacy = { state: legacy.state, restarts: legacy.restarts }
+      if (legacy.state === 'ready' && legacy.connection !== undefined) status.legacy.revision = legacy.connection.revision
+      if (legacyPid !== undefined) status.legacy.pid = legacyPid
+      if ((legacy.state === 'down' || legacy.state === 'unavailable') && legacy.lastError !== undefined) status.legacy.lastError = legacy.lastError
+    }
     return status
   }
 
@@ -324,11 +400,18 @@ export class Upstream {
   async close (): Promise<void> {
     if (this.state === 'closed') return
     this.closing = true
+    this.closed.abort()
     clearTimeout(this.restartTimer)
     clearTimeout(this.stableTimer)
+    clearTimeout(this.legacy.restartTimer)
+    clearTimeout(this.legacy.stableTimer)
+    this.legacy.cancelRestart?.()
     const connection = this.connection
+    const legacy = this.legacy.connection
     this.failInFlight(new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.name} is shutting down`))
-    if (connection !== undefined) await this.dispose(connection)
+    // A legacy connection still being opened is disposed by connectLegacy itself (it sees `closing`).
+    await Promise.all([connection, legacy].map(async c => { if (c !== undefined) await this.dispose(c) }))
+    await this.legacy.attempt
     this.setState('closed')
   }
 
@@ -367,6 +450,7 @@ export class Upstream {
     else if (isObject(connection.capabilities.resources) && connection.capabilities.resources.subscribe === true) {
       await this.callOn(connection, 'resources/subscribe', { uri }, { signal: new AbortController().signal }, plainRequest('resources/subscribe'), this.setupTimeoutMs)
     }
+    await this.legacySubscription('resources/subscribe', uri)
   }
 
   /** Drops the upstream subscription to `uri`. Rejects with UpstreamRpcError when the upstream refuses. */
@@ -378,6 +462,21 @@ export class Upstream {
     else if (isObject(connection.capabilities.resources) && connection.capabilities.resources.subscribe === true) {
       await this.callOn(connection, 'resources/unsubscribe', { uri }, { signal: new AbortController().signal }, plainRequest('resources/unsubscribe'), this.setupTimeoutMs)
     }
+    await this.legacySubscription('resources/unsubscribe', uri)
+  }
+
+  /**
+   * Mirrors a subscription change on the legacy connection, when it is open: a stdio server's
+   * second child has its own state, so a resource a legacy-era call changed there is announced
+   * there. A refusal is logged, never thrown (the primary connection's answer is the one returned).
+   */
+  private async legacySubscription (method: 'resources/subscribe' | 'resources/unsubscribe', uri: string, connection = this.legacy.connection): Promise<void> {
+    if (connection === undefined || !isObject(connection.capabilities.resources) || connection.capabilities.resources.subscribe !== true) return
+    try {
+      await this.callOn(connection, method, { uri }, { signal: new AbortController().signal }, plainRequest(method), this.setupTimeoutMs)
+    } catch (error) {
+      this.options.logger.warn({ upstream: this.name, connection: 'legacy', err: error, uri }, `upstream legacy connection: ${method} failed`)
+    }
   }
 
   // ── calls ──
@@ -388,11 +487,46 @@ export class Upstream {
     options: UpstreamCallOptions,
     send: SendFn
   ): Promise<JsonObject> {
-    const connection = this.connection
-    if (this.state !== 'ready' || connection === undefined) {
+    const primary = this.connection
+    if (this.state !== 'ready' || primary === undefined) {
       throw new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.name} is ${this.state}${this.lastError === undefined ? '' : `: ${this.lastError}`}`)
     }
+    let connection = primary
+    if (options.era === 'legacy' && primary.era === 'modern' && LEGACY_ROUTED_METHODS.has(method)) {
+      connection = await this.legacyConnection(method, options.signal) ?? primary
+    }
     return await this.callOn(connection, method, params, options, send)
+  }
+
+  /**
+   * The legacy connection for a legacy-era call: opened on first use, awaited while it (re)connects.
+   * @returns it, or undefined when the upstream refused a legacy session (the caller then uses the
+   *          primary connection). Rejects with UpstreamRpcError (UPSTREAM_ERROR) when it could not be
+   *          opened (it keeps retrying with backoff), or when the call is cancelled or mcpx closes.
+   */
+  private async legacyConnection (method: string, signal: AbortSignal): Promise<Connection | undefined> {
+    const legacy = this.legacy
+    if (legacy.state === 'unavailable') return undefined
+    if (legacy.state === 'ready' && legacy.connection !== undefined) return legacy.connection
+    if (legacy.state === 'idle') legacy.attempt = this.connectLegacy()
+    const stopped = AbortSignal.any([signal, this.closed.signal])
+    let onStop: () => void = () => {}
+    const stop = new Promise<never>((_resolve, reject) => {
+      onStop = () => reject(new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.name}: ${method} ${this.closing ? 'failed: shutting down' : 'cancelled'}`))
+      if (stopped.aborted) onStop()
+      else stopped.addEventListener('abort', onStop, { once: true })
+    })
+    stop.catch(() => {})
+    try {
+      await Promise.race([legacy.attempt, stop])
+    } finally {
+      stopped.removeEventListener('abort', onStop)
+    }
+    // Read the state again: the attempt may have found the upstream modern-only.
+    const state = legacy.state as LegacySide['state']
+    if (state === 'unavailable') return undefined
+    if (state === 'ready' && legacy.connection !== undefined) return legacy.connection
+    throw new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.name}: its legacy connection is ${state}${legacy.lastError === undefined ? '' : `: ${legacy.lastError}`}`)
   }
 
   /** A request on one given connection (also while it is still being set up). Rejects with UpstreamRpcError. */
@@ -414,8 +548,10 @@ export class Upstream {
     const failedAtOnce = new Promise<never>((_resolve, reject) => { rejectNow = reject })
     failedAtOnce.catch(() => {})
     const entry: InFlight = {
+      client: connection.client,
       startedAt: performance.now(),
       onQuestion: options.onQuestion,
+      onNotification: options.onNotification,
       signal: abort.signal,
       fail: error => { failure ??= error; rejectNow(error); abort.abort(error) }
     }
@@ -461,22 +597,51 @@ export class Upstream {
     }
   }
 
-  private failInFlight (error: UpstreamRpcError): void {
-    for (const entry of this.inflight) entry.fail(error)
-    this.inflight.clear()
+  /** Fails the in-flight calls over one connection (its client), or every call when `client` is undefined. */
+  private failInFlight (error: UpstreamRpcError, client?: UpstreamClient): void {
+    for (const entry of this.inflight) {
+      if (client !== undefined && entry.client !== client) continue
+      entry.fail(error)
+      this.inflight.delete(entry)
+    }
+  }
+
+  /** The in-flight call over `client`'s connection that has `key`, most recently started first (see answerQuestion). */
+  private latestInFlight (client: UpstreamClient, key: 'onQuestion' | 'onNotification'): InFlight | undefined {
+    let target: InFlight | undefined
+    for (const entry of this.inflight) {
+      if (entry.client === client && entry[key] !== undefined && (target === undefined || entry.startedAt >= target.startedAt)) target = entry
+    }
+    return target
   }
 
   /**
-   * Routes a server→client question (legacy era) to an in-flight call. Over stdio nothing on the
-   * wire ties a question to a call, so: the one in-flight call with `onQuestion`, or, when there
-   * are several, the most recently started one (a guess that is right for sequential use and
-   * for the common "one interactive tool at a time" case). None → -32601 upstream.
+   * Routes a request-scoped notification (`notifications/message`) to an in-flight call on the
+   * connection it came from, chosen like a question's (see answerQuestion); with none, it is
+   * logged at debug and dropped. Never throws.
    */
-  private async answerQuestion (method: string, params: JsonObject | undefined, upstreamSignal: AbortSignal): Promise<JsonObject> {
-    let target: InFlight | undefined
-    for (const entry of this.inflight) {
-      if (entry.onQuestion !== undefined && (target === undefined || entry.startedAt >= target.startedAt)) target = entry
+  private routeNotification (client: UpstreamClient, notification: { method: string, params?: JsonObject }): void {
+    const target = this.latestInFlight(client, 'onNotification')
+    if (target?.onNotification === undefined) {
+      this.options.logger.debug({ upstream: this.name, method: notification.method }, 'upstream notification with no call to take it: dropped')
+      return
     }
+    try {
+      target.onNotification(notification)
+    } catch (error) {
+      this.options.logger.debug({ upstream: this.name, err: error }, 'onNotification threw')
+    }
+  }
+
+  /**
+   * Routes a server→client question (legacy era) to an in-flight call on the connection that
+   * asked. Over stdio nothing on the wire ties a question to a call, so: the one in-flight call
+   * with `onQuestion`, or, when there are several, the most recently started one (a guess that is
+   * right for sequential use and for the common "one interactive tool at a time" case). None →
+   * -32601 upstream.
+   */
+  private async answerQuestion (client: UpstreamClient, method: string, params: JsonObject | undefined, upstreamSignal: AbortSignal): Promise<JsonObject> {
+    const target = this.latestInFlight(client, 'onQuestion')
     if (target?.onQuestion === undefined) {
       throw new ProtocolError(METHOD_NOT_FOUND, `mcpx: no request in flight on upstream ${this.name} can relay ${method}`)
     }
@@ -506,19 +671,21 @@ export class Upstream {
     })
     for (const method of ['elicitation/create', 'sampling/createMessage', 'roots/list'] as const) {
       client.setRequestHandler(method, async (request: { params?: unknown }, ctx: { mcpReq: { signal: AbortSignal } }) =>
-        await this.answerQuestion(method, isObject(request.params) ? request.params : undefined, ctx.mcpReq.signal) as never)
+        await this.answerQuestion(client, method, isObject(request.params) ? request.params : undefined, ctx.mcpReq.signal) as never)
     }
+    client.onLogMessage = notification => this.routeNotification(client, notification)
     return client
   }
 
-  private buildTransport (): UpstreamStdioTransport | UpstreamHttpTransport {
+  private buildTransport (role: Connection['role'] = 'primary'): UpstreamStdioTransport | UpstreamHttpTransport {
     const config = this.config
     if ('command' in config) {
       const transport = new UpstreamStdioTransport({ command: config.command, args: config.args, env: config.env, cwd: config.cwd, stderr: 'pipe' })
       const stderr = transport.stderr as Readable | null
       if (stderr !== null) {
         const lines = createInterface({ input: stderr, crlfDelay: Infinity })
-        lines.on('line', line => this.options.logger.info({ upstream: this.name, stderr: line }, 'upstream stderr'))
+        const fields = role === 'primary' ? { upstream: this.name } : { upstream: this.name, connection: role }
+        lines.on('line', line => this.options.logger.info({ ...fields, stderr: line }, 'upstream stderr'))
       }
       return transport
     }
@@ -551,6 +718,7 @@ export class Upstream {
 
     const revision = client.getNegotiatedProtocolVersion() ?? 'unknown'
     const connection: Connection = {
+      role: 'primary',
       client,
       transport,
       era: client.getProtocolEra() ?? 'legacy',
@@ -595,7 +763,7 @@ export class Upstream {
     this.connection = undefined
     const exitInfo = connection.transport instanceof UpstreamStdioTransport ? connection.transport.exitInfo : undefined
     const reason = this.kind === 'stdio' ? `upstream ${this.name} exited${exitInfo === undefined ? '' : ` (${exitInfo})`}` : `upstream ${this.name} closed the connection`
-    this.failInFlight(new UpstreamRpcError(UPSTREAM_ERROR, reason))
+    this.failInFlight(new UpstreamRpcError(UPSTREAM_ERROR, reason), connection.client)
     this.options.logger.warn({ upstream: this.name }, reason)
     const wasReady = this.state === 'ready'
     this.onDown(reason)
@@ -616,6 +784,107 @@ export class Upstream {
       void this.connect()
     }, delayMs)
     this.restartTimer.unref()
+  }
+
+  // ── the legacy connection of a dual-era upstream (see module comment) ──
+
+  /**
+   * Opens the legacy connection with a plain `initialize`. Resolves with it once ready, or with
+   * undefined when it failed: state `unavailable` when the upstream refused a legacy session (a
+   * JSON-RPC error to `initialize`, or an HTTP 4xx), `down` (restarting with backoff) otherwise.
+   * Never rejects.
+   */
+  private async connectLegacy (): Promise<Connection | undefined> {
+    const legacy = this.legacy
+    if (this.closing) return undefined
+    this.setLegacyState('connecting')
+    const client = this.buildClient()
+    const transport = this.buildTransport('legacy')
+    transport.onSend = message => tapSend(client, message)
+    try {
+      await client.connect(transport, { timeout: this.setupTimeoutMs, prior: { kind: 'legacy' } })
+    } catch (error) {
+      await this.disposeQuietly(client, transport)
+      const message = (error as Error).message
+      if (refusedLegacy(error)) {
+        legacy.lastError = `legacy initialize refused: ${message}`
+        this.options.logger.info({ upstream: this.name, err: error }, 'upstream refuses a legacy session; legacy-era calls use its modern connection')
+        this.setLegacyState('unavailable')
+        return undefined
+      }
+      this.onLegacyDown(`legacy connect failed: ${message}`)
+      return undefined
+    }
+    if (this.closing) { await this.disposeQuietly(client, transport); return undefined }
+    const connection: Connection = {
+      role: 'legacy',
+      client,
+      transport,
+      era: client.getProtocolEra() ?? 'legacy',
+      revision: client.getNegotiatedProtocolVersion() ?? 'unknown',
+      capabilities: (client.getServerCapabilities() ?? {}) as JsonObject,
+      upSince: Date.now()
+    }
+    client.onerror = err => this.options.logger.debug({ upstream: this.name, connection: 'legacy', err }, 'upstream client error')
+    client.onclose = () => this.onLegacyClosed(connection)
+    // Its own resources/updated (after a legacy-era call changed a resource in that child) is
+    // relayed; its list_changed is not: the catalogue is the primary connection's.
+    client.setNotificationHandler('notifications/resources/updated', (notification: { params?: { uri?: unknown } }) => {
+      const uri = notification.params?.uri
+      if (typeof uri === 'string') this.options.events.resourceUpdated(uri)
+    })
+    legacy.connection = connection
+    for (const uri of this.subscriptions) await this.legacySubscription('resources/subscribe', uri, connection)
+    if (this.closing) { await this.dispose(connection); return undefined }
+    if (legacy.connection !== connection) return undefined // it died meanwhile (onLegacyClosed scheduled a restart)
+    // No logging/setLevel: with none, the v2 server SDK sends every level in a legacy session
+    // (McpServer.buildContext: no threshold, no filter; Server.isMessageIgnored: false). A legacy
+    // client's own logging/setLevel is answered by mcpx (lib/dispatch.ts), never sent here.
+    legacy.lastError = undefined
+    this.setLegacyState('ready')
+    this.options.logger.info({ upstream: this.name, connection: 'legacy', revision: connection.revision, pid: pidOf(connection) }, 'upstream legacy connection ready')
+    clearTimeout(legacy.stableTimer)
+    legacy.stableTimer = setTimeout(() => { legacy.failures = 0 }, RESTART_RESET_AFTER_MS).unref()
+    return connection
+  }
+
+  private setLegacyState (state: LegacySide['state']): void {
+    this.legacy.state = state
+    this.options.events.stateChanged(this.status())
+  }
+
+  private onLegacyClosed (connection: Connection): void {
+    const legacy = this.legacy
+    if (legacy.connection !== connection || this.closing) return
+    legacy.connection = undefined
+    const exitInfo = connection.transport instanceof UpstreamStdioTransport ? connection.transport.exitInfo : undefined
+    const reason = this.kind === 'stdio'
+      ? `upstream ${this.name} (legacy connection) exited${exitInfo === undefined ? '' : ` (${exitInfo})`}`
+      : `upstream ${this.name} closed the legacy connection`
+    this.failInFlight(new UpstreamRpcError(UPSTREAM_ERROR, reason), connection.client)
+    this.options.logger.warn({ upstream: this.name, connection: 'legacy' }, reason)
+    this.onLegacyDown(reason)
+    void this.dispose(connection)
+  }
+
+  /** Schedules the next legacy attempt with the primary's backoff rules; calls arriving meanwhile wait for it. */
+  private onLegacyDown (reason: string): void {
+    const legacy = this.legacy
+    if (this.closing) return
+    clearTimeout(legacy.stableTimer)
+    legacy.lastError = reason
+    this.setLegacyState('down')
+    const delayMs = Math.min(RESTART_INITIAL_DELAY_MS * 2 ** legacy.failures, RESTART_MAX_DELAY_MS)
+    legacy.failures++
+    clearTimeout(legacy.restartTimer)
+    legacy.attempt = new Promise(resolve => {
+      legacy.cancelRestart = () => resolve(undefined)
+      legacy.restartTimer = setTimeout(() => {
+        legacy.restarts++
+        resolve(this.connectLegacy())
+      }, delayMs)
+      legacy.restartTimer.unref()
+    })
   }
 
   private async dispose (connection: Connection): Promise<void> {

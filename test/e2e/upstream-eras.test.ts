@@ -1,0 +1,220 @@
+/**
+ * The upstream layer's second, legacy connection (lib/upstreams/upstream.ts; DIGEST §6a dual-era):
+ * a dual-era upstream negotiates 2026-07-28 with mcpx, and only a legacy session lets its tools
+ * ask questions or send log lines, so a call with `era: 'legacy'` goes over a second connection
+ * opened with a plain `initialize`. Real child processes (our fixture) and a real HTTP fixture;
+ * every wait is on an event (a log line, a process exit), never a sleep.
+ */
+import t, { type Test } from 'tap'
+import { spawn } from 'node:child_process'
+import { EventEmitter, once } from 'node:events'
+import { Writable } from 'node:stream'
+import { pino } from 'pino'
+import { createRegistry } from '../../lib/upstreams/registry.js'
+import type { JsonObject, UpstreamConfig, UpstreamQuestion, UpstreamRegistry } from '../../lib/upstreams/types.js'
+import { UPSTREAM_ERROR } from '../../lib/jsonrpc.js'
+import { fixtureCommand } from '../helpers/fixture.js'
+
+const WAIT_MS = 15_000
+const LEGACY_REVISIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25']
+
+/** A started registry whose log lines the test can wait for; closed at teardown. */
+async function startRegistry (t: Test, upstreams: Record<string, UpstreamConfig>): Promise<{ registry: UpstreamRegistry, lines: JsonObject[], waitFor: (match: (line: JsonObject) => boolean) => Promise<JsonObject> }> {
+  const lines: JsonObject[] = []
+  const events = new EventEmitter()
+  const stream = new Writable({
+    write (chunk: Buffer, _encoding, callback) {
+      for (const text of chunk.toString('utf8').split('\n')) {
+        if (text === '') continue
+        const line = JSON.parse(text) as JsonObject
+        lines.push(line)
+        events.emit('line', line)
+      }
+      callback()
+    }
+  })
+  const registry = createRegistry(upstreams, { logger: pino({ level: 'debug' }, stream), defaultTimeoutMs: 10_000 })
+  t.teardown(async () => { await registry.close() })
+  await registry.start()
+  const waitFor = async (match: (line: JsonObject) => boolean): Promise<JsonObject> => {
+    const found = lines.find(match)
+    if (found !== undefined) return found
+    return await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => { events.off('line', onLine); reject(new Error('log line not seen in time')) }, WAIT_MS)
+      function onLine (line: JsonObject): void {
+        if (!match(line)) return
+        clearTimeout(timer)
+        events.off('line', onLine)
+        resolve(line)
+      }
+      events.on('line', onLine)
+    })
+  }
+  return { registry, lines, waitFor }
+}
+
+const noSignal = (): { signal: AbortSignal } => ({ signal: new AbortController().signal })
+const legacyCall = (extra: object = {}): { signal: AbortSignal, era: 'legacy' } => ({ ...noSignal(), era: 'legacy', ...extra })
+const textOf = (result: JsonObject): string => ((result.content as Array<{ text: string }>)[0]).text
+const answerAda = async (): Promise<JsonObject> => ({ action: 'accept', content: { name: 'Ada' } })
+const isGone = (pid: number): boolean => { try { process.kill(pid, 0); return false } catch (error) { return (error as { code?: string }).code === 'ESRCH' } }
+
+t.test('upstream/legacy-era-question-reaches-onQuestion (dual)', async t => {
+  const { registry } = await startRegistry(t, { fixture: fixtureCommand() })
+  t.match(registry.status(), [{ state: 'ready', era: 'modern', revision: '2026-07-28' }])
+
+  const asked: UpstreamQuestion[] = []
+  const modern = await registry.callTool('elicit', {}, { ...noSignal(), era: 'modern', onQuestion: async q => { asked.push(q); return await answerAda() } })
+  t.match(modern, { resultType: 'input_required', inputRequests: { who: { method: 'elicitation/create' } } }, 'a modern-era call: input_required, raw')
+  t.same(asked, [], 'nothing asked on the modern connection')
+  t.equal(registry.status()[0].legacy, undefined, 'no legacy connection for a modern-era call')
+
+  const legacy = await registry.callTool('elicit', {}, legacyCall({ onQuestion: async (q: UpstreamQuestion) => { asked.push(q); return await answerAda() } }))
+  t.match(asked, [{ method: 'elicitation/create', params: { message: 'Who are you?' } }], 'the legacy session asked a real question')
+  t.same(JSON.parse(textOf(legacy)), { action: 'accept', content: { name: 'Ada' } }, 'the answer reached the tool')
+  t.equal(legacy.resultType, undefined, 'a legacy result, no resultType')
+  const [status] = registry.status()
+  t.match(status, { state: 'ready', era: 'modern', revision: '2026-07-28', legacy: { state: 'ready', restarts: 0 } }, 'the primary stays modern')
+  t.ok(LEGACY_REVISIONS.includes(status.legacy?.revision ?? ''), `legacy revision ${String(status.legacy?.revision)}`)
+
+  const sampled = await registry.callTool('sample', {}, legacyCall({
+    onQuestion: async (q: UpstreamQuestion) => {
+      t.equal(q.method, 'sampling/createMessage')
+      return { role: 'assistant', content: { type: 'text', text: 'hi there' }, model: 'test-model' }
+    }
+  }))
+  t.equal(textOf(sampled), 'hi there', 'sampling too')
+  t.match(await registry.getPrompt('greet', { name: 'Ada' }, legacyCall()), { messages: [{ content: { text: 'Hello, Ada!' } }] }, 'prompts/get over the legacy connection')
+  t.match(await registry.readResource('fixture://static', legacyCall()), { contents: [{ text: 'static content' }] }, 'resources/read over the legacy connection')
+})
+
+t.test('upstream/legacy-era-log-notifications', async t => {
+  const { registry } = await startRegistry(t, { fixture: fixtureCommand() })
+  const seen: Array<{ method: string, params?: JsonObject }> = []
+  const result = await registry.callTool('log', {}, legacyCall({ onNotification: (n: { method: string, params?: JsonObject }) => seen.push(n) }))
+  t.equal(textOf(result), 'logged 2')
+  t.same(seen, [
+    { method: 'notifications/message', params: { level: 'info', data: 'log tool started', logger: 'echo-upstream' } },
+    { method: 'notifications/message', params: { level: 'debug', data: { step: 2 }, logger: 'echo-upstream' } }
+  ], 'both lines, every level (no logging/setLevel needed), before the result')
+
+  const modernQuiet: unknown[] = []
+  await registry.callTool('log', {}, { ...noSignal(), era: 'modern', onNotification: n => modernQuiet.push(n) })
+  t.same(modernQuiet, [], 'a modern-era call without a logLevel gets none (DIGEST §6a)')
+  const modernInfo: Array<{ method: string, params?: JsonObject }> = []
+  await registry.callTool('log', {}, { ...noSignal(), era: 'modern', meta: { 'io.modelcontextprotocol/logLevel': 'info' }, onNotification: n => modernInfo.push(n) })
+  t.match(modernInfo, [{ method: 'notifications/message', params: { level: 'info', data: 'log tool started' } }], 'with logLevel info: the info line only, over the primary connection')
+  t.equal(modernInfo.length, 1)
+})
+
+t.test('upstream/legacy-connection-lazy-and-reaped', async t => {
+  const capture = await startRegistry(t, { fixture: fixtureCommand() })
+  const registry = capture.registry
+  const before = registry.status()[0]
+  t.equal(before.pids?.length, 1, 'one child before any legacy call')
+  t.equal(before.legacy, undefined)
+  await registry.callTool('echo', { text: 'modern' }, { ...noSignal(), era: 'modern' })
+  t.equal(registry.status()[0].pids?.length, 1, 'still one after a modern-era call')
+
+  const [a, b] = await Promise.all([
+    registry.callTool('echo', { text: 'a' }, legacyCall()),
+    registry.callTool('echo', { text: 'b' }, legacyCall())
+  ])
+  t.same([textOf(a), textOf(b)], ['a', 'b'])
+  const after = registry.status()[0]
+  t.equal(after.pids?.length, 2, 'two concurrent first legacy calls open one legacy child')
+  t.equal(after.pids?.[0], before.pid, 'the primary child is the same')
+  t.type(after.legacy?.pid, 'number')
+  t.equal(capture.lines.filter(line => line.msg === 'upstream legacy connection ready').length, 1)
+
+  await registry.close()
+  for (const pid of after.pids ?? []) t.ok(isGone(pid), `pid ${pid} is gone after close()`)
+  t.match(registry.status(), [{ state: 'closed' }])
+  t.equal(registry.status()[0].pids, undefined)
+})
+
+t.test('upstream/legacy-child-killed-mid-call', async t => {
+  const { registry, waitFor } = await startRegistry(t, { fixture: fixtureCommand() })
+  await registry.callTool('echo', { text: 'open' }, legacyCall())
+  const { pid: primaryPid, legacy } = registry.status()[0]
+  const legacyPid = legacy?.pid
+  if (legacyPid === undefined) throw new Error('no legacy pid')
+
+  const primaryCall = registry.callTool('slow', { ms: 800, steps: 2 }, { ...noSignal(), era: 'modern' })
+  const call = registry.callTool('slow', { ms: 60_000 }, legacyCall())
+  call.catch(() => {})
+  await waitFor(line => line.connection === 'legacy' && typeof line.stderr === 'string' && line.stderr.startsWith('started slow '))
+  const killedAt = Date.now()
+  process.kill(legacyPid)
+  await t.rejects(call, { code: UPSTREAM_ERROR, message: /^upstream fixture \(legacy connection\) exited/ })
+  t.ok(Date.now() - killedAt < 1_000, `rejected within 1 s (${Date.now() - killedAt} ms)`)
+  t.match(await primaryCall, { content: [{ text: 'slept 800' }] }, 'a call on the primary connection is unaffected')
+
+  const next = await registry.callTool('echo', { text: 'again' }, legacyCall())
+  t.equal(textOf(next), 'again', 'the next legacy call waits for the restart and works')
+  const [status] = registry.status()
+  t.match(status, { state: 'ready', pid: primaryPid, restarts: 0, legacy: { state: 'ready', restarts: 1 } })
+  t.not(status.legacy?.pid, legacyPid, 'a new legacy child')
+  t.ok(isGone(legacyPid))
+})
+
+t.test('upstream/legacy-child-announces-its-resource-updates', async t => {
+  const { registry } = await startRegistry(t, { fixture: fixtureCommand() })
+  await registry.subscribe('fixture://counter')
+  const updated = once(registry, 'resource_updated')
+  t.equal(textOf(await registry.callTool('bump', {}, legacyCall())), 'counter 1', 'bumped in the legacy child (opened now, subscribed before ready)')
+  t.same(await updated, ['fixture://counter'], 'the legacy child\'s resources/updated is relayed')
+  t.match(await registry.readResource('fixture://counter', legacyCall()), { contents: [{ text: '1' }] }, 'a legacy-era read sees it')
+  t.match(await registry.readResource('fixture://counter', noSignal()), { contents: [{ text: '0' }] }, 'the primary child has its own state (two processes)')
+  await registry.unsubscribe('fixture://counter')
+})
+
+t.test('upstream/legacy-era-falls-back-modern-only', async t => {
+  const { registry, lines } = await startRegistry(t, { fixture: fixtureCommand('--era', 'modern') })
+  const result = await registry.callTool('elicit', {}, legacyCall({ onQuestion: answerAda }))
+  t.match(result, { resultType: 'input_required', inputRequests: { who: { method: 'elicitation/create' } } },
+    'over the primary: input_required, for the dispatcher\'s MRTR bridge')
+  const [status] = registry.status()
+  t.match(status, { state: 'ready', era: 'modern', legacy: { state: 'unavailable', lastError: /legacy initialize refused/ } })
+  t.equal(status.pids?.length, 1, 'the refused legacy child is gone')
+  t.match(await registry.callTool('echo', { text: 'x' }, legacyCall()), { content: [{ text: 'x' }], resultType: 'complete' })
+  t.equal(lines.filter(line => /refuses a legacy session/.test(String(line.msg))).length, 1, 'tried once, then remembered')
+})
+
+t.test('upstream/legacy-upstream-one-connection', async t => {
+  const { registry } = await startRegistry(t, { fixture: fixtureCommand('--era', 'legacy') })
+  const asked: UpstreamQuestion[] = []
+  const result = await registry.callTool('elicit', {}, legacyCall({ onQuestion: async (q: UpstreamQuestion) => { asked.push(q); return await answerAda() } }))
+  t.equal(asked.length, 1)
+  t.same(JSON.parse(textOf(result)), { action: 'accept', content: { name: 'Ada' } })
+  const [status] = registry.status()
+  t.match(status, { era: 'legacy' })
+  t.equal(status.legacy, undefined, 'no second connection to a legacy upstream')
+  t.equal(status.pids?.length, 1)
+})
+
+t.test('upstream/legacy-connection-http', async t => {
+  const { command, args } = fixtureCommand('--http', '0')
+  const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] })
+  t.teardown(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    const exited = once(child, 'exit')
+    child.kill('SIGTERM')
+    await exited
+  })
+  const url = await new Promise<string>((resolve, reject) => {
+    let buffered = ''
+    child.once('exit', code => reject(new Error(`http fixture exited early (${String(code)})`)))
+    child.stderr.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString('utf8')
+      const match = /listening (\d+)/.exec(buffered)
+      if (match !== null) resolve(`http://127.0.0.1:${match[1]}/mcp`)
+    })
+  })
+  const { registry } = await startRegistry(t, { remote: { url } })
+  t.match(await registry.callTool('echo', { text: 'legacy over http' }, legacyCall()), { content: [{ text: 'legacy over http' }] })
+  const [status] = registry.status()
+  t.match(status, { era: 'modern', legacy: { state: 'ready' } }, 'a second client on the same URL')
+  t.equal(status.pid, undefined)
+  t.equal(status.legacy?.pid, undefined)
+})
