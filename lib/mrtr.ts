@@ -92,7 +92,9 @@ export type ParkedEvent =
  * Events arrive through {@link ParkedCall.next} in order.
  */
 export class ParkedCall {
-  readonly id = randomBytes(12).toString('base64url')
+  private parkedId: string | undefined
+  /** The id a requestState names; minted on first use, since most calls never park. */
+  get id (): string { return (this.parkedId ??= randomBytes(12).toString('base64url')) }
   /** The round the next valid requestState must name; advanced on every question asked. */
   round = 0
   /** The question the client was asked and has not answered yet. */
