@@ -39,7 +39,11 @@ export class SseStream {
    */
   constructor (private readonly res: ServerResponse, keepAliveMs: number, extraHeaders: Record<string, string | number | string[]> = {}) {
     this.closed = new Promise(resolve => { this.resolveClosed = resolve })
-    res.writeHead(200, { ...extraHeaders, ...SSE_HEADERS })
+    // setHeader, not writeHead(status, headers): headers given only to writeHead are invisible to
+    // res.getHeader(), and mcpx-streams recognises an open stream by its content-type when it ends
+    // streams at shutdown (without this a listen stream held app.close() open).
+    for (const [name, value] of Object.entries({ ...extraHeaders, ...SSE_HEADERS })) res.setHeader(name, value)
+    res.writeHead(200)
     res.flushHeaders()
     res.on('close', () => this.finish())
     if (keepAliveMs > 0) {
