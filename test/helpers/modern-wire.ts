@@ -5,6 +5,8 @@
  * fetch refuses to send, an incremental SSE reader, and the 2026-07-28 schema as a test-only oracle.
  */
 import { connect } from 'node:net'
+import { request as httpRequest } from 'node:http'
+import { Readable } from 'node:stream'
 import { readFileSync } from 'node:fs'
 import Ajv2020 from 'ajv/dist/2020.js'
 import { modernMeta } from './app.js'
@@ -169,6 +171,36 @@ export class SseReader {
       await new Promise<void>(resolve => this.waiters.push(resolve))
     }
   }
+}
+
+/** An SSE reply opened with {@link openSse}. */
+export interface OpenSse {
+  status: number
+  /** Response headers, names lowercased. */
+  headers: Record<string, string | string[] | undefined>
+  reader: SseReader
+  /** Closes the connection (the client going away). */
+  close: () => void
+}
+
+/**
+ * POSTs to `<base>/mcp` over its own connection (node:http, no agent: nothing pooled, nothing
+ * left open by the client after `close()`), and reads the reply as SSE.
+ */
+export async function openSse (base: string, body: string, headers: Record<string, string>): Promise<OpenSse> {
+  const url = new URL('/mcp', base)
+  return await new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: 'POST', headers, agent: false }, res => {
+      resolve({
+        status: res.statusCode ?? 0,
+        headers: res.headers,
+        reader: new SseReader(Readable.toWeb(res) as ReadableStream<Uint8Array>),
+        close: () => { req.destroy() }
+      })
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
 }
 
 /** The 2026-07-28 schema (shared/spec), compiled with ajv 2020-12: a test-only oracle. */
