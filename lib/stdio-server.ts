@@ -362,9 +362,15 @@ export function startStdioServer (input: Readable, output: Writable, dispatcher:
 
   // ---- lines and batches ----------------------------------------------------------------------
 
-  /** True for an element that is a notification in intent (has a method, no id) even if malformed: never answered. */
-  function isNotificationShaped (value: unknown): boolean {
-    return isObject(value) && Object.hasOwn(value, 'method') && !Object.hasOwn(value, 'id')
+  /**
+   * True for an invalid element that must still get no reply: a notification in intent (a method,
+   * no id), or a response in intent (a result or error, no method; e.g. `id: null`). Answering a
+   * response could start an error ping-pong with the client.
+   */
+  function isNeverAnswered (value: unknown): boolean {
+    if (!isObject(value)) return false
+    if (Object.hasOwn(value, 'method')) return !Object.hasOwn(value, 'id')
+    return Object.hasOwn(value, 'result') || Object.hasOwn(value, 'error')
   }
 
   async function handleLine (line: Uint8Array): Promise<void> {
@@ -379,7 +385,7 @@ export function startStdioServer (input: Readable, output: Writable, dispatcher:
     const element = classify(value)
     switch (element.kind) {
       case 'invalid':
-        if (isNotificationShaped(value)) { log.debug({ reason: element.error.message }, 'malformed notification ignored'); return }
+        if (isNeverAnswered(value)) { log.debug({ reason: element.error.message }, 'malformed notification or response ignored'); return }
         write(errorResponse(element.id, element.error.code, element.error.message))
         return
       case 'notification':
@@ -408,7 +414,7 @@ export function startStdioServer (input: Readable, output: Writable, dispatcher:
       const element = classify(value)
       switch (element.kind) {
         case 'invalid':
-          if (!isNotificationShaped(value)) replies.push(Promise.resolve(errorResponse(element.id, element.error.code, element.error.message)))
+          if (!isNeverAnswered(value)) replies.push(Promise.resolve(errorResponse(element.id, element.error.code, element.error.message)))
           break
         case 'notification':
           notification(element.message)

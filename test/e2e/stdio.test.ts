@@ -196,12 +196,14 @@ t.test('stdio/before-initialize (one child)', async t => {
     await s.nextMessage(m => m.id === 'ping-after-batch', { after }) // consumed before the next subtest, even on failure
   })
 
-  t.test('stdio/notifications/never-answered', async t => {
+  t.test('stdio/notifications/never-answered (nor responses)', async t => {
     const after = s.messages.length
     s.send({ jsonrpc: '2.0', method: 'notifications/no_such_thing', params: {} })
     s.send({ jsonrpc: '2.0', method: 'notifications/progress', params: 5 })
     s.send({ jsonrpc: '1.0', method: 'notifications/initialized' })
     s.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'nobody' } })
+    s.send({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'a response nothing waits for' } })
+    s.send({ jsonrpc: '2.0', id: 'no-question', result: {} })
     s.send({ jsonrpc: '2.0', id: 'ping-after-notifications', method: 'ping' })
     const next = await s.nextMessage(() => true, { after })
     t.same(next, { jsonrpc: '2.0', id: 'ping-after-notifications', result: {} }, 'nothing was written for the notifications')
@@ -371,8 +373,11 @@ t.test('2026-07-28/stdio/modern-requests-served-statelessly', async t => {
   t.equal(after.result.resultType, 'complete')
 })
 
+// These two use a legacy-only upstream (fixture --era legacy): one upstream connection, so the
+// tool added (or the counter bumped) is in the same process the lists come from. With a dual-era
+// upstream the registry may serve legacy-era calls on a second connection (a second process).
 t.test('2025-06-18/stdio/list-changed-forwarded-after-initialize', async t => {
-  const { s } = serve(t)
+  const { s } = serve(t, {}, ['--era', 'legacy'])
   await initialize(s)
   const after = s.messages.length
   const added = await s.request({ jsonrpc: '2.0', id: 'add', method: 'tools/call', params: { name: 'add_tool', arguments: { name: 'added_one' } } })
@@ -384,7 +389,7 @@ t.test('2025-06-18/stdio/list-changed-forwarded-after-initialize', async t => {
 })
 
 t.test('2025-06-18/stdio/resources-updated-after-subscribe', async t => {
-  const { s } = serve(t)
+  const { s } = serve(t, {}, ['--era', 'legacy'])
   await initialize(s)
   const sub = await s.request({ jsonrpc: '2.0', id: 'sub', method: 'resources/subscribe', params: { uri: 'fixture://counter' } })
   t.same(sub.result, {})
@@ -422,10 +427,11 @@ t.test('2026-07-28/stdio/subscriptions-listen', async t => {
 })
 
 // A question reaches the stdio client whichever era the upstream speaks: a legacy upstream
-// (fixture --era legacy) sends elicitation/create as a real server→client request; a modern one
-// answers input_required, which the dispatcher's MRTR bridge turns into the same question. Either
-// way mcpx writes it on stdout with its own id and routes the client's response back.
-for (const [upstreamEra, flags] of [['legacy', ['--era', 'legacy']], ['modern', []]] as const) {
+// (fixture --era legacy) sends elicitation/create as a real server→client request; a dual-era one
+// may instead be spoken to in the modern era and answer input_required, which the dispatcher's MRTR
+// bridge turns into the same question. Either way mcpx writes it on stdout with its own id and
+// routes the client's response back.
+for (const [upstreamEra, flags] of [['legacy', ['--era', 'legacy']], ['dual-era', []]] as const) {
   t.test(`2025-06-18/stdio/question-relayed-to-a-capable-client (${upstreamEra} upstream)`, async t => {
     const { s } = serve(t, {}, [...flags])
     await initialize(s, '2025-06-18', { elicitation: {} })
