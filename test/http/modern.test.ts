@@ -40,7 +40,9 @@ t.test('era/body-meta-is-modern', async t => {
 })
 
 t.test('era/modern-header-without-meta-refused', async t => {
-  // Seed: a modern header on a body without the _meta field is the disagreement the header rules catch.
+  // Seed: a modern header on a body without the _meta field is the disagreement the header rules
+  // catch, "refused as that": -32020. The seed wins over conformance 0.2.0-alpha.12, whose
+  // sep-2575-request-meta-invalid-missing-meta probe sends this very body and wants -32602.
   for (const id of IDS) {
     const reply = await post(base, modernBody(id, 'tools/list', {}, null), modernHeaders('tools/list'))
     assertError(t, reply, 400, HEADER_MISMATCH, id)
@@ -277,6 +279,21 @@ t.test('2026-07-28/sessions/unknown-session-ignored', async t => {
   const reply = await post(base, modernBody('abc', 'tools/list'), modernHeaders('tools/list', undefined, { 'mcp-session-id': 'no-such-session' }))
   t.equal(reply.status, 200, reply.text)
   t.equal(reply.headers.get('mcp-session-id'), null, 'not echoed')
+})
+
+t.test('2026-07-28/sessions/known-legacy-session-not-bound', async t => {
+  // A real legacy session, then a modern request naming it: served statelessly as modern, not
+  // under the session's negotiated revision, and the id is not echoed.
+  const init = await post(base, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '0' } } }), legacyHeaders())
+  const session = init.headers.get('mcp-session-id')
+  t.ok(session, 'a legacy session was minted')
+  const reply = await post(base, modernBody(-1, 'tools/list'), modernHeaders('tools/list', undefined, { 'mcp-session-id': session! }))
+  t.equal(reply.status, 200, reply.text)
+  t.equal(reply.json.result.resultType, 'complete', 'modern-shaped, not the session\'s 2025-06-18 shape')
+  t.equal(reply.headers.get('mcp-session-id'), null, 'not echoed')
+  // And a modern refusal under that session is still the modern one (-32020 with the id), not a legacy answer.
+  const refused = await post(base, modernBody(0, 'tools/list'), { ...modernHeaders('prompts/list'), 'mcp-session-id': session! })
+  assertError(t, refused, 400, HEADER_MISMATCH, 0)
 })
 
 t.test('2026-07-28/sessions/none-minted', async t => {
