@@ -84,7 +84,22 @@ interface ScenarioResult {
   total: number
   failures: Check[]
   warnings: number
+  /** Failed checks where mcpx deliberately follows the seed over the suite (see SEED_DEVIATIONS). */
+  deviations: Check[]
 }
+
+/**
+ * Checks where mcpx follows the design seed (../shared/seeds/000_b1284d353a3cd686.txt), which is a
+ * requirement and wins over the spec, and so fails the suite's check on purpose. Each is listed in
+ * the report with its reason; it is not counted as a failure. Only mcpx runs are judged this way.
+ */
+const SEED_DEVIATIONS = new Map<string, string>([
+  ['sep-2575-request-meta-invalid-missing-meta',
+    'the probe sends MCP-Protocol-Version: 2026-07-28 on a body with no params._meta. Seed, "Which era a POST belongs to": ' +
+    '"a modern header on a body without the _meta field is exactly the disagreement the modern header rules exist to catch, ' +
+    'and it should be refused as that" — so mcpx answers 400 -32020 (HeaderMismatch); the suite expects 400 -32602. ' +
+    'The status (400) agrees; the check on it passes.']
+])
 
 interface SuiteRun {
   suite: Suite
@@ -221,7 +236,7 @@ function readNotScoredNotes (suite: Suite): Map<string, string> {
   return notes
 }
 
-function readScenarioResults (outDir: string): Map<string, ScenarioResult> {
+function readScenarioResults (outDir: string, target: SuiteRun['target']): Map<string, ScenarioResult> {
   const results = new Map<string, ScenarioResult>()
   if (!existsSync(outDir)) return results
   for (const entry of readdirSync(outDir)) {
@@ -234,8 +249,9 @@ function readScenarioResults (outDir: string): Map<string, ScenarioResult> {
       state: 'ran',
       passed: scored.filter((check) => check.status === 'SUCCESS').length,
       total: scored.length,
-      failures: checks.filter((check) => check.status === 'FAILURE'),
-      warnings: checks.filter((check) => check.status === 'WARNING').length
+      failures: checks.filter((check) => check.status === 'FAILURE' && !(target === 'mcpx' && SEED_DEVIATIONS.has(check.id))),
+      warnings: checks.filter((check) => check.status === 'WARNING').length,
+      deviations: checks.filter((check) => check.status === 'FAILURE' && target === 'mcpx' && SEED_DEVIATIONS.has(check.id))
     })
   }
   return results
@@ -252,12 +268,12 @@ async function runSuite (suite: Suite, target: SuiteRun['target'], url: string, 
   const [exitCode] = await once(child, 'exit') as [number | null]
   clearTimeout(timer)
 
-  const scenarios = readScenarioResults(outDir)
+  const scenarios = readScenarioResults(outDir, target)
   const text = output()
   // Scenarios the suite started but left no result for (killed, crashed).
   for (const match of text.matchAll(/=== Running scenario: (\S+) ===/g)) {
     const name = match[1] as string
-    if (!scenarios.has(name)) scenarios.set(name, { state: 'no-result', passed: 0, total: 0, failures: [], warnings: 0 })
+    if (!scenarios.has(name)) scenarios.set(name, { state: 'no-result', passed: 0, total: 0, failures: [], warnings: 0, deviations: [] })
   }
   const notes = readNotScoredNotes(suite)
   const notScored = new Map<string, string>()
@@ -286,7 +302,8 @@ const cell = (result: ScenarioResult | undefined, run: SuiteRun | undefined): st
   if (result === undefined) return run.timedOut ? 'not reached (suite timed out)' : 'not run'
   if (result.state === 'no-result') return run.timedOut ? 'FAIL (timed out)' : 'FAIL (no result)'
   const verdict = result.failures.length === 0 ? 'pass' : 'FAIL'
-  return `${verdict} ${result.passed}/${result.total}${result.warnings > 0 ? ` (${result.warnings} warn)` : ''}`
+  const extra = [result.warnings > 0 ? `${result.warnings} warn` : '', result.deviations.length > 0 ? `${result.deviations.length} per seed` : ''].filter(Boolean).join(', ')
+  return `${verdict} ${result.passed}/${result.total}${extra === '' ? '' : ` (${extra})`}`
 }
 
 const passed = (result: ScenarioResult | undefined): boolean => result?.state === 'ran' && result.failures.length === 0
@@ -331,6 +348,16 @@ function renderFailures (runs: SuiteRun[]): string {
       for (const failure of result.failures) {
         lines.push(`  - \`${failure.id}\`: ${(failure.errorMessage ?? failure.description ?? '').replace(/\s+/g, ' ').slice(0, 400)}`)
       }
+    }
+  }
+  return lines.length === 0 ? '_none_' : lines.join('\n')
+}
+
+function renderDeviations (runs: SuiteRun[]): string {
+  const lines: string[] = []
+  for (const run of runs) {
+    for (const [scenario, result] of run.scenarios) {
+      for (const check of result.deviations) lines.push(`- **${scenario}** (${run.suite.label}) \`${check.id}\`: ${SEED_DEVIATIONS.get(check.id) ?? ''}`)
     }
   }
   return lines.length === 0 ? '_none_' : lines.join('\n')
@@ -421,6 +448,10 @@ async function main (): Promise<number> {
     '## Not held against mcpx (the suite marks these pending or extension)',
     '',
     renderExempt([...direct, ...(mcpx ?? [])]),
+    '',
+    '## Where mcpx follows the seed over the suite (failed on purpose, listed here, not counted)',
+    '',
+    renderDeviations(mcpx ?? []),
     '',
     `Node ${process.version}; runtime ${seconds} s.${mcpxProblem === undefined ? '' : ` mcpx not measured: ${mcpxProblem.split('\n').slice(0, 2).join(' ')}`}`,
     ''
