@@ -87,21 +87,29 @@ export async function shutdown (app: FastifyInstance, shutdownTimeoutMs: number)
  * @throws McpxError MCPX_ERR_CONFIG when daemon.address is not host:port
  */
 export async function runDaemon (config: McpxConfig, source: string): Promise<number> {
+  // Signal handlers go in first: a SIGTERM that arrives while the upstreams are still starting
+  // must not kill the process with its children half-started; it shuts down once startup is done.
+  let signalled: ((signal: string) => void) | undefined
+  let early: string | undefined
+  const onSignal = (signal: string): void => { if (signalled !== undefined) signalled(signal); else early ??= signal }
+  process.once('SIGTERM', () => onSignal('SIGTERM'))
+  process.once('SIGINT', () => onSignal('SIGINT'))
   const app = await buildDaemon(config)
   const address = parseHostPort(config.daemon.address)
   if (address === undefined) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: daemon.address ${config.daemon.address} is not host:port`)
   const host = address.host.startsWith('[') ? address.host.slice(1, -1) : address.host
-  await app.listen({ host, port: address.port })
-  app.log.info({ config: source, upstreams: app.upstreams.status().map(u => ({ name: u.name, state: u.state, revision: u.revision, pid: u.pid })) }, 'mcpx daemon ready')
+  if (early === undefined) {
+    await app.listen({ host, port: address.port })
+    app.log.info({ config: source, upstreams: app.upstreams.status().map(u => ({ name: u.name, state: u.state, revision: u.revision, pid: u.pid })) }, 'mcpx daemon ready')
+  }
   return await new Promise<number>(resolve => {
     let stopping = false
-    const stop = (signal: string): void => {
+    signalled = (signal: string): void => {
       if (stopping) return
       stopping = true
       app.log.info({ signal, shutdownTimeoutMs: config.daemon.shutdownTimeout }, 'shutting down')
       void shutdown(app, config.daemon.shutdownTimeout).then(resolve)
     }
-    process.once('SIGTERM', () => stop('SIGTERM'))
-    process.once('SIGINT', () => stop('SIGINT'))
+    if (early !== undefined) signalled(early)
   })
 }
