@@ -419,6 +419,10 @@ export class Dispatcher {
     // upstream must not ask for inputs that client cannot give (legacy upstreams ignore the key).
     options.meta = { [META_CLIENT_CAPABILITIES]: ctx.clientCapabilities }
     if (ctx.era === 'modern' && isObject(meta) && typeof meta[META_LOG_LEVEL] === 'string') options.meta[META_LOG_LEVEL] = meta[META_LOG_LEVEL]
+    // A legacy client gets log lines unless it lowered the level (a legacy server sends every level
+    // before logging/setLevel); a modern upstream sends none without a per-request logLevel, so ask
+    // it for everything and let the legacy client see what a legacy upstream would have sent.
+    if (ctx.era === 'legacy') options.meta[META_LOG_LEVEL] = 'debug'
     return options
   }
 
