@@ -18,7 +18,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyPluginAsync } from 'fastify'
 import { readFileSync } from 'node:fs'
-import { loadConfig, type McpxConfig, type McpxConfigInput } from './lib/config.js'
+import { loadConfig, mrtrOptions, type McpxConfig, type McpxConfigInput } from './lib/config.js'
 import { originPolicyFromConfig } from './lib/origin.js'
 import { loadBearerTokens } from './lib/auth.js'
 import { createRegistry } from './lib/upstreams/registry.js'
@@ -75,7 +75,7 @@ const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fa
   await fastify.register(originPlugin, { policy })
   await fastify.register(corsPlugin, { policy })
   await fastify.register(authPlugin, { tokens: loadBearerTokens(config.auth) })
-  await fastify.register(upstreamsPlugin, { registry, serverInfo: SERVER_INFO, closeRegistry: false })
+  await fastify.register(upstreamsPlugin, { registry, serverInfo: SERVER_INFO, closeRegistry: false, mrtr: mrtrOptions(config) })
   await fastify.register(eraPlugin)
   await fastify.register(modernHeadersPlugin, { registry })
   await fastify.register(legacySessionsPlugin, { idleTimeoutMs: config.transport.sessionIdleTimeout, maxSessions: config.transport.maxSessions })

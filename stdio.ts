@@ -7,7 +7,8 @@
  */
 import { readFileSync } from 'node:fs'
 import type { Logger } from './lib/log.js'
-import type { McpxConfig } from './lib/config.js'
+import { mrtrOptions, type McpxConfig } from './lib/config.js'
+import { StateSealer } from './lib/mrtr.js'
 import { Dispatcher } from './lib/dispatch.js'
 import { NotificationHub } from './lib/notify-hub.js'
 import { startStdioServer } from './lib/stdio-server.js'
@@ -42,7 +43,15 @@ function packageVersion (): string {
 export async function runStdio (config: McpxConfig, logger: Logger): Promise<number> {
   const registry = createRegistry(config.upstreams, { logger, defaultTimeoutMs: config.upstreamTimeout })
   const hub = new NotificationHub(registry)
-  const dispatcher = new Dispatcher({ registry, serverInfo: { name: 'mcpx', version: packageVersion() }, logger })
+  const mrtr = mrtrOptions(config)
+  const dispatcher = new Dispatcher({
+    registry,
+    serverInfo: { name: 'mcpx', version: packageVersion() },
+    logger,
+    sealer: new StateSealer(mrtr.stateKey),
+    parkTimeoutMs: mrtr.parkTimeoutMs,
+    stateTtlMs: mrtr.stateTtlMs
+  })
   let exitCode = 0
   try {
     await registry.start()
@@ -69,6 +78,7 @@ export async function runStdio (config: McpxConfig, logger: Logger): Promise<num
     process.off('SIGINT', onSignal)
   }
   hub.close()
+  dispatcher.close()
   try {
     await registry.close()
   } catch (err) {

@@ -68,6 +68,16 @@ export const CONFIG_SCHEMA = {
         redisUrl: { type: 'string', default: 'redis://127.0.0.1:6379' }
       }
     },
+    mrtr: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        stateKey: { type: 'string', pattern: '^[A-Za-z0-9+/_-]{43,}={0,2}$', description: 'base64 key (at least 32 bytes) that seals requestState; default: generated at start (states then do not survive a restart or cross replicas)' },
+        parkTimeout: { ...DURATION, default: '60s', description: 'a call parked on a question for a 2026-07-28 client is cancelled upstream when not resumed within this (ms)' },
+        stateTtl: { ...DURATION, default: '5m', description: 'how long a requestState mcpx issues stays valid (ms)' }
+      }
+    },
     upstreamTimeout: { ...DURATION, default: '60s', description: 'default timeout of one upstream call (ms)' },
     upstreams: {
       type: 'object',
@@ -121,6 +131,8 @@ export interface McpxConfig {
   }
   auth: { bearerTokens: string[], bearerTokensFile?: string, bearerTokensEnv?: string, allowUnauthenticated: boolean }
   sessions: { store: 'memory' | 'redis', redisUrl: string }
+  /** The MRTR bridge (issue #10): requestState sealing and parked calls. */
+  mrtr: { stateKey?: string, parkTimeout: number, stateTtl: number }
   upstreamTimeout: number
   /** Keyed by upstream name; insertion order is config order. */
   upstreams: Record<string, UpstreamConfig>
@@ -134,6 +146,20 @@ const ajv = new Ajv({ allErrors: true, useDefaults: true, allowUnionTypes: true,
 const validate = ajv.compile(CONFIG_SCHEMA)
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
+
+/**
+ * The Dispatcher's MRTR options from config: the sealing key (base64, at least 32 bytes) and the
+ * parked-call and state lifetimes in ms. Throws McpxError MCPX_ERR_CONFIG for a short key.
+ */
+export function mrtrOptions (config: McpxConfig): { stateKey?: Buffer, parkTimeoutMs: number, stateTtlMs: number } {
+  const { stateKey, parkTimeout, stateTtl } = config.mrtr
+  let key: Buffer | undefined
+  if (stateKey !== undefined) {
+    key = Buffer.from(stateKey, stateKey.includes('-') || stateKey.includes('_') ? 'base64url' : 'base64')
+    if (key.length < 32) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: mrtr.stateKey must decode to at least 32 bytes (got ${key.length})`)
+  }
+  return { ...(key !== undefined ? { stateKey: key } : {}), parkTimeoutMs: parkTimeout, stateTtlMs: stateTtl }
+}
 
 /**
  * A duration as ms. @param value a number of ms or a string like "15s", "500ms", "2m", "1h"
@@ -176,6 +202,8 @@ export function loadConfig (raw: unknown): McpxConfig {
   c.transport.stdioDrain = parseDuration(c.transport.stdioDrain, 'transport.stdioDrain')
   c.transport.sessionIdleTimeout = parseDuration(c.transport.sessionIdleTimeout, 'transport.sessionIdleTimeout')
   c.upstreamTimeout = parseDuration(c.upstreamTimeout, 'upstreamTimeout')
+  c.mrtr.parkTimeout = parseDuration(c.mrtr.parkTimeout, 'mrtr.parkTimeout')
+  c.mrtr.stateTtl = parseDuration(c.mrtr.stateTtl, 'mrtr.stateTtl')
   for (const [name, upstream] of Object.entries(c.upstreams)) {
     if (upstream.timeout !== undefined) upstream.timeout = parseDuration(upstream.timeout, `upstreams.${name}.timeout`)
   }
