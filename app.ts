@@ -83,7 +83,8 @@ const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fa
     maxBodyBytes: config.transport.maxBodyBytes,
     keepAliveMs: config.transport.sseKeepAlive,
     maxRequestsPerSession: config.transport.maxRequestsPerSession,
-    maxGetStreams: config.transport.maxGetStreams
+    maxGetStreams: config.transport.maxGetStreams,
+    maxConcurrentRequests: config.transport.maxConcurrentRequests
   })
   metrics.bindScope({ sessions: () => fastify.sessions.size, streams: kind => fastify.mcpStreams.count(kind) })
 }

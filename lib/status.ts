@@ -59,6 +59,9 @@ export function getStatus (outcome: GetOutcome): number {
   }
 }
 
+/** Retry-After for a 503 past a cap, in seconds (the value the session and GET-stream caps send too). */
+export const RETRY_AFTER_SECONDS = 5
+
 /** Statuses for refusals outside JSON-RPC semantics, by reason. */
 export const REFUSAL_STATUS = Object.freeze({
   unknownSession: 404,
@@ -66,6 +69,8 @@ export const REFUSAL_STATUS = Object.freeze({
   unsupportedMediaType: 415,
   notAcceptable: 406,
   tooManySessions: 503,
+  /** Past transport.maxConcurrentRequests (daemon-wide POSTs in flight): the server is busy, not the client at fault. */
+  tooManyConcurrentRequests: 503,
   tooManyRequests: 429,
   unauthorized: 401,
   forbiddenOrigin: 403

@@ -1,21 +1,41 @@
 /**
  * The /mcp routes' scope: its own JSON parser (raw bytes → lib/jsonrpc parseBody, so invalid
  * UTF-8 and bad JSON become -32700 rather than Fastify's error shape), the body limit, the
- * Accept check (406), and an error handler that turns every framework error on /mcp into an
- * id-less JSON-RPC error with a status from lib/status.
+ * Accept check (406), the daemon-wide cap on POSTs in flight (503), and an error handler that
+ * turns every framework error on /mcp into an id-less JSON-RPC error with a status from lib/status.
  */
 import type { FastifyPluginAsync, FastifyError } from 'fastify'
-import { parseBody, encodeMessage, errorResponse, INVALID_REQUEST, INTERNAL_ERROR, PARSE_ERROR } from '../../lib/jsonrpc.js'
-import { REFUSAL_STATUS } from '../../lib/status.js'
+import {
+  parseBody, encodeMessage, errorResponse, classify, INVALID_REQUEST, INTERNAL_ERROR, PARSE_ERROR,
+  type Parsed, type RequestId
+} from '../../lib/jsonrpc.js'
+import { REFUSAL_STATUS, RETRY_AFTER_SECONDS } from '../../lib/status.js'
 import postRoute from './post.js'
 import getRoute from './get.js'
 import deleteRoute from './delete.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** True when this POST arrived past transport.maxConcurrentRequests (refused 503 once its body is read). */
+    mcpOverCapacity: boolean
+  }
+}
 
 export interface McpRoutesOptions {
   maxBodyBytes: number
   keepAliveMs: number
   maxRequestsPerSession: number
   maxGetStreams: number
+  /** Most POSTs in flight across this mcpx (transport.maxConcurrentRequests); past it, 503 with Retry-After. */
+  maxConcurrentRequests: number
+}
+
+/** The id of a parsed single-message body, when it has a usable one (for the 503's `id`). Never throws. */
+function requestIdOf (body: unknown): RequestId | undefined {
+  const parsed = body as Parsed | undefined
+  if (parsed?.ok !== true || parsed.batch) return undefined
+  const item = classify(parsed.value)
+  return item.kind === 'request' ? item.message.id : item.kind === 'invalid' ? item.id : undefined
 }
 
 /** True when an Accept header admits neither JSON nor SSE (then 406). Missing Accept and `*\/*` are tolerated. */
@@ -34,6 +54,25 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
   fastify.addHook('onRequest', async function checkAccept (request, reply) {
     if (request.method === 'OPTIONS') return
     if (acceptRefused(request.headers.accept)) return reply.code(REFUSAL_STATUS.notAcceptable).type('application/json').send(notAcceptable)
+  })
+  // transport.maxConcurrentRequests: POSTs are counted from onRequest until their response closes
+  // ('close' on the raw response fires for finished, hijacked (SSE) and aborted replies alike;
+  // Fastify's onResponse does not run when the client goes away first, so it would leak slots).
+  // The refusal waits for preValidation so that the 503 can carry the request's id.
+  let inFlightPosts = 0
+  function releasePostSlot (): void { inFlightPosts-- }
+  fastify.decorateRequest('mcpOverCapacity', false)
+  fastify.addHook('onRequest', async function countPost (request, reply) {
+    if (request.method !== 'POST') return
+    if (inFlightPosts >= opts.maxConcurrentRequests) { request.mcpOverCapacity = true; return }
+    inFlightPosts++
+    reply.raw.once('close', releasePostSlot)
+  })
+  fastify.addHook('preValidation', async function refusePostOverCapacity (request, reply) {
+    if (!request.mcpOverCapacity) return
+    request.log.debug({ maxConcurrentRequests: opts.maxConcurrentRequests }, 'too many requests in flight')
+    return reply.code(REFUSAL_STATUS.tooManyConcurrentRequests).header('retry-after', String(RETRY_AFTER_SECONDS)).type('application/json')
+      .send(encodeMessage(errorResponse(requestIdOf(request.body), INTERNAL_ERROR, 'Server busy: too many requests in flight; retry later')))
   })
   fastify.setErrorHandler(function mcpError (error: FastifyError, request, reply) {
     const status = error.statusCode ?? 500

@@ -1,0 +1,499 @@
+/**
+ * Issue #6 through the WHOLE app (mcpx registered by `build(t)` / `listen(t)`, the echo fixture as
+ * its upstream) and through the real daemon (`node dist/cli.js daemon`): the Origin policy in both
+ * eras on every method, CORS, the limits (413, 431, 415, 406, invalid UTF-8, the four caps) and
+ * bearer authentication with the non-loopback refusal. The plugin-level tests on a bare Fastify are
+ * test/http/origin.test.ts and test/http/auth.test.ts; this file checks that the assembled app
+ * keeps those promises. Test names: `origin/<requirement>`, `security/<requirement>`.
+ */
+import t, { type Test } from 'tap'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { connect } from 'node:net'
+import { request as httpRequest, type IncomingMessage } from 'node:http'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { FastifyInstance, InjectOptions } from 'fastify'
+import { build, listen, fixtureUpstreams, legacyHeaders, modernHeaders } from '../helpers/app.js'
+import { modernBody } from '../helpers/modern-wire.js'
+import { initializeBody, callBody, injectSession, fetchSession, sessionHeaders, fixtureLogPath, fixtureEvents, pollUntil } from '../helpers/legacy.js'
+import { startDaemon, freePort, CLI_PATH, WAIT_MS } from '../helpers/daemon.js'
+
+type Method = 'POST' | 'GET' | 'DELETE' | 'OPTIONS'
+type Era = 'legacy' | 'modern'
+const METHODS: Method[] = ['POST', 'GET', 'DELETE', 'OPTIONS']
+const ERAS: Era[] = ['legacy', 'modern']
+const FORBIDDEN = '{"jsonrpc":"2.0","error":{"code":-32600,"message":"Forbidden: Origin not allowed"}}'
+const PREFLIGHT_HEADERS = 'mcp-protocol-version, mcp-method, mcp-name, mcp-param-region, mcp-session-id, last-event-id, authorization, content-type'
+const REVISION = '2025-06-18'
+
+/**
+ * One request of an era, as a browser on `origin` would send it (OPTIONS is a preflight).
+ * Legacy: POST initialize, GET/DELETE in session `sid` (without one: the route's 405/400).
+ * Modern: POST tools/list with the headers and _meta envelope; GET/DELETE with MCP-Protocol-Version 2026-07-28.
+ */
+function eraRequest (era: Era, method: Method, origin: string | undefined, sid?: string): InjectOptions {
+  const headers: Record<string, string> = {}
+  let payload: string | undefined
+  if (method === 'POST') {
+    if (era === 'legacy') { Object.assign(headers, legacyHeaders()); payload = JSON.stringify(initializeBody(REVISION)) } else { Object.assign(headers, modernHeaders('tools/list')); payload = modernBody(1, 'tools/list') }
+  } else if (method === 'OPTIONS') {
+    headers['access-control-request-method'] = 'POST'
+    headers['access-control-request-headers'] = PREFLIGHT_HEADERS
+  } else {
+    headers.accept = method === 'GET' ? 'text/event-stream' : 'application/json'
+    if (era === 'modern') headers['mcp-protocol-version'] = '2026-07-28'
+    else if (sid !== undefined) { headers['mcp-session-id'] = sid; headers['mcp-protocol-version'] = REVISION }
+  }
+  if (origin !== undefined) headers.origin = origin
+  return { method, url: '/mcp', headers, ...(payload !== undefined ? { payload } : {}) }
+}
+
+/**
+ * Opens GET /mcp on its own connection (node:http, no agent) and resolves at the response head.
+ * `close()` destroys the socket: an aborted fetch can leave undici's socket open, and a connection
+ * whose stream the server ends at close then idles until Fastify's 72 s keep-alive timeout.
+ */
+async function openGet (t: Test, base: string, headers: Record<string, string>): Promise<{ res: IncomingMessage, close: () => void }> {
+  return await new Promise((resolve, reject) => {
+    const req = httpRequest(new URL('/mcp', base), { method: 'GET', headers, agent: false }, res => {
+      resolve({ res, close: () => { req.destroy() } })
+    })
+    t.teardown(() => { req.destroy() })
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+/** Asserts the 403 refusal: exact body, JSON, no CORS grant. */
+async function expectRefused (t: Test, app: FastifyInstance, era: Era, method: Method, origin: string): Promise<void> {
+  const what = `${era} ${method} Origin ${origin}`
+  const res = await app.inject(eraRequest(era, method, origin, era === 'legacy' ? 'some-session' : undefined))
+  t.equal(res.statusCode, 403, `${what}: 403`)
+  t.equal(res.headers['content-type'], 'application/json; charset=utf-8', `${what}: JSON`)
+  t.equal(res.body, FORBIDDEN, `${what}: the id-less JSON-RPC error`)
+  t.equal(res.headers['access-control-allow-origin'], undefined, `${what}: no CORS grant`)
+  t.equal(res.headers['access-control-allow-methods'], undefined, `${what}: no preflight grant`)
+}
+
+/**
+ * Asserts that an allowed origin is served by the routes (not refused) and granted CORS.
+ * POST: a real result; GET without a legacy session / modern GET and DELETE: the route's own 405;
+ * legacy DELETE of a live session: 204; OPTIONS: a 204 preflight grant.
+ */
+async function expectServed (t: Test, app: FastifyInstance, era: Era, method: Method, origin: string): Promise<void> {
+  const what = `${era} ${method} Origin ${origin}`
+  const sid = era === 'legacy' && method === 'DELETE' ? (await injectSession(app, REVISION)).sid : undefined
+  const res = await app.inject(eraRequest(era, method, origin, sid))
+  const expected = method === 'POST' ? 200 : method === 'OPTIONS' ? 204 : era === 'legacy' && method === 'DELETE' ? 204 : 405
+  t.equal(res.statusCode, expected, `${what}: ${expected} (${res.body})`)
+  t.equal(res.headers['access-control-allow-origin'], origin, `${what}: CORS grant for the origin`)
+  t.match(res.headers.vary, /Origin/, `${what}: Vary: Origin`)
+  if (method === 'POST') t.ok(res.json().result !== undefined, `${what}: a result`)
+  if (method === 'OPTIONS') {
+    t.equal(res.headers['access-control-allow-headers'], PREFLIGHT_HEADERS, `${what}: requested headers reflected`)
+    t.match(res.headers['access-control-allow-methods'], /POST/, `${what}: methods granted`)
+  } else {
+    t.match(res.headers['access-control-expose-headers'], /Mcp-Session-Id/, `${what}: Mcp-Session-Id exposed`)
+  }
+}
+
+const REFUSED_ANYWHERE = ['http://evil.example', 'null', 'http://localhost.attacker.example', 'http://127.0.0.1.nip.io', 'https://localhost@evil.example', 'file://', 'http://localhost:3000/path']
+
+t.test('origin/refused-403-every-method-both-eras', async t => {
+  const app = await build(t)
+  for (const era of ERAS) for (const method of METHODS) for (const origin of REFUSED_ANYWHERE) await expectRefused(t, app, era, method, origin)
+})
+
+t.test('origin/no-origin-served', async t => {
+  const app = await build(t)
+  for (const era of ERAS) {
+    for (const method of ['POST', 'GET', 'DELETE'] as const) {
+      const res = await app.inject(eraRequest(era, method, undefined))
+      t.not(res.statusCode, 403, `${era} ${method} without Origin is not refused`)
+      t.equal(res.headers['access-control-allow-origin'], undefined, `${era} ${method}: no CORS headers without Origin`)
+    }
+  }
+})
+
+t.test('origin/loopback-served-with-cors', async t => {
+  const app = await build(t)
+  const origins = ['http://localhost', 'http://localhost:5173', 'https://127.0.0.1:8443', 'http://[::1]:3000']
+  for (const era of ERAS) for (const method of METHODS) for (const origin of origins) await expectServed(t, app, era, method, origin)
+})
+
+t.test('origin/loopback-legacy-get-stream-served', async t => {
+  // The one answer inject cannot hold: a real legacy GET notification stream for an allowed origin.
+  const { base } = await listen(t)
+  const sid = await fetchSession(base, REVISION)
+  const { res, close } = await openGet(t, base, { origin: 'http://localhost:5173', accept: 'text/event-stream', 'mcp-session-id': sid, 'mcp-protocol-version': REVISION })
+  t.equal(res.statusCode, 200)
+  t.equal(res.headers['content-type'], 'text/event-stream')
+  t.equal(res.headers['access-control-allow-origin'], 'http://localhost:5173')
+  close()
+  const refused = await fetch(`${base}/mcp`, { headers: { origin: 'http://evil.example', accept: 'text/event-stream', 'mcp-session-id': sid, 'mcp-protocol-version': REVISION } })
+  t.equal(refused.status, 403)
+  t.equal(await refused.text(), FORBIDDEN)
+})
+
+t.test('origin/daemon-address-only-when-specific', async t => {
+  const specific = await build(t, { daemon: { address: '10.1.2.3:3939' } })
+  for (const era of ERAS) {
+    for (const method of METHODS) {
+      await expectServed(t, specific, era, method, 'http://10.1.2.3:3939')
+      await expectServed(t, specific, era, method, 'https://10.1.2.3:3939')
+      await expectRefused(t, specific, era, method, 'http://10.1.2.3:3940')
+      await expectRefused(t, specific, era, method, 'http://10.1.2.3')
+    }
+  }
+  // Every interface names no origin: neither 0.0.0.0 nor a guess at the machine's address is allowed.
+  const wildcard = await build(t, { daemon: { address: '0.0.0.0:3939' } })
+  for (const era of ERAS) {
+    for (const method of METHODS) {
+      await expectRefused(t, wildcard, era, method, 'http://0.0.0.0:3939')
+      await expectRefused(t, wildcard, era, method, 'http://10.1.2.3:3939')
+    }
+  }
+})
+
+t.test('origin/host-header-is-not-the-daemon-address', async t => {
+  // DNS rebinding: the attacker controls Host. A matching Host must not make its Origin acceptable.
+  const app = await build(t)
+  for (const era of ERAS) {
+    for (const method of METHODS) {
+      const request = eraRequest(era, method, 'http://rebind.example:3939')
+      const res = await app.inject({ ...request, headers: { ...request.headers as Record<string, string>, host: 'rebind.example:3939' } })
+      t.equal(res.statusCode, 403, `${era} ${method}`)
+      t.equal(res.body, FORBIDDEN)
+    }
+  }
+})
+
+t.test('origin/allowed-origins-exact', async t => {
+  const app = await build(t, { transport: { allowedOrigins: ['https://app.example.com', 'http://tools.example.org:8080'] } })
+  for (const era of ERAS) {
+    for (const method of METHODS) {
+      await expectServed(t, app, era, method, 'https://app.example.com')
+      await expectServed(t, app, era, method, 'http://tools.example.org:8080')
+      for (const origin of ['http://app.example.com', 'https://app.example.com:8443', 'https://sub.app.example.com', 'https://app.example.com.evil.example', 'http://tools.example.org', 'http://tools.example.org:8081']) {
+        await expectRefused(t, app, era, method, origin)
+      }
+    }
+  }
+})
+
+t.test('origin/preflight-reflects-requested-headers', async t => {
+  const app = await build(t)
+  const res = await app.inject(eraRequest('modern', 'OPTIONS', 'http://localhost:3000'))
+  t.equal(res.statusCode, 204)
+  t.equal(res.body, '')
+  t.equal(res.headers['access-control-allow-origin'], 'http://localhost:3000')
+  t.equal(res.headers['access-control-allow-headers'], PREFLIGHT_HEADERS, 'exactly the requested list, Mcp-Param-* included')
+  t.equal(res.headers['access-control-allow-methods'], 'GET, POST, DELETE, OPTIONS')
+  // The actual response exposes Mcp-Session-Id, so a browser client can read the session it got.
+  const init = await app.inject(eraRequest('legacy', 'POST', 'http://localhost:3000'))
+  t.equal(init.statusCode, 200)
+  t.type(init.headers['mcp-session-id'], 'string')
+  t.match(init.headers['access-control-expose-headers'], /(^|, )Mcp-Session-Id(,|$)/)
+  const refused = await app.inject(eraRequest('modern', 'OPTIONS', 'http://evil.example'))
+  t.equal(refused.statusCode, 403, 'a refused origin\'s preflight is 403')
+  t.equal(refused.body, FORBIDDEN)
+  t.equal(refused.headers['access-control-allow-headers'], undefined)
+})
+
+/* ------------------------------------------------------------------ limits */
+
+/** Legacy sessionless ping body (any id). */
+const ping = (id: number | string): string => JSON.stringify({ jsonrpc: '2.0', id, method: 'ping' })
+
+/** Asserts a JSON-RPC error body: jsonrpc 2.0, the code, and no id unless given. */
+function assertJsonRpcError (t: Test, body: string, code: number, id?: number | string): void {
+  let json: any
+  try { json = JSON.parse(body) } catch { t.fail(`not JSON: ${body}`); return }
+  t.equal(json.jsonrpc, '2.0', 'jsonrpc 2.0')
+  t.equal(json.error?.code, code, `code ${code}: ${body}`)
+  t.type(json.error?.message, 'string')
+  if (id === undefined) t.notOk(Object.hasOwn(json, 'id'), 'id-less')
+  else t.equal(json.id, id, 'id echoed')
+}
+
+t.test('security/body-too-large-413', async t => {
+  const { app, base } = await listen(t, { transport: { maxBodyBytes: 1024 } })
+  const big = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad: 'x'.repeat(2048) } })
+  for (const era of ERAS) {
+    const headers = era === 'legacy' ? legacyHeaders() : modernHeaders('ping')
+    const res = await app.inject({ method: 'POST', url: '/mcp', headers, payload: big })
+    t.equal(res.statusCode, 413, `${era}: 413 by Content-Length`)
+    t.equal(res.headers['content-type'], 'application/json; charset=utf-8')
+    assertJsonRpcError(t, res.body, -32_600)
+  }
+  // Chunked (no Content-Length): the limit is enforced while reading, over a real socket.
+  const chunked = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: legacyHeaders(),
+    body: new ReadableStream({ start (c) { c.enqueue(new TextEncoder().encode(big)); c.close() } }),
+    duplex: 'half'
+  } as RequestInit)
+  t.equal(chunked.status, 413, 'chunked: 413')
+  assertJsonRpcError(t, await chunked.text(), -32_600)
+  // Just under the limit is served.
+  const small = await app.inject({ method: 'POST', url: '/mcp', headers: legacyHeaders(), payload: ping(2) })
+  t.equal(small.statusCode, 200)
+})
+
+t.test('security/oversized-headers-431', async t => {
+  const { base } = await listen(t)
+  const url = new URL(base)
+  const socket = connect(Number(url.port), url.hostname)
+  t.teardown(() => socket.destroy())
+  await once(socket, 'connect')
+  // Node's default --max-http-header-size is 16 KiB; send 32 KiB of headers.
+  const filler = Array.from({ length: 32 }, (_, i) => `X-Filler-${i}: ${'a'.repeat(1000)}`).join('\r\n')
+  socket.end(`POST /mcp HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\n${filler}\r\nContent-Length: 2\r\n\r\n{}`)
+  let text = ''
+  socket.setEncoding('latin1')
+  socket.on('data', (chunk: string) => { text += chunk })
+  await once(socket, 'close')
+  t.match(text, /^HTTP\/1\.1 431 Request Header Fields Too Large\r\n/, '431 before any route sees the request')
+  // Node's parser fails before a URL is known, so no /mcp scope applies: the body is the HTTP
+  // server's clientErrorHandler (Fastify's default here), not a JSON-RPC message. Pinned as is.
+  const body = text.slice(text.indexOf('\r\n\r\n') + 4)
+  t.same(JSON.parse(body), { error: 'Request Header Fields Too Large', message: 'Exceeded maximum allowed HTTP header size', statusCode: 431 }, 'Fastify\'s default client-error body')
+})
+
+t.test('security/content-type-415', async t => {
+  const app = await build(t)
+  for (const era of ERAS) {
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/jsonx', 'text/json']) {
+      const headers = { ...(era === 'legacy' ? legacyHeaders() : modernHeaders('ping')), 'content-type': type }
+      const res = await app.inject({ method: 'POST', url: '/mcp', headers, payload: ping(1) })
+      t.equal(res.statusCode, 415, `${era} ${type}: 415`)
+      assertJsonRpcError(t, res.body, -32_600)
+    }
+  }
+})
+
+t.test('security/content-type-json-with-charset-accepted', async t => {
+  const app = await build(t)
+  for (const type of ['application/json; charset=utf-8', 'application/json;charset=UTF-8', 'Application/JSON']) {
+    const res = await app.inject({ method: 'POST', url: '/mcp', headers: { ...legacyHeaders(), 'content-type': type }, payload: ping(1) })
+    t.equal(res.statusCode, 200, `${type}: served`)
+    t.same(res.json(), { jsonrpc: '2.0', id: 1, result: {} })
+  }
+  const modern = await app.inject({ method: 'POST', url: '/mcp', headers: modernHeaders('tools/list', undefined, { 'content-type': 'application/json; charset=utf-8' }), payload: modernBody(2, 'tools/list') })
+  t.equal(modern.statusCode, 200, 'modern with charset: served')
+})
+
+t.test('security/accept-406', async t => {
+  const app = await build(t)
+  for (const era of ERAS) {
+    const base = era === 'legacy' ? legacyHeaders() : modernHeaders('tools/list')
+    const body = era === 'legacy' ? ping(1) : modernBody(1, 'tools/list')
+    for (const accept of ['text/html', 'image/png', 'application/xml, text/plain']) {
+      const res = await app.inject({ method: 'POST', url: '/mcp', headers: { ...base, accept }, payload: body })
+      t.equal(res.statusCode, 406, `${era} POST Accept ${accept}: 406`)
+      assertJsonRpcError(t, res.body, -32_600)
+    }
+    const get = await app.inject({ method: 'GET', url: '/mcp', headers: { accept: 'text/html', ...(era === 'modern' ? { 'mcp-protocol-version': '2026-07-28' } : {}) } })
+    t.equal(get.statusCode, 406, `${era} GET Accept text/html: 406`)
+    assertJsonRpcError(t, get.body, -32_600)
+    // Tolerated: no Accept at all, and */* (README › Security).
+    const { accept: _drop, ...noAccept } = base
+    for (const headers of [noAccept, { ...base, accept: '*/*' }, { ...base, accept: 'application/json' }]) {
+      const res = await app.inject({ method: 'POST', url: '/mcp', headers, payload: body })
+      t.equal(res.statusCode, 200, `${era} POST Accept ${headers.accept ?? '(none)'}: served`)
+    }
+  }
+})
+
+t.test('security/invalid-utf8-is-32700', async t => {
+  const { app, base } = await listen(t)
+  const bodies = [
+    Buffer.from([0x7b, 0xff, 0xfe, 0x7d]),
+    Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}}')]),
+    Buffer.from([0xed, 0xa0, 0x80]) // a UTF-8-encoded surrogate
+  ]
+  for (const era of ERAS) {
+    for (const payload of bodies) {
+      const res = await app.inject({ method: 'POST', url: '/mcp', headers: era === 'legacy' ? legacyHeaders() : modernHeaders('ping'), payload })
+      t.equal(res.statusCode, 400, `${era}: 400`)
+      assertJsonRpcError(t, res.body, -32_700)
+    }
+  }
+  const wire = await fetch(`${base}/mcp`, { method: 'POST', headers: legacyHeaders(), body: bodies[1] })
+  t.equal(wire.status, 400, 'over a real socket too')
+  assertJsonRpcError(t, await wire.text(), -32_700)
+  const after = await fetch(`${base}/mcp`, { method: 'POST', headers: legacyHeaders(), body: ping(9) })
+  t.same(await after.json(), { jsonrpc: '2.0', id: 9, result: {} }, 'still serving')
+})
+
+t.test('security/max-sessions-503', async t => {
+  const app = await build(t, { transport: { maxSessions: 2 } })
+  const first = await injectSession(app, REVISION)
+  await injectSession(app, REVISION)
+  const refused = await app.inject({ method: 'POST', url: '/mcp', headers: legacyHeaders(), payload: initializeBody(REVISION, {}, 'third') })
+  t.equal(refused.statusCode, 503)
+  t.equal(refused.headers['retry-after'], '5')
+  t.equal(refused.headers['mcp-session-id'], undefined, 'no session minted')
+  assertJsonRpcError(t, refused.body, -32_603, 'third')
+  const ended = await app.inject({ method: 'DELETE', url: '/mcp', headers: { 'mcp-session-id': first.sid } })
+  t.equal(ended.statusCode, 204)
+  await injectSession(app, REVISION) // a freed slot is usable again
+})
+
+t.test('security/max-get-streams-503', async t => {
+  const { base } = await listen(t, { transport: { maxGetStreams: 1 } })
+  const a = await fetchSession(base, REVISION)
+  const b = await fetchSession(base, REVISION)
+  const getHeaders = (sid: string): Record<string, string> => ({ accept: 'text/event-stream', 'mcp-session-id': sid, 'mcp-protocol-version': REVISION })
+  const open = await openGet(t, base, getHeaders(a))
+  t.equal(open.res.statusCode, 200)
+  const capped = await fetch(`${base}/mcp`, { headers: getHeaders(b) })
+  t.equal(capped.status, 503)
+  t.equal(capped.headers.get('retry-after'), '5')
+  assertJsonRpcError(t, await capped.text(), -32_603)
+  open.close()
+  // The slot frees when the first stream closes.
+  const reopened = await pollUntil('the stream slot to free', async () => {
+    const next = await openGet(t, base, getHeaders(b))
+    if (next.res.statusCode === 200) return next
+    next.close()
+    return undefined
+  })
+  t.equal(reopened.res.statusCode, 200)
+  reopened.close()
+})
+
+t.test('security/max-requests-per-session-429', async t => {
+  const log = fixtureLogPath()
+  const { base } = await listen(t, { upstreams: fixtureUpstreams([], { FIXTURE_LOG: log }), transport: { maxRequestsPerSession: 1 } })
+  const sid = await fetchSession(base, REVISION)
+  const slow = fetch(`${base}/mcp`, { method: 'POST', headers: sessionHeaders(sid, REVISION, { accept: 'application/json' }), body: JSON.stringify(callBody(1, 'slow', { ms: 1500, steps: 1 })) })
+  await pollUntil('the slow call to start', () => fixtureEvents(log).some(e => e.event === 'started'))
+  const second = await fetch(`${base}/mcp`, { method: 'POST', headers: sessionHeaders(sid, REVISION), body: JSON.stringify(callBody('second', 'echo', { text: 'x' })) })
+  t.equal(second.status, 429)
+  assertJsonRpcError(t, await second.text(), -32_603, 'second')
+  const first = await slow
+  t.equal(first.status, 200)
+  t.match(await first.json(), { id: 1, result: { content: [{ text: 'slept 1500' }] } })
+  const third = await fetch(`${base}/mcp`, { method: 'POST', headers: sessionHeaders(sid, REVISION), body: JSON.stringify(callBody(3, 'echo', { text: 'x' })) })
+  t.equal(third.status, 200, 'the slot frees when the call ends')
+  await third.text()
+})
+
+t.test('security/max-concurrent-requests-503', async t => {
+  const log = fixtureLogPath()
+  const { base } = await listen(t, { upstreams: fixtureUpstreams([], { FIXTURE_LOG: log }), transport: { maxConcurrentRequests: 2 } })
+  const started = (): number => fixtureEvents(log).filter(e => e.event === 'started').length
+  // Two slow calls hold both slots: one sessionless legacy, one modern.
+  const abort = new AbortController()
+  t.teardown(() => abort.abort())
+  const legacySlow = fetch(`${base}/mcp`, { method: 'POST', headers: legacyHeaders({ accept: 'application/json' }), body: JSON.stringify(callBody(1, 'slow', { ms: 1500, steps: 1 })) })
+  const modernSlow = fetch(`${base}/mcp`, { method: 'POST', headers: modernHeaders('tools/call', 'slow', { accept: 'application/json' }), body: modernBody(2, 'tools/call', { name: 'slow', arguments: { ms: 60_000, steps: 1 } }), signal: abort.signal })
+  await pollUntil('both slow calls to start', () => started() >= 2)
+  for (const [id, era] of [['legacy-3', 'legacy'], [7, 'modern']] as const) {
+    const body = era === 'legacy' ? ping(id) : modernBody(id, 'ping')
+    const res = await fetch(`${base}/mcp`, { method: 'POST', headers: era === 'legacy' ? legacyHeaders() : modernHeaders('ping'), body })
+    t.equal(res.status, 503, `${era}: 503 past the cap`)
+    t.equal(res.headers.get('retry-after'), '5')
+    assertJsonRpcError(t, await res.text(), -32_603, id)
+  }
+  const batch = await fetch(`${base}/mcp`, { method: 'POST', headers: legacyHeaders(), body: `[${ping(1)}]` })
+  t.equal(batch.status, 503, 'a batch: 503, id-less')
+  assertJsonRpcError(t, await batch.text(), -32_603)
+  const garbage = await fetch(`${base}/mcp`, { method: 'POST', headers: legacyHeaders(), body: '{"id":' })
+  t.equal(garbage.status, 503, 'unreadable body: 503 too (the cap is checked first)')
+  assertJsonRpcError(t, await garbage.text(), -32_603)
+  // GET and DELETE are not POSTs in flight: they are answered as usual.
+  const get = await fetch(`${base}/mcp`, { headers: { accept: 'text/event-stream' } })
+  t.equal(get.status, 405)
+  await get.text()
+  // A client that goes away frees its slot (the modern call is cancelled by the disconnect).
+  abort.abort()
+  await modernSlow.catch(() => {})
+  await pollUntil('the aborted slot to free', async () => {
+    const res = await fetch(`${base}/mcp`, { method: 'POST', headers: legacyHeaders(), body: ping('after-abort') })
+    await res.text()
+    return res.status === 200
+  })
+  const legacyDone = await legacySlow
+  t.equal(legacyDone.status, 200)
+  await legacyDone.text()
+  // Both slots free again: two concurrent calls are served.
+  const both = await Promise.all([1, 2].map(async i => await fetch(`${base}/mcp`, { method: 'POST', headers: legacyHeaders(), body: ping(`free-${i}`) })))
+  t.same(both.map(r => r.status), [200, 200])
+  await Promise.all(both.map(async r => await r.text()))
+})
+
+/* ------------------------------------------------------------------ authentication */
+
+t.test('security/daemon-bearer-401', async t => {
+  const token = 'mcpx-test-token-0123456789abcdef'
+  const daemon = await startDaemon(t, { auth: { bearerTokens: [token] }, upstreams: fixtureUpstreams() })
+  const send = async (authorization?: string): Promise<Response> => await fetch(`${daemon.base}/mcp`, {
+    method: 'POST',
+    headers: legacyHeaders(authorization === undefined ? {} : { authorization }),
+    body: ping(1)
+  })
+  const missing = await send()
+  t.equal(missing.status, 401, 'no token: 401')
+  t.equal(missing.headers.get('www-authenticate'), 'Bearer')
+  assertJsonRpcError(t, await missing.text(), -32_600)
+  for (const wrong of ['Bearer nope', `Bearer ${token}x`, `Basic ${Buffer.from('a:b').toString('base64')}`, token]) {
+    const res = await send(wrong)
+    t.equal(res.status, 401, `${wrong.slice(0, 12)}…: 401`)
+    t.match(res.headers.get('www-authenticate'), /^Bearer/)
+    assertJsonRpcError(t, await res.text(), -32_600)
+  }
+  const right = await send(`Bearer ${token}`)
+  t.equal(right.status, 200, 'the right token: 200')
+  t.same(await right.json(), { jsonrpc: '2.0', id: 1, result: {} })
+  // A refused Origin is 403 before it is 401; health checks stay outside /mcp.
+  const origin = await fetch(`${daemon.base}/mcp`, { method: 'POST', headers: legacyHeaders({ origin: 'http://evil.example' }), body: ping(2) })
+  t.equal(origin.status, 403)
+  await origin.text()
+  t.equal((await fetch(`${daemon.base}/healthz`)).status, 200)
+})
+
+/** Starts `node dist/cli.js daemon --config <tmp>` with this exact config; killed at teardown. */
+function spawnDaemon (t: Test, config: Record<string, unknown>): { stderr: () => string, stdout: () => string, exited: Promise<number | string>, kill: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), 'mcpx-security-'))
+  const file = join(dir, 'mcpx.config.json')
+  writeFileSync(file, JSON.stringify(config))
+  const child = spawn(process.execPath, [CLI_PATH, 'daemon', '--config', file], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stderr = ''
+  let stdout = ''
+  child.stderr.setEncoding('utf8').on('data', (c: string) => { stderr += c })
+  child.stdout.setEncoding('utf8').on('data', (c: string) => { stdout += c })
+  const exited = new Promise<number | string>(resolve => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)))
+  const kill = (): void => { if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) process.kill(child.pid, 'SIGKILL') }
+  t.teardown(kill)
+  return { stderr: () => stderr, stdout: () => stdout, exited, kill }
+}
+
+t.test('security/non-loopback-without-auth-refuses-to-start', async t => {
+  const port = await freePort()
+  const daemon = spawnDaemon(t, { daemon: { address: `0.0.0.0:${port}` }, upstreams: fixtureUpstreams() })
+  const code = await Promise.race([daemon.exited, new Promise<string>(resolve => setTimeout(() => resolve('still running'), WAIT_MS).unref())])
+  t.not(code, 0, 'exit code non-zero')
+  t.not(code, 'still running', 'it exited')
+  t.match(daemon.stderr(), /auth\.allowUnauthenticated/, 'the message names auth.allowUnauthenticated')
+  t.match(daemon.stderr(), /auth\.bearerTokens/, 'and auth.bearerTokens')
+  t.notMatch(daemon.stdout(), /mcpx daemon ready/, 'never ready')
+})
+
+t.test('security/non-loopback-with-allow-unauthenticated-starts', async t => {
+  const port = await freePort()
+  const daemon = spawnDaemon(t, { daemon: { address: `0.0.0.0:${port}` }, auth: { allowUnauthenticated: true }, upstreams: fixtureUpstreams() })
+  await pollUntil('the daemon to be ready', () => {
+    if (/mcpx daemon ready/.test(daemon.stdout())) return true
+    if (/refusing/.test(daemon.stderr())) throw new Error(daemon.stderr())
+    return false
+  }, WAIT_MS)
+  const res = await fetch(`http://127.0.0.1:${port}/mcp`, { method: 'POST', headers: legacyHeaders(), body: ping(1) })
+  t.equal(res.status, 200, 'served (requests go to 127.0.0.1 only)')
+  t.same(await res.json(), { jsonrpc: '2.0', id: 1, result: {} })
+  daemon.kill()
+  await daemon.exited
+})
