@@ -95,7 +95,14 @@ export const CONFIG_SCHEMA = {
               env: { type: 'object', additionalProperties: { type: 'string' } },
               cwd: { type: 'string' },
               prefix: { type: 'string' },
-              timeout: DURATION
+              timeout: DURATION,
+              legacyConnection: {
+                type: 'boolean',
+                description: 'default false. true: legacy-era calls (tools/call, prompts/get, resources/read, completion/complete) of a ' +
+                  'dual-era upstream that negotiated 2026-07-28 go over a second, legacy-initialized connection, i.e. a SECOND CHILD ' +
+                  'PROCESS with its own state (a tool added or a counter bumped there is not seen by the first). false: over the one ' +
+                  'connection; mcpx turns the upstream\'s input_required into questions and asks it for log lines per request'
+              }
             }
           },
           {
@@ -106,7 +113,13 @@ export const CONFIG_SCHEMA = {
               url: { type: 'string', pattern: '^https?://' },
               headers: { type: 'object', additionalProperties: { type: 'string' } },
               prefix: { type: 'string' },
-              timeout: DURATION
+              timeout: DURATION,
+              legacyConnection: {
+                type: 'boolean',
+                description: 'default true. Legacy-era calls of a dual-era upstream that negotiated 2026-07-28 go over a second client ' +
+                  'on the same URL, opened with a legacy initialize (one server behind both: state is shared), so the upstream can ask ' +
+                  'legacy clients questions and send them log lines in its legacy way. false: over the one connection, as for stdio'
+              }
             }
           }
         ]

@@ -80,7 +80,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
         logger: options.logger,
         defaultTimeoutMs: options.defaultTimeoutMs,
         events: {
-          catalogueChanged: kind => this.rebuild(kind),
+          catalogueChanged: (kind, announced) => this.rebuild(kind, announced),
           resourceUpdated: uri => this.emit('resource_updated', uri),
           stateChanged: status => this.emit('upstream_state', status)
         }
@@ -204,8 +204,13 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     this.options.logger.warn(fields, message)
   }
 
-  /** Rebuilds the merged lists of `kind` from every ready upstream; emits 'list_changed' when they changed. */
-  private rebuild (kind: ListKind): void {
+  /**
+   * Rebuilds the merged lists of `kind` from every ready upstream; emits 'list_changed' when they
+   * changed, and whenever an upstream announced a change (`announced`: its list_changed, re-listed),
+   * even if the merged list is the same: the upstream said it changed, mcpx relays (clients may
+   * re-read for reasons mcpx cannot see, and the SEP-2575 suite expects the relay).
+   */
+  private rebuild (kind: ListKind, announced = false): void {
     if (kind === 'tools' || kind === 'prompts') {
       const routes = new Map<string, Route>()
       const merged: JsonObject[] = []
@@ -229,7 +234,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
       }
       const before = kind === 'tools' ? this.tools_ : this.prompts_
       if (kind === 'tools') { this.tools_ = merged; this.toolRoutes = routes } else { this.prompts_ = merged; this.promptRoutes = routes }
-      if (JSON.stringify(before) !== JSON.stringify(merged)) this.emit('list_changed', kind)
+      if (announced || JSON.stringify(before) !== JSON.stringify(merged)) this.emit('list_changed', kind)
       return
     }
     const resourceRoutes = new Map<string, Upstream>()
@@ -271,7 +276,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     this.templates_ = templates
     this.resourceRoutes = resourceRoutes
     this.templateRoutes = templateRoutes
-    if (before !== JSON.stringify([resources, templates])) this.emit('list_changed', 'resources')
+    if (announced || before !== JSON.stringify([resources, templates])) this.emit('list_changed', 'resources')
   }
 }
 

@@ -52,8 +52,9 @@ export interface UpstreamCallOptions {
   /**
    * The era of the downstream client this call serves. A dual-era upstream serves server→client
    * questions and log notifications only in a legacy session (its SDK pins the era per
-   * connection), so a `'legacy'` call uses the upstream's legacy connection when it has one.
-   * Default: the upstream's primary (negotiated) connection.
+   * connection), so a `'legacy'` call uses the upstream's legacy connection when it has one
+   * (config `legacyConnection`: default for HTTP upstreams, opt-in for stdio ones). Otherwise,
+   * and by default, the upstream's primary (negotiated) connection.
    */
   era?: Era
 }
@@ -71,8 +72,18 @@ export class UpstreamRpcError extends Error {
 
 /** One upstream as configured. */
 export type UpstreamConfig =
-  | { command: string, args?: string[], env?: Record<string, string>, cwd?: string, prefix?: string, timeout?: number }
-  | { url: string, headers?: Record<string, string>, prefix?: string, timeout?: number }
+  | { command: string, args?: string[], env?: Record<string, string>, cwd?: string, prefix?: string, timeout?: number, legacyConnection?: boolean }
+  | { url: string, headers?: Record<string, string>, prefix?: string, timeout?: number, legacyConnection?: boolean }
+
+/**
+ * Whether a dual-era upstream gets its second, legacy connection for legacy-era calls
+ * (`legacyConnection` in the config; see lib/upstreams/upstream.ts): as configured, else true for
+ * an HTTP upstream (one server process behind both connections) and false for a stdio upstream
+ * (a second child process would not share the first one's state).
+ */
+export function wantsLegacyConnection (config: UpstreamConfig): boolean {
+  return config.legacyConnection ?? !('command' in config)
+}
 
 /** What `status()` reports per upstream, for /readyz and logs. */
 export interface UpstreamStatus {
@@ -95,8 +106,9 @@ export interface UpstreamStatus {
   pids?: number[]
   /**
    * The second, legacy-era connection of a dual-era upstream (see UpstreamCallOptions.era),
-   * opened on the first legacy-era call. Absent until then, and for an upstream that negotiated a
-   * legacy revision (one connection serves every call). `'unavailable'`: the upstream refused a
+   * opened on the first legacy-era call. Absent until then, when the config's `legacyConnection`
+   * is false (the default for stdio upstreams), and for an upstream that negotiated a legacy
+   * revision (one connection serves every call). `'unavailable'`: the upstream refused a
    * legacy `initialize` (modern-only), so legacy-era calls use the primary connection.
    */
   legacy?: UpstreamLegacyStatus
@@ -119,7 +131,8 @@ export interface UpstreamLegacyStatus {
  * The merged catalogue of every upstream, with names prefixed, and the router for calls.
  *
  * Events (EventEmitter):
- * - `'list_changed'` (kind: 'tools' | 'prompts' | 'resources'): the merged list changed.
+ * - `'list_changed'` (kind: 'tools' | 'prompts' | 'resources'): the merged list changed, or an
+ *   upstream announced a change of that list (relayed even when the merged list came out the same).
  * - `'resource_updated'` (uri: string): an upstream sent `notifications/resources/updated`
  *   for a URI (downstream form, i.e. as mcpx lists it).
  * - `'upstream_state'` (status: UpstreamStatus): an upstream came up, went down or restarted.

@@ -38,20 +38,30 @@
  *   `onprogress` can lose the last notification before a response).
  * - Timeouts (per call, ours), restart with backoff, failing in-flight calls at once when the
  *   connection drops, child stderr → logger, and kill/reap on close (SIGTERM, SIGKILL after 2 s).
- * - A second, legacy connection for a dual-era upstream that negotiated a modern revision. The
- *   server SDK pins the era per connection, and only a legacy session lets a tool send
- *   server→client requests (elicitation, sampling, roots) or `notifications/message`; on a modern
- *   one such a tool fails ("Server-to-client requests are not available on protocol revision
- *   2026-07-28") or its logs vanish. So `tools/call`, `prompts/get`, `resources/read` and
+ * - A second, legacy connection for a dual-era upstream that negotiated a modern revision, when the
+ *   config's `legacyConnection` allows it. The server SDK pins the era per connection, and only a
+ *   legacy session lets a tool send server→client requests (elicitation, sampling, roots) the
+ *   legacy way, or `notifications/message` without a per-request level; on a modern one a tool
+ *   written with `elicitInput()` fails ("Server-to-client requests are not available on protocol
+ *   revision 2026-07-28"). With it, `tools/call`, `prompts/get`, `resources/read` and
  *   `completion/complete` with `era: 'legacy'` go over a connection opened with a plain legacy
  *   `initialize` (`prior: { kind: 'legacy' }`): a second child (same command, args, env, cwd) or a
  *   second client on the same URL. It is opened lazily on the first legacy call, kept, restarted
  *   with the same backoff if it dies, and killed on close. It carries no catalogue: lists,
  *   list_changed and subscriptions stay on the primary connection. An upstream that refuses a
- *   legacy `initialize` (modern-only) is remembered as such; its legacy calls use the primary
- *   connection, where the dispatcher's MRTR bridge turns `input_required` into questions.
- *   Caveat: two children of a stdio server are two processes, so in-process state (a counter, a
- *   tool added at runtime) is not shared between the eras' connections.
+ *   legacy `initialize` (modern-only) is remembered as such; its legacy calls use the primary.
+ *   The trade-off, and so the default (`wantsLegacyConnection`, types.ts):
+ *   - HTTP (default on): one server process behind both clients, so its state is shared; the cost
+ *     is one more session on the upstream.
+ *   - stdio (default off): the second connection is a second PROCESS with its own memory. A stateful
+ *     server diverges: a tool added by a legacy-era call never shows in the catalogue (the primary
+ *     child's), a counter bumped there is not the primary's. Without it, legacy-era calls use the
+ *     primary connection in whatever era it negotiated: a modern upstream's `input_required` reaches
+ *     the dispatcher, whose MRTR bridge asks the legacy client real questions, and the dispatcher
+ *     sends `_meta["io.modelcontextprotocol/logLevel"]` on legacy-era calls so the upstream's log
+ *     lines come (routed to the call's `onNotification` like on any connection). Lost that way:
+ *     only what a tool can do solely in a legacy session (`elicitInput()`/`createMessage()` called
+ *     directly, logs sent without the request's level); era-neutral (MRTR) tools lose nothing.
  * - Request-scoped notifications (`notifications/message`) go to the `onNotification` of an
  *   in-flight call on the connection they came from, chosen like questions (see answerQuestion).
  *
@@ -69,7 +79,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio'
 import type { Logger } from '../log.js'
 import { INTERNAL_ERROR, METHOD_NOT_FOUND, UPSTREAM_ERROR, isObject } from '../jsonrpc.js'
 import type { Era, Revision } from '../revisions.js'
-import { UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamConfig, type UpstreamStatus } from './types.js'
+import { UpstreamRpcError, wantsLegacyConnection, type JsonObject, type UpstreamCallOptions, type UpstreamConfig, type UpstreamStatus } from './types.js'
 
 /** First restart delay (ms); doubles per failed attempt. */
 export const RESTART_INITIAL_DELAY_MS = 100
@@ -106,8 +116,11 @@ export interface UpstreamCatalogue {
 
 /** Callbacks the registry gives each upstream. None may throw. */
 export interface UpstreamEvents {
-  /** The upstream's catalogue changed for `kind` (after a re-list, or when it came up or went down). */
-  catalogueChanged: (kind: ListKind) => void
+  /**
+   * The upstream's catalogue changed for `kind`: `announced` true after a re-list the upstream asked
+   * for (its list_changed, whether or not the list differs), false when it came up or went down.
+   */
+  catalogueChanged: (kind: ListKind, announced: boolean) => void
   /** The upstream sent `notifications/resources/updated` for `uri` (upstream form = downstream form). */
   resourceUpdated: (uri: string) => void
   /** State changed (connecting, ready, down, closed). */
@@ -341,6 +354,8 @@ export class Upstream {
   private stableTimer: NodeJS.Timeout | undefined
   private closing = false
   private forceLegacy = false
+  /** Config `legacyConnection` (default: HTTP yes, stdio no): whether legacy-era calls may open the second connection. */
+  private readonly legacyConnectionEnabled: boolean
   private progressTokens = 0
   private readonly setupTimeoutMs: number
   private readonly inflight = new Set<InFlight>()
@@ -354,6 +369,7 @@ export class Upstream {
     this.kind = 'command' in config ? 'stdio' : 'http'
     this.timeoutMs = config.timeout ?? options.defaultTimeoutMs
     this.setupTimeoutMs = Math.max(this.timeoutMs, SETUP_TIMEOUT_MS)
+    this.legacyConnectionEnabled = wantsLegacyConnection(config)
   }
 
   /** Connects once; resolves when that attempt ended (ready or down, retrying). Never rejects. */
@@ -492,7 +508,7 @@ export class Upstream {
       throw new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.name} is ${this.state}${this.lastError === undefined ? '' : `: ${this.lastError}`}`)
     }
     let connection = primary
-    if (options.era === 'legacy' && primary.era === 'modern' && LEGACY_ROUTED_METHODS.has(method)) {
+    if (options.era === 'legacy' && primary.era === 'modern' && this.legacyConnectionEnabled && LEGACY_ROUTED_METHODS.has(method)) {
       connection = await this.legacyConnection(method, options.signal) ?? primary
     }
     return await this.callOn(connection, method, params, options, send)
@@ -752,7 +768,7 @@ export class Upstream {
     this.lastError = undefined
     this.setState('ready')
     this.options.logger.info({ upstream: this.name, era: connection.era, revision, pid: this.status().pid }, 'upstream ready')
-    for (const kind of ['tools', 'prompts', 'resources'] as const) this.options.events.catalogueChanged(kind)
+    for (const kind of ['tools', 'prompts', 'resources'] as const) this.options.events.catalogueChanged(kind, false)
     clearTimeout(this.stableTimer)
     this.stableTimer = setTimeout(() => { this.failures = 0 }, RESTART_RESET_AFTER_MS).unref()
     await this.restoreSubscriptions(connection)
@@ -767,7 +783,7 @@ export class Upstream {
     this.options.logger.warn({ upstream: this.name }, reason)
     const wasReady = this.state === 'ready'
     this.onDown(reason)
-    if (wasReady) for (const kind of ['tools', 'prompts', 'resources'] as const) this.options.events.catalogueChanged(kind)
+    if (wasReady) for (const kind of ['tools', 'prompts', 'resources'] as const) this.options.events.catalogueChanged(kind, false)
     void this.dispose(connection)
   }
 
@@ -940,7 +956,7 @@ export class Upstream {
         ])
         if (this.connection === connection) this.catalogue = { ...this.catalogue, resources, resourceTemplates }
       }
-      if (this.connection === connection) this.options.events.catalogueChanged(kind)
+      if (this.connection === connection) this.options.events.catalogueChanged(kind, true)
     }
     work().catch(error => this.options.logger.warn({ upstream: this.name, err: error, kind }, 'upstream re-list failed'))
   }

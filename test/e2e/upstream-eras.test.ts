@@ -1,9 +1,12 @@
 /**
  * The upstream layer's second, legacy connection (lib/upstreams/upstream.ts; DIGEST §6a dual-era):
  * a dual-era upstream negotiates 2026-07-28 with mcpx, and only a legacy session lets its tools
- * ask questions or send log lines, so a call with `era: 'legacy'` goes over a second connection
- * opened with a plain `initialize`. Real child processes (our fixture) and a real HTTP fixture;
- * every wait is on an event (a log line, a process exit), never a sleep.
+ * ask questions or send log lines the legacy way, so with `legacyConnection` (default for HTTP
+ * upstreams, opt-in for stdio ones) a call with `era: 'legacy'` goes over a second connection
+ * opened with a plain `initialize`. Without it (the stdio default: one child, one state), legacy-era
+ * calls use the primary connection, and questions reach legacy clients through the dispatcher's
+ * MRTR bridge. Real child processes (our fixture) and a real HTTP fixture; every wait is on an
+ * event (a log line, a process exit, a registry event), never a sleep.
  */
 import t, { type Test } from 'tap'
 import { spawn } from 'node:child_process'
@@ -11,6 +14,9 @@ import { EventEmitter, once } from 'node:events'
 import { Writable } from 'node:stream'
 import { pino } from 'pino'
 import { createRegistry } from '../../lib/upstreams/registry.js'
+import { Dispatcher } from '../../lib/dispatch.js'
+import type { DispatchContext } from '../../lib/dispatch-types.js'
+import type { JsonRpcNotification, JsonRpcRequest } from '../../lib/jsonrpc.js'
 import type { JsonObject, UpstreamConfig, UpstreamQuestion, UpstreamRegistry } from '../../lib/upstreams/types.js'
 import { UPSTREAM_ERROR } from '../../lib/jsonrpc.js'
 import { fixtureCommand } from '../helpers/fixture.js'
@@ -53,6 +59,8 @@ async function startRegistry (t: Test, upstreams: Record<string, UpstreamConfig>
   return { registry, lines, waitFor }
 }
 
+/** The fixture over stdio with the second connection turned on (`legacyConnection: true`; stdio's default is off). */
+const withLegacyConnection = (...flags: string[]): UpstreamConfig => ({ ...fixtureCommand(...flags), legacyConnection: true })
 const noSignal = (): { signal: AbortSignal } => ({ signal: new AbortController().signal })
 const legacyCall = (extra: object = {}): { signal: AbortSignal, era: 'legacy' } => ({ ...noSignal(), era: 'legacy', ...extra })
 const textOf = (result: JsonObject): string => ((result.content as Array<{ text: string }>)[0]).text
@@ -60,7 +68,7 @@ const answerAda = async (): Promise<JsonObject> => ({ action: 'accept', content:
 const isGone = (pid: number): boolean => { try { process.kill(pid, 0); return false } catch (error) { return (error as { code?: string }).code === 'ESRCH' } }
 
 t.test('upstream/legacy-era-question-reaches-onQuestion (dual)', async t => {
-  const { registry } = await startRegistry(t, { fixture: fixtureCommand() })
+  const { registry } = await startRegistry(t, { fixture: withLegacyConnection() })
   t.match(registry.status(), [{ state: 'ready', era: 'modern', revision: '2026-07-28' }])
 
   const asked: UpstreamQuestion[] = []
@@ -89,7 +97,7 @@ t.test('upstream/legacy-era-question-reaches-onQuestion (dual)', async t => {
 })
 
 t.test('upstream/legacy-era-log-notifications', async t => {
-  const { registry } = await startRegistry(t, { fixture: fixtureCommand() })
+  const { registry } = await startRegistry(t, { fixture: withLegacyConnection() })
   const seen: Array<{ method: string, params?: JsonObject }> = []
   const result = await registry.callTool('log', {}, legacyCall({ onNotification: (n: { method: string, params?: JsonObject }) => seen.push(n) }))
   t.equal(textOf(result), 'logged 2')
@@ -108,7 +116,7 @@ t.test('upstream/legacy-era-log-notifications', async t => {
 })
 
 t.test('upstream/legacy-connection-lazy-and-reaped', async t => {
-  const capture = await startRegistry(t, { fixture: fixtureCommand() })
+  const capture = await startRegistry(t, { fixture: withLegacyConnection() })
   const registry = capture.registry
   const before = registry.status()[0]
   t.equal(before.pids?.length, 1, 'one child before any legacy call')
@@ -134,7 +142,7 @@ t.test('upstream/legacy-connection-lazy-and-reaped', async t => {
 })
 
 t.test('upstream/legacy-child-killed-mid-call', async t => {
-  const { registry, waitFor } = await startRegistry(t, { fixture: fixtureCommand() })
+  const { registry, waitFor } = await startRegistry(t, { fixture: withLegacyConnection() })
   await registry.callTool('echo', { text: 'open' }, legacyCall())
   const { pid: primaryPid, legacy } = registry.status()[0]
   const legacyPid = legacy?.pid
@@ -159,7 +167,7 @@ t.test('upstream/legacy-child-killed-mid-call', async t => {
 })
 
 t.test('upstream/legacy-child-announces-its-resource-updates', async t => {
-  const { registry } = await startRegistry(t, { fixture: fixtureCommand() })
+  const { registry } = await startRegistry(t, { fixture: withLegacyConnection() })
   await registry.subscribe('fixture://counter')
   const updated = once(registry, 'resource_updated')
   t.equal(textOf(await registry.callTool('bump', {}, legacyCall())), 'counter 1', 'bumped in the legacy child (opened now, subscribed before ready)')
@@ -170,7 +178,7 @@ t.test('upstream/legacy-child-announces-its-resource-updates', async t => {
 })
 
 t.test('upstream/legacy-era-falls-back-modern-only', async t => {
-  const { registry, lines } = await startRegistry(t, { fixture: fixtureCommand('--era', 'modern') })
+  const { registry, lines } = await startRegistry(t, { fixture: withLegacyConnection('--era', 'modern') })
   const result = await registry.callTool('elicit', {}, legacyCall({ onQuestion: answerAda }))
   t.match(result, { resultType: 'input_required', inputRequests: { who: { method: 'elicitation/create' } } },
     'over the primary: input_required, for the dispatcher\'s MRTR bridge')
@@ -182,7 +190,7 @@ t.test('upstream/legacy-era-falls-back-modern-only', async t => {
 })
 
 t.test('upstream/legacy-upstream-one-connection', async t => {
-  const { registry } = await startRegistry(t, { fixture: fixtureCommand('--era', 'legacy') })
+  const { registry } = await startRegistry(t, { fixture: withLegacyConnection('--era', 'legacy') })
   const asked: UpstreamQuestion[] = []
   const result = await registry.callTool('elicit', {}, legacyCall({ onQuestion: async (q: UpstreamQuestion) => { asked.push(q); return await answerAda() } }))
   t.equal(asked.length, 1)
@@ -214,7 +222,104 @@ t.test('upstream/legacy-connection-http', async t => {
   const { registry } = await startRegistry(t, { remote: { url } })
   t.match(await registry.callTool('echo', { text: 'legacy over http' }, legacyCall()), { content: [{ text: 'legacy over http' }] })
   const [status] = registry.status()
-  t.match(status, { era: 'modern', legacy: { state: 'ready' } }, 'a second client on the same URL')
+  t.match(status, { era: 'modern', legacy: { state: 'ready' } }, 'a second client on the same URL, by default for an HTTP upstream')
   t.equal(status.pid, undefined)
   t.equal(status.legacy?.pid, undefined)
+
+  const off = await startRegistry(t, { remote: { url, legacyConnection: false } })
+  t.match(await off.registry.callTool('echo', { text: 'x' }, legacyCall()), { content: [{ text: 'x' }], resultType: 'complete' }, 'legacyConnection: false → over the modern primary')
+  t.equal(off.registry.status()[0].legacy, undefined, 'no second client')
+})
+
+t.test('upstream/stdio-default-one-child-one-state', async t => {
+  const { registry } = await startRegistry(t, { fixture: fixtureCommand() })
+  const before = registry.status()[0]
+  t.match(before, { state: 'ready', era: 'modern' })
+
+  const asked: UpstreamQuestion[] = []
+  const elicit = await registry.callTool('elicit', {}, legacyCall({ onQuestion: async (q: UpstreamQuestion) => { asked.push(q); return await answerAda() } }))
+  t.match(elicit, { resultType: 'input_required', inputRequests: { who: { method: 'elicitation/create' } } },
+    'a legacy-era call over the modern primary: input_required, raw, for the dispatcher\'s MRTR bridge')
+  t.same(asked, [], 'no server→client request on a modern connection')
+  t.equal(textOf(await registry.callTool('echo', { text: 'legacy' }, legacyCall())), 'legacy')
+
+  // State a legacy-era call changes is the state the catalogue and every other call see.
+  const changed = new Promise<void>(resolve => {
+    const onChange = (kind: string): void => {
+      if (kind !== 'tools' || registry.findTool('late') === undefined) return
+      registry.off('list_changed', onChange)
+      resolve()
+    }
+    registry.on('list_changed', onChange)
+  })
+  t.equal(textOf(await registry.callTool('add_tool', { name: 'late' }, legacyCall())), 'added late')
+  await changed
+  t.equal(textOf(await registry.callTool('late', {}, legacyCall())), 'I am late', 'the tool a legacy-era call added is listed and callable')
+  t.equal(textOf(await registry.callTool('bump', {}, legacyCall())), 'counter 1')
+  t.match(await registry.readResource('fixture://counter', noSignal()), { contents: [{ text: '1' }] }, 'a modern-era read sees the legacy-era bump')
+
+  const after = registry.status()[0]
+  t.equal(after.pids?.length, 1, 'still one child after legacy-era calls')
+  t.equal(after.pid, before.pid)
+  t.equal(after.legacy, undefined, 'no legacy connection')
+})
+
+t.test('upstream/legacy-era-log-over-modern-primary', async t => {
+  const { registry } = await startRegistry(t, { fixture: fixtureCommand() })
+  const seen: Array<{ method: string, params?: JsonObject }> = []
+  const result = await registry.callTool('log', {}, legacyCall({
+    meta: { 'io.modelcontextprotocol/logLevel': 'debug' },
+    onNotification: (n: { method: string, params?: JsonObject }) => seen.push(n)
+  }))
+  t.equal(textOf(result), 'logged 2')
+  t.same(seen, [
+    { method: 'notifications/message', params: { level: 'info', data: 'log tool started', logger: 'echo-upstream' } },
+    { method: 'notifications/message', params: { level: 'debug', data: { step: 2 }, logger: 'echo-upstream' } }
+  ], 'with _meta logLevel debug: both lines, routed to the call\'s onNotification on the primary connection')
+  const quiet: unknown[] = []
+  await registry.callTool('log', {}, legacyCall({ onNotification: (n: unknown) => quiet.push(n) }))
+  t.same(quiet, [], 'without a logLevel a modern upstream sends none')
+  t.equal(registry.status()[0].pids?.length, 1)
+})
+
+t.test('upstream/legacy-client-questions-through-mrtr-bridge (dispatcher)', async t => {
+  const { registry } = await startRegistry(t, { fixture: fixtureCommand() })
+  const dispatcher = new Dispatcher({ registry, serverInfo: { name: 'mcpx', version: '0.0.0' }, logger: pino({ level: 'silent' }) })
+  t.teardown(() => dispatcher.close())
+  const asked: UpstreamQuestion[] = []
+  const notified: JsonRpcNotification[] = []
+  const ctx = (): DispatchContext => ({
+    era: 'legacy',
+    revision: '2025-06-18',
+    clientCapabilities: { elicitation: {}, sampling: {} },
+    signal: new AbortController().signal,
+    notify: n => notified.push(n),
+    ask: async question => {
+      asked.push(question)
+      if (question.method === 'sampling/createMessage') return { role: 'assistant', content: { type: 'text', text: 'hi there' }, model: 'test-model' }
+      return await answerAda()
+    }
+  })
+  const call = (id: number, name: string): JsonRpcRequest => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: {} } })
+
+  const elicited = await dispatcher.handle(call(1, 'elicit'), ctx())
+  t.match(asked, [{ method: 'elicitation/create', params: { message: 'Who are you?' } }], 'the legacy client was asked a real question')
+  const elicitResult = (elicited as { result: JsonObject }).result
+  t.same(JSON.parse(textOf(elicitResult)), { action: 'accept', content: { name: 'Ada' } }, 'its answer reached the tool (MRTR retry)')
+  t.equal(elicitResult.resultType, undefined, 'a legacy result')
+
+  const sampled = await dispatcher.handle(call(2, 'sample'), ctx())
+  t.equal(textOf((sampled as { result: JsonObject }).result), 'hi there', 'sampling too')
+  t.equal(asked.length, 2)
+
+  const logged = await dispatcher.handle(call(3, 'log'), ctx())
+  t.equal(textOf((logged as { result: JsonObject }).result), 'logged 2')
+  t.match(notified.filter(n => n.method === 'notifications/message'), [
+    { method: 'notifications/message', params: { level: 'info', data: 'log tool started' } },
+    { method: 'notifications/message', params: { level: 'debug', data: { step: 2 } } }
+  ], 'the dispatcher asks a modern upstream for every level on a legacy-era call')
+
+  const [status] = registry.status()
+  t.equal(status.pids?.length, 1, 'one child throughout')
+  t.equal(status.legacy, undefined)
 })

@@ -1,11 +1,14 @@
 /**
  * Unit tests of lib/upstreams/registry: template matching, prefixes and routing errors that need
- * no upstream process (nothing is spawned before start()).
+ * no upstream process (nothing is spawned before start()); the `legacyConnection` config key; and
+ * one test with a real upstream (the conformance fixture over stdio) for list_changed relaying.
  */
 import t from 'tap'
+import { fileURLToPath } from 'node:url'
 import { compileUriTemplate, createRegistry, PREFIX_SEPARATOR } from '../../lib/upstreams/registry.js'
-import { UpstreamRpcError } from '../../lib/upstreams/types.js'
+import { UpstreamRpcError, wantsLegacyConnection } from '../../lib/upstreams/types.js'
 import { INVALID_PARAMS, RESOURCE_NOT_FOUND } from '../../lib/jsonrpc.js'
+import { loadConfig } from '../../lib/config.js'
 
 const silent = { debug () {}, info () {}, warn () {}, error () {} }
 const signal = new AbortController().signal
@@ -40,4 +43,33 @@ t.test('registry/unknown-names-and-uris-are-errors', async t => {
   t.match(registry.status(), [{ name: 'a', state: 'connecting', restarts: 0 }])
   await registry.close()
   t.match(registry.status(), [{ name: 'a', state: 'closed' }])
+})
+
+t.test('registry/legacy-connection-config', async t => {
+  const config = loadConfig({
+    upstreams: {
+      local: { command: 'node' },
+      localOn: { command: 'node', legacyConnection: true },
+      remote: { url: 'http://127.0.0.1:1/mcp' },
+      remoteOff: { url: 'http://127.0.0.1:1/mcp', legacyConnection: false }
+    }
+  })
+  t.same(Object.fromEntries(Object.entries(config.upstreams).map(([name, upstream]) => [name, wantsLegacyConnection(upstream)])),
+    { local: false, localOn: true, remote: true, remoteOff: false }, 'default: stdio off, HTTP on; an explicit value wins')
+  t.equal(config.upstreams.local.legacyConnection, undefined, 'no default written into the config (it depends on the shape)')
+  t.throws(() => loadConfig({ upstreams: { x: { command: 'node', legacyConnection: 'yes' } } }), { code: 'MCPX_ERR_CONFIG' })
+})
+
+t.test('registry/relays-announced-list-changed-even-when-unchanged', async t => {
+  const fixture = fileURLToPath(new URL('../fixtures/conformance-upstream.js', import.meta.url))
+  const registry = createRegistry({ conformance: { command: process.execPath, args: [fixture] } }, { logger: silent as never, defaultTimeoutMs: 10_000 })
+  t.teardown(async () => { await registry.close() })
+  await registry.start()
+  t.match(registry.status(), [{ state: 'ready' }])
+  const before = JSON.stringify(registry.tools())
+  const changed = new Promise<string>(resolve => registry.once('list_changed', resolve))
+  // The tool sends notifications/tools/list_changed without changing its tools.
+  await registry.callTool('test_trigger_tool_change', {}, { signal })
+  t.equal(await changed, 'tools', 'list_changed relayed after the re-list')
+  t.equal(JSON.stringify(registry.tools()), before, 'though the merged list is the same')
 })
