@@ -299,6 +299,9 @@ export class Dispatcher {
     }
     const parked = new ParkedCall(request.method, name)
     const options = this.callOptions(request, ctx)
+    // A first call may carry inputResponses (a server that sends no requestState gets none back,
+    // mrtr.mdx): the upstream reads them, and ignores what it does not recognise.
+    if (params.inputResponses !== undefined) options.extraParams = { inputResponses }
     const leg = { onProgress: options.onProgress }
     options.signal = parked.controller.signal
     // Progress goes to whichever leg (original request or retry) is waiting now.
