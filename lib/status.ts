@@ -72,6 +72,10 @@ export const REFUSAL_STATUS = Object.freeze({
   /** Past transport.maxConcurrentRequests (daemon-wide POSTs in flight): the server is busy, not the client at fault. */
   tooManyConcurrentRequests: 503,
   tooManyRequests: 429,
+  /** A method /mcp does not serve (PUT, PATCH, …), with Allow. */
+  methodNotAllowed: 405,
+  /** A path under /mcp that is not /mcp itself. */
+  notFound: 404,
   unauthorized: 401,
   forbiddenOrigin: 403
 })

@@ -30,6 +30,10 @@ export interface McpRoutesOptions {
   maxConcurrentRequests: number
 }
 
+/** Methods /mcp answers (HEAD is Fastify's automatic twin of GET); any other is 405. */
+const MCP_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'DELETE', 'OPTIONS'])
+const MCP_ALLOW = 'GET, POST, DELETE, OPTIONS'
+
 /** The id of a parsed single-message body, when it has a usable one (for the 503's `id`). Never throws. */
 function requestIdOf (body: unknown): RequestId | undefined {
   const parsed = body as Parsed | undefined
@@ -49,6 +53,20 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
   fastify.removeAllContentTypeParsers()
   fastify.addContentTypeParser(['application/json'], { parseAs: 'buffer', bodyLimit: opts.maxBodyBytes }, function parseJsonRpc (_request, body, done) {
     done(null, parseBody(body as Buffer))
+  })
+  // Fuzz finding (test/e2e/fuzz.test.ts, seed 1835233400): PUT/PATCH /mcp and unknown paths under
+  // /mcp fell through to the host's not-found handler and error handler, so they were answered with
+  // Fastify's own `{"message":"Route PUT:/mcp not found",…}` / `{"code":"FST_ERR_CTP_…"}` bodies.
+  // This scope's not-found handler keeps them here (with this scope's hooks, parser and error
+  // handler); other methods are refused 405 before any body is read.
+  const methodNotAllowed = encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Method Not Allowed: /mcp takes GET, POST, DELETE and OPTIONS'))
+  const notFound = encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Not Found: MCP is served at /mcp'))
+  fastify.addHook('onRequest', async function checkMethod (request, reply) {
+    if (MCP_METHODS.has(request.method)) return
+    return reply.code(REFUSAL_STATUS.methodNotAllowed).header('allow', MCP_ALLOW).type('application/json').send(methodNotAllowed)
+  })
+  fastify.setNotFoundHandler(async function mcpNotFound (_request, reply) {
+    return await reply.code(REFUSAL_STATUS.notFound).type('application/json').send(notFound)
   })
   const notAcceptable = encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Not Acceptable: Accept must admit application/json or text/event-stream'))
   fastify.addHook('onRequest', async function checkAccept (request, reply) {

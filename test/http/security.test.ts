@@ -218,6 +218,28 @@ function assertJsonRpcError (t: Test, body: string, code: number, id?: number | 
   else t.equal(json.id, id, 'id echoed')
 }
 
+t.test('security/other-methods-and-paths-json-rpc', async t => {
+  // Found by test/e2e/fuzz.test.ts (seed 1835233400): these fell through to Fastify's own
+  // not-found and error handlers, whose bodies are not JSON-RPC.
+  const app = await build(t)
+  for (const method of ['PUT', 'PATCH'] as const) {
+    for (const headers of [legacyHeaders(), { ...legacyHeaders(), 'content-type': '' }, { ...legacyHeaders(), 'content-type': 'text/plain' }, modernHeaders('ping')]) {
+      const res = await app.inject({ method, url: '/mcp', headers, payload: ping(1) })
+      t.equal(res.statusCode, 405, `${method} /mcp (content-type ${JSON.stringify(headers['content-type'])}): 405`)
+      t.equal(res.headers.allow, 'GET, POST, DELETE, OPTIONS')
+      assertJsonRpcError(t, res.body, -32_600)
+    }
+  }
+  for (const [method, url] of [['GET', '/mcp/extra'], ['POST', '/mcp/extra'], ['DELETE', '/mcp/a/b']] as const) {
+    const res = await app.inject({ method, url, headers: legacyHeaders(), ...(method === 'POST' ? { payload: ping(1) } : {}) })
+    t.equal(res.statusCode, 404, `${method} ${url}: 404`)
+    assertJsonRpcError(t, res.body, -32_600)
+  }
+  const refused = await app.inject({ method: 'PUT', url: '/mcp', headers: { ...legacyHeaders(), origin: 'http://evil.example' }, payload: ping(1) })
+  t.equal(refused.statusCode, 403, 'the Origin policy still comes first')
+  t.equal(refused.body, FORBIDDEN)
+})
+
 t.test('security/body-too-large-413', async t => {
   const { app, base } = await listen(t, { transport: { maxBodyBytes: 1024 } })
   const big = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad: 'x'.repeat(2048) } })
