@@ -30,5 +30,18 @@ export interface DispatchContext {
    */
   ask?: (question: UpstreamQuestion, signal: AbortSignal) => Promise<JsonObject>
   /** Legacy only: resource subscriptions of this connection/session (resources/subscribe adds, unsubscribe removes). */
-  subscriptions?: Set<string>
+  subscriptions?: SubscriptionSet
+}
+
+/**
+ * What `resources/subscribe` and `resources/unsubscribe` act on. `has` is true when the
+ * dispatcher must not subscribe upstream again for this connection/session here; `delete`
+ * resolves true when the dispatcher must release one upstream subscription here. A
+ * `Set<string>` satisfies it (stdio, the memory session store); the Redis session store
+ * (lib/redis-sessions.ts) records the subscription in Redis as well.
+ */
+export interface SubscriptionSet {
+  has: (uri: string) => boolean
+  add: (uri: string) => unknown
+  delete: (uri: string) => boolean | Promise<boolean>
 }

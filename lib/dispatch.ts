@@ -220,13 +220,13 @@ export class Dispatcher {
         const uri = requireString(params, 'uri')
         if (ctx.subscriptions?.has(uri) !== true) {
           await this.registry.subscribe(uri)
-          ctx.subscriptions?.add(uri)
+          await ctx.subscriptions?.add(uri) // the Redis session store records it there (async)
         }
         return {}
       }
       case 'resources/unsubscribe': {
         const uri = requireString(params, 'uri')
-        if (ctx.subscriptions?.delete(uri) === true) await this.registry.unsubscribe(uri)
+        if ((await ctx.subscriptions?.delete(uri)) === true) await this.registry.unsubscribe(uri)
         return {}
       }
       default:

@@ -13,7 +13,7 @@ import {
   INVALID_REQUEST, INTERNAL_ERROR,
   type Classified, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse
 } from './jsonrpc.js'
-import { modernStatus, legacyStatus } from './status.js'
+import { modernStatus, legacyStatus, REFUSAL_STATUS } from './status.js'
 import { batchAllowed, type Revision } from './revisions.js'
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, metaOf } from './classify.js'
 import { readListenFilter, acknowledgement, tagWithSubscription, type NotificationHub } from './notify-hub.js'
@@ -49,6 +49,9 @@ export interface ExchangeDeps {
   /** Most requests in flight per legacy session. */
   maxRequestsPerSession: number
 }
+
+/** The message of the 503 a session request gets while the session store is unreachable (issue #11). */
+export const STORE_UNAVAILABLE_MESSAGE = 'Service Unavailable: the session store cannot be reached; retry later'
 
 /** The id-less 202 acknowledgement has no body (DIGEST §3d rule 6). */
 const ACCEPTED = 202
@@ -229,13 +232,14 @@ async function serveInitialize (deps: ExchangeDeps, request: JsonRpcRequest, cha
   const response = await deps.dispatcher.handle(request, { era: 'legacy', revision: '2025-03-26', clientCapabilities: {}, signal: controller.signal })
   if ('error' in response) return reply(channel, legacyStatus(response.error, true), response)
   const capabilities = isObject(request.params?.capabilities) ? request.params.capabilities : {}
-  const session = deps.sessions.mint(String(response.result.protocolVersion), capabilities)
-  if (session === undefined) {
-    return channel.json(503, encodeMessage(errorResponse(request.id, INTERNAL_ERROR, 'Server busy: too many sessions; retry later')), { 'retry-after': '5' })
+  const minted = await deps.sessions.mint(String(response.result.protocolVersion), capabilities)
+  if (minted.kind === 'full') {
+    return channel.json(REFUSAL_STATUS.tooManySessions, encodeMessage(errorResponse(request.id, INTERNAL_ERROR, 'Server busy: too many sessions; retry later')), { 'retry-after': '5' })
   }
-  session.onEnd.push(() => {
-    for (const uri of session.subscriptions) void deps.dispatcher.registry.unsubscribe(uri).catch(() => {})
-  })
+  if (minted.kind === 'unavailable') {
+    return channel.json(REFUSAL_STATUS.storeUnavailable, encodeMessage(errorResponse(request.id, INTERNAL_ERROR, STORE_UNAVAILABLE_MESSAGE)), { 'retry-after': '1' })
+  }
+  const session = minted.session
   deps.logger.debug({ session: session.id, revision: session.revision }, 'session minted')
   reply(channel, 200, response, { 'mcp-session-id': session.id })
 }
@@ -251,7 +255,7 @@ async function handleLegacyItem (deps: ExchangeDeps, item: Classified, revision:
       handleLegacyNotification(deps, item.message, session)
       return { kind: 'accepted' }
     case 'response':
-      return deliverResponse(item.message, session)
+      return await deliverResponse(deps, item.message, session)
     case 'request':
       break
   }
@@ -280,8 +284,8 @@ async function handleLegacyItem (deps: ExchangeDeps, item: Classified, revision:
     clientCapabilities: session?.clientCapabilities ?? {},
     signal: controller.signal,
     notify: (n) => { if (!controller.signal.aborted) responder.event(n) },
-    ask: (question, signal) => askClient(session, responder, question, signal),
-    subscriptions: session?.subscriptions
+    ask: async (question, signal) => await askClient(deps, session, responder, question, signal),
+    subscriptions: session === undefined ? undefined : deps.sessions.subscriptionsOf(session)
   }
   try {
     const response = await deps.dispatcher.handle(request, ctx)
@@ -297,18 +301,21 @@ function handleLegacyNotification (deps: ExchangeDeps, notification: JsonRpcNoti
   if (notification.method === 'notifications/cancelled' && session !== undefined) {
     const requestId = notification.params?.requestId
     if (typeof requestId === 'string' || typeof requestId === 'number') {
-      // Only this session's own requests can be cancelled: isolation by construction.
-      session.inflight.get(idKey(requestId))?.abort()
+      // Only this session's own requests can be cancelled: isolation by construction (the store
+      // looks the key up among this session's requests only, on whichever replica runs them).
+      deps.sessions.cancel(session, idKey(requestId))
     }
   }
   deps.logger.debug({ method: notification.method }, 'notification accepted')
 }
 
-function deliverResponse (response: JsonRpcResponse, session: Session | undefined): ItemOutcome {
+async function deliverResponse (deps: ExchangeDeps, response: JsonRpcResponse, session: Session | undefined): Promise<ItemOutcome> {
   const questions = session?.questions ?? sessionlessQuestions
   const id = response.id
   const pending = typeof id === 'string' ? questions.get(id) : undefined
   if (pending === undefined || typeof id !== 'string') {
+    // A question asked by a request running on another replica (Redis store) is forwarded there.
+    if (session !== undefined && typeof id === 'string' && await deps.sessions.forwardAnswer(session, response)) return { kind: 'accepted' }
     // Seed: a response nothing is waiting for is 400.
     return { kind: 'reply', status: 400, message: errorResponse(undefined, INVALID_REQUEST, 'Invalid Request: no question is waiting for this response') }
   }
@@ -322,23 +329,34 @@ function deliverResponse (response: JsonRpcResponse, session: Session | undefine
  * Asks the client a question for an upstream: on the request's own SSE stream, else on the
  * session's GET stream; under an id mcpx mints (128 random bits, so no other client can answer it).
  */
-function askClient (session: Session | undefined, responder: Responder, question: UpstreamQuestion, signal: AbortSignal): Promise<JsonObject> {
+async function askClient (deps: ExchangeDeps, session: Session | undefined, responder: Responder, question: UpstreamQuestion, signal: AbortSignal): Promise<JsonObject> {
   const questions = session?.questions ?? sessionlessQuestions
   const id = 'mcpx-q-' + randomBytes(12).toString('base64url')
   const message: JsonRpcRequest = { jsonrpc: '2.0', id, method: question.method, ...(question.params !== undefined ? { params: question.params } : {}) }
-  return new Promise<JsonObject>((resolve, reject) => {
-    const cleanup = (): void => { questions.delete(id); signal.removeEventListener('abort', onAbort) }
+  // The Redis store records where the answer must go before the client can see the question.
+  if (session !== undefined && !await deps.sessions.questionAsked(session, id)) {
+    throw Object.assign(new Error('the session store cannot be reached to record the question'), { code: -32_603 })
+  }
+  return await new Promise<JsonObject>((resolve, reject) => {
+    const cleanup = (): void => {
+      questions.delete(id)
+      signal.removeEventListener('abort', onAbort)
+      if (session !== undefined) deps.sessions.questionSettled(session, id)
+    }
     const onAbort = (): void => { cleanup(); reject(Object.assign(new Error('question cancelled'), { code: -32_800 })) }
+    const noStream = (): void => {
+      cleanup()
+      reject(Object.assign(new Error('no stream to ask the client on: accept text/event-stream or open the GET stream'), { code: -32_603 }))
+    }
     questions.set(id, {
       resolve: (r) => { cleanup(); resolve(r) },
       reject: (e) => { cleanup(); reject(e) }
     })
     signal.addEventListener('abort', onAbort, { once: true })
-    const sent = responder.event(message) || (session?.stream?.send(message) ?? false)
-    if (!sent) {
-      cleanup()
-      reject(Object.assign(new Error('no stream to ask the client on: accept text/event-stream or open the GET stream'), { code: -32_603 }))
-    }
+    if (responder.event(message)) return
+    if (session === undefined) { noStream(); return }
+    // Else on the session's GET stream, which another replica may hold (Redis store).
+    deps.sessions.sendToStream(session, message).then(sent => { if (!sent && questions.has(id)) noStream() }, noStream)
   })
 }
 

@@ -1,9 +1,20 @@
 /**
  * Legacy Streamable HTTP sessions (seed › Streamable HTTP, 2025-03-26 … 2025-11-25; DIGEST §3d
- * rules 16–19). A session is minted by `initialize`, carries the negotiated revision and the
- * client's capabilities, holds at most one GET notification stream, its resource subscriptions,
- * its in-flight requests (for notifications/cancelled) and the questions upstreams asked its
- * client. It expires after `idleTimeoutMs` without a request (sliding).
+ * rules 16–19; issue #11). A session is minted by `initialize`, carries the negotiated revision
+ * and the client's capabilities, holds at most one GET notification stream, its resource
+ * subscriptions, its in-flight requests (for notifications/cancelled) and the questions upstreams
+ * asked its client. It expires after `idleTimeoutMs` without a request (sliding).
+ *
+ * {@link SessionStore} is the interface the HTTP face uses; two implementations:
+ * - {@link MemorySessionStore} (default, `sessions.store: "memory"`): everything in this process.
+ * - `RedisSessionStore` (lib/redis-sessions.ts, `sessions.store: "redis"`): the facts (revision,
+ *   capabilities, subscriptions, sliding expiry as Redis TTLs) in Redis, so any replica serves
+ *   any request of a session; live objects (streams, AbortControllers, question resolvers) stay
+ *   in the replica that holds them, reached through Redis pub/sub.
+ *
+ * Every lookup is a Promise so that the Redis store can answer; the memory store's promises are
+ * already resolved. A store reports `unavailable` (never throws) when its backend is down: the
+ * HTTP face then answers 503.
  *
  * Session ids are 128 bits from the CSPRNG, base64url: visible ASCII only (rule 16).
  */
@@ -11,6 +22,10 @@ import { randomBytes } from 'node:crypto'
 import type { Revision } from './revisions.js'
 import type { JsonObject } from './upstreams/types.js'
 import type { SseStream } from './sse.js'
+import type { JsonRpcMessage, JsonRpcResponse } from './jsonrpc.js'
+import type { SubscriptionSet } from './dispatch-types.js'
+
+export type { SubscriptionSet }
 
 /** A question mcpx asked the client on a session's behalf, waiting for the client's response POST. */
 export interface PendingQuestion {
@@ -18,41 +33,117 @@ export interface PendingQuestion {
   reject: (error: Error & { code?: number }) => void
 }
 
-/** One legacy session. Mutable state lives here; the store only finds and ends sessions. */
+/**
+ * One legacy session as this process sees it. The facts (`revision`, `clientCapabilities`,
+ * `subscriptions`) are the store's; the live objects (`stream`, `inflight`, `questions`) belong
+ * to this process. With the Redis store, `subscriptions` mirrors the set kept in Redis.
+ */
 export interface Session {
   readonly id: string
   readonly revision: Revision
   readonly clientCapabilities: JsonObject
-  /** ms since epoch of the last request, for idle expiry. */
+  /** ms since epoch of the last request seen by this process. */
   lastSeenMs: number
-  /** The GET notification stream, when open (one per session: a second GET is 409). */
+  /** The GET notification stream, when this process holds it (one per session: a second GET is 409). */
   stream: SseStream | undefined
-  /** Resource URIs the client subscribed to with resources/subscribe. */
+  /** Resource URIs the client subscribed to with resources/subscribe (live set, read by the hub). */
   readonly subscriptions: Set<string>
-  /** In-flight requests by idKey, for notifications/cancelled. */
+  /** In-flight requests served by this process, by idKey, for notifications/cancelled. */
   readonly inflight: Map<string, AbortController>
-  /** Questions asked of this session's client, by the id mcpx minted for them. */
+  /** Questions asked of this session's client by requests running in this process, by minted id. */
   readonly questions: Map<string, PendingQuestion>
-  /** Called once when the session ends (DELETE, expiry, shutdown). */
-  onEnd: Array<() => void>
+}
+
+/** The part of the upstream registry a store uses: refcounted upstream resource subscriptions. */
+export interface UpstreamSubscriptions {
+  subscribe: (uri: string) => Promise<void>
+  unsubscribe: (uri: string) => Promise<void>
 }
 
 export interface SessionStoreOptions {
   /** A session idle this long expires, ms. */
   idleTimeoutMs: number
-  /** Most sessions open at once; `mint` returns undefined past it. */
+  /** Most sessions open at once (memory store: in this process); `mint` answers `full` past it. */
   maxSessions: number
+  /** Upstream subscriptions to release when a session ends. */
+  upstreams?: UpstreamSubscriptions
 }
 
-/** Why `find` found no session. */
-export type FindOutcome = { kind: 'found', session: Session } | { kind: 'unknown' }
+export type FindOutcome = { kind: 'found', session: Session } | { kind: 'unknown' } | { kind: 'unavailable' }
+export type MintOutcome = { kind: 'minted', session: Session } | { kind: 'full' } | { kind: 'unavailable' }
+export type EndOutcome = 'ended' | 'unknown' | 'unavailable'
+/** Outcome of claiming a session's one GET stream: opened, 409, or 503 (store down). */
+export type StreamOutcome = 'open' | 'busy' | 'unavailable'
+
+/** The session store the HTTP face uses. No method throws; backend failures are `unavailable`. */
+export interface SessionStore {
+  /** Which implementation this is. */
+  readonly kind: 'memory' | 'redis'
+  /** Sessions this process holds state for (metrics). */
+  readonly size: number
+  /** Mints a session for a successful initialize. */
+  mint: (revision: Revision, clientCapabilities: JsonObject) => Promise<MintOutcome>
+  /** Finds a live session and slides its expiry. An expired, deleted or never-minted one is unknown. */
+  find: (id: string) => Promise<FindOutcome>
+  /** Ends a session everywhere: closes its GET stream, aborts its requests, fails its questions. */
+  end: (id: string) => Promise<EndOutcome>
+  /**
+   * Claims the session's one GET stream slot and, when granted, calls `open` (synchronously) to
+   * start the stream, which this process then holds until it closes (the slot is freed then).
+   */
+  openStream: (session: Session, open: () => SseStream) => Promise<StreamOutcome>
+  /** Sends a message on the session's GET stream, wherever it is held. Resolves false when none is open. */
+  sendToStream: (session: Session, message: JsonRpcMessage) => Promise<boolean>
+  /** The subscription set a request of this session acts on. */
+  subscriptionsOf: (session: Session) => SubscriptionSet
+  /** notifications/cancelled: aborts the session's request `key` (idKey), wherever it runs. */
+  cancel: (session: Session, key: string) => void
+  /** Records that a question `id` asked here waits for this session's client. Resolves false when that could not be recorded. */
+  questionAsked: (session: Session, id: string) => Promise<boolean>
+  /** Forgets question `id` (answered, cancelled or failed). */
+  questionSettled: (session: Session, id: string) => void
+  /**
+   * Delivers a client's response that no question of this process waits for to the process that
+   * asked it. Resolves true when one was waiting (the POST is then 202), else false (400).
+   */
+  forwardAnswer: (session: Session, response: JsonRpcResponse) => Promise<boolean>
+  /** Shutdown: releases what this process holds (the memory store ends every session). */
+  closeAll: () => Promise<void>
+}
+
+/** Mints a session id: 128 bits from the CSPRNG, base64url. */
+export function newSessionId (): string {
+  return randomBytes(16).toString('base64url')
+}
+
+/** A session object with empty live state. */
+export function newSession (id: string, revision: Revision, clientCapabilities: JsonObject, subscriptions: Iterable<string> = []): Session {
+  return { id, revision, clientCapabilities, lastSeenMs: Date.now(), stream: undefined, subscriptions: new Set(subscriptions), inflight: new Map(), questions: new Map() }
+}
+
+/** Ends a session's live state in this process: stream closed, requests aborted, questions failed. */
+export function releaseLive (session: Session): void {
+  session.stream?.close()
+  session.stream = undefined
+  for (const controller of session.inflight.values()) controller.abort()
+  for (const question of [...session.questions.values()]) question.reject(Object.assign(new Error('session ended'), { code: -32_603 }))
+  session.questions.clear()
+}
+
+/** True when a session holds an open GET stream in this process. */
+function hasOpenStream (session: Session): boolean {
+  return session.stream !== undefined && !session.stream.isClosed
+}
 
 /**
  * The in-memory session store (the default). Expiry is checked on every lookup and swept
- * every min(idle/2, 60 s) by an unref'd timer.
+ * every min(idle/2, 60 s) by an unref'd timer. A session with an open GET stream or a request
+ * in flight does not expire.
  */
-export class SessionStore {
+export class MemorySessionStore implements SessionStore {
+  readonly kind = 'memory' as const
   private readonly sessions = new Map<string, Session>()
+  private readonly claimed = new WeakSet<Session>()
   private readonly sweeper: NodeJS.Timeout
 
   constructor (private readonly options: SessionStoreOptions) {
@@ -63,60 +154,62 @@ export class SessionStore {
 
   get size (): number { return this.sessions.size }
 
-  /** Mints a session for a successful initialize. Returns undefined when maxSessions is reached. */
-  mint (revision: Revision, clientCapabilities: JsonObject): Session | undefined {
+  async mint (revision: Revision, clientCapabilities: JsonObject): Promise<MintOutcome> {
     if (this.sessions.size >= this.options.maxSessions) {
       this.sweep()
-      if (this.sessions.size >= this.options.maxSessions) return undefined
+      if (this.sessions.size >= this.options.maxSessions) return { kind: 'full' }
     }
-    const session: Session = {
-      id: randomBytes(16).toString('base64url'),
-      revision,
-      clientCapabilities,
-      lastSeenMs: Date.now(),
-      stream: undefined,
-      subscriptions: new Set(),
-      inflight: new Map(),
-      questions: new Map(),
-      onEnd: []
-    }
+    const session = newSession(newSessionId(), revision, clientCapabilities)
     this.sessions.set(session.id, session)
-    return session
+    return { kind: 'minted', session }
   }
 
-  /** Finds a live session and slides its expiry. An expired one is ended and reported unknown. */
-  find (id: string): FindOutcome {
+  async find (id: string): Promise<FindOutcome> {
     const session = this.sessions.get(id)
     if (session === undefined) return { kind: 'unknown' }
     const now = Date.now()
-    if (now - session.lastSeenMs > this.options.idleTimeoutMs && session.stream === undefined && session.inflight.size === 0) {
-      this.end(id)
+    if (this.idle(session, now)) {
+      this.endNow(id)
       return { kind: 'unknown' }
     }
     session.lastSeenMs = now
     return { kind: 'found', session }
   }
 
-  /** Ends a session: closes its GET stream, aborts its in-flight requests, fails its questions. Returns false when unknown. */
-  end (id: string): boolean {
-    const session = this.sessions.get(id)
-    if (session === undefined) return false
-    this.sessions.delete(id)
-    session.stream?.close()
-    session.stream = undefined
-    for (const controller of session.inflight.values()) controller.abort()
-    for (const question of session.questions.values()) question.reject(Object.assign(new Error('session ended'), { code: -32_603 }))
-    session.questions.clear()
-    for (const fn of session.onEnd) {
-      try { fn() } catch { /* a cleanup must not stop the others */ }
-    }
-    return true
+  async end (id: string): Promise<EndOutcome> {
+    return this.endNow(id) ? 'ended' : 'unknown'
   }
 
-  /** Ends every session (shutdown). */
-  closeAll (): void {
+  async openStream (session: Session, open: () => SseStream): Promise<StreamOutcome> {
+    if (this.claimed.has(session) || hasOpenStream(session)) return 'busy'
+    const stream = open()
+    session.stream = stream
+    this.claimed.add(session)
+    void stream.closed.then(() => {
+      this.claimed.delete(session)
+      if (session.stream === stream) session.stream = undefined
+    })
+    return 'open'
+  }
+
+  async sendToStream (session: Session, message: JsonRpcMessage): Promise<boolean> {
+    return session.stream?.send(message) ?? false
+  }
+
+  subscriptionsOf (session: Session): SubscriptionSet { return session.subscriptions }
+
+  cancel (session: Session, key: string): void {
+    // Only this session's own requests can be cancelled: isolation by construction.
+    session.inflight.get(key)?.abort()
+  }
+
+  async questionAsked (): Promise<boolean> { return true }
+  questionSettled (): void {}
+  async forwardAnswer (): Promise<boolean> { return false }
+
+  async closeAll (): Promise<void> {
     clearInterval(this.sweeper)
-    for (const id of [...this.sessions.keys()]) this.end(id)
+    for (const id of [...this.sessions.keys()]) this.endNow(id)
   }
 
   /** Number of open GET streams, for the cap and metrics. */
@@ -126,10 +219,22 @@ export class SessionStore {
     return n
   }
 
+  private idle (session: Session, now: number): boolean {
+    return now - session.lastSeenMs > this.options.idleTimeoutMs && session.stream === undefined && session.inflight.size === 0
+  }
+
+  private endNow (id: string): boolean {
+    const session = this.sessions.get(id)
+    if (session === undefined) return false
+    this.sessions.delete(id)
+    releaseLive(session)
+    const upstreams = this.options.upstreams
+    if (upstreams !== undefined) for (const uri of session.subscriptions) void upstreams.unsubscribe(uri).catch(() => {})
+    return true
+  }
+
   private sweep (): void {
     const now = Date.now()
-    for (const [id, session] of this.sessions) {
-      if (now - session.lastSeenMs > this.options.idleTimeoutMs && session.stream === undefined && session.inflight.size === 0) this.end(id)
-    }
+    for (const [id, session] of this.sessions) if (this.idle(session, now)) this.endNow(id)
   }
 }

@@ -69,6 +69,8 @@ export const REFUSAL_STATUS = Object.freeze({
   unsupportedMediaType: 415,
   notAcceptable: 406,
   tooManySessions: 503,
+  /** The session store (Redis) cannot be reached: session requests are 503 with Retry-After (issue #11). */
+  storeUnavailable: 503,
   /** Past transport.maxConcurrentRequests (daemon-wide POSTs in flight): the server is busy, not the client at fault. */
   tooManyConcurrentRequests: 503,
   tooManyRequests: 429,

@@ -8,11 +8,12 @@
  * another supported one (a client quirk to tolerate).
  */
 import fp from 'fastify-plugin'
-import { SessionStore, type Session } from '../lib/sessions.js'
-import { classify, encodeMessage, errorResponse, INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION, type Parsed, type RequestId } from '../lib/jsonrpc.js'
+import { MemorySessionStore, type Session, type SessionStore } from '../lib/sessions.js'
+import { classify, encodeMessage, errorResponse, INVALID_REQUEST, INTERNAL_ERROR, UNSUPPORTED_PROTOCOL_VERSION, type Parsed, type RequestId } from '../lib/jsonrpc.js'
 import { LEGACY_REVISIONS, isLegacyRevision } from '../lib/revisions.js'
 import { readHeader } from '../lib/header-values.js'
 import { REFUSAL_STATUS } from '../lib/status.js'
+import { STORE_UNAVAILABLE_MESSAGE } from '../lib/http-exchange.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -33,7 +34,8 @@ export interface LegacySessionsOptions {
 }
 
 export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fastify, opts) {
-  const store = new SessionStore({ idleTimeoutMs: opts.idleTimeoutMs, maxSessions: opts.maxSessions })
+  const registry = fastify.mcp.dispatcher.registry
+  const store: SessionStore = new MemorySessionStore({ idleTimeoutMs: opts.idleTimeoutMs, maxSessions: opts.maxSessions, upstreams: registry })
   fastify.decorate('sessions', store)
   fastify.decorateRequest('mcpSession', null)
   const unknownSession = encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Session not found: it is unknown, expired or deleted; send initialize again without Mcp-Session-Id'))
@@ -50,12 +52,18 @@ export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fast
     const header = readHeader(request.headers, 'mcp-session-id')
     if (header.kind === 'absent') return
     if (header.kind !== 'value') return reply.code(400).type('application/json').send(encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Invalid Mcp-Session-Id header')))
-    const found = store.find(header.value)
+    const found = await store.find(header.value)
     if (found.kind === 'unknown') return reply.code(REFUSAL_STATUS.unknownSession).type('application/json').send(unknownSession)
+    if (found.kind === 'unavailable') {
+      // issue #11 › Redis faults: a clear 503 (with the request's id when one can be read), never a hang.
+      request.log.debug('session store unavailable')
+      return reply.code(REFUSAL_STATUS.storeUnavailable).header('retry-after', '1').type('application/json')
+        .send(encodeMessage(errorResponse(requestIdOf(request.body), INTERNAL_ERROR, STORE_UNAVAILABLE_MESSAGE)))
+    }
     request.mcpSession = found.session
   })
-  fastify.addHook('onClose', async function endSessions () { store.closeAll() })
-}, { name: 'mcpx-legacy-sessions', fastify: '5.x', dependencies: ['mcpx-era'] })
+  fastify.addHook('onClose', async function endSessions () { await store.closeAll() })
+}, { name: 'mcpx-legacy-sessions', fastify: '5.x', dependencies: ['mcpx-era', 'mcpx-upstreams'] })
 
 /** The id of a POST body that is one readable request, else undefined (GET, DELETE, batches, notifications). */
 function requestIdOf (body: unknown): RequestId | undefined {

@@ -4,10 +4,11 @@
  * 409 for a second stream on one session; 503 past the stream cap. The stream carries
  * list_changed and the session's resources/updated, and a `:` comment every keep-alive interval.
  */
-import type { FastifyPluginAsync } from 'fastify'
+import type { FastifyPluginAsync, FastifyReply } from 'fastify'
 import { SseStream } from '../../lib/sse.js'
 import { ALL_LISTS } from '../../lib/notify-hub.js'
-import { getStatus, type GetOutcome } from '../../lib/status.js'
+import { getStatus, REFUSAL_STATUS, type GetOutcome } from '../../lib/status.js'
+import { STORE_UNAVAILABLE_MESSAGE } from '../../lib/http-exchange.js'
 import { encodeMessage, errorResponse, INVALID_REQUEST, INTERNAL_ERROR } from '../../lib/jsonrpc.js'
 import type { McpRoutesOptions } from './index.js'
 
@@ -16,6 +17,14 @@ const MESSAGES: Record<Exclude<GetOutcome, 'open' | 'unknown'>, string> = {
   modern: 'Method Not Allowed: 2026-07-28 has no GET stream',
   busy: 'Conflict: this session already has a GET stream open',
   capped: 'Service Unavailable: too many open streams; retry later'
+}
+
+function refuse (reply: FastifyReply, outcome: Exclude<GetOutcome, 'open'>): FastifyReply {
+  const status = getStatus(outcome)
+  if (status === 405) reply.header('allow', 'POST, DELETE')
+  if (status === 503) reply.header('retry-after', '5')
+  const code = status === 503 ? INTERNAL_ERROR : INVALID_REQUEST
+  return reply.code(status).type('application/json').send(encodeMessage(errorResponse(undefined, code, MESSAGES[outcome as keyof typeof MESSAGES])))
 }
 
 const getRoute: FastifyPluginAsync<McpRoutesOptions> = async function (fastify, opts) {
@@ -27,23 +36,26 @@ const getRoute: FastifyPluginAsync<McpRoutesOptions> = async function (fastify, 
       : session === null ? 'no-session'
         : session.stream !== undefined && !session.stream.isClosed ? 'busy'
           : openStreams >= opts.maxGetStreams ? 'capped' : 'open'
-    if (outcome !== 'open') {
-      const status = getStatus(outcome)
-      if (status === 405) reply.header('allow', 'POST, DELETE')
-      if (status === 503) reply.header('retry-after', '5')
-      const code = status === 503 ? INTERNAL_ERROR : INVALID_REQUEST
-      return reply.code(status).type('application/json').send(encodeMessage(errorResponse(undefined, code, MESSAGES[outcome as keyof typeof MESSAGES])))
-    }
+    if (outcome !== 'open') return refuse(reply, outcome)
     if (session === null) return reply // unreachable: outcome 'open' implies a session
-    reply.hijack()
-    const stream = new SseStream(reply.raw, opts.keepAliveMs, reply.getHeaders() as Record<string, string>)
-    session.stream = stream
+    // The store claims the one stream slot (cluster-wide with Redis) and opens it only when granted.
+    let stream: SseStream | undefined
+    const claim = await fastify.sessions.openStream(session, () => {
+      reply.hijack()
+      stream = new SseStream(reply.raw, opts.keepAliveMs, reply.getHeaders() as Record<string, string>)
+      return stream
+    })
+    if (claim === 'unavailable') {
+      return reply.code(REFUSAL_STATUS.storeUnavailable).header('retry-after', '1').type('application/json')
+        .send(encodeMessage(errorResponse(undefined, INTERNAL_ERROR, STORE_UNAVAILABLE_MESSAGE)))
+    }
+    if (claim === 'busy' || stream === undefined) return refuse(reply, 'busy')
+    const open = stream
     openStreams++
-    const remove = fastify.mcp.hub.add({ lists: ALL_LISTS, uris: session.subscriptions, send: (n) => { stream.send(n) } })
-    await stream.closed
+    const remove = fastify.mcp.hub.add({ lists: ALL_LISTS, uris: session.subscriptions, send: (n) => { open.send(n) } })
+    await open.closed
     openStreams--
     remove()
-    if (session.stream === stream) session.stream = undefined
     return reply
   })
 }
