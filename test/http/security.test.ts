@@ -11,7 +11,9 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { connect } from 'node:net'
 import { request as httpRequest, type IncomingMessage } from 'node:http'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import * as fs from 'node:fs'
+import { mkdtempSync, writeFileSync, readdirSync, readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance, InjectOptions } from 'fastify'
@@ -200,6 +202,49 @@ t.test('origin/preflight-reflects-requested-headers', async t => {
   t.equal(refused.statusCode, 403, 'a refused origin\'s preflight is 403')
   t.equal(refused.body, FORBIDDEN)
   t.equal(refused.headers['access-control-allow-headers'], undefined)
+})
+
+/** The repository root (this file runs as dist/test/http/security.test.js). */
+const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url))
+
+/**
+ * Runs one server scenario of `@modelcontextprotocol/conformance` (an npm alias under node_modules)
+ * against `url`, as test/conformance/run.ts does (with the fs.globSync preload on Node 20).
+ * @returns the checks it wrote
+ */
+async function conformanceScenario (pkg: string, url: string, scenario: string, extra: string[]): Promise<Array<{ id: string, status: string, errorMessage?: string }>> {
+  const out = mkdtempSync(join(tmpdir(), 'mcpx-conformance-'))
+  const preload = typeof (fs as unknown as Record<string, unknown>).globSync === 'function' ? [] : ['--import', join(REPO_ROOT, 'test/conformance/globsync-preload.mjs')]
+  const child = spawn(process.execPath, [...preload, join(REPO_ROOT, 'node_modules', pkg, 'dist/index.js'), 'server', '--url', url, '--scenario', scenario, ...extra, '-o', out], { cwd: out, stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  child.stdout.setEncoding('utf8').on('data', (c: string) => { output += c })
+  child.stderr.setEncoding('utf8').on('data', (c: string) => { output += c })
+  const timer = setTimeout(() => { if (child.pid !== undefined) process.kill(child.pid, 'SIGKILL') }, WAIT_MS)
+  await once(child, 'exit')
+  clearTimeout(timer)
+  const dir = readdirSync(out).find(entry => entry.startsWith(`server-${scenario}-`))
+  if (dir === undefined) throw new Error(`no result written by ${pkg}:\n${output}`)
+  return JSON.parse(readFileSync(join(out, dir, 'checks.json'), 'utf8'))
+}
+
+t.test('origin/conformance-dns-rebinding-protection', async t => {
+  // The official scenario against the real daemon: Host and Origin `evil.example.com` → 4xx (403
+  // here, from the Origin policy: mcpx never trusts Host), the daemon's own loopback Host/Origin → 2xx.
+  const daemon = await startDaemon(t, { upstreams: fixtureUpstreams() })
+  const url = `${daemon.base}/mcp`
+  const runs: Array<[string, string[]]> = [
+    ['conformance-0116', []],
+    ['conformance-020a12', ['--spec-version', '2025-11-25']],
+    ['conformance-020a12', ['--spec-version', '2026-07-28']]
+  ]
+  for (const [pkg, extra] of runs) {
+    const checks = await conformanceScenario(pkg, url, 'dns-rebinding-protection', extra)
+    const label = `${pkg} ${extra.join(' ')}`.trim()
+    t.same(checks.map(c => [c.id, c.status, c.errorMessage ?? '']).sort(), [
+      ['localhost-host-rebinding-rejected', 'SUCCESS', ''],
+      ['localhost-host-valid-accepted', 'SUCCESS', '']
+    ], label)
+  }
 })
 
 /* ------------------------------------------------------------------ limits */
