@@ -78,7 +78,7 @@ const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fa
   await fastify.register(upstreamsPlugin, { registry, serverInfo: SERVER_INFO, closeRegistry: false, mrtr: mrtrOptions(config) })
   await fastify.register(eraPlugin)
   await fastify.register(modernHeadersPlugin, { registry })
-  await fastify.register(legacySessionsPlugin, { idleTimeoutMs: config.transport.sessionIdleTimeout, maxSessions: config.transport.maxSessions })
+  await fastify.register(legacySessionsPlugin, { idleTimeoutMs: config.transport.sessionIdleTimeout, maxSessions: config.transport.maxSessions, sessions: config.sessions })
   await fastify.register(mcpRoutes, {
     maxBodyBytes: config.transport.maxBodyBytes,
     keepAliveMs: config.transport.sseKeepAlive,

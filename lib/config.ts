@@ -64,8 +64,10 @@ export const CONFIG_SCHEMA = {
       additionalProperties: false,
       default: {},
       properties: {
-        store: { enum: ['memory', 'redis'], default: 'memory' },
-        redisUrl: { type: 'string', default: 'redis://127.0.0.1:6379' }
+        store: { enum: ['memory', 'redis'], default: 'memory', description: 'where legacy sessions live: this process, or Redis shared by several replicas (README › Running several replicas)' },
+        redisUrl: { type: 'string', default: 'redis://127.0.0.1:6379', description: 'Redis URL for sessions.store "redis"' },
+        keyPrefix: { type: 'string', default: 'mcpx:', description: 'prefix of every Redis key and pub/sub channel mcpx uses' },
+        streamLease: { ...DURATION, default: '10s', description: 'TTL of the GET-stream owner key, refreshed by its replica; how long a dead replica can block a reopened GET stream (ms)' }
       }
     },
     mrtr: {
@@ -143,7 +145,7 @@ export interface McpxConfig {
     maxConcurrentRequests: number
   }
   auth: { bearerTokens: string[], bearerTokensFile?: string, bearerTokensEnv?: string, allowUnauthenticated: boolean }
-  sessions: { store: 'memory' | 'redis', redisUrl: string }
+  sessions: { store: 'memory' | 'redis', redisUrl: string, keyPrefix: string, streamLease: number }
   /** The MRTR bridge (issue #10): requestState sealing and parked calls. */
   mrtr: { stateKey?: string, parkTimeout: number, stateTtl: number }
   upstreamTimeout: number
@@ -214,6 +216,7 @@ export function loadConfig (raw: unknown): McpxConfig {
   c.transport.sseKeepAlive = parseDuration(c.transport.sseKeepAlive, 'transport.sseKeepAlive')
   c.transport.stdioDrain = parseDuration(c.transport.stdioDrain, 'transport.stdioDrain')
   c.transport.sessionIdleTimeout = parseDuration(c.transport.sessionIdleTimeout, 'transport.sessionIdleTimeout')
+  c.sessions.streamLease = parseDuration(c.sessions.streamLease, 'sessions.streamLease')
   c.upstreamTimeout = parseDuration(c.upstreamTimeout, 'upstreamTimeout')
   c.mrtr.parkTimeout = parseDuration(c.mrtr.parkTimeout, 'mrtr.parkTimeout')
   c.mrtr.stateTtl = parseDuration(c.mrtr.stateTtl, 'mrtr.stateTtl')

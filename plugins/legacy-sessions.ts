@@ -6,9 +6,15 @@
  * MCP-Protocol-Version header that is not a legacy revision mcpx implements: 400 -32022 with
  * the legacy list. In a session the negotiated version governs even when the header names
  * another supported one (a client quirk to tolerate).
+ *
+ * The store is `sessions.store`: in memory (default), or Redis shared by several replicas
+ * (lib/redis-sessions.ts, issue #11). While Redis is unreachable a request naming a session is
+ * 503 with Retry-After (the JSON-RPC error carries the request's id when one can be read).
  */
 import fp from 'fastify-plugin'
 import { MemorySessionStore, type Session, type SessionStore } from '../lib/sessions.js'
+import { RedisSessionStore } from '../lib/redis-sessions.js'
+import type { McpxConfig } from '../lib/config.js'
 import { classify, encodeMessage, errorResponse, INVALID_REQUEST, INTERNAL_ERROR, UNSUPPORTED_PROTOCOL_VERSION, type Parsed, type RequestId } from '../lib/jsonrpc.js'
 import { LEGACY_REVISIONS, isLegacyRevision } from '../lib/revisions.js'
 import { readHeader } from '../lib/header-values.js'
@@ -29,13 +35,30 @@ declare module 'fastify' {
 export interface LegacySessionsOptions {
   /** A session idle this long expires, ms. */
   idleTimeoutMs: number
-  /** Most sessions open at once. */
+  /** Most sessions open at once (memory store). */
   maxSessions: number
+  /** The `sessions` config: store kind, Redis URL, key prefix, stream lease (ms). Default: memory. */
+  sessions?: McpxConfig['sessions']
 }
 
 export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fastify, opts) {
   const registry = fastify.mcp.dispatcher.registry
-  const store: SessionStore = new MemorySessionStore({ idleTimeoutMs: opts.idleTimeoutMs, maxSessions: opts.maxSessions, upstreams: registry })
+  let store: SessionStore
+  if (opts.sessions?.store === 'redis') {
+    const redis = new RedisSessionStore({
+      redisUrl: opts.sessions.redisUrl,
+      keyPrefix: opts.sessions.keyPrefix,
+      streamLeaseMs: opts.sessions.streamLease,
+      idleTimeoutMs: opts.idleTimeoutMs,
+      upstreams: registry,
+      logger: fastify.log
+    })
+    // Unreachable at startup is not fatal: modern traffic is served, session requests get 503 until Redis answers.
+    await redis.connect()
+    store = redis
+  } else {
+    store = new MemorySessionStore({ idleTimeoutMs: opts.idleTimeoutMs, maxSessions: opts.maxSessions, upstreams: registry })
+  }
   fastify.decorate('sessions', store)
   fastify.decorateRequest('mcpSession', null)
   const unknownSession = encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Session not found: it is unknown, expired or deleted; send initialize again without Mcp-Session-Id'))

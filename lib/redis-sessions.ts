@@ -1,0 +1,583 @@
+/**
+ * The Redis session store (issue #11: legacy sessions across replicas; seed › Streamable HTTP,
+ * 2025-03-26 … 2025-11-25 for the rules it keeps). Selected by `sessions.store: "redis"`.
+ *
+ * Facts live in Redis, so any replica serves any request of a session:
+ *   `<prefix>s:{<sid>}`          hash `rev` (negotiated revision), `caps` (client capabilities, JSON)
+ *   `<prefix>s:{<sid>}:subs`     set of resource URIs the client subscribed to
+ *   `<prefix>s:{<sid>}:stream`   id of the replica holding the session's GET stream (SET NX, lease TTL)
+ *   `<prefix>s:{<sid>}:q:<qid>`  id of the replica whose request asked question `qid`
+ * The idle expiry is the keys' TTL (`transport.sessionIdleTimeout`), slid by PEXPIRE on every
+ * request, so nothing in mcpx times sessions out. `{<sid>}` is a hash tag: a session's keys
+ * share a cluster slot, so each script below touches one slot.
+ *
+ * Live objects (GET streams, AbortControllers of in-flight requests, question resolvers) stay in
+ * the replica that holds them. Replicas reach each other over pub/sub, one subscriber connection
+ * per replica, two channels each:
+ *   `<prefix>bus`        every replica: session ended, cancellation, subscription added/removed,
+ *                        upstream change events (list_changed, resources/updated)
+ *   `<prefix>r:<rid>`    one replica: a message for the GET stream it holds, an answer to a
+ *                        question its request asked
+ *
+ * Hot path: `find` is ONE round trip (a Lua script: check the session exists, read its facts,
+ * slide both TTLs). Everything else (mint, end, GET, questions, subscriptions) is off it.
+ *
+ * The GET stream slot is a lease: the owner refreshes the stream key every lease/3 (and with it
+ * the session's TTL, so a session with an open stream does not idle out, as in memory) and
+ * deletes it when the stream closes; a replica that dies without closing frees the slot within
+ * one lease.
+ *
+ * Redis faults: commands fail fast (no offline queue, `commandTimeout`), every method reports
+ * `unavailable` instead of throwing (the HTTP face answers 503), ioredis reconnects on its own,
+ * and 'error' events are logged, never thrown.
+ */
+import { randomBytes } from 'node:crypto'
+import type { EventEmitter } from 'node:events'
+import { Redis, type RedisOptions } from 'ioredis'
+import type { Revision } from './revisions.js'
+import type { JsonObject } from './upstreams/types.js'
+import type { SseStream } from './sse.js'
+import { isObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcResponse } from './jsonrpc.js'
+import type { Logger } from './log.js'
+import {
+  newSession, newSessionId, releaseLive,
+  type EndOutcome, type FindOutcome, type MintOutcome, type Session, type SessionStore, type StreamOutcome,
+  type SubscriptionSet, type UpstreamSubscriptions
+} from './sessions.js'
+
+export interface RedisSessionStoreOptions {
+  /** `redis://host:port[/db]` (sessions.redisUrl). */
+  redisUrl: string
+  /** Prefix of every key and channel (sessions.keyPrefix, default `mcpx:`). */
+  keyPrefix: string
+  /** A session idle this long expires (Redis TTL), ms. */
+  idleTimeoutMs: number
+  /** TTL of the GET-stream owner key, refreshed every third of it by the owner, ms (sessions.streamLease). */
+  streamLeaseMs: number
+  /** The upstream registry: refcounted upstream subscriptions, and the change events to share. */
+  upstreams: UpstreamSubscriptions & Pick<EventEmitter, 'on' | 'off'>
+  logger: Logger
+  /** How long one command may take before the store reports unavailable, ms. Default 1000. */
+  commandTimeoutMs?: number
+}
+
+/** This replica's view of a session: the shared facts' mirror plus what this replica holds. */
+interface Shadow extends Session {
+  /** URIs this replica subscribed to upstream on this session's behalf (released on end/unsubscribe). */
+  readonly upstreamSubs: Set<string>
+}
+
+/** Messages on the channels; short keys, JSON-encoded. */
+type BusMessage =
+  | { t: 'end', sid: string }
+  | { t: 'cancel', sid: string, key: string }
+  | { t: 'sub', sid: string, uri: string, add: boolean }
+  | { t: 'ev', from: string, kind?: 'tools' | 'prompts' | 'resources', uri?: string }
+type ReplicaMessage =
+  | { t: 'send', sid: string, msg: JsonRpcMessage }
+  | { t: 'ans', sid: string, qid: string, res: JsonRpcResponse }
+
+/* Lua scripts. KEYS and ARGV are documented at each; every one touches a single session's slot. */
+
+/** KEYS: session, subs. ARGV: idleMs, wantCaps ('1'|'0'). → nil | {rev, caps|false, {uris}} */
+const FIND = `
+local rev = redis.call('HGET', KEYS[1], 'rev')
+if not rev then return false end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+local caps = false
+if ARGV[2] == '1' then caps = redis.call('HGET', KEYS[1], 'caps') end
+return {rev, caps, redis.call('SMEMBERS', KEYS[2])}`
+
+/** KEYS: session, subs, stream. ARGV: bus channel, payload. → 1 ended | 0 unknown */
+const END = `
+if redis.call('DEL', KEYS[1]) == 0 then return 0 end
+redis.call('DEL', KEYS[2], KEYS[3])
+redis.call('PUBLISH', ARGV[1], ARGV[2])
+return 1`
+
+/** KEYS: session, stream. ARGV: replica id, leaseMs. → 1 claimed | 0 held by another | -1 no session */
+const CLAIM_STREAM = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+return 0`
+
+/** KEYS: stream. ARGV: replica id. Deletes the lease only if this replica holds it. */
+const RELEASE_STREAM = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`
+
+/**
+ * KEYS: session, subs, stream. ARGV: replica id, leaseMs, idleMs, holdsStream ('1'|'0').
+ * Slides the session's TTL; when holding the stream, refreshes (or re-takes) the lease.
+ * → -1 no session | 0 the lease is another replica's | 1 ok
+ */
+const HEARTBEAT = `
+if redis.call('PEXPIRE', KEYS[1], ARGV[3]) == 0 then return -1 end
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+if ARGV[4] ~= '1' then return 1 end
+local owner = redis.call('GET', KEYS[3])
+if owner == ARGV[1] then redis.call('PEXPIRE', KEYS[3], ARGV[2]) return 1 end
+if not owner then redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2]) return 1 end
+return 0`
+
+/** KEYS: stream. ARGV: replica channel prefix, payload. → receivers (0: no stream open) */
+const SEND_TO_STREAM = `
+local owner = redis.call('GET', KEYS[1])
+if not owner then return 0 end
+return redis.call('PUBLISH', ARGV[1] .. owner, ARGV[2])`
+
+/** KEYS: question. ARGV: replica channel prefix, payload. → receivers (0: nothing waits) */
+const ANSWER = `
+local owner = redis.call('GET', KEYS[1])
+if not owner then return 0 end
+redis.call('DEL', KEYS[1])
+return redis.call('PUBLISH', ARGV[1] .. owner, ARGV[2])`
+
+/** KEYS: session, subs. ARGV: idleMs, uri, add ('1'|'0'), bus channel, payload. → 1 | -1 no session */
+const SUBSCRIPTION = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+if ARGV[3] == '1' then redis.call('SADD', KEYS[2], ARGV[2]) else redis.call('SREM', KEYS[2], ARGV[2]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+redis.call('PUBLISH', ARGV[4], ARGV[5])
+return 1`
+
+const SCRIPTS = {
+  mcpxFind: { numberOfKeys: 2, lua: FIND },
+  mcpxEnd: { numberOfKeys: 3, lua: END },
+  mcpxClaimStream: { numberOfKeys: 2, lua: CLAIM_STREAM },
+  mcpxReleaseStream: { numberOfKeys: 1, lua: RELEASE_STREAM },
+  mcpxHeartbeat: { numberOfKeys: 3, lua: HEARTBEAT },
+  mcpxSendToStream: { numberOfKeys: 1, lua: SEND_TO_STREAM },
+  mcpxAnswer: { numberOfKeys: 1, lua: ANSWER },
+  mcpxSubscription: { numberOfKeys: 2, lua: SUBSCRIPTION }
+} as const
+type ScriptName = keyof typeof SCRIPTS
+type ScriptRunner = (...keysAndArgs: Array<string | number>) => Promise<unknown>
+
+const LIST_CHANGED = {
+  tools: 'notifications/tools/list_changed',
+  prompts: 'notifications/prompts/list_changed',
+  resources: 'notifications/resources/list_changed'
+} as const
+
+/**
+ * Connection options: fail fast rather than queue (issue #11 › Redis faults). ioredis keeps
+ * reconnecting in the background with this backoff.
+ */
+function connectionOptions (commandTimeoutMs: number): RedisOptions {
+  return {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 1_000,
+    commandTimeout: commandTimeoutMs,
+    autoResubscribe: false, // we subscribe on every 'ready' ourselves
+    retryStrategy: (times: number) => Math.min(50 * times, 1_000)
+  }
+}
+
+/** See the module comment. Never throws from a public method. */
+export class RedisSessionStore implements SessionStore {
+  readonly kind = 'redis' as const
+  /** This replica's id (random, per process): the value of the stream and question keys it owns. */
+  readonly replicaId = randomBytes(9).toString('base64url')
+  private readonly redis: Redis
+  private readonly sub: Redis
+  private readonly shadows = new Map<string, Shadow>()
+  private readonly busChannel: string
+  private readonly replicaPrefix: string
+  private readonly replicaChannel: string
+  private readonly heartbeat: NodeJS.Timeout
+  private readonly sweeper: NodeJS.Timeout
+  private readonly log: Logger
+  private closed = false
+  private down = false
+
+  private readonly onListChanged = (kind: 'tools' | 'prompts' | 'resources'): void => {
+    this.publishBus({ t: 'ev', from: this.replicaId, kind })
+  }
+
+  private readonly onResourceUpdated = (uri: string): void => {
+    this.publishBus({ t: 'ev', from: this.replicaId, uri })
+  }
+
+  constructor (private readonly options: RedisSessionStoreOptions) {
+    this.log = options.logger.child({ component: 'sessions', replica: this.replicaId })
+    const connection = connectionOptions(options.commandTimeoutMs ?? 1_000)
+    this.redis = new Redis(options.redisUrl, connection)
+    this.sub = new Redis(options.redisUrl, connection)
+    for (const [name, script] of Object.entries(SCRIPTS)) this.redis.defineCommand(name, script)
+    this.busChannel = `${options.keyPrefix}bus`
+    this.replicaPrefix = `${options.keyPrefix}r:`
+    this.replicaChannel = this.replicaPrefix + this.replicaId
+    // No unhandled 'error' events: log the first failure of an outage, and the recovery.
+    this.redis.on('error', (err: Error) => {
+      if (!this.down) this.log.warn({ err }, 'session store (Redis) unreachable: session requests get 503 until it returns')
+      this.down = true
+    })
+    this.redis.on('ready', () => {
+      if (this.down) this.log.info('session store (Redis) reachable again')
+      this.down = false
+    })
+    this.sub.on('error', (err: Error) => { this.log.debug({ err }, 'session store subscriber connection error') })
+    this.sub.on('ready', () => {
+      this.sub.subscribe(this.busChannel, this.replicaChannel).catch((err: unknown) => { this.log.warn({ err }, 'session store: subscribing failed') })
+    })
+    this.sub.on('message', (channel: string, payload: string) => { this.onMessage(channel, payload) })
+    options.upstreams.on('list_changed', this.onListChanged)
+    options.upstreams.on('resource_updated', this.onResourceUpdated)
+    this.heartbeat = setInterval(() => { void this.beat() }, Math.max(100, Math.floor(options.streamLeaseMs / 3)))
+    this.heartbeat.unref()
+    this.sweeper = setInterval(() => { this.sweep() }, Math.max(1_000, Math.min(options.idleTimeoutMs / 2, 60_000)))
+    this.sweeper.unref()
+  }
+
+  /**
+   * Connects both connections, waiting at most about one connect timeout. Resolves false (never
+   * rejects) when Redis is unreachable; ioredis keeps retrying in the background.
+   */
+  async connect (): Promise<boolean> {
+    const results = await Promise.allSettled([this.redis.connect(), this.sub.connect()])
+    const ok = results.every(r => r.status === 'fulfilled')
+    if (!ok) this.log.warn({ redisUrl: redactUrl(this.options.redisUrl) }, 'session store (Redis) unreachable at startup: session requests get 503 until it is')
+    return ok
+  }
+
+  get size (): number { return this.shadows.size }
+
+  async mint (revision: Revision, clientCapabilities: JsonObject): Promise<MintOutcome> {
+    const id = newSessionId()
+    const [sessionKey] = this.keys(id)
+    try {
+      await this.redis.multi().hset(sessionKey, 'rev', revision, 'caps', JSON.stringify(clientCapabilities)).pexpire(sessionKey, this.options.idleTimeoutMs).exec()
+    } catch (err) {
+      this.log.debug({ err }, 'mint: session store unavailable')
+      return { kind: 'unavailable' }
+    }
+    const session = this.shadowFor(id, revision, clientCapabilities)
+    this.log.debug({ session: id }, 'session minted')
+    return { kind: 'minted', session }
+  }
+
+  async find (id: string): Promise<FindOutcome> {
+    const known = this.shadows.get(id)
+    const [sessionKey, subsKey] = this.keys(id)
+    let reply: [string, string | null, string[]] | null
+    try {
+      reply = await this.script('mcpxFind')(sessionKey, subsKey, this.options.idleTimeoutMs, known === undefined ? '1' : '0') as typeof reply
+    } catch (err) {
+      this.log.debug({ err }, 'find: session store unavailable')
+      return { kind: 'unavailable' }
+    }
+    if (reply === null) {
+      if (known !== undefined) this.drop(known)
+      return { kind: 'unknown' }
+    }
+    const [revision, caps, uris] = reply
+    const session = known ?? this.shadowFor(id, revision, parseCaps(caps))
+    session.lastSeenMs = Date.now()
+    mirror(session.subscriptions, uris)
+    if (session.stream !== undefined) for (const uri of uris) if (!session.upstreamSubs.has(uri)) void this.holdUpstream(session, uri)
+    return { kind: 'found', session }
+  }
+
+  async end (id: string): Promise<EndOutcome> {
+    const [sessionKey, subsKey, streamKey] = this.keys(id)
+    let ended: unknown
+    try {
+      ended = await this.script('mcpxEnd')(sessionKey, subsKey, streamKey, this.busChannel, JSON.stringify({ t: 'end', sid: id } satisfies BusMessage))
+    } catch (err) {
+      this.log.debug({ err }, 'end: session store unavailable')
+      return 'unavailable'
+    }
+    const known = this.shadows.get(id)
+    if (known !== undefined) this.drop(known)
+    return ended === 1 ? 'ended' : 'unknown'
+  }
+
+  async openStream (session: Session, open: () => SseStream): Promise<StreamOutcome> {
+    const shadow = session as Shadow
+    if (shadow.stream !== undefined && !shadow.stream.isClosed) return 'busy'
+    const [sessionKey, , streamKey] = this.keys(session.id)
+    let claimed: unknown
+    try {
+      claimed = await this.script('mcpxClaimStream')(sessionKey, streamKey, this.replicaId, this.options.streamLeaseMs)
+    } catch (err) {
+      this.log.debug({ err }, 'openStream: session store unavailable')
+      return 'unavailable'
+    }
+    if (claimed !== 1 || (shadow.stream !== undefined && !shadow.stream.isClosed)) return 'busy'
+    const stream = open()
+    shadow.stream = stream
+    // This replica now delivers the session's resources/updated: subscribe upstream here too, for
+    // every URI the session subscribed to through any replica (issue #11 › Upstream connections).
+    for (const uri of shadow.subscriptions) void this.holdUpstream(shadow, uri)
+    void stream.closed.then(async () => {
+      if (shadow.stream === stream) shadow.stream = undefined
+      await this.script('mcpxReleaseStream')(streamKey, this.replicaId).catch(() => {})
+    })
+    return 'open'
+  }
+
+  async sendToStream (session: Session, message: JsonRpcMessage): Promise<boolean> {
+    if (session.stream !== undefined && !session.stream.isClosed) return session.stream.send(message)
+    const [, , streamKey] = this.keys(session.id)
+    try {
+      const receivers = await this.script('mcpxSendToStream')(streamKey, this.replicaPrefix, JSON.stringify({ t: 'send', sid: session.id, msg: message } satisfies ReplicaMessage))
+      return typeof receivers === 'number' && receivers > 0
+    } catch (err) {
+      this.log.debug({ err }, 'sendToStream: session store unavailable')
+      return false
+    }
+  }
+
+  subscriptionsOf (session: Session): SubscriptionSet {
+    const shadow = session as Shadow
+    return {
+      // Whether THIS replica already holds an upstream subscription for this session's URI.
+      has: uri => shadow.upstreamSubs.has(uri),
+      add: async uri => {
+        shadow.upstreamSubs.add(uri)
+        shadow.subscriptions.add(uri)
+        await this.recordSubscription(shadow, uri, true)
+      },
+      delete: async uri => {
+        shadow.subscriptions.delete(uri)
+        await this.recordSubscription(shadow, uri, false)
+        return shadow.upstreamSubs.delete(uri)
+      }
+    }
+  }
+
+  cancel (session: Session, key: string): void {
+    const local = session.inflight.get(key)
+    if (local !== undefined) { local.abort(); return }
+    // The request may run on another replica: every replica looks among ITS requests of THIS session.
+    this.publishBus({ t: 'cancel', sid: session.id, key })
+  }
+
+  async questionAsked (session: Session, id: string): Promise<boolean> {
+    try {
+      await this.redis.set(this.questionKey(session.id, id), this.replicaId, 'PX', this.options.idleTimeoutMs)
+      return true
+    } catch (err) {
+      this.log.debug({ err }, 'questionAsked: session store unavailable')
+      return false
+    }
+  }
+
+  questionSettled (session: Session, id: string): void {
+    this.redis.del(this.questionKey(session.id, id)).catch(() => {})
+  }
+
+  async forwardAnswer (session: Session, response: JsonRpcResponse): Promise<boolean> {
+    const qid = String(response.id)
+    try {
+      const receivers = await this.script('mcpxAnswer')(this.questionKey(session.id, qid), this.replicaPrefix, JSON.stringify({ t: 'ans', sid: session.id, qid, res: response } satisfies ReplicaMessage))
+      return typeof receivers === 'number' && receivers > 0
+    } catch (err) {
+      this.log.debug({ err }, 'forwardAnswer: session store unavailable')
+      return false
+    }
+  }
+
+  /**
+   * Shutdown of this replica: releases its stream leases (so clients reopen elsewhere at once),
+   * ends its live objects and upstream subscriptions, and closes both connections. Sessions
+   * themselves live on in Redis for the other replicas.
+   */
+  async closeAll (): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    clearInterval(this.heartbeat)
+    clearInterval(this.sweeper)
+    this.options.upstreams.off('list_changed', this.onListChanged)
+    this.options.upstreams.off('resource_updated', this.onResourceUpdated)
+    const releases: Array<Promise<unknown>> = []
+    for (const shadow of this.shadows.values()) {
+      if (shadow.stream !== undefined) releases.push(this.script('mcpxReleaseStream')(this.keys(shadow.id)[2], this.replicaId).catch(() => {}))
+    }
+    await Promise.all(releases)
+    for (const shadow of [...this.shadows.values()]) this.drop(shadow)
+    await Promise.all([quit(this.redis), quit(this.sub)])
+  }
+
+  /* ---------------------------------------------------------------- internals */
+
+  private keys (id: string): [session: string, subs: string, stream: string] {
+    const base = `${this.options.keyPrefix}s:{${id}}`
+    return [base, `${base}:subs`, `${base}:stream`]
+  }
+
+  private questionKey (sid: string, qid: string): string {
+    return `${this.options.keyPrefix}s:{${sid}}:q:${qid}`
+  }
+
+  private script (name: ScriptName): ScriptRunner {
+    return (this.redis as unknown as Record<ScriptName, ScriptRunner>)[name].bind(this.redis)
+  }
+
+  private shadowFor (id: string, revision: Revision, clientCapabilities: JsonObject): Shadow {
+    const shadow: Shadow = Object.assign(newSession(id, revision, clientCapabilities), { upstreamSubs: new Set<string>() })
+    this.shadows.set(id, shadow)
+    return shadow
+  }
+
+  /** Forgets a session here: live objects ended, upstream subscriptions released. */
+  private drop (shadow: Shadow): void {
+    if (this.shadows.get(shadow.id) === shadow) this.shadows.delete(shadow.id)
+    releaseLive(shadow)
+    for (const uri of shadow.upstreamSubs) void this.options.upstreams.unsubscribe(uri).catch(() => {})
+    shadow.upstreamSubs.clear()
+  }
+
+  private async holdUpstream (shadow: Shadow, uri: string): Promise<void> {
+    if (shadow.upstreamSubs.has(uri)) return
+    shadow.upstreamSubs.add(uri)
+    try {
+      await this.options.upstreams.subscribe(uri)
+    } catch (err) {
+      shadow.upstreamSubs.delete(uri)
+      this.log.debug({ err, uri }, 'upstream subscription for a GET stream refused')
+    }
+  }
+
+  private async recordSubscription (shadow: Shadow, uri: string, add: boolean): Promise<void> {
+    const [sessionKey, subsKey] = this.keys(shadow.id)
+    const payload = JSON.stringify({ t: 'sub', sid: shadow.id, uri, add } satisfies BusMessage)
+    // Throws when Redis is down: the dispatcher then answers the subscribe with an error.
+    await this.script('mcpxSubscription')(sessionKey, subsKey, this.options.idleTimeoutMs, uri, add ? '1' : '0', this.busChannel, payload)
+  }
+
+  private publishBus (message: BusMessage): void {
+    if (this.closed) return
+    this.redis.publish(this.busChannel, JSON.stringify(message)).catch((err: unknown) => { this.log.debug({ err }, 'publish failed') })
+  }
+
+  private onMessage (channel: string, payload: string): void {
+    let message: BusMessage | ReplicaMessage
+    try { message = JSON.parse(payload) as BusMessage | ReplicaMessage } catch { return }
+    if (channel === this.busChannel) this.onBus(message as BusMessage)
+    else if (channel === this.replicaChannel) this.onReplica(message as ReplicaMessage)
+  }
+
+  private onBus (message: BusMessage): void {
+    if (message.t === 'ev') {
+      if (message.from !== this.replicaId) this.deliverEvent(message)
+      return
+    }
+    const shadow = this.shadows.get(message.sid)
+    if (shadow === undefined) return
+    switch (message.t) {
+      case 'end':
+        this.drop(shadow)
+        return
+      case 'cancel':
+        shadow.inflight.get(message.key)?.abort()
+        return
+      case 'sub':
+        if (message.add) {
+          shadow.subscriptions.add(message.uri)
+          if (shadow.stream !== undefined) void this.holdUpstream(shadow, message.uri)
+        } else {
+          shadow.subscriptions.delete(message.uri)
+          if (shadow.upstreamSubs.delete(message.uri)) void this.options.upstreams.unsubscribe(message.uri).catch(() => {})
+        }
+    }
+  }
+
+  /** An upstream change another replica saw: to this replica's GET streams (the local hub delivers our own). */
+  private deliverEvent (message: Extract<BusMessage, { t: 'ev' }>): void {
+    let notification: JsonRpcNotification
+    if (message.kind !== undefined && message.kind in LIST_CHANGED) notification = { jsonrpc: '2.0', method: LIST_CHANGED[message.kind] }
+    else if (typeof message.uri === 'string') notification = { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: message.uri } }
+    else return
+    const uri = message.uri
+    for (const shadow of this.shadows.values()) {
+      if (shadow.stream === undefined) continue
+      if (uri === undefined || shadow.subscriptions.has(uri)) shadow.stream.send(notification)
+    }
+  }
+
+  private onReplica (message: ReplicaMessage): void {
+    const shadow = this.shadows.get(message.sid)
+    if (shadow === undefined) return
+    if (message.t === 'send') {
+      shadow.stream?.send(message.msg)
+      return
+    }
+    const pending = shadow.questions.get(message.qid)
+    if (pending === undefined) return
+    shadow.questions.delete(message.qid)
+    const response = message.res
+    if ('error' in response) pending.reject(Object.assign(new Error(response.error.message), { code: response.error.code, data: response.error.data }))
+    else pending.resolve(isObject(response.result) ? response.result : {})
+  }
+
+  /** Every lease/3: refresh the leases of the streams held here and the TTLs of sessions busy here. */
+  private async beat (): Promise<void> {
+    if (this.closed) return
+    const busy = [...this.shadows.values()].filter(s => s.stream !== undefined || s.inflight.size > 0 || s.questions.size > 0)
+    if (busy.length === 0) return
+    const pipeline = this.redis.pipeline()
+    for (const shadow of busy) {
+      const [sessionKey, subsKey, streamKey] = this.keys(shadow.id)
+      ;(pipeline as unknown as Record<string, (...a: Array<string | number>) => unknown>).mcpxHeartbeat(sessionKey, subsKey, streamKey, this.replicaId, this.options.streamLeaseMs, this.options.idleTimeoutMs, shadow.stream !== undefined ? '1' : '0')
+    }
+    let results: Array<[Error | null, unknown]> | null
+    try { results = await pipeline.exec() } catch { return }
+    results?.forEach(([err, value], i) => {
+      if (err !== null) return
+      const shadow = busy[i]
+      if (value === -1) this.drop(shadow) // expired or deleted while we missed the news
+      else if (value === 0) { shadow.stream?.close(); shadow.stream = undefined } // another replica took the slot
+    })
+  }
+
+  /** Forgets idle shadows that hold nothing live; the session itself lives on in Redis. */
+  private sweep (): void {
+    const now = Date.now()
+    for (const shadow of [...this.shadows.values()]) {
+      if (now - shadow.lastSeenMs <= this.options.idleTimeoutMs) continue
+      if (shadow.stream !== undefined || shadow.inflight.size > 0 || shadow.questions.size > 0) continue
+      this.drop(shadow)
+    }
+  }
+}
+
+/** Replaces a set's contents with `values` (the mirror of a Redis set). */
+function mirror (target: Set<string>, values: string[]): void {
+  if (target.size === values.length && values.every(v => target.has(v))) return
+  target.clear()
+  for (const v of values) target.add(v)
+}
+
+function parseCaps (text: string | null): JsonObject {
+  if (text === null) return {}
+  try {
+    const value: unknown = JSON.parse(text)
+    return isObject(value) ? value as JsonObject : {}
+  } catch {
+    return {}
+  }
+}
+
+async function quit (connection: Redis): Promise<void> {
+  if (connection.status === 'ready') {
+    await Promise.race([connection.quit().catch(() => {}), new Promise(resolve => setTimeout(resolve, 500).unref())])
+  }
+  connection.disconnect()
+}
+
+/** The URL without its password, for logs. */
+function redactUrl (url: string): string {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password !== '') parsed.password = '***'
+    return parsed.toString()
+  } catch {
+    return '(unparsable url)'
+  }
+}
