@@ -20,6 +20,22 @@ import type { McpxConfig } from './lib/config.js'
 /** How often idle keep-alive connections are closed while shutting down, ms. */
 const SHUTDOWN_IDLE_SWEEP_MS = 100
 
+/** JSON-RPC bodies for HTTP errors Node raises before any route runs (oversized headers, garbage requests). */
+const HEADERS_TOO_LARGE = JSON.stringify({ jsonrpc: '2.0', error: { code: -32_600, message: 'Request Header Fields Too Large' } })
+const BAD_REQUEST = JSON.stringify({ jsonrpc: '2.0', error: { code: -32_600, message: 'Bad Request: malformed HTTP request' } })
+
+/**
+ * Fastify's clientErrorHandler: a request Node's parser refused gets an id-less JSON-RPC error
+ * (431 for oversized headers, 400 otherwise), like every other refusal on the daemon, then the
+ * socket closes. Never throws.
+ */
+function answerClientError (err: NodeJS.ErrnoException, socket: import('node:net').Socket): void {
+  if (!socket.writable) { socket.destroy(); return }
+  const tooLarge = err.code === 'HPE_HEADER_OVERFLOW'
+  const body = tooLarge ? HEADERS_TOO_LARGE : BAD_REQUEST
+  socket.end(`HTTP/1.1 ${tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+}
+
 /**
  * Builds the daemon's Fastify instance (not yet listening).
  * @param options.logLevel pino level (default env MCPX_LOG_LEVEL, else 'info')
@@ -34,7 +50,8 @@ export async function buildDaemon (config: McpxConfig, options: { logLevel?: str
     // disableRequestLogging option is deprecated in favour of logController).
     logController: new LogController({ disableRequestLogging: true }),
     forceCloseConnections: false,
-    return503OnClosing: true
+    return503OnClosing: true,
+    clientErrorHandler: answerClientError
   })
   await app.register(mcpx, config as unknown as Record<string, unknown>)
   collectDefaultMetrics({ register: app.mcpxMetrics.registry, prefix: 'mcpx_' })

@@ -97,3 +97,19 @@ t.test('gateway/no-child-outlives-the-daemon', async t => {
   t.equal(await daemon.exited, 0, 'the daemon exits 0 on SIGTERM')
   for (const pid of pids) t.notOk(isAlive(pid), `child ${pid} is gone`)
 })
+
+t.test('security/daemon-oversized-headers-431-json-rpc', async t => {
+  const daemon = await startDaemon(t, { upstreams: { fixture: fixtureCommand() } })
+  const { port } = new URL(daemon.base)
+  const { connect } = await import('node:net')
+  const socket = connect(Number(port), '127.0.0.1')
+  const chunks: Buffer[] = []
+  socket.on('data', chunk => chunks.push(chunk))
+  const closed = new Promise<void>(resolve => socket.on('close', () => resolve()))
+  socket.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nX-Filler: ${'a'.repeat(32 * 1024)}\r\nContent-Length: 2\r\n\r\n{}`)
+  await closed
+  const text = Buffer.concat(chunks).toString('utf8')
+  t.match(text, /^HTTP\/1\.1 431 Request Header Fields Too Large\r\n/)
+  const body = text.slice(text.indexOf('\r\n\r\n') + 4)
+  t.same(JSON.parse(body), { jsonrpc: '2.0', error: { code: -32_600, message: 'Request Header Fields Too Large' } }, 'an id-less JSON-RPC error, as every other refusal')
+})
