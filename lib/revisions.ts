@@ -19,7 +19,7 @@ export const LEGACY_REVISIONS: readonly Revision[] = Object.freeze(['2024-11-05'
 export const MODERN_REVISIONS: readonly Revision[] = Object.freeze(['2026-07-28'])
 
 /** Every revision mcpx implements, newest first (the order `server/discover` lists them in). */
-export const SUPPORTED_REVISIONS: readonly Revision[] = Object.freeze([...MODERN_REVISIONS, ...LEGACY_REVISIONS].reverse())
+export const SUPPORTED_REVISIONS: readonly Revision[] = Object.freeze([...LEGACY_REVISIONS, ...MODERN_REVISIONS].reverse())
 
 /** The first modern revision: any revision string >= this is modern. */
 export const FIRST_MODERN_REVISION: Revision = '2026-07-28'
