@@ -162,6 +162,9 @@ const validate = ajv.compile(CONFIG_SCHEMA)
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
 
+/** The longest duration a Node timer can hold, ms (2^31 - 1). */
+export const MAX_DURATION_MS = 2_147_483_647
+
 /**
  * The Dispatcher's MRTR options from config: the sealing key (base64, at least 32 bytes) and the
  * parked-call and state lifetimes in ms. Throws McpxError MCPX_ERR_CONFIG for a short key.
@@ -181,12 +184,16 @@ export function mrtrOptions (config: McpxConfig): { stateKey?: Buffer, parkTimeo
  * (a bare number string is ms). Throws McpxError MCPX_ERR_CONFIG for any other shape.
  */
 export function parseDuration (value: unknown, path = 'duration'): number {
-  if (typeof value === 'number' && Number.isFinite(value) && value >= 0) return value
+  let ms: number | undefined
+  if (typeof value === 'number' && Number.isFinite(value) && value >= 0) ms = value
   if (typeof value === 'string') {
     const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(value)
-    if (match !== null) return Math.round(Number(match[1]) * UNIT_MS[match[2] ?? 'ms'])
+    if (match !== null) ms = Math.round(Number(match[1]) * UNIT_MS[match[2] ?? 'ms'])
   }
-  throw new McpxError('MCPX_ERR_CONFIG', `mcpx: ${path} must be a duration (ms, or a string such as "15s"), got ${JSON.stringify(value)}`)
+  if (ms === undefined) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: ${path} must be a duration (ms, or a string such as "15s"), got ${JSON.stringify(value)}`)
+  // Node's timers hold at most 2^31-1 ms (about 24.8 days); a longer one silently becomes 1 ms.
+  if (ms > MAX_DURATION_MS) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: ${path} must be at most ${MAX_DURATION_MS} ms (about 24 days), got ${JSON.stringify(value)}`)
+  return ms
 }
 
 function formatIssues (errors: ErrorObject[] | null | undefined): string {

@@ -1,0 +1,78 @@
+/** Config loading and validation (lib/config.ts; issue #2 › Config). */
+import t from 'tap'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { loadConfig, parseDuration, resolveConfig, mrtrOptions, MAX_DURATION_MS } from '../../lib/config.js'
+import { McpxError } from '../../lib/errors.js'
+
+function configError (fn: () => unknown): string {
+  try { fn() } catch (err) {
+    if (err instanceof McpxError && err.code === 'MCPX_ERR_CONFIG') return err.message
+    throw err
+  }
+  throw new Error('no error thrown')
+}
+
+t.test('config/defaults', async t => {
+  const config = loadConfig({})
+  t.equal(config.daemon.address, '127.0.0.1:3939')
+  t.same(config.transport.allowedOrigins, [])
+  t.equal(config.transport.sseKeepAlive, 15_000)
+  t.equal(config.transport.stdioDrain, 5_000)
+  t.equal(config.transport.sessionIdleTimeout, 30 * 60_000)
+  t.equal(config.transport.maxBodyBytes, 4 * 1024 * 1024)
+  t.equal(config.upstreamTimeout, 60_000)
+  t.same(config.upstreams, {})
+})
+
+t.test('config/durations-as-ms-or-strings', async t => {
+  t.equal(parseDuration(250), 250)
+  t.equal(parseDuration('500ms'), 500)
+  t.equal(parseDuration('15s'), 15_000)
+  t.equal(parseDuration('2m'), 120_000)
+  t.equal(parseDuration('1h'), 3_600_000)
+  t.equal(parseDuration('1.5s'), 1_500)
+  t.equal(loadConfig({ transport: { sseKeepAlive: '50ms' } }).transport.sseKeepAlive, 50)
+  t.match(configError(() => loadConfig({ transport: { sseKeepAlive: 'soon' } })), /transport\.sseKeepAlive/)
+  t.match(configError(() => loadConfig({ transport: { sseKeepAlive: -5 } })), /transport\.sseKeepAlive/)
+})
+
+t.test('config/durations-past-the-timer-limit-refused', async t => {
+  t.equal(parseDuration(MAX_DURATION_MS), MAX_DURATION_MS)
+  t.match(configError(() => loadConfig({ transport: { sseKeepAlive: '600h' } })), /transport\.sseKeepAlive must be at most 2147483647 ms/)
+  t.match(configError(() => loadConfig({ daemon: { shutdownTimeout: '99999999h' } })), /daemon\.shutdownTimeout/)
+  t.match(configError(() => loadConfig({ upstreams: { fx: { command: 'node', timeout: '600h' } } })), /upstreams\.fx\.timeout/)
+})
+
+t.test('config/bad-field-named', async t => {
+  t.match(configError(() => loadConfig({ transport: { maxBodyBytes: 'big' } })), /transport\.maxBodyBytes/)
+  t.match(configError(() => loadConfig({ transprot: {} })), /additional properties \(transprot\)/)
+  t.match(configError(() => loadConfig({ daemon: { address: 'localhost' } })), /daemon\.address/)
+})
+
+t.test('config/resolution-order', async t => {
+  const dir = mkdtempSync(join(tmpdir(), 'mcpx-config-'))
+  const flagFile = join(dir, 'flag.json')
+  const envFile = join(dir, 'env.json')
+  writeFileSync(flagFile, JSON.stringify({ daemon: { address: '127.0.0.1:1001' } }))
+  writeFileSync(envFile, JSON.stringify({ daemon: { address: '127.0.0.1:1002' } }))
+  writeFileSync(join(dir, 'mcpx.config.json'), JSON.stringify({ daemon: { address: '127.0.0.1:1003' } }))
+  t.equal(resolveConfig(flagFile, { MCPX_CONFIG: envFile }, dir).config.daemon.address, '127.0.0.1:1001', '--config first')
+  t.equal(resolveConfig(undefined, { MCPX_CONFIG: envFile }, dir).config.daemon.address, '127.0.0.1:1002', 'then MCPX_CONFIG')
+  t.equal(resolveConfig(undefined, {}, dir).config.daemon.address, '127.0.0.1:1003', 'then ./mcpx.config.json')
+  const empty = mkdtempSync(join(tmpdir(), 'mcpx-config-'))
+  const fallback = resolveConfig(undefined, {}, empty)
+  t.equal(fallback.source, '(embedded default)')
+  t.same(Object.keys(fallback.config.upstreams), ['everything'], 'the embedded default serves server-everything')
+  t.match(configError(() => resolveConfig(join(dir, 'missing.json'), {}, dir)), /cannot read config file/)
+  writeFileSync(join(dir, 'broken.json'), '{ nope')
+  t.match(configError(() => resolveConfig(join(dir, 'broken.json'), {}, dir)), /is not JSON/)
+})
+
+t.test('config/mrtr-state-key', async t => {
+  t.equal(mrtrOptions(loadConfig({})).stateKey, undefined, 'generated at start when absent')
+  const key = Buffer.alloc(32, 7).toString('base64')
+  t.equal(mrtrOptions(loadConfig({ mrtr: { stateKey: key } })).stateKey?.length, 32)
+  t.match(configError(() => loadConfig({ mrtr: { stateKey: 'short' } })), /mrtr\.stateKey/)
+})
