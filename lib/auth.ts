@@ -152,6 +152,16 @@ export function loadBearerTokens (auth: McpxConfig['auth'], env: NodeJS.ProcessE
 }
 
 /**
+ * An opaque, stable identity for the caller behind an Authorization header: the first 128 bits
+ * of its SHA-256, hex; undefined without a header. It never reveals the credential, and lets
+ * mcpx bind MRTR requestState (and legacy sessions) to whoever obtained them.
+ */
+export function principalOf (authorization: string | string[] | undefined): string | undefined {
+  if (typeof authorization !== 'string' || authorization === '') return undefined
+  return createHash('sha256').update(authorization).digest('hex').slice(0, 32)
+}
+
+/**
  * True for a loopback bind host: `localhost`, 127.0.0.0/8, `::1` (bracketed or not, any spelling
  * URL normalises to `[::1]`). An IPv4-mapped address (`::ffff:127.0.0.1`) is not counted: when in
  * doubt, require authentication. Never throws.

@@ -29,6 +29,12 @@ export interface DispatchContext {
    * Undefined when this transport/era cannot ask (then questions are refused upstream).
    */
   ask?: (question: UpstreamQuestion, signal: AbortSignal) => Promise<JsonObject>
+  /**
+   * An opaque identity of the authenticated caller (lib/auth.ts principalOf), when there is one.
+   * MRTR requestState is bound to it, so another caller cannot resume a parked call (mrtr.mdx:
+   * the state SHOULD bind the principal).
+   */
+  principal?: string
   /** Legacy only: resource subscriptions of this connection/session (resources/subscribe adds, unsubscribe removes). */
   subscriptions?: SubscriptionSet
 }

@@ -276,6 +276,7 @@ export class Dispatcher {
       if (!opened.ok) throw new UpstreamRpcError(INVALID_PARAMS, `Invalid params: requestState is ${opened.reason === 'expired' ? 'expired' : 'not one mcpx issued (tampered or malformed)'}`)
       const state = opened.payload
       if (state.m !== request.method || state.n !== name) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: requestState belongs to another request (method or name differs)')
+      if (state.a !== ctx.principal) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: requestState was issued to another caller')
       if (state.k === 'wrap') {
         const extraParams: JsonObject = { inputResponses }
         if (state.u !== undefined) extraParams.requestState = state.u
@@ -290,7 +291,7 @@ export class Dispatcher {
       if (!isObject(answer)) {
         // Inputs missing on retry: answer with another InputRequiredResult rather than an error (mrtr.mdx SHOULD).
         parked.park(this.parkTimeoutMs, () => this.expire(parked))
-        return this.inputRequired(parked, pending.key, pending.question)
+        return this.inputRequired(parked, pending.key, pending.question, ctx)
       }
       parked.unpark()
       parked.pending = undefined
@@ -338,15 +339,15 @@ export class Dispatcher {
         parked.pending = { key, question: event.question, answer: event.answer, refuse: event.refuse }
         this.parked.set(parked.id, parked)
         parked.park(this.parkTimeoutMs, () => this.expire(parked))
-        return this.inputRequired(parked, key, event.question)
+        return this.inputRequired(parked, key, event.question, ctx)
       }
     } finally {
       ctx.signal.removeEventListener('abort', onAbort)
     }
   }
 
-  private inputRequired (parked: ParkedCall, key: string, question: UpstreamQuestion): JsonObject {
-    const requestState = this.seal({ k: 'park', m: parked.method, n: parked.name, p: parked.id, r: parked.round })
+  private inputRequired (parked: ParkedCall, key: string, question: UpstreamQuestion, ctx: DispatchContext): JsonObject {
+    const requestState = this.seal({ k: 'park', m: parked.method, n: parked.name, p: parked.id, r: parked.round }, ctx)
     const inputRequest: JsonObject = { method: question.method }
     if (question.params !== undefined) inputRequest.params = question.params
     return { resultType: 'input_required', inputRequests: { [key]: inputRequest }, requestState }
@@ -366,17 +367,17 @@ export class Dispatcher {
    * through with its requestState wrapped in mcpx's, so the retry reaches the same upstream with
    * the state intact.
    */
-  private async fromModernUpstream (method: string, name: string, result: JsonObject, _ctx: DispatchContext): Promise<JsonObject> {
+  private async fromModernUpstream (method: string, name: string, result: JsonObject, ctx: DispatchContext): Promise<JsonObject> {
     if (result.resultType !== 'input_required') return result
     // Inputs the client declared no capability for become -32021 in handle() (missingCapabilities).
     const wrapped: JsonObject = { resultType: 'input_required' }
     if (isObject(result.inputRequests)) wrapped.inputRequests = result.inputRequests
-    wrapped.requestState = this.seal({ k: 'wrap', m: method, n: name, ...(typeof result.requestState === 'string' ? { u: result.requestState } : {}) })
+    wrapped.requestState = this.seal({ k: 'wrap', m: method, n: name, ...(typeof result.requestState === 'string' ? { u: result.requestState } : {}) }, ctx)
     return wrapped
   }
 
-  private seal (payload: Omit<StatePayload, 'x' | 'exp'>): string {
-    return this.sealer.seal({ ...payload, exp: Date.now() + this.stateTtlMs })
+  private seal (payload: Omit<StatePayload, 'x' | 'exp' | 'a'>, ctx: DispatchContext): string {
+    return this.sealer.seal({ ...payload, exp: Date.now() + this.stateTtlMs, ...(ctx.principal !== undefined ? { a: ctx.principal } : {}) })
   }
 
   private list (params: JsonObject, key: string, items: JsonObject[]): JsonObject {

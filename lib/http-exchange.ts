@@ -36,6 +36,8 @@ export interface PostChannel {
   sse (headers?: Record<string, string>): SseStream
   /** Registers a callback for the client going away before the reply is finished. */
   onDisconnect (fn: () => void): void
+  /** The caller's opaque identity (lib/auth.ts principalOf of its Authorization header), if any. */
+  readonly principal?: string
 }
 
 /** Shared state of the HTTP face. */
@@ -148,6 +150,7 @@ export async function serveModernPost (deps: ExchangeDeps, value: unknown, chann
     revision: String(meta[META_PROTOCOL_VERSION]),
     clientCapabilities: isObject(meta[META_CLIENT_CAPABILITIES]) ? meta[META_CLIENT_CAPABILITIES] : {},
     signal: controller.signal,
+    ...(channel.principal !== undefined ? { principal: channel.principal } : {}),
     notify: (n) => { if (!controller.signal.aborted) responder.event(n) }
   }
   const response = await deps.dispatcher.handle(request, ctx)

@@ -6,6 +6,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { serveModernPost, serveLegacyPost, type ExchangeDeps, type PostChannel } from '../../lib/http-exchange.js'
 import { SseStream } from '../../lib/sse.js'
+import { principalOf } from '../../lib/auth.js'
 import { isLegacyRevision } from '../../lib/revisions.js'
 import type { Parsed } from '../../lib/jsonrpc.js'
 import type { McpRoutesOptions } from './index.js'
@@ -13,7 +14,9 @@ import type { McpRoutesOptions } from './index.js'
 /** Builds the PostChannel for one Fastify request/reply pair. */
 export function channelFor (request: FastifyRequest, reply: FastifyReply, keepAliveMs: number): PostChannel {
   const accept = (request.headers.accept ?? '').toLowerCase() // media types are case-insensitive (RFC 9110 §8.3.1)
+  const principal = principalOf(request.headers.authorization)
   return {
+    ...(principal !== undefined ? { principal } : {}),
     acceptsSse: accept.includes('text/event-stream'),
     // No Accept, or a wildcard, admits JSON; `Accept: text/event-stream` alone does not (seed ›
     // Streamable HTTP, 2026-07-28: responses are JSON or SSE as Accept allows).

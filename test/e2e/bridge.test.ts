@@ -71,10 +71,10 @@ for (const { client: clientEra, upstream } of CASES) {
 
 interface Reply { status: number, body: { id?: unknown, result?: Record<string, unknown>, error?: { code: number, message: string } } }
 
-async function callElicit (base: string, id: number, extra: Record<string, unknown> = {}, capabilities: Record<string, unknown> = { elicitation: {} }): Promise<Reply> {
+async function callElicit (base: string, id: number, extra: Record<string, unknown> = {}, capabilities: Record<string, unknown> = { elicitation: {} }, token?: string): Promise<Reply> {
   const response = await fetch(`${base}/mcp`, {
     method: 'POST',
-    headers: modernHeaders('tools/call', 'elicit', { accept: 'application/json' }),
+    headers: modernHeaders('tools/call', 'elicit', { accept: 'application/json', ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}) }),
     body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'elicit', arguments: {}, ...extra, _meta: modernMeta(capabilities) } })
   })
   return { status: response.status, body: await response.json() as Reply['body'] }
@@ -182,4 +182,18 @@ t.test('bridge/capability/undeclared-question-is-refused-upstream-and-named-to-t
   t.equal(reply.body.id, 11)
   t.equal(reply.body.error?.code, -32_021)
   t.same((reply.body.error as { data?: unknown } | undefined)?.data, { requiredCapabilities: { elicitation: {} } })
+})
+
+t.test('bridge/state/bound-to-the-caller', async t => {
+  const { base } = await listen(t, { upstreams: fixtureUpstreams(['--era', 'legacy']), auth: { bearerTokens: ['token-a', 'token-b'] } })
+  const first = await callElicit(base, 1, {}, { elicitation: {} }, 'token-a')
+  const state = first.body.result?.requestState
+  t.type(state, 'string', 'caller A is asked a question')
+  const hijack = await callElicit(base, 2, { inputResponses: { q1: { action: 'accept', content: { name: 'mallory' } } }, requestState: state }, { elicitation: {} }, 'token-b')
+  t.equal(hijack.status, 400, 'caller B cannot resume A\'s parked call')
+  t.equal(hijack.body.error?.code, -32_602)
+  t.match(hijack.body.error?.message, /another caller/)
+  const own = await callElicit(base, 3, { inputResponses: { q1: ELICIT_ANSWER }, requestState: state }, { elicitation: {} }, 'token-a')
+  t.equal(own.body.result?.resultType, 'complete', 'A still resumes its own call')
+  t.same(JSON.parse(textOf(own.body.result)), ELICIT_ANSWER, 'with A\'s answer, not B\'s')
 })

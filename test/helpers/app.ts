@@ -21,7 +21,9 @@ export function fixtureUpstreams (flags: string[] = [], env?: Record<string, str
 
 /** Boots an app with mcpx registered and ready; closed at teardown (children killed). */
 export async function build (t: Teardown, options: BuildOptions = {}): Promise<FastifyInstance> {
-  const app = Fastify({ logger: { level: process.env.TEST_LOG_LEVEL ?? 'silent' } })
+  // forceCloseConnections: after a client aborts a streamed reply, undici may open a spare
+  // connection that never sends a request; close() would otherwise wait out its keep-alive.
+  const app = Fastify({ logger: { level: process.env.TEST_LOG_LEVEL ?? 'silent' }, forceCloseConnections: true })
   const opts: McpxOptions = { ...options }
   if (opts.upstreams === undefined && opts.registry === undefined) opts.upstreams = fixtureUpstreams()
   await app.register(mcpx, opts)
