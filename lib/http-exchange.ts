@@ -235,7 +235,7 @@ async function serveInitialize (deps: ExchangeDeps, request: JsonRpcRequest, cha
   const response = await deps.dispatcher.handle(request, { era: 'legacy', revision: '2025-03-26', clientCapabilities: {}, signal: controller.signal })
   if ('error' in response) return reply(channel, legacyStatus(response.error, true), response)
   const capabilities = isObject(request.params?.capabilities) ? request.params.capabilities : {}
-  const minted = await deps.sessions.mint(String(response.result.protocolVersion), capabilities)
+  const minted = await deps.sessions.mint(String(response.result.protocolVersion), capabilities, channel.principal)
   if (minted.kind === 'full') {
     return channel.json(REFUSAL_STATUS.tooManySessions, encodeMessage(errorResponse(request.id, INTERNAL_ERROR, 'Server busy: too many sessions; retry later')), { 'retry-after': '5' })
   }

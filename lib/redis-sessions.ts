@@ -252,8 +252,8 @@ export class RedisSessionStore implements SessionStore {
 
   get size (): number { return this.shadows.size }
 
-  async mint (revision: Revision, clientCapabilities: JsonObject): Promise<MintOutcome> {
-    const id = newSessionId()
+  async mint (revision: Revision, clientCapabilities: JsonObject, principal?: string): Promise<MintOutcome> {
+    const id = newSessionId(principal)
     const [sessionKey] = this.keys(id)
     try {
       await this.redis.multi().hset(sessionKey, 'rev', revision, 'caps', JSON.stringify(clientCapabilities)).pexpire(sessionKey, this.options.idleTimeoutMs).exec()

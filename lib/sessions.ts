@@ -18,7 +18,7 @@
  *
  * Session ids are 128 bits from the CSPRNG, base64url: visible ASCII only (rule 16).
  */
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import type { Revision } from './revisions.js'
 import type { JsonObject } from './upstreams/types.js'
 import type { SseStream } from './sse.js'
@@ -82,7 +82,7 @@ export interface SessionStore {
   /** Sessions this process holds state for (metrics). */
   readonly size: number
   /** Mints a session for a successful initialize. */
-  mint: (revision: Revision, clientCapabilities: JsonObject) => Promise<MintOutcome>
+  mint: (revision: Revision, clientCapabilities: JsonObject, principal?: string) => Promise<MintOutcome>
   /** Finds a live session and slides its expiry. An expired, deleted or never-minted one is unknown. */
   find: (id: string) => Promise<FindOutcome>
   /** Ends a session everywhere: closes its GET stream, aborts its requests, fails its questions. */
@@ -112,8 +112,26 @@ export interface SessionStore {
 }
 
 /** Mints a session id: 128 bits from the CSPRNG, base64url. */
-export function newSessionId (): string {
-  return randomBytes(16).toString('base64url')
+export function newSessionId (principal = ''): string {
+  const secret = randomBytes(16).toString('base64url')
+  return secret + '.' + sessionTag(secret, principal)
+}
+
+/**
+ * The tag that binds a session id to the caller that minted it: the first 64 bits of
+ * SHA-256(secret part + principal), base64url. Only a request from the same principal (the same
+ * Authorization header, lib/auth.ts principalOf) can use the session; anyone else gets 404, as
+ * for an unknown session, even with a leaked id. Stateless: it works on every replica.
+ */
+function sessionTag (secret: string, principal: string): string {
+  return createHash('sha256').update(secret).update('\0').update(principal).digest('base64url').slice(0, 11)
+}
+
+/** True when `id` was minted for `principal` (see {@link newSessionId}). Never throws. */
+export function sessionBoundTo (id: string, principal = ''): boolean {
+  const dot = id.indexOf('.')
+  if (dot <= 0) return false
+  return id.slice(dot + 1) === sessionTag(id.slice(0, dot), principal)
 }
 
 /** A session object with empty live state. */
@@ -154,12 +172,12 @@ export class MemorySessionStore implements SessionStore {
 
   get size (): number { return this.sessions.size }
 
-  async mint (revision: Revision, clientCapabilities: JsonObject): Promise<MintOutcome> {
+  async mint (revision: Revision, clientCapabilities: JsonObject, principal?: string): Promise<MintOutcome> {
     if (this.sessions.size >= this.options.maxSessions) {
       this.sweep()
       if (this.sessions.size >= this.options.maxSessions) return { kind: 'full' }
     }
-    const session = newSession(newSessionId(), revision, clientCapabilities)
+    const session = newSession(newSessionId(principal), revision, clientCapabilities)
     this.sessions.set(session.id, session)
     return { kind: 'minted', session }
   }

@@ -37,7 +37,8 @@ for (const revision of LEGACY) {
     // DIGEST §3d rule 16: visible ASCII 0x21–0x7E; issue #4: at least 128 bits (base64url: 6 bits a character).
     t.match(sid, SESSION_ID)
     t.ok(String(sid).length >= 22, `at least 128 bits of base64url (${String(sid).length} characters)`)
-    t.match(sid, /^[A-Za-z0-9_-]+$/, 'base64url alphabet')
+    // 128 random bits (22 base64url characters), a dot, and the 64-bit tag that binds it to its caller.
+    t.match(sid, /^[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{11}$/, 'base64url secret and tag')
     const body = res.json()
     t.equal(body.id, 1)
     t.equal(body.result.protocolVersion, revision, 'the proposed revision is echoed')
@@ -323,4 +324,19 @@ t.test('legacy/upstream/modern-only-upstream', async t => {
       t.notOk(result._meta !== undefined && 'io.modelcontextprotocol/serverInfo' in result._meta, `${revision}: ${what} has no _meta serverInfo`)
     }
   }
+})
+
+/* ------------------------------------------------------- sessions and callers */
+
+t.test('security/session-bound-to-its-caller', async t => {
+  const app = await build(t, { upstreams: fixtureUpstreams(), auth: { bearerTokens: ['token-a', 'token-b'] } })
+  const as = (token: string, body: unknown, sid?: string): Promise<{ statusCode: number, headers: Record<string, unknown>, json: () => { id?: unknown, error?: { code: number } } }> =>
+    app.inject({ method: 'POST', url: '/mcp', headers: { ...legacyHeaders(), authorization: `Bearer ${token}`, ...(sid !== undefined ? { 'mcp-session-id': sid } : {}) }, payload: JSON.stringify(body) }) as never
+  const init = await as('token-a', initializeBody('2025-11-25'))
+  const sid = String(init.headers['mcp-session-id'])
+  t.equal((await as('token-a', { jsonrpc: '2.0', id: 2, method: 'tools/list' }, sid)).statusCode, 200, 'its caller uses it')
+  t.equal((await as('token-b', { jsonrpc: '2.0', id: 3, method: 'tools/list' }, sid)).statusCode, 404, 'another caller with the leaked id: unknown session')
+  const del = await app.inject({ method: 'DELETE', url: '/mcp', headers: { authorization: 'Bearer token-b', 'mcp-session-id': sid } })
+  t.equal(del.statusCode, 404, 'another caller cannot end it')
+  t.equal((await as('token-a', { jsonrpc: '2.0', id: 4, method: 'tools/list' }, sid)).statusCode, 200, 'it lives on for its caller')
 })
