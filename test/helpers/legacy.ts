@@ -6,6 +6,7 @@
 import { readFileSync, existsSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { Ajv } from 'ajv'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import type { FastifyInstance } from 'fastify'
@@ -15,8 +16,8 @@ import { legacyHeaders } from './app.js'
 export const LEGACY = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'] as const
 export type LegacyRevision = typeof LEGACY[number]
 
-/** Where the spec schemas live (shared, read-only). */
-const SPEC_DIR = '/work/shared/spec'
+/** Where the spec schemas live: shared/ beside the checkout (read-only), as in CI. This file runs as dist/test/helpers/legacy.js. */
+const SPEC_DIR = fileURLToPath(new URL('../../../../shared/spec', import.meta.url))
 
 const validators = new Map<string, (def: string, value: unknown) => string[]>()
 
