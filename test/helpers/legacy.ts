@@ -30,7 +30,7 @@ export function schemaErrors (revision: string, def: string, value: unknown): st
   if (check === undefined) {
     const schema = JSON.parse(readFileSync(join(SPEC_DIR, revision, 'schema.json'), 'utf8')) as Record<string, unknown>
     const draft2020 = schema.$defs !== undefined
-    const ajv = draft2020 ? new Ajv2020({ strict: false, allErrors: true }) : new Ajv({ strict: false, allErrors: true })
+    const ajv = draft2020 ? new Ajv2020({ strict: false, allErrors: true, validateFormats: false }) : new Ajv({ strict: false, allErrors: true, validateFormats: false })
     ajv.addSchema({ ...schema, $id: `mcp-${revision}` })
     check = (name, data) => {
       const validate = ajv.getSchema(`mcp-${revision}#/${draft2020 ? '$defs' : 'definitions'}/${name}`)

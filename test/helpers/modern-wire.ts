@@ -206,7 +206,7 @@ export async function openSse (base: string, body: string, headers: Record<strin
 /** The 2026-07-28 schema (shared/spec), compiled with ajv 2020-12: a test-only oracle. */
 const SCHEMA_URL = new URL('../../../../shared/spec/2026-07-28/schema.json', import.meta.url)
 const Ajv = Ajv2020 as unknown as typeof Ajv2020.default
-const ajv = new Ajv({ strict: false, allErrors: true })
+const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: false })
 ajv.addSchema(JSON.parse(readFileSync(SCHEMA_URL, 'utf8')), 'mcp-2026-07-28')
 
 /** Validates `value` against `$defs/<definition>` of the 2026-07-28 schema; returns the errors text, or '' when valid. */
