@@ -80,6 +80,7 @@ import type { Logger } from '../log.js'
 import { INTERNAL_ERROR, METHOD_NOT_FOUND, UPSTREAM_ERROR, isObject } from '../jsonrpc.js'
 import type { Era, Revision } from '../revisions.js'
 import { UpstreamRpcError, wantsLegacyConnection, type JsonObject, type UpstreamCallOptions, type UpstreamConfig, type UpstreamStatus } from './types.js'
+import { redactText } from './redact.js'
 
 /** First restart delay (ms); doubles per failed attempt. */
 export const RESTART_INITIAL_DELAY_MS = 100
@@ -207,23 +208,42 @@ function tapSend (client: UpstreamClient, message: unknown): void {
  */
 class UpstreamStdioTransport extends StdioClientTransport {
   child: ChildProcess | undefined
+  /** How the child ended on its own (`code 3`, `signal SIGSEGV`, `spawn failed: ENOENT`); unset when mcpx killed it. */
   exitInfo: string | undefined
   exited: Promise<void> = Promise.resolve()
   onSend: ((message: unknown) => void) | undefined
+  /** Set by kill(): a start() that has not spawned yet must not spawn at all. */
+  private killed = false
 
   override async start (): Promise<void> {
-    await super.start()
-    // 2.4.0 keeps the child in the (TS-)private `_process`; read once, right after spawn.
+    if (this.killed) throw new Error('upstream closed before its child was spawned')
+    const started = super.start()
+    // 2.4.0 spawns synchronously inside start() and keeps the child in the (TS-)private
+    // `_process`: read it at once, so the child is tracked (pid, kill) from spawn, not only once
+    // the connection is set up.
     const child = (this as unknown as { _process?: ChildProcess })._process
-    if (child === undefined) return
-    this.child = child
-    this.exited = new Promise(resolve => {
-      if (child.exitCode !== null || child.signalCode !== null) { resolve(); return }
-      child.once('exit', (code, signal) => {
-        this.exitInfo = signal !== null ? `signal ${signal}` : `code ${String(code)}`
-        resolve()
+    if (child !== undefined) {
+      this.child = child
+      this.exited = new Promise(resolve => {
+        if (child.exitCode !== null || child.signalCode !== null) { resolve(); return }
+        child.once('exit', (code, signal) => {
+          if (!this.killed) this.exitInfo ??= signal !== null ? `signal ${signal}` : `code ${String(code)}`
+          resolve()
+        })
+        // A failed spawn (ENOENT) emits 'error' and 'close', never 'exit'.
+        child.once('close', () => resolve())
+        child.once('error', (err: NodeJS.ErrnoException) => {
+          if (child.pid === undefined) { this.exitInfo ??= `spawn failed: ${err.code ?? err.message}`; resolve() }
+        })
       })
-    })
+    }
+    await started
+  }
+
+  /** The child's pid while it runs (from spawn until exit). */
+  get runningPid (): number | undefined {
+    const child = this.child
+    return child === undefined || child.exitCode !== null || child.signalCode !== null ? undefined : child.pid
   }
 
   override async send (...args: Parameters<StdioClientTransport['send']>): Promise<void> {
@@ -233,6 +253,7 @@ class UpstreamStdioTransport extends StdioClientTransport {
 
   /** SIGTERM, then SIGKILL after `graceMs`; resolves once the child has exited. Never throws. */
   async kill (graceMs: number): Promise<void> {
+    this.killed = true
     const child = this.child
     if (child === undefined || child.exitCode !== null || child.signalCode !== null) return
     try { child.stdin?.end() } catch {}
@@ -334,6 +355,22 @@ function refusedLegacy (error: unknown): boolean {
   return error instanceof SdkError && typeof status === 'number' && status >= 400 && status < 500
 }
 
+/** How a stdio child ended (`code 3`, `signal SIGKILL`, `spawn failed: ENOENT`), once it has. */
+function exitInfoOf (transport: UpstreamStdioTransport | UpstreamHttpTransport): string | undefined {
+  return transport instanceof UpstreamStdioTransport ? transport.exitInfo : undefined
+}
+
+/**
+ * The reason text of a failed setup step (`lastError`, the 'upstream down' line), redacted by the
+ * caller: a timeout says so with its bound (ms); a child that ended says how (exit code or signal).
+ */
+function setupFailure (step: string, error: unknown, setupTimeoutMs: number, transport: UpstreamStdioTransport | UpstreamHttpTransport): string {
+  if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) return `${step}: setup timed out after ${setupTimeoutMs} ms`
+  const exit = exitInfoOf(transport)
+  const what = `${step} failed: ${(error as Error).message}`
+  return exit === undefined ? what : `${what} (child exited: ${exit})`
+}
+
 const EMPTY_CATALOGUE: UpstreamCatalogue = Object.freeze({ tools: [], prompts: [], resources: [], resourceTemplates: [] }) as UpstreamCatalogue
 
 /**
@@ -364,6 +401,12 @@ export class Upstream {
   private readonly legacy: LegacySide = { state: 'idle', restarts: 0, failures: 0 }
   /** Aborted by close(): ends every wait for the legacy connection. */
   private readonly closed = new AbortController()
+  /**
+   * Transports whose connection is still being set up (connect/initialize, before `connection` is
+   * set), with their client: their child is already running, so status() reports its pid and
+   * close() kills it, whatever the setup is waiting for.
+   */
+  private readonly settingUp = new Map<UpstreamStdioTransport | UpstreamHttpTransport, { client: UpstreamClient, role: Connection['role'] }>()
 
   constructor (readonly name: string, readonly config: UpstreamConfig, private readonly options: UpstreamOptions) {
     this.kind = 'command' in config ? 'stdio' : 'http'
@@ -385,11 +428,11 @@ export class Upstream {
       status.era = this.connection.era
       status.revision = this.connection.revision
     }
-    const pid = pidOf(this.connection)
+    const pid = pidOf(this.connection) ?? this.settingUpPid('primary')
     if (pid !== undefined && this.state !== 'closed') status.pid = pid
     if (this.state === 'down' && this.lastError !== undefined) status.lastError = this.lastError
     const legacy = this.legacy
-    const legacyPid = pidOf(legacy.connection)
+    const legacyPid = pidOf(legacy.connection) ?? this.settingUpPid('legacy')
     if (this.kind === 'stdio' && this.state !== 'closed') {
       status.pids = [pid, legacyPid].filter((p): p is number => p !== undefined)
     }
@@ -402,6 +445,14 @@ export class Upstream {
     return status
   }
 
+  /** The pid of a child whose connection (of `role`) is still being set up. */
+  private settingUpPid (role: Connection['role']): number | undefined {
+    for (const [transport, entry] of this.settingUp) {
+      if (entry.role === role && transport instanceof UpstreamStdioTransport && transport.runningPid !== undefined) return transport.runningPid
+    }
+    return undefined
+  }
+
   /** The raw lists; empty unless ready. */
   lists (): UpstreamCatalogue {
     return this.state === 'ready' ? this.catalogue : EMPTY_CATALOGUE
@@ -412,7 +463,10 @@ export class Upstream {
     return this.state === 'ready' ? this.connection?.capabilities : undefined
   }
 
-  /** Stops retrying, kills the child (SIGTERM, SIGKILL after 2 s) and resolves once it has exited. Never rejects. */
+  /**
+   * Stops retrying, kills every child (SIGTERM, SIGKILL after 2 s), including one spawned by a
+   * (re)start whose setup has not finished, and resolves once they have exited. Never rejects.
+   */
   async close (): Promise<void> {
     if (this.state === 'closed') return
     this.closing = true
@@ -425,8 +479,10 @@ export class Upstream {
     const connection = this.connection
     const legacy = this.legacy.connection
     this.failInFlight(new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.name} is shutting down`))
-    // A legacy connection still being opened is disposed by connectLegacy itself (it sees `closing`).
-    await Promise.all([connection, legacy].map(async c => { if (c !== undefined) await this.dispose(c) }))
+    // A connection still being set up (its child may never answer) is killed here too; its
+    // connect() then fails and, seeing `closing`, schedules nothing.
+    const settingUp = [...this.settingUp].map(async ([transport, { client }]) => await this.disposeQuietly(client, transport))
+    await Promise.all([...[connection, legacy].map(async c => { if (c !== undefined) await this.dispose(c) }), ...settingUp])
     await this.legacy.attempt
     this.setState('closed')
   }
@@ -603,7 +659,7 @@ export class Upstream {
       if (error instanceof ProtocolError) throw new UpstreamRpcError(error.code, error.message, error.data)
       // A result the client refused to decode (schema, output validation) still reached us raw: pass it on.
       if (scope.raw !== undefined && error instanceof SdkError && error.code === SdkErrorCode.InvalidResult) return scope.raw
-      throw new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.name}: ${method} failed: ${(error as Error).message}`)
+      throw new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.name}: ${method} failed: ${redactText((error as Error).message)}`)
     } finally {
       clearTimeout(timer)
       options.signal.removeEventListener('abort', onCallerAbort)
@@ -659,6 +715,10 @@ export class Upstream {
   private async answerQuestion (client: UpstreamClient, method: string, params: JsonObject | undefined, upstreamSignal: AbortSignal): Promise<JsonObject> {
     const target = this.latestInFlight(client, 'onQuestion')
     if (target?.onQuestion === undefined) {
+      // An upstream may ask roots/list at any time (server-everything does right after
+      // initialize). With no downstream call to relay it to, mcpx answers for itself: it exposes
+      // no roots. Elicitation and sampling need a user, so they keep failing outside a call.
+      if (method === 'roots/list') return { roots: [] }
       throw new ProtocolError(METHOD_NOT_FOUND, `mcpx: no request in flight on upstream ${this.name} can relay ${method}`)
     }
     const question = params === undefined ? { method } : { method, params }
@@ -714,22 +774,26 @@ export class Upstream {
     const client = this.buildClient()
     const transport = this.buildTransport()
     transport.onSend = message => tapSend(client, message)
+    this.settingUp.set(transport, { client, role: 'primary' })
     try {
       if (this.forceLegacy) await client.connect(transport, { timeout: this.setupTimeoutMs, prior: { kind: 'legacy' } })
       else await client.connect(transport, { timeout: this.setupTimeoutMs })
     } catch (error) {
       await this.disposeQuietly(client, transport)
+      this.settingUp.delete(transport)
+      if (this.closing) return
       const message = (error as Error).message
       if (this.kind === 'stdio' && !this.forceLegacy && error instanceof SdkError && error.code === SdkErrorCode.EraNegotiationFailed && /closed/.test(message)) {
         // The child exited on the in-place server/discover probe: a legacy server that dies on
         // unknown pre-initialize requests. Remember it and connect with plain initialize.
-        this.options.logger.info({ upstream: this.name }, 'upstream exited on the server/discover probe; using initialize')
+        this.options.logger.info({ upstream: this.name, exit: exitInfoOf(transport) }, 'upstream exited on the server/discover probe; using initialize')
         this.forceLegacy = true
         return await this.connect()
       }
-      this.onDown(`connect failed: ${message}`)
+      this.onDown(setupFailure('connect', error, this.setupTimeoutMs, transport))
       return
     }
+    this.settingUp.delete(transport)
     if (this.closing) { await this.disposeQuietly(client, transport); return }
 
     const revision = client.getNegotiatedProtocolVersion() ?? 'unknown'
@@ -743,7 +807,7 @@ export class Upstream {
       upSince: Date.now()
     }
     this.connection = connection
-    client.onerror = err => this.options.logger.debug({ upstream: this.name, err }, 'upstream client error')
+    client.onerror = err => this.options.logger.debug({ upstream: this.name, reason: redactText(err.message) }, 'upstream client error')
     client.onclose = () => this.onConnectionClosed(connection)
     for (const kind of ['tools', 'prompts', 'resources'] as const) {
       client.setNotificationHandler(`notifications/${kind}/list_changed`, () => { this.refresh(connection, kind) })
@@ -759,10 +823,9 @@ export class Upstream {
       this.catalogue = catalogue
     } catch (error) {
       if (this.connection !== connection) return
-      this.options.logger.warn({ upstream: this.name, err: error }, 'upstream lists failed')
       await this.dispose(connection)
       this.connection = undefined
-      this.onDown(`listing failed: ${(error as Error).message}`)
+      this.onDown(setupFailure('listing', error, this.setupTimeoutMs, connection.transport))
       return
     }
     this.lastError = undefined
@@ -780,22 +843,28 @@ export class Upstream {
     const exitInfo = connection.transport instanceof UpstreamStdioTransport ? connection.transport.exitInfo : undefined
     const reason = this.kind === 'stdio' ? `upstream ${this.name} exited${exitInfo === undefined ? '' : ` (${exitInfo})`}` : `upstream ${this.name} closed the connection`
     this.failInFlight(new UpstreamRpcError(UPSTREAM_ERROR, reason), connection.client)
-    this.options.logger.warn({ upstream: this.name }, reason)
     const wasReady = this.state === 'ready'
     this.onDown(reason)
     if (wasReady) for (const kind of ['tools', 'prompts', 'resources'] as const) this.options.events.catalogueChanged(kind, false)
     void this.dispose(connection)
   }
 
+  /**
+   * Marks the upstream down and schedules the next attempt (backoff). Logs one warn line per
+   * call, i.e. at most one per backoff step: at the longest delay, one every RESTART_MAX_DELAY_MS.
+   */
   private onDown (reason: string): void {
     if (this.closing) return
     clearTimeout(this.stableTimer)
+    reason = redactText(reason)
     this.lastError = reason
     this.setState('down')
     const delayMs = Math.min(RESTART_INITIAL_DELAY_MS * 2 ** this.failures, RESTART_MAX_DELAY_MS)
     this.failures++
+    this.options.logger.warn({ upstream: this.name, reason, failures: this.failures, restartInMs: delayMs }, 'upstream down')
     clearTimeout(this.restartTimer)
     this.restartTimer = setTimeout(() => {
+      if (this.closing) return
       this.restarts++
       void this.connect()
     }, delayMs)
@@ -817,20 +886,24 @@ export class Upstream {
     const client = this.buildClient()
     const transport = this.buildTransport('legacy')
     transport.onSend = message => tapSend(client, message)
+    this.settingUp.set(transport, { client, role: 'legacy' })
     try {
       await client.connect(transport, { timeout: this.setupTimeoutMs, prior: { kind: 'legacy' } })
     } catch (error) {
       await this.disposeQuietly(client, transport)
-      const message = (error as Error).message
+      this.settingUp.delete(transport)
+      if (this.closing) return undefined
+      const message = redactText((error as Error).message)
       if (refusedLegacy(error)) {
         legacy.lastError = `legacy initialize refused: ${message}`
-        this.options.logger.info({ upstream: this.name, err: error }, 'upstream refuses a legacy session; legacy-era calls use its modern connection')
+        this.options.logger.info({ upstream: this.name, reason: message }, 'upstream refuses a legacy session; legacy-era calls use its modern connection')
         this.setLegacyState('unavailable')
         return undefined
       }
-      this.onLegacyDown(`legacy connect failed: ${message}`)
+      this.onLegacyDown(setupFailure('legacy connect', error, this.setupTimeoutMs, transport))
       return undefined
     }
+    this.settingUp.delete(transport)
     if (this.closing) { await this.disposeQuietly(client, transport); return undefined }
     const connection: Connection = {
       role: 'legacy',
@@ -841,7 +914,7 @@ export class Upstream {
       capabilities: (client.getServerCapabilities() ?? {}) as JsonObject,
       upSince: Date.now()
     }
-    client.onerror = err => this.options.logger.debug({ upstream: this.name, connection: 'legacy', err }, 'upstream client error')
+    client.onerror = err => this.options.logger.debug({ upstream: this.name, connection: 'legacy', reason: redactText(err.message) }, 'upstream client error')
     client.onclose = () => this.onLegacyClosed(connection)
     // Its own resources/updated (after a legacy-era call changed a resource in that child) is
     // relayed; its list_changed is not: the catalogue is the primary connection's.
@@ -878,7 +951,6 @@ export class Upstream {
       ? `upstream ${this.name} (legacy connection) exited${exitInfo === undefined ? '' : ` (${exitInfo})`}`
       : `upstream ${this.name} closed the legacy connection`
     this.failInFlight(new UpstreamRpcError(UPSTREAM_ERROR, reason), connection.client)
-    this.options.logger.warn({ upstream: this.name, connection: 'legacy' }, reason)
     this.onLegacyDown(reason)
     void this.dispose(connection)
   }
@@ -888,14 +960,17 @@ export class Upstream {
     const legacy = this.legacy
     if (this.closing) return
     clearTimeout(legacy.stableTimer)
+    reason = redactText(reason)
     legacy.lastError = reason
     this.setLegacyState('down')
     const delayMs = Math.min(RESTART_INITIAL_DELAY_MS * 2 ** legacy.failures, RESTART_MAX_DELAY_MS)
     legacy.failures++
+    this.options.logger.warn({ upstream: this.name, connection: 'legacy', reason, failures: legacy.failures, restartInMs: delayMs }, 'upstream down')
     clearTimeout(legacy.restartTimer)
     legacy.attempt = new Promise(resolve => {
       legacy.cancelRestart = () => resolve(undefined)
       legacy.restartTimer = setTimeout(() => {
+        if (this.closing) { resolve(undefined); return }
         legacy.restarts++
         resolve(this.connectLegacy())
       }, delayMs)
