@@ -21,7 +21,7 @@ import { readFileSync } from 'node:fs'
 import { loadConfig, mrtrOptions, type McpxConfig, type McpxConfigInput } from './lib/config.js'
 import { originPolicyFromConfig } from './lib/origin.js'
 import { loadBearerTokens } from './lib/auth.js'
-import { createRegistry } from './lib/upstreams/registry.js'
+import { createRegistry, startUpstreams } from './lib/upstreams/registry.js'
 import type { UpstreamRegistry } from './lib/upstreams/types.js'
 import { createMetrics, type McpxMetrics } from './lib/metrics.js'
 import type { ServerInfo } from './lib/dispatch.js'
@@ -100,10 +100,13 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
   const config = loadConfig(raw)
   let registry = opts.registry
   if (registry === undefined) {
-    const owned = createRegistry(config.upstreams, { logger: fastify.log.child({ component: 'upstreams' }), defaultTimeoutMs: config.upstreamTimeout })
+    const upstreamLog = fastify.log.child({ component: 'upstreams' })
+    const owned = createRegistry(config.upstreams, { logger: upstreamLog, defaultTimeoutMs: config.upstreamTimeout })
     registry = owned
     fastify.addHook('onClose', async function closeUpstreams () { await owned.close() })
-    await owned.start()
+    // Bounded (well under Fastify's 10 s pluginTimeout): a silent or slow upstream must not keep
+    // the gateway from serving; it stays `connecting` in /readyz and comes up when it can.
+    await startUpstreams(owned, upstreamLog)
   }
   fastify.decorate('upstreams', registry)
   const metrics = createMetrics(registry)

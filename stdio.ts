@@ -12,7 +12,7 @@ import { StateSealer } from './lib/mrtr.js'
 import { Dispatcher } from './lib/dispatch.js'
 import { NotificationHub } from './lib/notify-hub.js'
 import { startStdioServer } from './lib/stdio-server.js'
-import { createRegistry } from './lib/upstreams/registry.js'
+import { createRegistry, startUpstreams } from './lib/upstreams/registry.js'
 
 /** mcpx's version from package.json (dist/stdio.js → ../package.json; stdio.ts run from source → ./package.json). */
 function packageVersion (): string {
@@ -31,7 +31,7 @@ function packageVersion (): string {
  * Serves MCP on process.stdin/process.stdout until stdin ends or SIGTERM/SIGINT arrives.
  *
  * Starts every upstream in `config.upstreams` (default call timeout `config.upstreamTimeout`, ms),
- * waits until each has been tried once, then reads stdin. On EOF (or a signal) in-flight requests
+ * waits until each has been tried once (at most UPSTREAM_START_WAIT_MS), then reads stdin. On EOF (or a signal) in-flight requests
  * get `config.transport.stdioDrain` ms to answer, then are cancelled; the registry is closed
  * (every child process killed) and the exit code is resolved. A broken stdout (EPIPE) ends the
  * same way, quietly.
@@ -54,8 +54,9 @@ export async function runStdio (config: McpxConfig, logger: Logger): Promise<num
   })
   let exitCode = 0
   try {
-    await registry.start()
-    await registry.ready()
+    // Bounded (UPSTREAM_START_WAIT_MS): a silent or slow upstream must not keep stdin unread;
+    // it keeps connecting in the background and comes up when it can.
+    await startUpstreams(registry, logger)
   } catch (err) {
     logger.error({ err }, 'upstreams failed to start')
     exitCode = 1

@@ -281,6 +281,37 @@ class Registry extends EventEmitter implements UpstreamRegistry {
 }
 
 /**
+ * How long the daemon and `mcpx serve` wait for the upstreams' first attempt before serving (ms).
+ * One attempt can take far longer (the stdio era probe, 5 s, plus the setup timeout, 30 s), and
+ * Fastify fails a plugin that has not started within its `pluginTimeout` (10 s): the wait must
+ * stay well under that.
+ */
+export const UPSTREAM_START_WAIT_MS = 5_000
+
+/**
+ * Starts every upstream and waits for their first attempt, at most `waitMs`. Upstreams still
+ * connecting then are logged at info and keep connecting in the background (they show as
+ * `connecting` or `down` in `status()`, and come up when they can); `close()` kills their children.
+ * @param waitMs longest wait (ms), default {@link UPSTREAM_START_WAIT_MS}
+ * @returns the names of the upstreams not ready when the wait ended. Never rejects.
+ */
+export async function startUpstreams (registry: UpstreamRegistry, logger: UpstreamLogger, waitMs = UPSTREAM_START_WAIT_MS): Promise<string[]> {
+  let timer: NodeJS.Timeout | undefined
+  const waited = new Promise<void>(resolve => { timer = setTimeout(resolve, waitMs) })
+  try {
+    await Promise.race([registry.start(), waited])
+  } catch (err) {
+    logger.error({ err }, 'upstreams failed to start')
+  } finally {
+    clearTimeout(timer)
+  }
+  const pending = registry.status().filter(status => status.state !== 'ready')
+  const connecting = pending.filter(status => status.state === 'connecting').map(status => status.name)
+  if (connecting.length > 0) logger.info({ upstreams: connecting, waitedMs: waitMs }, 'upstreams still connecting; serving without them until they are ready')
+  return pending.map(status => status.name)
+}
+
+/**
  * Creates the registry for the configured upstreams (nothing is spawned until `start()`).
  * @param upstreams keyed by upstream name; insertion order is config order (it decides prefixes'
  *        defaults and who wins a name collision)
