@@ -53,7 +53,13 @@ export async function buildDaemon (config: McpxConfig, options: { logLevel?: str
     return503OnClosing: true,
     clientErrorHandler: answerClientError
   })
-  await app.register(mcpx, config as unknown as Record<string, unknown>)
+  try {
+    await app.register(mcpx, config as unknown as Record<string, unknown>)
+  } catch (err) {
+    // The plugin may have spawned upstream children before it failed: its onClose kills them.
+    await app.close().catch(() => {})
+    throw err
+  }
   collectDefaultMetrics({ register: app.mcpxMetrics.registry, prefix: 'mcpx_' })
   app.get('/healthz', { logLevel: 'warn' }, async function healthz () { return { status: 'ok' } })
   app.get('/readyz', { logLevel: 'warn' }, async function readyz (_request, reply) {
@@ -106,26 +112,49 @@ export async function shutdown (app: FastifyInstance, shutdownTimeoutMs: number)
 export async function runDaemon (config: McpxConfig, source: string): Promise<number> {
   // Signal handlers go in first: a SIGTERM that arrives while the upstreams are still starting
   // must not kill the process with its children half-started; it shuts down once startup is done.
+  // They stay installed (process.on, not once) until shutdown is over: a second SIGTERM/SIGINT
+  // during shutdown is logged, never fatal, so the children are always reaped (shutdown is
+  // bounded by daemon.shutdownTimeout).
   let signalled: ((signal: string) => void) | undefined
   let early: string | undefined
   const onSignal = (signal: string): void => { if (signalled !== undefined) signalled(signal); else early ??= signal }
-  process.once('SIGTERM', () => onSignal('SIGTERM'))
-  process.once('SIGINT', () => onSignal('SIGINT'))
+  const onSigterm = (): void => onSignal('SIGTERM')
+  const onSigint = (): void => onSignal('SIGINT')
+  process.on('SIGTERM', onSigterm)
+  process.on('SIGINT', onSigint)
   const app = await buildDaemon(config)
   const address = parseHostPort(config.daemon.address)
-  if (address === undefined) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: daemon.address ${config.daemon.address} is not host:port`)
+  if (address === undefined) {
+    await app.close()
+    throw new McpxError('MCPX_ERR_CONFIG', `mcpx: daemon.address ${config.daemon.address} is not host:port`)
+  }
   const host = address.host.startsWith('[') ? address.host.slice(1, -1) : address.host
   if (early === undefined) {
-    await app.listen({ host, port: address.port })
+    try {
+      await app.listen({ host, port: address.port })
+    } catch (err) {
+      // The upstreams are running by now: stop them (app.close kills the children) before exiting.
+      await app.close().catch(() => {})
+      process.off('SIGTERM', onSigterm)
+      process.off('SIGINT', onSigint)
+      const code = (err as NodeJS.ErrnoException).code
+      const why = code === 'EADDRINUSE' ? 'address in use' : code === 'EACCES' ? 'permission denied' : code === 'EADDRNOTAVAIL' ? 'address not available' : (err as Error).message
+      // MCPX_ERR_CONFIG: daemon.address is the config key to change (lib/errors.ts has no listen code).
+      throw new McpxError('MCPX_ERR_CONFIG', `mcpx: cannot listen on ${config.daemon.address}: ${why}`, { cause: err })
+    }
     app.log.info({ config: source, upstreams: app.upstreams.status().map(u => ({ name: u.name, state: u.state, revision: u.revision, pid: u.pid })) }, 'mcpx daemon ready')
   }
   return await new Promise<number>(resolve => {
     let stopping = false
     signalled = (signal: string): void => {
-      if (stopping) return
+      if (stopping) { app.log.info({ signal }, 'already shutting down'); return }
       stopping = true
       app.log.info({ signal, shutdownTimeoutMs: config.daemon.shutdownTimeout }, 'shutting down')
-      void shutdown(app, config.daemon.shutdownTimeout).then(resolve)
+      void shutdown(app, config.daemon.shutdownTimeout).then(code => {
+        process.off('SIGTERM', onSigterm)
+        process.off('SIGINT', onSigint)
+        resolve(code)
+      })
     }
     if (early !== undefined) signalled(early)
   })
