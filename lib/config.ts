@@ -112,8 +112,11 @@ export const CONFIG_SCHEMA = {
             additionalProperties: false,
             required: ['url'],
             properties: {
-              url: { type: 'string', pattern: '^https?://' },
-              headers: { type: 'object', additionalProperties: { type: 'string' } },
+              // No userinfo (`user:pass@`): the fetch API refuses such a URL ("Request cannot be
+              // constructed from a URL that includes credentials"); put credentials in `headers`.
+              url: { type: 'string', pattern: '^https?://[^/?#@]+([/?#].*)?$', description: 'http(s) URL of the upstream, without user:password@ (use headers)' },
+              // Header values: HTAB, SP and visible ASCII only (lib/header-values.ts's set; no CR/LF, no obs-text).
+              headers: { type: 'object', additionalProperties: { type: 'string', pattern: '^[\\t\\x20-\\x7e]*$' } },
               prefix: { type: 'string' },
               timeout: DURATION,
               legacyConnection: {
