@@ -53,6 +53,18 @@ export async function runStdio (config: McpxConfig, logger: Logger): Promise<num
     stateTtlMs: mrtr.stateTtlMs
   })
   let exitCode = 0
+  // Signals are handled from the start: one during the upstream start wait must still reap the
+  // children (the default action would exit at once and orphan them).
+  let server: ReturnType<typeof startStdioServer> | undefined
+  let signalled = false
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (signalled) { logger.info({ signal }, 'already shutting down'); return }
+    signalled = true
+    logger.info({ signal }, 'shutting down')
+    if (server !== undefined) void server.close()
+  }
+  process.on('SIGTERM', onSignal)
+  process.on('SIGINT', onSignal)
   try {
     // Bounded (UPSTREAM_START_WAIT_MS): a silent or slow upstream must not keep stdin unread;
     // it keeps connecting in the background and comes up when it can.
@@ -61,23 +73,17 @@ export async function runStdio (config: McpxConfig, logger: Logger): Promise<num
     logger.error({ err }, 'upstreams failed to start')
     exitCode = 1
   }
-  if (exitCode === 0) {
-    const server = startStdioServer(process.stdin, process.stdout, dispatcher, hub, {
+  if (exitCode === 0 && !signalled) {
+    server = startStdioServer(process.stdin, process.stdout, dispatcher, hub, {
       drainMs: config.transport.stdioDrain,
       maxLineBytes: config.transport.maxBodyBytes,
       logger
     })
-    const onSignal = (signal: NodeJS.Signals): void => {
-      logger.info({ signal }, 'shutting down')
-      void server.close()
-    }
-    process.once('SIGTERM', onSignal)
-    process.once('SIGINT', onSignal)
     logger.info({ upstreams: Object.keys(config.upstreams) }, 'serving MCP on stdio')
     await server.closed
-    process.off('SIGTERM', onSignal)
-    process.off('SIGINT', onSignal)
   }
+  process.off('SIGTERM', onSignal)
+  process.off('SIGINT', onSignal)
   hub.close()
   dispatcher.close()
   try {
