@@ -299,6 +299,9 @@ function plainRequest (method: string): SendFn {
   return async (client, params, requestOptions) => await client.request({ method, params } as never, PASSTHROUGH, requestOptions)
 }
 
+/** `send` for a tools/call without header mirroring (stdio upstreams). */
+const PLAIN_TOOLS_CALL = plainRequest('tools/call')
+
 interface InFlight {
   /** The client of the connection the call went over: questions and notifications are routed per connection. */
   client: UpstreamClient
@@ -495,6 +498,9 @@ export class Upstream {
   async callTool (name: string, args: JsonObject | undefined, options: UpstreamCallOptions, tool?: JsonObject): Promise<JsonObject> {
     const params: JsonObject = { name }
     if (args !== undefined) params.arguments = args
+    // Over stdio there are no headers to mirror, and the client's callTool() zod-parses every result
+    // (≈6 % of a modern tools/call in the profile, BENCHMARKS.md): send a plain request, keep the raw result.
+    if (this.kind === 'stdio') return await this.call('tools/call', params, options, PLAIN_TOOLS_CALL)
     return await this.call('tools/call', params, options, (client, params, requestOptions) => {
       const toolDefinition = tool === undefined ? undefined : { name, inputSchema: tool.inputSchema } as never
       return client.callTool(params as never, { ...requestOptions, toolDefinition })
