@@ -24,6 +24,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** performance.now() when the /mcp request arrived, ms (for aborted requests). */
     mcpxStartMs: number
+    /** True once this request's log line and metrics sample were written (exactly one per request). */
+    mcpxLogged: boolean
   }
 }
 
@@ -58,8 +60,11 @@ function rpcFacts (body: unknown): RpcFacts {
 export default fp<RequestLogOptions>(async function mcpxRequestLog (fastify, opts) {
   const { metrics, upstreams } = opts
   fastify.decorateRequest('mcpxStartMs', 0)
+  fastify.decorateRequest('mcpxLogged', false)
 
   function record (request: FastifyRequest, status: number, durationMs: number, aborted: boolean): void {
+    if (request.mcpxLogged) return
+    request.mcpxLogged = true
     const facts = rpcFacts(request.body)
     const era = request.mcpEra ?? ''
     const revision = request.mcpSession?.revision ?? request.mcpProtocolVersion ?? facts.bodyRevision
@@ -77,11 +82,18 @@ export default fp<RequestLogOptions>(async function mcpxRequestLog (fastify, opt
     }, 'mcp request')
   }
 
-  fastify.addHook('onRequest', async function markStart (request) { request.mcpxStartMs = performance.now() })
+  // README › Operability: a request whose client went away first is logged and counted with
+  // status 499 and `aborted: true`. Fastify's onRequestAbort only fires while the body is still
+  // arriving (it tests `req.aborted`), and onResponse only on 'finish', so a POST whose client
+  // left during the upstream call (an abandoned JSON reply, or a hijacked SSE stream) produced
+  // neither. 'close' on the raw response without `writableFinished` covers every such case.
+  fastify.addHook('onRequest', async function markStart (request, reply) {
+    request.mcpxStartMs = performance.now()
+    reply.raw.once('close', function logIfAborted () {
+      if (!reply.raw.writableFinished) record(request, CLIENT_CLOSED_STATUS, performance.now() - request.mcpxStartMs, true)
+    })
+  })
   fastify.addHook('onResponse', async function logMcpRequest (request, reply) {
     record(request, reply.statusCode, reply.elapsedTime, false)
-  })
-  fastify.addHook('onRequestAbort', async function logAbortedMcpRequest (request) {
-    record(request, CLIENT_CLOSED_STATUS, performance.now() - request.mcpxStartMs, true)
   })
 }, { name: 'mcpx-request-log', fastify: '5.x' })

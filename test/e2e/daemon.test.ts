@@ -131,3 +131,39 @@ t.test('all/daemon/shutdown-bound', async t => {
   t.ok(daemon.lines.some(l => l.msg === 'shutdown timeout: closing remaining connections'))
   for (const pid of pids) t.notOk(isAlive(pid), `upstream child ${pid} is gone`)
 })
+
+// README › Operability: a request whose client went away first is logged with `aborted: true` and
+// status 499, and counted; the upstream call is cancelled either way (seed › Closing the stream
+// is cancellation). One case with a JSON reply pending, one with an SSE reply streaming.
+t.test('2026-07-28/operability/aborted-request-logged-and-counted', async t => {
+  const daemon = await startDaemon(t, { upstreams: fixture() })
+  const cases = [
+    { id: 41, reply: 'json', accept: 'application/json', meta: modernMeta() },
+    { id: 42, reply: 'sse', accept: 'application/json, text/event-stream', meta: modernMeta({}, { progressToken: 'p42' }) }
+  ]
+  for (const c of cases) {
+    const since = daemon.lines.length
+    const abort = new AbortController()
+    const pending = fetch(`${daemon.base}/mcp`, {
+      method: 'POST',
+      headers: modernHeaders('tools/call', 'slow', { accept: c.accept }),
+      body: JSON.stringify({ jsonrpc: '2.0', id: c.id, method: 'tools/call', params: { name: 'slow', arguments: { ms: 60_000, steps: 600 }, _meta: c.meta } }),
+      signal: abort.signal
+    })
+    if (c.reply === 'sse') {
+      const res = await pending
+      t.equal(res.headers.get('content-type'), 'text/event-stream', 'sse: the reply is streaming')
+      t.match(await readSse(res).next(), { method: 'notifications/progress' })
+    } else {
+      pending.catch(() => {})
+      await daemon.waitForLine(l => l.msg === 'upstream stderr' && String(l.stderr).startsWith('started slow'), since)
+    }
+    abort.abort()
+    await daemon.waitForLine(l => l.msg === 'upstream stderr' && String(l.stderr).startsWith('cancelled slow'), since)
+    const line = await daemon.waitForLine(l => l.msg === 'mcp request' && l.rpcMethod === 'tools/call', since)
+    t.match(line, { method: 'POST', rpcMethod: 'tools/call', era: 'modern', status: 499, aborted: true, durationMs: Number }, `${c.reply}: logged as aborted`)
+  }
+  const text = await (await fetch(`${daemon.base}/metrics`)).text()
+  t.match(text, /mcpx_requests_total\{http_method="POST",rpc_method="tools\/call",era="modern",status="499"\} 2/, 'both counted, status 499')
+  t.equal(daemon.lines.filter(l => l.msg === 'mcp request' && l.rpcMethod === 'tools/call').length, 2, 'exactly one line per request')
+})
