@@ -21,7 +21,10 @@ const MESSAGES: Record<Exclude<GetOutcome, 'open' | 'unknown'>, string> = {
 
 function refuse (reply: FastifyReply, outcome: Exclude<GetOutcome, 'open'>): FastifyReply {
   const status = getStatus(outcome)
-  if (status === 405) reply.header('allow', 'POST, DELETE')
+  // RFC 9110 §15.5.6: Allow lists the methods the target supports. /mcp does support GET (with a
+  // session), so a sessionless GET names it; 2026-07-28 has no GET stream and no DELETE, so a
+  // GET carrying the modern header names POST only.
+  if (status === 405) reply.header('allow', outcome === 'modern' ? 'POST' : 'GET, POST, DELETE')
   if (status === 503) reply.header('retry-after', '5')
   const code = status === 503 ? INTERNAL_ERROR : INVALID_REQUEST
   return reply.code(status).type('application/json').send(encodeMessage(errorResponse(undefined, code, MESSAGES[outcome as keyof typeof MESSAGES])))

@@ -239,12 +239,14 @@ for (const revision of LEGACY) {
     const res = await app.inject({ method: 'GET', url: '/mcp', headers: { accept: 'text/event-stream', 'mcp-protocol-version': revision } })
     t.equal(res.statusCode, 405)
     t.equal(res.json().error.code, -32_600)
+    t.equal(res.headers.allow, 'GET, POST, DELETE', 'GET is supported on /mcp, with a session (RFC 9110 §15.5.6)')
   })
 
   t.test(`${revision}/get/modern-header-405`, async t => {
     const { sid } = await injectSession(app, revision)
     const res = await app.inject({ method: 'GET', url: '/mcp', headers: { accept: 'text/event-stream', 'mcp-session-id': sid, 'mcp-protocol-version': '2026-07-28' } })
     t.equal(res.statusCode, 405)
+    t.equal(res.headers.allow, 'POST', '2026-07-28 serves POST only')
   })
 
   t.test(`${revision}/get/unknown-session-404`, async t => {
