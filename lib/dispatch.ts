@@ -349,7 +349,7 @@ export class Dispatcher {
   private inputRequired (parked: ParkedCall, key: string, question: UpstreamQuestion, ctx: DispatchContext): JsonObject {
     const requestState = this.seal({ k: 'park', m: parked.method, n: parked.name, p: parked.id, r: parked.round }, ctx)
     const inputRequest: JsonObject = { method: question.method }
-    if (question.params !== undefined) inputRequest.params = question.params
+    if (question.params !== undefined) inputRequest.params = withoutProgressToken(question.params)
     return { resultType: 'input_required', inputRequests: { [key]: inputRequest }, requestState }
   }
 
@@ -496,6 +496,21 @@ function stripMeta (params: JsonObject): JsonObject {
   if (params._meta === undefined) return params
   const { _meta: _omit, ...rest } = params
   return rest
+}
+
+/**
+ * A legacy upstream's question params without `_meta.progressToken` (and without `_meta` once it
+ * is empty). The token belongs to mcpx's own upstream connection and means nothing to the modern
+ * client the question is relayed to in an InputRequiredResult (DIGEST §6f; mrtr.mdx: an
+ * inputRequest is the question, not a request on any connection). Other `_meta` keys stay.
+ * Returns `params` itself when there is nothing to drop. Never throws.
+ */
+function withoutProgressToken (params: JsonObject): JsonObject {
+  const meta = params._meta
+  if (!isObject(meta) || !('progressToken' in meta)) return params
+  const { progressToken: _token, ...keptMeta } = meta
+  const { _meta: _omit, ...rest } = params
+  return Object.keys(keptMeta).length === 0 ? rest : { ...rest, _meta: keptMeta }
 }
 
 /** Removes the modern-only result fields (a dual-era gateway must not add them to legacy results, DIGEST §6f). */

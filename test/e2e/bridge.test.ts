@@ -197,3 +197,24 @@ t.test('bridge/state/bound-to-the-caller', async t => {
   t.equal(own.body.result?.resultType, 'complete', 'A still resumes its own call')
   t.same(JSON.parse(textOf(own.body.result)), ELICIT_ANSWER, 'with A\'s answer, not B\'s')
 })
+
+// DIGEST §6f: an inputRequest is the question the client must answer. A legacy upstream's
+// server→client request carries `_meta.progressToken` from mcpx's own upstream connection, which
+// means nothing to the client (and would name a token the client never issued), so it is dropped;
+// `_meta` goes with it when nothing else is left in it.
+t.test('2026-07-28/mrtr/input-requests-carry-no-upstream-progress-token', async t => {
+  const { base } = await listen(t, { upstreams: fixtureUpstreams(['--era', 'legacy']) })
+  for (const [id, extra] of [[21, {}], [22, { _meta: modernMeta({ elicitation: {} }, { progressToken: 'client-token' }) }]] as const) {
+    const response = await fetch(`${base}/mcp`, {
+      method: 'POST',
+      headers: modernHeaders('tools/call', 'elicit', { accept: 'application/json' }),
+      body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'elicit', arguments: {}, _meta: modernMeta({ elicitation: {} }), ...extra } })
+    })
+    t.equal(response.status, 200)
+    const result = (await response.json() as Reply['body']).result ?? {}
+    t.equal(result.resultType, 'input_required')
+    const question = (result.inputRequests as Record<string, { method: string, params?: Record<string, unknown> }>).q1
+    t.match(question, { method: 'elicitation/create', params: { message: 'Who are you?' } })
+    t.notOk(question.params !== undefined && '_meta' in question.params, `id ${id}: no _meta left in the question's params: ${JSON.stringify(question.params)}`)
+  }
+})
