@@ -8,56 +8,19 @@
  * MRTR bridge. Real child processes (our fixture) and a real HTTP fixture; every wait is on an
  * event (a log line, a process exit, a registry event), never a sleep.
  */
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { spawn } from 'node:child_process'
-import { EventEmitter, once } from 'node:events'
-import { Writable } from 'node:stream'
+import { once } from 'node:events'
 import { pino } from 'pino'
-import { createRegistry } from '../../lib/upstreams/registry.js'
 import { Dispatcher } from '../../lib/dispatch.js'
 import type { DispatchContext } from '../../lib/dispatch-types.js'
 import type { JsonRpcNotification, JsonRpcRequest } from '../../lib/jsonrpc.js'
-import type { JsonObject, UpstreamConfig, UpstreamQuestion, UpstreamRegistry } from '../../lib/upstreams/types.js'
+import type { JsonObject, UpstreamConfig, UpstreamQuestion } from '../../lib/upstreams/types.js'
 import { UPSTREAM_ERROR } from '../../lib/jsonrpc.js'
 import { fixtureCommand } from '../helpers/fixture.js'
+import { startRegistry } from '../helpers/registry.js'
 
-const WAIT_MS = 15_000
 const LEGACY_REVISIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25']
-
-/** A started registry whose log lines the test can wait for; closed at teardown. */
-async function startRegistry (t: Test, upstreams: Record<string, UpstreamConfig>): Promise<{ registry: UpstreamRegistry, lines: JsonObject[], waitFor: (match: (line: JsonObject) => boolean) => Promise<JsonObject> }> {
-  const lines: JsonObject[] = []
-  const events = new EventEmitter()
-  const stream = new Writable({
-    write (chunk: Buffer, _encoding, callback) {
-      for (const text of chunk.toString('utf8').split('\n')) {
-        if (text === '') continue
-        const line = JSON.parse(text) as JsonObject
-        lines.push(line)
-        events.emit('line', line)
-      }
-      callback()
-    }
-  })
-  const registry = createRegistry(upstreams, { logger: pino({ level: 'debug' }, stream), defaultTimeoutMs: 10_000 })
-  t.teardown(async () => { await registry.close() })
-  await registry.start()
-  const waitFor = async (match: (line: JsonObject) => boolean): Promise<JsonObject> => {
-    const found = lines.find(match)
-    if (found !== undefined) return found
-    return await new Promise((resolve, reject) => {
-      const timer = setTimeout(() => { events.off('line', onLine); reject(new Error('log line not seen in time')) }, WAIT_MS)
-      function onLine (line: JsonObject): void {
-        if (!match(line)) return
-        clearTimeout(timer)
-        events.off('line', onLine)
-        resolve(line)
-      }
-      events.on('line', onLine)
-    })
-  }
-  return { registry, lines, waitFor }
-}
 
 /** The fixture over stdio with the second connection turned on (`legacyConnection: true`; stdio's default is off). */
 const withLegacyConnection = (...flags: string[]): UpstreamConfig => ({ ...fixtureCommand(...flags), legacyConnection: true })

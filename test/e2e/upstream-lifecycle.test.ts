@@ -8,21 +8,21 @@
  */
 import t, { type Test } from 'tap'
 import { spawn } from 'node:child_process'
-import { EventEmitter, once } from 'node:events'
+import { once } from 'node:events'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Writable } from 'node:stream'
-import { pino } from 'pino'
 import { createRegistry } from '../../lib/upstreams/registry.js'
 import { redactUrl, redactText } from '../../lib/upstreams/redact.js'
 import { loadConfig } from '../../lib/config.js'
-import type { JsonObject, UpstreamConfig, UpstreamRegistry, UpstreamStatus } from '../../lib/upstreams/types.js'
+import type { JsonObject, UpstreamConfig, UpstreamStatus } from '../../lib/upstreams/types.js'
 import { modernHeaders, modernMeta } from '../helpers/app.js'
 import { CLI_PATH, WAIT_MS, isAlive, startDaemon } from '../helpers/daemon.js'
 import { everythingCommand, fixtureCommand, FIXTURE_PATH } from '../helpers/fixture.js'
 import { spawnServe } from '../helpers/spawn.js'
+import { captureLogger, waitForState } from '../helpers/registry.js'
+import { pollUntil } from '../helpers/legacy.js'
 
 interface ReadyBody { status: string, failing: string[], upstreams: UpstreamStatus[] }
 
@@ -49,54 +49,6 @@ async function pidFrom (file: string): Promise<number> {
     await new Promise(resolve => setTimeout(resolve, 20))
   }
   throw new Error(`no pid in ${file}`)
-}
-
-/** A pino logger (debug) whose lines the test can wait for. */
-function captureLogger (): { logger: pino.Logger, lines: JsonObject[], waitFor: (match: (line: JsonObject) => boolean) => Promise<JsonObject> } {
-  const lines: JsonObject[] = []
-  const events = new EventEmitter()
-  const stream = new Writable({
-    write (chunk: Buffer, _encoding, callback) {
-      for (const text of chunk.toString('utf8').split('\n')) {
-        if (text === '') continue
-        const line = JSON.parse(text) as JsonObject
-        lines.push(line)
-        events.emit('line', line)
-      }
-      callback()
-    }
-  })
-  const waitFor = async (match: (line: JsonObject) => boolean): Promise<JsonObject> => {
-    const found = lines.find(match)
-    if (found !== undefined) return found
-    return await new Promise((resolve, reject) => {
-      const timer = setTimeout(() => { events.off('line', onLine); reject(new Error('log line not seen in time')) }, WAIT_MS)
-      function onLine (line: JsonObject): void {
-        if (!match(line)) return
-        clearTimeout(timer)
-        events.off('line', onLine)
-        resolve(line)
-      }
-      events.on('line', onLine)
-    })
-  }
-  return { logger: pino({ level: 'debug' }, stream), lines, waitFor }
-}
-
-/** Resolves with the first status (current or announced by 'upstream_state') matching. */
-async function waitForState (registry: UpstreamRegistry, match: (status: UpstreamStatus) => boolean): Promise<UpstreamStatus> {
-  const current = registry.status().find(match)
-  if (current !== undefined) return current
-  return await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { registry.off('upstream_state', onState); reject(new Error('state not reached in time')) }, WAIT_MS)
-    function onState (status: UpstreamStatus): void {
-      if (!match(status)) return
-      clearTimeout(timer)
-      registry.off('upstream_state', onState)
-      resolve(status)
-    }
-    registry.on('upstream_state', onState)
-  })
 }
 
 /** Polls /readyz (every 50 ms, bounded) until `match` holds for the named upstream. */
@@ -210,6 +162,8 @@ t.test('upstream/serve-does-not-wait-for-silent-upstream', async t => {
   const serve = spawnServe(t, { config: { upstreams: { fixture: fixtureCommand(), silent: silent(pidFile) } } })
   const response = await serve.request({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } }, 15_000)
   t.match(response, { id: 1, result: { protocolVersion: '2025-06-18' } }, 'served long before the silent upstream\'s setup timeout')
+  // The log line is written asynchronously (pino to fd 2): wait for it, bounded.
+  await pollUntil('the still-connecting line on stderr', () => /upstreams still connecting/.test(serve.stderr()))
   t.match(serve.stderr(), /upstreams still connecting/)
   const silentPid = await pidFrom(pidFile)
   serve.end()

@@ -5,74 +5,12 @@
  */
 import t, { type Test } from 'tap'
 import { spawn } from 'node:child_process'
-import { EventEmitter, once } from 'node:events'
-import { Writable } from 'node:stream'
-import { pino } from 'pino'
+import { once } from 'node:events'
 import { createRegistry } from '../../lib/upstreams/registry.js'
-import type { UpstreamConfig, UpstreamRegistry, UpstreamStatus, JsonObject, UpstreamQuestion } from '../../lib/upstreams/types.js'
+import type { UpstreamConfig, JsonObject, UpstreamQuestion } from '../../lib/upstreams/types.js'
 import { RESOURCE_NOT_FOUND, UPSTREAM_ERROR } from '../../lib/jsonrpc.js'
 import { everythingCommand, fixtureCommand } from '../helpers/fixture.js'
-
-const WAIT_MS = 15_000
-
-/** A pino logger whose lines the test can wait for. */
-function captureLogger (): { logger: pino.Logger, lines: JsonObject[], waitFor: (match: (line: JsonObject) => boolean, since?: number) => Promise<JsonObject> } {
-  const lines: JsonObject[] = []
-  const events = new EventEmitter()
-  const stream = new Writable({
-    write (chunk: Buffer, _encoding, callback) {
-      for (const text of chunk.toString('utf8').split('\n')) {
-        if (text === '') continue
-        const line = JSON.parse(text) as JsonObject
-        lines.push(line)
-        events.emit('line', line)
-      }
-      callback()
-    }
-  })
-  const logger = pino({ level: 'debug' }, stream)
-  /** The first line matching, among those logged from index `since` on (default: all). */
-  const waitFor = async (match: (line: JsonObject) => boolean, since = 0): Promise<JsonObject> => {
-    const found = lines.slice(since).find(match)
-    if (found !== undefined) return found
-    return await new Promise((resolve, reject) => {
-      const timer = setTimeout(() => { events.off('line', onLine); reject(new Error('log line not seen in time')) }, WAIT_MS)
-      function onLine (line: JsonObject): void {
-        if (!match(line)) return
-        clearTimeout(timer)
-        events.off('line', onLine)
-        resolve(line)
-      }
-      events.on('line', onLine)
-    })
-  }
-  return { logger, lines, waitFor }
-}
-
-/** A started registry, closed at teardown. */
-async function startRegistry (t: Test, upstreams: Record<string, UpstreamConfig>, defaultTimeoutMs = 10_000): Promise<{ registry: UpstreamRegistry } & ReturnType<typeof captureLogger>> {
-  const capture = captureLogger()
-  const registry = createRegistry(upstreams, { logger: capture.logger, defaultTimeoutMs })
-  t.teardown(async () => { await registry.close() })
-  await registry.start()
-  return { registry, ...capture }
-}
-
-/** Resolves with the first 'upstream_state' status matching. */
-async function waitForState (registry: UpstreamRegistry, match: (status: UpstreamStatus) => boolean): Promise<UpstreamStatus> {
-  const current = registry.status().find(match)
-  if (current !== undefined) return current
-  return await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { registry.off('upstream_state', onState); reject(new Error('state not reached in time')) }, WAIT_MS)
-    function onState (status: UpstreamStatus): void {
-      if (!match(status)) return
-      clearTimeout(timer)
-      registry.off('upstream_state', onState)
-      resolve(status)
-    }
-    registry.on('upstream_state', onState)
-  })
-}
+import { captureLogger, startRegistry, waitForState } from '../helpers/registry.js'
 
 const stderrLine = (text: RegExp) => (line: JsonObject): boolean => typeof line.stderr === 'string' && text.test(line.stderr)
 const textOf = (result: JsonObject, index = 0): string => ((result.content as Array<{ text: string }>)[index]).text
