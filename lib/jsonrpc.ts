@@ -84,15 +84,31 @@ export type Classified =
 export type Parsed =
   | { ok: true, batch: false, value: unknown }
   | { ok: true, batch: true, value: unknown[] }
-  | { ok: false, error: JsonRpcErrorObject }
+  /** `id` is set when the body was JSON whose id could be read (a too-deep message), so the error can carry it. */
+  | { ok: false, error: JsonRpcErrorObject, id?: RequestId }
 
 const textDecoder = new TextDecoder('utf-8', { fatal: true })
+
+/**
+ * Most levels of object/array nesting a message may have (the message object itself is level 1).
+ * Deeper bodies are refused at parse time with -32600: left to run, they overflow the stack of
+ * whatever walks them recursively later (the upstream client's schema checks answered -31000
+ * "Maximum call stack size exceeded", blaming the upstream for a client's body). MCP messages
+ * need a few levels of envelope plus the tool arguments' own; 128 leaves ample room.
+ */
+export const MAX_NESTING_DEPTH = 128
+const TOO_DEEP: JsonRpcErrorObject = Object.freeze({ code: INVALID_REQUEST, message: `Invalid Request: nesting deeper than ${MAX_NESTING_DEPTH} levels` })
+/** A text shorter than this cannot nest deeper than MAX_NESTING_DEPTH (each level costs an opening and a closing bracket). */
+const MIN_TOO_DEEP_CHARS = 2 * (MAX_NESTING_DEPTH + 1)
 
 /**
  * Parses a JSON-RPC body (HTTP POST body or one stdio line).
  * @param input the raw text, or bytes that must be valid UTF-8 (invalid UTF-8 is a parse error)
  * @returns the parsed value (numeric ids that are not safe integers replaced by {@link RawNumberId}),
- *          or a -32700 error. Never throws.
+ *          a -32700 error, or a -32600 error for nesting deeper than {@link MAX_NESTING_DEPTH}
+ *          (with the message's `id` when it is a single message whose id is readable). The depth
+ *          check is one scan of the text, run only when the text is long enough to be that deep.
+ *          Never throws.
  */
 export function parseBody (input: string | Uint8Array): Parsed {
   let text: string
@@ -121,13 +137,41 @@ export function parseBody (input: string | Uint8Array): Parsed {
         if (raw !== undefined) element.id = new RawNumberId(raw)
       }
     }
+    if (text.length >= MIN_TOO_DEEP_CHARS && nestsDeeperThan(text, MAX_NESTING_DEPTH)) return { ok: false, error: { ...TOO_DEEP } }
     return { ok: true, batch: true, value }
   }
   if (isObject(value) && typeof value.id === 'number' && !Number.isSafeInteger(value.id)) {
     const raw = scanIds(text, false)[0]
     if (raw !== undefined) value.id = new RawNumberId(raw)
   }
+  if (text.length >= MIN_TOO_DEEP_CHARS && nestsDeeperThan(text, MAX_NESTING_DEPTH)) {
+    const id = isObject(value) && isId(value.id) ? value.id : undefined
+    return id === undefined ? { ok: false, error: { ...TOO_DEEP } } : { ok: false, error: { ...TOO_DEEP }, id }
+  }
   return { ok: true, batch: false, value }
+}
+
+/**
+ * True when valid JSON `text` nests objects/arrays more than `maxDepth` levels deep. One pass
+ * that skips strings and stops at the first level past the bound.
+ */
+function nestsDeeperThan (text: string, maxDepth: number): boolean {
+  let depth = 0
+  const n = text.length
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 0x22) { // a string: jump to its closing quote (native indexOf), past escaped quotes
+      let end = text.indexOf('"', i + 1)
+      while (end > 0 && isEscaped(text, end)) end = text.indexOf('"', end + 1)
+      if (end < 0) return false // unreachable for valid JSON
+      i = end
+    } else if (c === 0x7b || c === 0x5b) { // { [
+      if (++depth > maxDepth) return true
+    } else if (c === 0x7d || c === 0x5d) { // } ]
+      depth--
+    }
+  }
+  return false
 }
 
 /**
@@ -178,6 +222,13 @@ function scanIds (text: string, batch: boolean): Array<string | undefined> {
     i++
   }
   return ids
+}
+
+/** True when the character at `at` is preceded by an odd run of backslashes. */
+function isEscaped (text: string, at: number): boolean {
+  let backslashes = 0
+  for (let j = at - 1; j >= 0 && text.charCodeAt(j) === 0x5c; j--) backslashes++
+  return backslashes % 2 === 1
 }
 
 function isSpace (c: number): boolean { return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09 }

@@ -376,8 +376,8 @@ export function startStdioServer (input: Readable, output: Writable, dispatcher:
   async function handleLine (line: Uint8Array): Promise<void> {
     const parsed = parseBody(line)
     if (!parsed.ok) {
-      log.debug({ code: parsed.error.code }, 'line is not JSON')
-      write(errorResponse(undefined, parsed.error.code, parsed.error.message))
+      log.debug({ code: parsed.error.code }, 'line refused at parse time (not JSON, or nested too deep)')
+      write(errorResponse(parsed.id, parsed.error.code, parsed.error.message))
       return
     }
     if (parsed.batch) { batch(parsed.value); return }

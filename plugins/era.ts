@@ -2,7 +2,8 @@
  * mcpx-era: decides which era wrote each /mcp request (seed › "Which era a POST belongs to")
  * and stores it in `request.mcpEra`. POST bodies are judged by lib/classify once parsed; GET and
  * DELETE carry no body, so only the MCP-Protocol-Version header can make them modern.
- * A body that is not JSON is answered here, -32700 with no id (400), before any other check.
+ * A body that is not JSON is answered here, -32700 with no id (400), before any other check; one
+ * nested deeper than lib/jsonrpc MAX_NESTING_DEPTH, -32600 (400) with its id when readable.
  */
 import fp from 'fastify-plugin'
 import { eraOfPost } from '../lib/classify.js'
@@ -33,7 +34,8 @@ export default fp(async function mcpxEra (fastify) {
     const parsed = request.body as Parsed | undefined
     if (parsed === undefined || !parsed.ok) {
       const error = parsed?.error ?? { code: -32_700, message: 'Parse error: empty body' }
-      return reply.code(400).type('application/json').send(encodeMessage(errorResponse(undefined, error.code, error.message)))
+      // A too-deep body (-32600) was JSON, so its id may have been readable: the error carries it.
+      return reply.code(400).type('application/json').send(encodeMessage(errorResponse(parsed?.ok === false ? parsed.id : undefined, error.code, error.message)))
     }
     request.mcpEra = eraOfPost(version, parsed.value)
   })

@@ -161,6 +161,14 @@ t.test('stdio/before-initialize (one child)', async t => {
     t.same(ping.result, {}, 'the line after a broken one is served') // and consumed before the next subtest
   })
 
+  t.test('security/stdio/nesting-too-deep-answered-with-its-id', async t => {
+    const after = s.messages.length
+    // lib/jsonrpc MAX_NESTING_DEPTH (128): refused at parse time, never sent upstream.
+    s.send(`{"jsonrpc":"2.0","id":"deep","method":"tools/call","params":{"name":"echo","arguments":{"text":${'['.repeat(500)}${']'.repeat(500)}}}}`)
+    const deep = await s.nextMessage(() => true, { after })
+    t.same(deep, { jsonrpc: '2.0', id: 'deep', error: { code: -32600, message: 'Invalid Request: nesting deeper than 128 levels' } })
+  })
+
   t.test('2025-03-26/stdio/initialize-in-batch-is-an-error-element', async t => {
     let after = s.messages.length
     s.send([

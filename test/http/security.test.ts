@@ -564,3 +564,18 @@ t.test('security/non-loopback-with-allow-unauthenticated-starts', async t => {
   daemon.kill()
   await daemon.exited
 })
+
+// lib/jsonrpc MAX_NESTING_DEPTH: a body nested deeper than 128 levels is the client's fault (400
+// -32600 with its id), refused at parse time, not sent upstream to fail as -31000.
+t.test('security/nesting-too-deep-400', async t => {
+  const app = await build(t, { upstreams: fixtureUpstreams() })
+  const deep = '['.repeat(5000) + ']'.repeat(5000)
+  for (const era of ERAS) {
+    const payload = era === 'modern'
+      ? modernBody(3, 'tools/call', { name: 'echo', arguments: { text: 'x' } }).replace('"text":"x"', `"text":${deep}`)
+      : JSON.stringify(callBody(3, 'echo', { text: 'x' })).replace('"text":"x"', `"text":${deep}`)
+    const res = await app.inject({ method: 'POST', url: '/mcp', headers: era === 'modern' ? modernHeaders('tools/call', 'echo') : legacyHeaders(), payload })
+    t.equal(res.statusCode, 400, era)
+    t.same(res.json(), { jsonrpc: '2.0', id: 3, error: { code: -32600, message: 'Invalid Request: nesting deeper than 128 levels' } }, era)
+  }
+})

@@ -1,0 +1,83 @@
+/**
+ * Unit tests of lib/jsonrpc: parseBody (UTF-8, exact ids, the nesting bound), classify and
+ * encodeMessage (JSON-RPC 2.0 §4–5; DIGEST §2b, §6e; issue #2 › JSON-RPC exactness). No Fastify.
+ */
+import t from 'tap'
+import {
+  parseBody, classify, encodeMessage, errorResponse, successResponse, RawNumberId,
+  MAX_NESTING_DEPTH, INVALID_REQUEST, PARSE_ERROR, type RequestId
+} from '../../lib/jsonrpc.js'
+
+/** A tools/call whose `arguments.deep` nests `levels` arrays (the message itself adds 3 levels). */
+function deepCall (idText: string | undefined, levels: number): string {
+  const id = idText === undefined ? '' : `"id":${idText},`
+  return `{"jsonrpc":"2.0",${id}"method":"tools/call","params":{"name":"echo","arguments":{"deep":${'['.repeat(levels)}${']'.repeat(levels)}}}}`
+}
+
+t.test('security/nesting-deeper-than-bound-refused-at-parse', async t => {
+  const body = deepCall('7', 5000)
+  t.ok(body.length > 10_000, 'a 10 KB body')
+  for (const input of [body, new TextEncoder().encode(body)]) {
+    const parsed = parseBody(input)
+    t.strictSame(parsed, { ok: false, error: { code: INVALID_REQUEST, message: `Invalid Request: nesting deeper than ${MAX_NESTING_DEPTH} levels` }, id: 7 })
+  }
+  t.equal(MAX_NESTING_DEPTH, 128)
+  // The id goes back exactly, whatever its form; none when there is none, or in a batch.
+  t.match(parseBody(deepCall('"a"', 5000)), { ok: false, id: 'a' })
+  const big = parseBody(deepCall('9007199254740993', 5000))
+  t.ok(!big.ok && big.id instanceof RawNumberId && big.id.raw === '9007199254740993', 'a big id keeps its raw text')
+  if (!big.ok) t.equal(encodeMessage(errorResponse(big.id, big.error.code, big.error.message)).slice(0, 40), '{"jsonrpc":"2.0","id":9007199254740993,"')
+  const idless = parseBody(deepCall(undefined, 5000))
+  t.ok(!idless.ok && !('id' in idless), 'no id: an id-less error')
+  const batch = parseBody(`[${deepCall('1', 5000)}]`)
+  t.ok(!batch.ok && !('id' in batch) && batch.error.code === INVALID_REQUEST, 'a batch: id-less')
+  t.match(parseBody(`[${'['.repeat(200)}${']'.repeat(200)}]`), { ok: false, error: { code: INVALID_REQUEST } }, 'a bare deep array')
+})
+
+t.test('security/nesting-bound-is-exact', async t => {
+  // The message object is level 1, params 2, arguments 3: `levels` arrays under it reach 3 + levels.
+  t.match(parseBody(deepCall('1', MAX_NESTING_DEPTH - 3)), { ok: true, batch: false }, 'exactly 128 levels is served')
+  t.match(parseBody(deepCall('1', MAX_NESTING_DEPTH - 2)), { ok: false, id: 1, error: { code: INVALID_REQUEST } }, '129 levels is refused')
+  // Brackets inside strings (escaped quotes included) are text, not nesting.
+  const inString = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"\\"${'['.repeat(5000)}\\\\"}}}`
+  t.match(parseBody(inString), { ok: true, batch: false })
+  // An ordinary long body (wide, not deep) is served.
+  const wide = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"list":[${Array.from({ length: 5000 }, () => '[1,{"a":[2]}]').join(',')}]}}}`
+  t.match(parseBody(wide), { ok: true, batch: false })
+})
+
+t.test('all/jsonrpc/exact-ids-round-trip', async t => {
+  // A number that is not a safe integer (2^53 + 1, or a fraction) keeps its raw text.
+  const cases: Array<[string, RequestId | 'raw']> = [['0', 0], ['"0"', '0'], ['-1', -1], ['9007199254740993', 'raw'], ['1.5', 'raw']]
+  for (const [idText, expected] of cases) {
+    const parsed = parseBody(`{"jsonrpc":"2.0","id":${idText},"method":"ping"}`)
+    if (!parsed.ok || parsed.batch) { t.fail(`${idText}: not parsed`); continue }
+    const item = classify(parsed.value)
+    if (item.kind !== 'request') { t.fail(`${idText}: not a request (${item.kind})`); continue }
+    if (expected === 'raw') t.ok(item.message.id instanceof RawNumberId, `${idText}: kept as raw text`)
+    else t.equal(item.message.id, expected, `${idText}: id read exactly`)
+    t.equal(encodeMessage(successResponse(item.message.id, {})), `{"jsonrpc":"2.0","id":${idText},"result":{}}`, `${idText}: written back verbatim`)
+    t.equal(encodeMessage(errorResponse(item.message.id, -32_601, 'x')), `{"jsonrpc":"2.0","id":${idText},"error":{"code":-32601,"message":"x"}}`)
+  }
+  // In a batch too, each element keeps its own id.
+  const batch = parseBody('[{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"},{"jsonrpc":"2.0","id":0,"method":"ping"}]')
+  if (!batch.ok || !batch.batch) return t.fail('batch not parsed')
+  const replies = batch.value.map(v => { const c = classify(v); return c.kind === 'request' ? successResponse(c.message.id, {}) : t.fail('not a request') })
+  t.equal(encodeMessage(replies.filter(r => typeof r === 'object')), '[{"jsonrpc":"2.0","id":9007199254740993,"result":{}},{"jsonrpc":"2.0","id":0,"result":{}}]')
+})
+
+t.test('all/jsonrpc/invalid-utf8-is-parse-error', async t => {
+  for (const bytes of [[0x7b, 0xff, 0x7d], [0x22, 0xc3, 0x28, 0x22], [0xed, 0xa0, 0x80]]) {
+    t.strictSame(parseBody(new Uint8Array(bytes)), { ok: false, error: { code: PARSE_ERROR, message: 'Parse error: body is not valid UTF-8' } }, bytes.join(' '))
+  }
+  t.match(parseBody('{"jsonrpc":'), { ok: false, error: { code: PARSE_ERROR } })
+})
+
+t.test('all/jsonrpc/id-null-is-not-a-notification', async t => {
+  const parsed = parseBody('{"jsonrpc":"2.0","id":null,"method":"notifications/initialized"}')
+  if (!parsed.ok || parsed.batch) return t.fail('not parsed')
+  const item = classify(parsed.value)
+  t.equal(item.kind, 'invalid', 'DIGEST §2b: an id is never null, and null does not make a notification')
+  t.ok(item.kind === 'invalid' && item.id === undefined && item.error.code === INVALID_REQUEST, 'an id-less -32600')
+  t.equal(classify({ jsonrpc: '2.0', method: 'notifications/initialized' }).kind, 'notification', 'no id at all is a notification')
+})
