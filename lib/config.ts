@@ -43,7 +43,7 @@ export const CONFIG_SCHEMA = {
         sessionIdleTimeout: { ...DURATION, default: '30m', description: 'a legacy session idle this long expires (ms)' },
         maxBodyBytes: { type: 'integer', minimum: 1, default: 4194304, description: 'largest POST body accepted (bytes)' },
         maxSessions: { type: 'integer', minimum: 1, default: 10000, description: 'most legacy sessions open at once' },
-        maxGetStreams: { type: 'integer', minimum: 1, default: 1000, description: 'most GET notification streams open at once' },
+        maxGetStreams: { type: 'integer', minimum: 1, default: 1000, description: 'most long-lived streams open at once: legacy GET notification streams and 2026-07-28 subscriptions/listen streams together (503 above)' },
         maxRequestsPerSession: { type: 'integer', minimum: 1, default: 64, description: 'most requests in flight per legacy session' },
         maxConcurrentRequests: { type: 'integer', minimum: 1, default: 4096, description: 'most requests in flight across the daemon' }
       }

@@ -13,7 +13,7 @@ import {
   INVALID_REQUEST, INTERNAL_ERROR,
   type Classified, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse
 } from './jsonrpc.js'
-import { modernStatus, legacyStatus, REFUSAL_STATUS } from './status.js'
+import { modernStatus, legacyStatus, REFUSAL_STATUS, RETRY_AFTER_SECONDS } from './status.js'
 import { batchAllowed, type Revision } from './revisions.js'
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, metaOf } from './classify.js'
 import { readListenFilter, acknowledgement, tagWithSubscription, type NotificationHub } from './notify-hub.js'
@@ -50,7 +50,33 @@ export interface ExchangeDeps {
   keepAliveMs: number
   /** Most requests in flight per legacy session. */
   maxRequestsPerSession: number
+  /** The long-lived streams' cap (transport.maxGetStreams), shared with GET /mcp. */
+  streamSlots: StreamSlots
 }
+
+/**
+ * Counts long-lived SSE streams open at once (legacy GET notification streams and 2026-07-28
+ * subscriptions/listen streams) against transport.maxGetStreams, "most streams open at once".
+ * One instance per /mcp scope, shared by GET and POST. Never throws.
+ */
+export class StreamSlots {
+  private open = 0
+  /** @param max the cap (transport.maxGetStreams), streams */
+  constructor (readonly max: number) {}
+  /** True when no slot is free. */
+  get full (): boolean { return this.open >= this.max }
+  /** Takes a slot; false (nothing taken) when none is free. */
+  claim (): boolean {
+    if (this.open >= this.max) return false
+    this.open++
+    return true
+  }
+  /** Gives back a slot taken by {@link claim}. */
+  release (): void { if (this.open > 0) this.open-- }
+}
+
+/** The message of the 503 past the streams' cap (GET and subscriptions/listen alike). */
+export const STREAMS_CAPPED_MESSAGE = 'Service Unavailable: too many open streams; retry later'
 
 /** The message of the 503 a session request gets while the session store is unreachable (issue #11). */
 export const STORE_UNAVAILABLE_MESSAGE = 'Service Unavailable: the session store cannot be reached; retry later'
@@ -175,22 +201,32 @@ async function serveListen (deps: ExchangeDeps, request: JsonRpcRequest, channel
     const error = errorResponse(request.id, INVALID_REQUEST, 'Invalid Request: subscriptions/listen needs Accept: text/event-stream')
     return reply(channel, modernStatus(error.error), error)
   }
-  const stream = channel.sse()
-  const subscribed: string[] = []
-  for (const uri of filter.uris) {
-    try {
-      await deps.dispatcher.registry.subscribe(uri)
-      subscribed.push(uri)
-    } catch (err) {
-      deps.logger.debug({ err, uri }, 'listen: resource subscription refused')
-    }
+  // transport.maxGetStreams is "most streams open at once": a listen stream is as long-lived as a
+  // GET stream, so it takes a slot from the same cap (503 with Retry-After and the request's id).
+  if (!deps.streamSlots.claim()) {
+    deps.logger.debug({ maxGetStreams: deps.streamSlots.max }, 'listen: too many open streams')
+    return reply(channel, REFUSAL_STATUS.tooManyStreams, errorResponse(request.id, INTERNAL_ERROR, STREAMS_CAPPED_MESSAGE), { 'retry-after': String(RETRY_AFTER_SECONDS) })
   }
-  stream.send(acknowledgement(request.id, filter.ack))
-  const remove = deps.hub.add({ lists: filter.lists, uris: filter.uris, send: (n) => { stream.send(tagWithSubscription(n, request.id)) } })
-  await stream.closed
-  remove()
-  // Closing the stream releases upstream subscriptions that no one else needs (the registry refcounts).
-  for (const uri of subscribed) await deps.dispatcher.registry.unsubscribe(uri).catch(() => {})
+  try {
+    const stream = channel.sse()
+    const subscribed: string[] = []
+    for (const uri of filter.uris) {
+      try {
+        await deps.dispatcher.registry.subscribe(uri)
+        subscribed.push(uri)
+      } catch (err) {
+        deps.logger.debug({ err, uri }, 'listen: resource subscription refused')
+      }
+    }
+    stream.send(acknowledgement(request.id, filter.ack))
+    const remove = deps.hub.add({ lists: filter.lists, uris: filter.uris, send: (n) => { stream.send(tagWithSubscription(n, request.id)) } })
+    await stream.closed
+    remove()
+    // Closing the stream releases upstream subscriptions that no one else needs (the registry refcounts).
+    for (const uri of subscribed) await deps.dispatcher.registry.unsubscribe(uri).catch(() => {})
+  } finally {
+    deps.streamSlots.release()
+  }
 }
 
 /* ------------------------------------------------------------------ legacy */

@@ -73,6 +73,8 @@ export const REFUSAL_STATUS = Object.freeze({
   storeUnavailable: 503,
   /** Past transport.maxConcurrentRequests (daemon-wide POSTs in flight): the server is busy, not the client at fault. */
   tooManyConcurrentRequests: 503,
+  /** Past transport.maxGetStreams (legacy GET streams and 2026-07-28 subscriptions/listen streams open at once). */
+  tooManyStreams: 503,
   tooManyRequests: 429,
   /** A method /mcp does not serve (PUT, PATCH, …), with Allow. */
   methodNotAllowed: 405,

@@ -10,6 +10,7 @@ import {
   type Parsed, type RequestId
 } from '../../lib/jsonrpc.js'
 import { REFUSAL_STATUS, RETRY_AFTER_SECONDS } from '../../lib/status.js'
+import { StreamSlots } from '../../lib/http-exchange.js'
 import postRoute from './post.js'
 import getRoute from './get.js'
 import deleteRoute from './delete.js'
@@ -21,10 +22,16 @@ declare module 'fastify' {
   }
 }
 
+/** What the GET and POST routes get: the scope's options plus the streams' shared cap. */
+export interface McpRouteDeps extends McpRoutesOptions {
+  streamSlots: StreamSlots
+}
+
 export interface McpRoutesOptions {
   maxBodyBytes: number
   keepAliveMs: number
   maxRequestsPerSession: number
+  /** Most long-lived streams open at once, GET and subscriptions/listen together (transport.maxGetStreams). */
   maxGetStreams: number
   /** Most POSTs in flight across this mcpx (transport.maxConcurrentRequests); past it, 503 with Retry-After. */
   maxConcurrentRequests: number
@@ -104,8 +111,10 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
     if (reply.sent || reply.raw.headersSent) return
     reply.code(status).type('application/json').send(encodeMessage(errorResponse(undefined, code, message)))
   })
-  await fastify.register(postRoute, opts)
-  await fastify.register(getRoute, opts)
+  // One cap for every long-lived stream of this scope: GET streams and subscriptions/listen streams.
+  const streamSlots = new StreamSlots(opts.maxGetStreams)
+  await fastify.register(postRoute, { ...opts, streamSlots })
+  await fastify.register(getRoute, { ...opts, streamSlots })
   await fastify.register(deleteRoute, opts)
 }
 

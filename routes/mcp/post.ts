@@ -9,7 +9,7 @@ import { SseStream } from '../../lib/sse.js'
 import { principalOf } from '../../lib/auth.js'
 import { isLegacyRevision } from '../../lib/revisions.js'
 import type { Parsed } from '../../lib/jsonrpc.js'
-import type { McpRoutesOptions } from './index.js'
+import type { McpRouteDeps } from './index.js'
 
 /** Builds the PostChannel for one Fastify request/reply pair. */
 export function channelFor (request: FastifyRequest, reply: FastifyReply, keepAliveMs: number): PostChannel {
@@ -38,14 +38,15 @@ export function channelFor (request: FastifyRequest, reply: FastifyReply, keepAl
   }
 }
 
-const postRoute: FastifyPluginAsync<McpRoutesOptions> = async function (fastify, opts) {
+const postRoute: FastifyPluginAsync<McpRouteDeps> = async function (fastify, opts) {
   const deps: ExchangeDeps = {
     dispatcher: fastify.mcp.dispatcher,
     hub: fastify.mcp.hub,
     sessions: fastify.sessions,
     logger: fastify.log,
     keepAliveMs: opts.keepAliveMs,
-    maxRequestsPerSession: opts.maxRequestsPerSession
+    maxRequestsPerSession: opts.maxRequestsPerSession,
+    streamSlots: opts.streamSlots
   }
   fastify.post('/', async function postMcp (request, reply) {
     const parsed = request.body as Parsed & { ok: true }

@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import { build, listen, fixtureUpstreams, legacyHeaders, modernHeaders } from '../helpers/app.js'
-import { modernBody } from '../helpers/modern-wire.js'
+import { modernBody, openSse } from '../helpers/modern-wire.js'
 import { initializeBody, callBody, injectSession, fetchSession, sessionHeaders, fixtureLogPath, fixtureEvents, pollUntil } from '../helpers/legacy.js'
 import { startDaemon, freePort, CLI_PATH, WAIT_MS } from '../helpers/daemon.js'
 
@@ -578,4 +578,41 @@ t.test('security/nesting-too-deep-400', async t => {
     t.equal(res.statusCode, 400, era)
     t.same(res.json(), { jsonrpc: '2.0', id: 3, error: { code: -32600, message: 'Invalid Request: nesting deeper than 128 levels' } }, era)
   }
+})
+
+// transport.maxGetStreams is "most streams open at once": subscriptions/listen streams count
+// against it too, with GET streams (503, Retry-After, the listen request's id; lib/status
+// REFUSAL_STATUS.tooManyStreams).
+t.test('security/max-streams-counts-listen-503', async t => {
+  const { base } = await listen(t, { transport: { maxGetStreams: 2 } })
+  const listenBody = (id: string): string => modernBody(id, 'subscriptions/listen', { notifications: { toolsListChanged: true } })
+  const streams: Array<{ close: () => void }> = []
+  t.teardown(() => { for (const s of streams) s.close() })
+  for (const id of ['l1', 'l2']) {
+    const open = await openSse(base, listenBody(id), modernHeaders('subscriptions/listen'))
+    streams.push(open)
+    t.equal(open.status, 200, `${id} open`)
+    t.match(await open.reader.next(), { method: 'notifications/subscriptions/acknowledged' }, `${id} acknowledged`)
+  }
+  for (const id of ['l3', 'l4']) {
+    const capped = await fetch(`${base}/mcp`, { method: 'POST', headers: modernHeaders('subscriptions/listen'), body: listenBody(id) })
+    t.equal(capped.status, 503, `${id} past the cap`)
+    t.equal(capped.headers.get('retry-after'), '5')
+    assertJsonRpcError(t, await capped.text(), -32_603, id)
+  }
+  // GET streams share the cap.
+  const sid = await fetchSession(base, REVISION)
+  const getHeaders = { accept: 'text/event-stream', 'mcp-session-id': sid, 'mcp-protocol-version': REVISION }
+  const get = await fetch(`${base}/mcp`, { headers: getHeaders })
+  t.equal(get.status, 503, 'a GET stream past the shared cap')
+  // A closed listen stream frees its slot.
+  streams[0].close()
+  const reopened = await pollUntil('the listen slot to free', async () => {
+    const next = await openGet(t, base, getHeaders)
+    if (next.res.statusCode === 200) return next
+    next.close()
+    return undefined
+  })
+  t.equal(reopened.res.statusCode, 200)
+  reopened.close()
 })
