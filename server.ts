@@ -8,11 +8,11 @@
  * per-request lines are switched off (logController); mcpx-request-log writes one line per /mcp
  * request instead.
  */
-import Fastify, { LogController, type FastifyInstance } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import { collectDefaultMetrics } from 'prom-client'
 import mcpx from './app.js'
 import { REDACTED_PATHS } from './lib/log.js'
-import { loadBearerTokens, assertSafeBind } from './lib/auth.js'
+import { loadBearerTokens, assertSafeBind, isLoopbackBindHost } from './lib/auth.js'
 import { parseHostPort } from './lib/origin.js'
 import { McpxError } from './lib/errors.js'
 import type { McpxConfig } from './lib/config.js'
@@ -34,6 +34,23 @@ function answerClientError (err: NodeJS.ErrnoException, socket: import('node:net
   const tooLarge = err.code === 'HPE_HEADER_OVERFLOW'
   const body = tooLarge ? HEADERS_TOO_LARGE : BAD_REQUEST
   socket.end(`HTTP/1.1 ${tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+}
+
+const FOREIGN_HOST = JSON.stringify({ jsonrpc: '2.0', error: { code: -32_600, message: 'Forbidden: Host is not a loopback name' } })
+const LOOPBACK_HOSTNAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1'])
+
+/** True when daemon.address names a loopback host. */
+function isLoopbackBind (address: string): boolean {
+  const parsed = parseHostPort(address)
+  return parsed !== undefined && isLoopbackBindHost(parsed.host)
+}
+
+/** onRequest for the ops endpoints of a loopback daemon: 403 unless the Host header names loopback. */
+async function refuseForeignHost (request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const host = request.headers.host ?? ''
+  const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]
+  if (LOOPBACK_HOSTNAMES.has(name.toLowerCase()) || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name)) return
+  await reply.code(403).type('application/json').send(FOREIGN_HOST)
 }
 
 /**
@@ -62,12 +79,17 @@ export async function buildDaemon (config: McpxConfig, options: { logLevel?: str
   }
   collectDefaultMetrics({ register: app.mcpxMetrics.registry, prefix: 'mcpx_' })
   app.get('/healthz', { logLevel: 'warn' }, async function healthz () { return { status: 'ok' } })
-  app.get('/readyz', { logLevel: 'warn' }, async function readyz (_request, reply) {
+  // DNS rebinding: a web page whose name resolves to 127.0.0.1 could read /readyz and /metrics of a
+  // local daemon (a same-origin GET carries no Origin). On a loopback bind those two answer only to
+  // a loopback Host; behind a proxy (non-loopback bind) the Host is the proxy's business.
+  const loopbackOnly = isLoopbackBind(config.daemon.address)
+  const opsGuard = loopbackOnly ? { logLevel: 'warn' as const, onRequest: refuseForeignHost } : { logLevel: 'warn' as const }
+  app.get('/readyz', opsGuard, async function readyz (_request, reply) {
     const upstreams = app.upstreams.status()
     const failing = upstreams.filter(u => u.state !== 'ready').map(u => u.name)
     return reply.code(failing.length === 0 ? 200 : 503).send({ status: failing.length === 0 ? 'ready' : 'not ready', failing, upstreams })
   })
-  app.get('/metrics', { logLevel: 'warn' }, async function metrics (_request, reply) {
+  app.get('/metrics', opsGuard, async function metrics (_request, reply) {
     const registry = app.mcpxMetrics.registry
     return reply.type(registry.contentType).send(await registry.metrics())
   })

@@ -113,3 +113,20 @@ t.test('security/daemon-oversized-headers-431-json-rpc', async t => {
   const body = text.slice(text.indexOf('\r\n\r\n') + 4)
   t.same(JSON.parse(body), { jsonrpc: '2.0', error: { code: -32_600, message: 'Request Header Fields Too Large' } }, 'an id-less JSON-RPC error, as every other refusal')
 })
+
+t.test('security/ops-endpoints-refuse-a-rebinding-host', async t => {
+  const daemon = await startDaemon(t, { upstreams: { fixture: fixtureCommand() } })
+  const { port } = new URL(daemon.base)
+  const { request } = await import('node:http')
+  const get = async (path: string, host: string): Promise<number> => await new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port: Number(port), path, headers: { host }, agent: false }, res => { res.resume(); resolve(res.statusCode ?? 0) })
+    req.on('error', reject)
+    req.end()
+  })
+  for (const path of ['/readyz', '/metrics']) {
+    t.equal(await get(path, `127.0.0.1:${port}`), 200, `${path} answers a loopback Host`)
+    t.equal(await get(path, `localhost:${port}`), 200, `${path} answers localhost`)
+    t.equal(await get(path, `evil.example:${port}`), 403, `${path} refuses a rebinding Host`)
+  }
+  t.equal(await get('/healthz', `evil.example:${port}`), 200, 'liveness carries nothing worth reading')
+})
