@@ -199,13 +199,76 @@ export function parseDuration (value: unknown, path = 'duration'): number {
   return ms
 }
 
-function formatIssues (errors: ErrorObject[] | null | undefined): string {
-  const lines = (errors ?? [])
-    .filter(e => e.keyword !== 'oneOf' && e.keyword !== 'anyOf')
+/** The JSON value at a JSON Pointer (ajv's `instancePath` or the part of a `schemaPath` after `#`); undefined when absent. */
+function atPointer (root: unknown, pointer: string): unknown {
+  let value = root
+  for (const raw of pointer.split('/').slice(1)) {
+    if (value === null || typeof value !== 'object') return undefined
+    value = (value as Record<string, unknown>)[raw.replaceAll('~1', '/').replaceAll('~0', '~')]
+  }
+  return value
+}
+
+function jsonType (value: unknown): string {
+  return value === null ? 'null' : Array.isArray(value) ? 'array' : Number.isInteger(value) ? 'integer' : typeof value
+}
+
+/** True when `value` has the schema's `type` (or the schema names none). */
+function typeMatches (schema: Record<string, unknown>, value: unknown): boolean {
+  const types = schema.type === undefined ? undefined : ([] as unknown[]).concat(schema.type)
+  if (types === undefined) return true
+  const actual = jsonType(value)
+  return types.includes(actual) || (actual === 'integer' && types.includes('number'))
+}
+
+/**
+ * The branches of a failed oneOf/anyOf the value meant: those whose `type` it has, then, among
+ * them, those one of whose `required` keys it has (an upstream with `command` meant the stdio
+ * branch, one with `url` the HTTP branch). `undefined` when no branch is singled out.
+ */
+function meantBranches (branches: Array<Record<string, unknown>>, value: unknown): Set<number> | undefined {
+  let meant = branches.map((_, i) => i)
+  const typed = meant.filter(i => typeMatches(branches[i], value))
+  if (typed.length > 0) meant = typed
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    const keyed = meant.filter(i => Array.isArray(branches[i].required) && (branches[i].required as string[]).some(k => Object.hasOwn(value, k)))
+    if (keyed.length > 0) meant = keyed
+  }
+  return meant.length === branches.length ? undefined : new Set(meant)
+}
+
+/**
+ * One line per config issue, each with its path. Only the branch of a oneOf/anyOf that the value
+ * meant is reported: ajv (allErrors) reports every branch, so a bad stdio upstream also printed
+ * the HTTP branch's `required property 'url'` and `additional properties (command)`, and a bad
+ * duration string `must be number`. A propertyNames error names the offending key.
+ * @param data the config as validated (defaults applied)
+ */
+function formatIssues (errors: ErrorObject[] | null | undefined, data: unknown): string {
+  const all = errors ?? []
+  // Each failed combinator, by its schema path and the instance it applied to.
+  const combinators = all.filter(e => e.keyword === 'oneOf' || e.keyword === 'anyOf')
+  function isMeant (e: ErrorObject): boolean {
+    for (const c of combinators) {
+      const prefix = c.schemaPath + '/'
+      if (!e.schemaPath.startsWith(prefix)) continue
+      if (e.instancePath !== c.instancePath && !e.instancePath.startsWith(c.instancePath + '/')) continue
+      const branches = atPointer(CONFIG_SCHEMA, c.schemaPath.slice(1)) as Array<Record<string, unknown>> | undefined
+      if (!Array.isArray(branches)) continue
+      const meant = meantBranches(branches, atPointer(data, c.instancePath))
+      const branch = Number(e.schemaPath.slice(prefix.length).split('/')[0])
+      if (meant !== undefined && !meant.has(branch)) return false
+    }
+    return true
+  }
+  const lines = all
+    .filter(e => e.keyword !== 'oneOf' && e.keyword !== 'anyOf' && e.keyword !== 'propertyNames' && isMeant(e))
     .map(e => {
       const at = e.instancePath === '' ? '(root)' : e.instancePath.slice(1).replaceAll('/', '.')
       const extra = e.keyword === 'additionalProperties' ? ` (${String((e.params as { additionalProperty: string }).additionalProperty)})` : ''
-      return `  ${at}: ${e.message ?? 'is invalid'}${extra}`
+      // propertyNames: ajv puts the offending key in `propertyName`; the summary error is dropped above.
+      const key = e.propertyName !== undefined ? ` key ${JSON.stringify(e.propertyName)}` : ''
+      return `  ${at}:${key} ${e.message ?? 'is invalid'}${extra}`
     })
   return [...new Set(lines)].join('\n')
 }
@@ -219,7 +282,7 @@ function formatIssues (errors: ErrorObject[] | null | undefined): string {
 export function loadConfig (raw: unknown): McpxConfig {
   const config = structuredClone(raw ?? {}) as Record<string, unknown>
   if (!validate(config)) {
-    throw new McpxError('MCPX_ERR_CONFIG', `mcpx: invalid config:\n${formatIssues(validate.errors)}`)
+    throw new McpxError('MCPX_ERR_CONFIG', `mcpx: invalid config:\n${formatIssues(validate.errors, config)}`)
   }
   const c = config as unknown as McpxConfig
   c.daemon.shutdownTimeout = parseDuration(c.daemon.shutdownTimeout, 'daemon.shutdownTimeout')

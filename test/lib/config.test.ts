@@ -76,3 +76,31 @@ t.test('config/mrtr-state-key', async t => {
   t.equal(mrtrOptions(loadConfig({ mrtr: { stateKey: key } })).stateKey?.length, 32)
   t.match(configError(() => loadConfig({ mrtr: { stateKey: 'short' } })), /mrtr\.stateKey/)
 })
+
+// ajv (allErrors) reports every branch of a oneOf/anyOf; only the branch the value meant is
+// relevant: an upstream with `command` is a stdio upstream, one with `url` an HTTP upstream, and a
+// duration string is not a number.
+t.test('config/upstream-errors-only-from-the-meant-branch', async t => {
+  t.equal(configError(() => loadConfig({ upstreams: { a: { command: 'x', timeout: '-5s' } } })),
+    'mcpx: invalid config:\n  upstreams.a.timeout: must match pattern "^\\s*\\d+(\\.\\d+)?\\s*(ms|s|m|h)?\\s*$"')
+  t.equal(configError(() => loadConfig({ upstreams: { a: { command: 'x', timeout: -5 } } })),
+    'mcpx: invalid config:\n  upstreams.a.timeout: must be >= 0')
+  t.equal(configError(() => loadConfig({ upstreams: { a: { command: 'x', headers: {} } } })),
+    'mcpx: invalid config:\n  upstreams.a: must NOT have additional properties (headers)', 'stdio upstream: no `url` noise')
+  t.equal(configError(() => loadConfig({ upstreams: { h: { url: 'ftp://x', headers: { a: 1 } } } })),
+    'mcpx: invalid config:\n  upstreams.h.url: must match pattern "^https?://[^/?#@]+([/?#].*)?$"\n  upstreams.h.headers.a: must be string', 'HTTP upstream: no `command` noise')
+  t.equal(configError(() => loadConfig({ upstreams: { h: { url: 'http://x', args: [] } } })),
+    'mcpx: invalid config:\n  upstreams.h: must NOT have additional properties (args)')
+  // Neither key: both branches stay possible, so both are reported.
+  const neither = configError(() => loadConfig({ upstreams: { n: { args: [] } } }))
+  t.match(neither, /required property 'command'/)
+  t.match(neither, /required property 'url'/)
+  // A good upstream next to a bad one adds nothing.
+  t.equal(configError(() => loadConfig({ upstreams: { ok: { command: 'x' }, bad: { url: 'http://x', timeout: 'soon' } } })),
+    'mcpx: invalid config:\n  upstreams.bad.timeout: must match pattern "^\\s*\\d+(\\.\\d+)?\\s*(ms|s|m|h)?\\s*$"')
+})
+
+t.test('config/bad-upstream-name-named', async t => {
+  t.equal(configError(() => loadConfig({ upstreams: { 'bad name!': { command: 'x' } } })),
+    'mcpx: invalid config:\n  upstreams: key "bad name!" must match pattern "^[A-Za-z0-9][A-Za-z0-9_.-]*$"')
+})
