@@ -522,25 +522,24 @@ export class Upstream {
    */
   async subscribe (uri: string): Promise<void> {
     this.subscriptions.add(uri)
-    const connection = this.connection
-    if (this.state !== 'ready' || connection === undefined) return
-    if (connection.era === 'modern') await this.syncListen(connection)
-    else if (isObject(connection.capabilities.resources) && connection.capabilities.resources.subscribe === true) {
-      await this.callOn(connection, 'resources/subscribe', { uri }, { signal: new AbortController().signal }, plainRequest('resources/subscribe'), this.setupTimeoutMs)
-    }
-    await this.legacySubscription('resources/subscribe', uri)
+    await this.pushSubscription('resources/subscribe', uri)
   }
 
   /** Drops the upstream subscription to `uri`. Rejects with UpstreamRpcError when the upstream refuses. */
   async unsubscribe (uri: string): Promise<void> {
     if (!this.subscriptions.delete(uri)) return
+    await this.pushSubscription('resources/unsubscribe', uri)
+  }
+
+  /** Tells a ready upstream about a subscription change: the listen filter (modern) or the method itself (legacy). */
+  private async pushSubscription (method: 'resources/subscribe' | 'resources/unsubscribe', uri: string): Promise<void> {
     const connection = this.connection
     if (this.state !== 'ready' || connection === undefined) return
     if (connection.era === 'modern') await this.syncListen(connection)
     else if (isObject(connection.capabilities.resources) && connection.capabilities.resources.subscribe === true) {
-      await this.callOn(connection, 'resources/unsubscribe', { uri }, { signal: new AbortController().signal }, plainRequest('resources/unsubscribe'), this.setupTimeoutMs)
+      await this.callOn(connection, method, { uri }, { signal: new AbortController().signal }, plainRequest(method), this.setupTimeoutMs)
     }
-    await this.legacySubscription('resources/unsubscribe', uri)
+    await this.legacySubscription(method, uri)
   }
 
   /**
