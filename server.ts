@@ -15,6 +15,7 @@ import { REDACTED_PATHS } from './lib/log.js'
 import { loadBearerTokens, assertSafeBind, isLoopbackBindHost } from './lib/auth.js'
 import { parseHostPort } from './lib/origin.js'
 import { McpxError } from './lib/errors.js'
+import { REFUSAL_STATUS } from './lib/status.js'
 import type { McpxConfig } from './lib/config.js'
 
 /** How often idle keep-alive connections are closed while shutting down, ms. */
@@ -50,7 +51,7 @@ async function refuseForeignHost (request: FastifyRequest, reply: FastifyReply):
   const host = request.headers.host ?? ''
   const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]
   if (LOOPBACK_HOSTNAMES.has(name.toLowerCase()) || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name)) return
-  await reply.code(403).type('application/json').send(FOREIGN_HOST)
+  await reply.code(REFUSAL_STATUS.forbiddenHost).type('application/json').send(FOREIGN_HOST)
 }
 
 /**

@@ -81,5 +81,9 @@ export const REFUSAL_STATUS = Object.freeze({
   /** A path under /mcp that is not /mcp itself. */
   notFound: 404,
   unauthorized: 401,
-  forbiddenOrigin: 403
+  forbiddenOrigin: 403,
+  /** On a loopback daemon, an ops endpoint (/readyz, /metrics) asked for under a non-loopback Host (DNS rebinding). */
+  forbiddenHost: 403,
+  /** A body that is not JSON-RPC at all (parse error, too deep) or an unreadable Mcp-Session-Id header. */
+  badRequest: 400
 })

@@ -10,6 +10,7 @@ import { eraOfPost } from '../lib/classify.js'
 import { eraOf, type Era } from '../lib/revisions.js'
 import { encodeMessage, errorResponse, type Parsed } from '../lib/jsonrpc.js'
 import { readHeader } from '../lib/header-values.js'
+import { REFUSAL_STATUS } from '../lib/status.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -35,7 +36,7 @@ export default fp(async function mcpxEra (fastify) {
     if (parsed === undefined || !parsed.ok) {
       const error = parsed?.error ?? { code: -32_700, message: 'Parse error: empty body' }
       // A too-deep body (-32600) was JSON, so its id may have been readable: the error carries it.
-      return reply.code(400).type('application/json').send(encodeMessage(errorResponse(parsed?.ok === false ? parsed.id : undefined, error.code, error.message)))
+      return reply.code(REFUSAL_STATUS.badRequest).type('application/json').send(encodeMessage(errorResponse(parsed?.ok === false ? parsed.id : undefined, error.code, error.message)))
     }
     request.mcpEra = eraOfPost(version, parsed.value)
   })

@@ -19,7 +19,7 @@ import type { McpxConfig } from '../lib/config.js'
 import { classify, encodeMessage, errorResponse, INVALID_REQUEST, INTERNAL_ERROR, UNSUPPORTED_PROTOCOL_VERSION, type Parsed, type RequestId } from '../lib/jsonrpc.js'
 import { LEGACY_REVISIONS, isLegacyRevision } from '../lib/revisions.js'
 import { readHeader } from '../lib/header-values.js'
-import { REFUSAL_STATUS } from '../lib/status.js'
+import { REFUSAL_STATUS, legacyStatus } from '../lib/status.js'
 import { STORE_UNAVAILABLE_MESSAGE } from '../lib/http-exchange.js'
 
 declare module 'fastify' {
@@ -71,11 +71,11 @@ export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fast
       // basic/index.mdx lets an error omit the id only when it could not be read), as the modern
       // -32022 does; a batch or a notification has none to carry.
       const refused = errorResponse(requestIdOf(request.body), UNSUPPORTED_PROTOCOL_VERSION, `Unsupported protocol version: ${version}`, { supported: [...LEGACY_REVISIONS], requested: version })
-      return reply.code(400).type('application/json').send(encodeMessage(refused))
+      return reply.code(legacyStatus(refused.error, true)).type('application/json').send(encodeMessage(refused))
     }
     const header = readHeader(request.headers, 'mcp-session-id')
     if (header.kind === 'absent') return
-    if (header.kind !== 'value') return reply.code(400).type('application/json').send(encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Invalid Mcp-Session-Id header')))
+    if (header.kind !== 'value') return reply.code(REFUSAL_STATUS.badRequest).type('application/json').send(encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Invalid Mcp-Session-Id header')))
     const found = await store.find(header.value)
     // A session is usable only by the caller that minted it (same Authorization): anyone else,
     // even holding a leaked id, is told the session does not exist.

@@ -25,7 +25,7 @@ export default fp<ModernHeadersOptions>(async function mcpxModernHeaders (fastif
     if (request.method !== 'POST' || request.mcpEra !== 'modern') return
     const parsed = request.body as Parsed & { ok: true }
     // Seed › No batches: an array body is 400 -32600.
-    if (parsed.batch) return reply.code(400).type('application/json').send(batchRefused)
+    if (parsed.batch) return reply.code(modernStatus({ code: INVALID_REQUEST, message: '' })).type('application/json').send(batchRefused)
     const item = classify(parsed.value)
     if (item.kind !== 'request' && item.kind !== 'notification') return // the route answers invalid bodies and responses
     const message = item.message
