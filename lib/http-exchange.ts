@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto'
 import {
   classify, encodeMessage, errorResponse, idKey, isObject,
   INVALID_REQUEST, INTERNAL_ERROR,
-  type Classified, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse
+  type Classified, type JsonRpcErrorObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse
 } from './jsonrpc.js'
 import { modernStatus, legacyStatus, REFUSAL_STATUS, RETRY_AFTER_SECONDS } from './status.js'
 import { batchAllowed, type Revision } from './revisions.js'
@@ -143,6 +143,12 @@ function reply (channel: PostChannel, status: number, message: JsonRpcMessage, h
   channel.json(status, encodeMessage(message), headers)
 }
 
+/** An id-less -32600 refusal, its status from the era's status function (lib/status). */
+function refuse (channel: PostChannel, statusOf: (error: JsonRpcErrorObject) => number, message: string): void {
+  const refused = errorResponse(undefined, INVALID_REQUEST, message)
+  reply(channel, statusOf(refused.error), refused)
+}
+
 /* ------------------------------------------------------------------ modern */
 
 /**
@@ -157,7 +163,7 @@ export async function serveModernPost (deps: ExchangeDeps, value: unknown, chann
       return reply(channel, modernStatus(item.error), errorResponse(item.id, item.error.code, item.error.message))
     case 'response':
       // A modern client never answers (DIGEST §6c rule 4: no responses in a body).
-      return reply(channel, 400, errorResponse(undefined, INVALID_REQUEST, 'Invalid Request: a 2026-07-28 POST carries one request or notification, never a response'))
+      return refuse(channel, modernStatus, 'Invalid Request: a 2026-07-28 POST carries one request or notification, never a response')
     case 'notification':
       // Seed › Notifications: 202 with no body; an unknown method is ignored (202).
       return channel.json(ACCEPTED, undefined)
@@ -269,7 +275,7 @@ type ItemOutcome =
 async function serveInitialize (deps: ExchangeDeps, request: JsonRpcRequest, channel: PostChannel): Promise<void> {
   const controller = new AbortController()
   const response = await deps.dispatcher.handle(request, { era: 'legacy', revision: '2025-03-26', clientCapabilities: {}, signal: controller.signal })
-  if ('error' in response) return reply(channel, legacyStatus(response.error, true), response)
+  if ('error' in response) return reply(channel, legacyStatus(response.error), response)
   const capabilities = isObject(request.params?.capabilities) ? request.params.capabilities : {}
   const minted = await deps.sessions.mint(String(response.result.protocolVersion), capabilities, channel.principal)
   if (minted.kind === 'full') {
@@ -288,7 +294,7 @@ async function handleLegacyItem (deps: ExchangeDeps, item: Classified, revision:
   switch (item.kind) {
     case 'invalid': {
       const message = errorResponse(item.id, item.error.code, item.error.message)
-      return { kind: 'reply', status: legacyStatus(item.error, item.id !== undefined), message }
+      return { kind: 'reply', status: legacyStatus(item.error), message }
     }
     case 'notification':
       handleLegacyNotification(deps, item.message, session)
@@ -330,7 +336,7 @@ async function handleLegacyItem (deps: ExchangeDeps, item: Classified, revision:
     const response = await deps.dispatcher.handle(request, ctx)
     if (cancelled) return { kind: 'withheld' }
     if (controller.signal.aborted) return { kind: 'gone' }
-    return { kind: 'reply', status: legacyStatus('error' in response ? response.error : undefined, true), message: response }
+    return { kind: 'reply', status: legacyStatus('error' in response ? response.error : undefined), message: response }
   } finally {
     if (session?.inflight.get(key) === controller) session.inflight.delete(key)
   }
@@ -356,7 +362,8 @@ async function deliverResponse (deps: ExchangeDeps, response: JsonRpcResponse, s
     // A question asked by a request running on another replica (Redis store) is forwarded there.
     if (session !== undefined && typeof id === 'string' && await deps.sessions.forwardAnswer(session, response)) return { kind: 'accepted' }
     // Seed: a response nothing is waiting for is 400.
-    return { kind: 'reply', status: 400, message: errorResponse(undefined, INVALID_REQUEST, 'Invalid Request: no question is waiting for this response') }
+    const message = errorResponse(undefined, INVALID_REQUEST, 'Invalid Request: no question is waiting for this response')
+    return { kind: 'reply', status: legacyStatus(message.error), message }
   }
   questions.delete(id)
   if ('error' in response) pending.reject(Object.assign(new Error(response.error.message), { code: response.error.code, data: response.error.data }))
@@ -402,9 +409,9 @@ async function askClient (deps: ExchangeDeps, session: Session | undefined, resp
 async function serveLegacyBatch (deps: ExchangeDeps, elements: unknown[], revision: Revision, context: LegacyPostContext, channel: PostChannel): Promise<void> {
   // Seed › Batches: only 2025-03-26 has them.
   if (!batchAllowed(revision)) {
-    return reply(channel, 400, errorResponse(undefined, INVALID_REQUEST, `Invalid Request: JSON-RPC batches are not allowed in revision ${revision}`))
+    return refuse(channel, legacyStatus, `Invalid Request: JSON-RPC batches are not allowed in revision ${revision}`)
   }
-  if (elements.length === 0) return reply(channel, 400, errorResponse(undefined, INVALID_REQUEST, 'Invalid Request: empty batch'))
+  if (elements.length === 0) return refuse(channel, legacyStatus, 'Invalid Request: empty batch')
   const responder = new Responder(channel)
   const items = elements.map(classify)
   const outcomes = await Promise.all(items.map(async item => await handleLegacyItem(deps, item, revision, context, responder, channel)))

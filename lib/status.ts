@@ -19,17 +19,16 @@ export function modernStatus (error: JsonRpcErrorObject | undefined): number {
 
 /**
  * HTTP status of a legacy reply. The legacy revisions specify none for JSON-RPC errors
- * (DIGEST A9): a message that could not be read as JSON-RPC at all (-32700, -32600 with no id)
- * is 400, an unsupported MCP-Protocol-Version header is 400 (2025-06-18 transports), and any
- * other error travels in a 200 response, as legacy SDKs expect.
+ * (DIGEST A9): a message that could not be read as JSON-RPC (-32700, -32600, with or without a
+ * readable id) is 400, an unsupported MCP-Protocol-Version header is 400 (2025-06-18
+ * transports), and any other error travels in a 200 response, as legacy SDKs expect.
  */
-export function legacyStatus (error: JsonRpcErrorObject | undefined, hasId: boolean): number {
+export function legacyStatus (error: JsonRpcErrorObject | undefined): number {
   if (error === undefined) return 200
-  if (error.code === -32_700 || error.code === -32_022) return 400
-  if (error.code === -32_600 && !hasId) return 400
-  if (error.code === -32_600) return 400
-  return 200
+  return LEGACY_ERROR_STATUS.get(error.code) ?? 200
 }
+
+const LEGACY_ERROR_STATUS = new Map<number, number>([[-32_700, 400], [-32_600, 400], [-32_022, 400]])
 
 /** Outcome of DELETE /mcp (seed › Streamable HTTP legacy › DELETE). */
 export type DeleteOutcome = 'ended' | 'no-header' | 'unknown' | 'modern'

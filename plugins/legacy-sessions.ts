@@ -71,7 +71,7 @@ export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fast
       // basic/index.mdx lets an error omit the id only when it could not be read), as the modern
       // -32022 does; a batch or a notification has none to carry.
       const refused = errorResponse(requestIdOf(request.body), UNSUPPORTED_PROTOCOL_VERSION, `Unsupported protocol version: ${version}`, { supported: [...LEGACY_REVISIONS], requested: version })
-      return reply.code(legacyStatus(refused.error, true)).type('application/json').send(encodeMessage(refused))
+      return reply.code(legacyStatus(refused.error)).type('application/json').send(encodeMessage(refused))
     }
     const header = readHeader(request.headers, 'mcp-session-id')
     if (header.kind === 'absent') return
