@@ -10,7 +10,7 @@
  * config order; the other is dropped with a warning naming both.
  */
 import { EventEmitter } from 'node:events'
-import { INVALID_PARAMS, RESOURCE_NOT_FOUND, isObject } from '../jsonrpc.js'
+import { INVALID_PARAMS, RESOURCE_NOT_FOUND, UPSTREAM_ERROR, isObject } from '../jsonrpc.js'
 import { Upstream, type ListKind, type UpstreamLogger } from './upstream.js'
 import {
   UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamConfig, type UpstreamRegistry, type UpstreamStatus
@@ -103,6 +103,23 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     await Promise.all(this.upstreams.map(async upstream => await upstream.close()))
   }
 
+  /**
+   * The error for a tool or prompt name no ready upstream lists. While the upstream the name would
+   * belong to (by its prefix, or the only upstream) is down or connecting, its items are out of the
+   * catalogue, but the name is not unknown: that is a transient UPSTREAM_ERROR, not -32602.
+   */
+  private unknown (kind: 'tool' | 'prompt', name: string): UpstreamRpcError {
+    for (const upstream of this.upstreams) {
+      const status = upstream.status()
+      if (status.state === 'ready') continue
+      const prefix = this.prefixes.get(upstream) ?? ''
+      if (prefix === '' ? this.upstreams.length === 1 : name.startsWith(prefix + PREFIX_SEPARATOR)) {
+        return new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${status.name} is ${status.state}: ${kind} ${name} is not available right now; retry later`)
+      }
+    }
+    return new UpstreamRpcError(INVALID_PARAMS, `Unknown ${kind}: ${name}`)
+  }
+
   status (): UpstreamStatus[] {
     return this.upstreams.map(upstream => upstream.status())
   }
@@ -135,13 +152,13 @@ class Registry extends EventEmitter implements UpstreamRegistry {
 
   async callTool (name: string, args: JsonObject | undefined, options: UpstreamCallOptions): Promise<JsonObject> {
     const route = this.toolRoutes.get(name)
-    if (route === undefined) throw new UpstreamRpcError(INVALID_PARAMS, `Unknown tool: ${name}`)
+    if (route === undefined) throw this.unknown('tool', name)
     return await route.upstream.callTool(route.name, args, options, route.item)
   }
 
   async getPrompt (name: string, args: Record<string, string> | undefined, options: UpstreamCallOptions): Promise<JsonObject> {
     const route = this.promptRoutes.get(name)
-    if (route === undefined) throw new UpstreamRpcError(INVALID_PARAMS, `Unknown prompt: ${name}`)
+    if (route === undefined) throw this.unknown('prompt', name)
     const params: JsonObject = { name: route.name }
     if (args !== undefined) params.arguments = args
     return await route.upstream.request('prompts/get', params, options)

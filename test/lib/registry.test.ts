@@ -7,7 +7,7 @@ import t from 'tap'
 import { fileURLToPath } from 'node:url'
 import { compileUriTemplate, createRegistry, PREFIX_SEPARATOR } from '../../lib/upstreams/registry.js'
 import { UpstreamRpcError, wantsLegacyConnection } from '../../lib/upstreams/types.js'
-import { INVALID_PARAMS, RESOURCE_NOT_FOUND } from '../../lib/jsonrpc.js'
+import { INVALID_PARAMS, RESOURCE_NOT_FOUND, UPSTREAM_ERROR } from '../../lib/jsonrpc.js'
 import { loadConfig } from '../../lib/config.js'
 
 const silent = { debug () {}, info () {}, warn () {}, error () {} }
@@ -31,7 +31,8 @@ t.test('registry/separator', async t => {
 })
 
 t.test('registry/unknown-names-and-uris-are-errors', async t => {
-  const registry = createRegistry({ a: { command: 'never-started' } }, { logger: silent as never, defaultTimeoutMs: 1000 })
+  // Two upstreams (prefixed a__ and b__), never started: a name that no upstream's prefix claims is unknown.
+  const registry = createRegistry({ a: { command: 'never-started' }, b: { command: 'never-started' } }, { logger: silent as never, defaultTimeoutMs: 1000 })
   await t.rejects(registry.callTool('nope', {}, { signal }), new UpstreamRpcError(INVALID_PARAMS, 'Unknown tool: nope'))
   await t.rejects(registry.getPrompt('nope', {}, { signal }), { code: INVALID_PARAMS })
   await t.rejects(registry.readResource('file:///x', { signal }), { code: RESOURCE_NOT_FOUND, data: { uri: 'file:///x' } })
@@ -40,9 +41,21 @@ t.test('registry/unknown-names-and-uris-are-errors', async t => {
   await t.rejects(registry.complete({ ref: 'bad' }, { signal }), { code: INVALID_PARAMS })
   t.same(registry.tools(), [])
   t.same(registry.capabilities(), {}, 'no ready upstream, no capability')
-  t.match(registry.status(), [{ name: 'a', state: 'connecting', restarts: 0 }])
+  t.match(registry.status(), [{ name: 'a', state: 'connecting', restarts: 0 }, { name: 'b', state: 'connecting' }])
   await registry.close()
-  t.match(registry.status(), [{ name: 'a', state: 'closed' }])
+  t.match(registry.status(), [{ name: 'a', state: 'closed' }, { name: 'b', state: 'closed' }])
+})
+
+t.test('registry/names-of-an-upstream-not-ready-are-a-transient-error', async t => {
+  // The catalogue holds only ready upstreams' items; a name that would belong to an upstream that is
+  // down or connecting is not "unknown" (-32602) but unavailable for now (UPSTREAM_ERROR).
+  const two = createRegistry({ a: { command: 'never-started' }, b: { command: 'never-started' } }, { logger: silent as never, defaultTimeoutMs: 1000 })
+  await t.rejects(two.callTool('a__echo', {}, { signal }), new UpstreamRpcError(UPSTREAM_ERROR, 'upstream a is connecting: tool a__echo is not available right now; retry later'))
+  await t.rejects(two.getPrompt('b__greet', {}, { signal }), { code: UPSTREAM_ERROR, message: /upstream b is connecting/ })
+  await two.close()
+  const one = createRegistry({ only: { command: 'never-started' } }, { logger: silent as never, defaultTimeoutMs: 1000 })
+  await t.rejects(one.callTool('echo', {}, { signal }), { code: UPSTREAM_ERROR, message: /upstream only is connecting/ }, 'a sole upstream has no prefix: every name may be its')
+  await one.close()
 })
 
 t.test('registry/legacy-connection-config', async t => {
