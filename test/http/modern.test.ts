@@ -107,6 +107,8 @@ t.test('2026-07-28/headers/mcp-name-missing', async t => {
 t.test('2026-07-28/headers/protocol-version-mismatch', async t => {
   const body = modernBody(-1, 'tools/list', {}, modernMeta({}, { 'io.modelcontextprotocol/protocolVersion': '2025-11-25' }))
   assertError(t, await post(base, body, modernHeaders('tools/list')), 400, HEADER_MISMATCH, -1)
+  // The other way round: a legacy revision in the header beside a modern body is the same disagreement, not -32022.
+  assertError(t, await post(base, modernBody(7, 'tools/list'), modernHeaders('tools/list', undefined, { 'mcp-protocol-version': '2025-11-25' })), 400, HEADER_MISMATCH, 7)
 })
 
 t.test('2026-07-28/headers/mcp-method-mismatch', async t => {
