@@ -294,6 +294,11 @@ class UpstreamHttpTransport extends StreamableHTTPClientTransport {
 
 type SendFn = (client: UpstreamClient, params: JsonObject, requestOptions: Record<string, unknown>) => Promise<unknown>
 
+/** The backoff before restart attempt number `failures + 1`, ms: RESTART_INITIAL_DELAY_MS doubling, capped at RESTART_MAX_DELAY_MS. */
+function restartDelayMs (failures: number): number {
+  return Math.min(RESTART_INITIAL_DELAY_MS * 2 ** failures, RESTART_MAX_DELAY_MS)
+}
+
 /** `send` for a plain request whose raw result we keep. */
 function plainRequest (method: string): SendFn {
   return async (client, params, requestOptions) => await client.request({ method, params } as never, PASSTHROUGH, requestOptions)
@@ -864,7 +869,7 @@ export class Upstream {
     reason = redactText(reason)
     this.lastError = reason
     this.setState('down')
-    const delayMs = Math.min(RESTART_INITIAL_DELAY_MS * 2 ** this.failures, RESTART_MAX_DELAY_MS)
+    const delayMs = restartDelayMs(this.failures)
     this.failures++
     this.options.logger.warn({ upstream: this.name, reason, failures: this.failures, restartInMs: delayMs }, 'upstream down')
     clearTimeout(this.restartTimer)
@@ -968,7 +973,7 @@ export class Upstream {
     reason = redactText(reason)
     legacy.lastError = reason
     this.setLegacyState('down')
-    const delayMs = Math.min(RESTART_INITIAL_DELAY_MS * 2 ** legacy.failures, RESTART_MAX_DELAY_MS)
+    const delayMs = restartDelayMs(legacy.failures)
     legacy.failures++
     this.options.logger.warn({ upstream: this.name, connection: 'legacy', reason, failures: legacy.failures, restartInMs: delayMs }, 'upstream down')
     clearTimeout(legacy.restartTimer)
