@@ -57,7 +57,7 @@ const CASES: Array<{ client: Era, upstream: Era }> = [
 ]
 
 for (const { client: clientEra, upstream } of CASES) {
-  t.test(`bridge/${upstream}-upstream-${clientEra}-client/elicitation-and-sampling`, async t => {
+  t.test(`bridge/questions/${upstream}-upstream-${clientEra}-client-elicitation-and-sampling`, async t => {
     const { base } = await listen(t, { upstreams: fixtureUpstreams(['--era', upstream]) })
     const client = clientEra === 'modern' ? await modernClient(t, base) : await legacyClient(t, base)
     const elicited = textOf(await client.callTool({ name: 'elicit', arguments: {} }))

@@ -23,7 +23,7 @@ function slowCall (id: number, ms: number): RequestInit {
   }
 }
 
-t.test('all/daemon/health-ready-metrics-logs', async t => {
+t.test('daemon/ops/health-ready-metrics-logs', async t => {
   const daemon = await startDaemon(t, { upstreams: fixture() })
   const evil = { origin: 'http://evil.example', accept: 'image/png' }
 
@@ -68,7 +68,7 @@ t.test('all/daemon/health-ready-metrics-logs', async t => {
   t.equal(await daemon.exited, 0, 'SIGINT exits 0')
 })
 
-t.test('all/daemon/readyz-names-failing-upstreams', async t => {
+t.test('daemon/ops/readyz-names-failing-upstreams', async t => {
   const daemon = await startDaemon(t, { upstreams: { ...fixture(), broken: { command: '/nonexistent/mcpx-no-such-command' } } })
   const ready = await fetch(`${daemon.base}/readyz`)
   t.equal(ready.status, 503)
@@ -82,7 +82,7 @@ t.test('all/daemon/readyz-names-failing-upstreams', async t => {
   t.equal(await daemon.exited, 0)
 })
 
-t.test('all/daemon/sigterm-graceful-shutdown', async t => {
+t.test('daemon/shutdown/sigterm-graceful', async t => {
   const daemon = await startDaemon(t, { upstreams: fixture() })
   const ready = await (await fetch(`${daemon.base}/readyz`)).json() as ReadyBody
   const pids = ready.upstreams.map(u => u.pid).filter((pid): pid is number => typeof pid === 'number')
@@ -117,7 +117,7 @@ t.test('all/daemon/sigterm-graceful-shutdown', async t => {
   t.notOk(daemon.lines.some(l => l.msg === 'shutdown timeout: closing remaining connections'), 'finished within daemon.shutdownTimeout')
 })
 
-t.test('all/daemon/shutdown-bound', async t => {
+t.test('daemon/shutdown/bounded', async t => {
   // A call longer than daemon.shutdownTimeout: the bound cuts it, the process still exits 0.
   const daemon = await startDaemon(t, { daemon: { shutdownTimeout: '300ms' }, upstreams: fixture() })
   const ready = await (await fetch(`${daemon.base}/readyz`)).json() as ReadyBody

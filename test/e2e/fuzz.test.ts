@@ -400,7 +400,7 @@ function reportFigures (t: Test, label: string, figures: RunFigures): void {
   t.comment(`${label}: ${figures.requests} requests in ${(figures.ms / 1000).toFixed(1)} s (${Math.round(figures.requests / (figures.ms / 1000))}/s), concurrency ${CONCURRENCY}; statuses ${statuses}`)
 }
 
-t.test('security/fuzz-http', async t => {
+t.test('all/fuzz/http', async t => {
   t.comment(`fuzz seed ${SEED} (0x${SEED.toString(16)}); replay with MCPX_FUZZ_SEED=${SEED}`)
   const daemon = await startDaemon(t, { upstreams: fixtureUpstreams(), transport: { maxBodyBytes: MAX_BODY_BYTES, sseKeepAlive: 100 } }, { env: { MCPX_LOG_LEVEL: 'info' } })
   const sessions = await mintSessions(daemon.base, 8)
@@ -469,7 +469,7 @@ function randomLine (rng: Rng, n: number): Buffer {
   return body
 }
 
-t.test('security/fuzz-stdio', async t => {
+t.test('all/fuzz/stdio', async t => {
   t.comment(`fuzz seed ${SEED} (0x${SEED.toString(16)}); replay with MCPX_FUZZ_SEED=${SEED}`)
   const rng = new Rng(SEED ^ 0x5a5a5a5a)
   const serve = spawnServe(t, { config: { upstreams: fixtureUpstreams(), transport: { maxBodyBytes: MAX_BODY_BYTES } } })

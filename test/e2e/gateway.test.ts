@@ -31,7 +31,7 @@ function textOf (result: unknown): string {
   return content.filter(c => c.type === 'text').map(c => c.text ?? '').join('')
 }
 
-t.test('gateway/daemon-serves-official-clients-of-both-eras-across-two-upstreams', async t => {
+t.test('daemon/gateway/serves-official-clients-of-both-eras-across-two-upstreams', async t => {
   const daemon = await startDaemon(t, TWO_UPSTREAMS)
 
   const v1 = new ClientV1({ name: 'gateway-test-v1', version: '1.0.0' })
@@ -53,7 +53,7 @@ t.test('gateway/daemon-serves-official-clients-of-both-eras-across-two-upstreams
   t.match(textOf(await v2.callTool({ name: 'everything__echo', arguments: { message: 'modern hello' } })), /modern hello/)
 })
 
-t.test('gateway/killed-upstream-fails-the-call-at-once-and-comes-back', async t => {
+t.test('upstreams/lifecycle/killed-upstream-fails-the-call-at-once-and-comes-back', async t => {
   const log = fixtureLogPath()
   const daemon = await startDaemon(t, { upstreams: { fixture: { ...fixtureCommand(), env: { FIXTURE_LOG: log } } } })
   const before = await readyz(daemon.base)
@@ -88,7 +88,7 @@ t.test('gateway/killed-upstream-fails-the-call-at-once-and-comes-back', async t 
   t.equal(textOf(((await next.json()) as { result: unknown }).result), 'back', 'the next call succeeds')
 })
 
-t.test('gateway/no-child-outlives-the-daemon', async t => {
+t.test('daemon/shutdown/no-child-outlives-the-daemon', async t => {
   const daemon = await startDaemon(t, TWO_UPSTREAMS)
   const pids = pidsOf(await readyz(daemon.base))
   t.ok(pids.length >= 2, `one child per upstream at least (${pids.join(', ')})`)
@@ -98,7 +98,7 @@ t.test('gateway/no-child-outlives-the-daemon', async t => {
   for (const pid of pids) t.notOk(isAlive(pid), `child ${pid} is gone`)
 })
 
-t.test('security/daemon-oversized-headers-431-json-rpc', async t => {
+t.test('all/limits/daemon-oversized-headers-431-json-rpc', async t => {
   const daemon = await startDaemon(t, { upstreams: { fixture: fixtureCommand() } })
   const { port } = new URL(daemon.base)
   const { connect } = await import('node:net')
@@ -114,7 +114,7 @@ t.test('security/daemon-oversized-headers-431-json-rpc', async t => {
   t.same(JSON.parse(body), { jsonrpc: '2.0', error: { code: -32_600, message: 'Request Header Fields Too Large' } }, 'an id-less JSON-RPC error, as every other refusal')
 })
 
-t.test('security/ops-endpoints-refuse-a-rebinding-host', async t => {
+t.test('daemon/ops/endpoints-refuse-a-rebinding-host', async t => {
   const daemon = await startDaemon(t, { upstreams: { fixture: fixtureCommand() } })
   const { port } = new URL(daemon.base)
   const { request } = await import('node:http')

@@ -43,7 +43,7 @@ async function teamApp (t: Test, { teardown = true } = {}): Promise<TeamApp> {
 
 const INITIALIZE = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'team-test', version: '0.0.0' } } })
 
-t.test('all/plugin/serves-under-prefix', async t => {
+t.test('plugin/embedding/serves-under-prefix', async t => {
   const { base, logLines } = await teamApp(t)
   const init = await fetch(`${base}/tools/mcp`, { method: 'POST', headers: legacyHeaders(), body: INITIALIZE })
   t.equal(init.status, 200)
@@ -80,7 +80,7 @@ t.test('all/plugin/serves-under-prefix', async t => {
   t.ok(logLines.some(line => line.msg === 'upstream ready' && line.upstream === 'fixture'), 'upstream lifecycle lines go to the host logger too')
 })
 
-t.test('all/plugin/host-routes-untouched', async t => {
+t.test('plugin/embedding/host-routes-untouched', async t => {
   const { base, seen } = await teamApp(t)
   const evil = 'http://evil.example'
 
@@ -112,7 +112,7 @@ t.test('all/plugin/host-routes-untouched', async t => {
   t.ok(seen.includes('OPTIONS /hello'))
 })
 
-t.test('all/plugin/bad-options-fail-registration', async t => {
+t.test('plugin/options/bad-options-fail-registration', async t => {
   for (const [options, field] of [
     [{ transport: { maxBodyBytes: 'big' } }, 'transport.maxBodyBytes'],
     [{ trasnport: {} }, 'trasnport'],
@@ -128,7 +128,7 @@ t.test('all/plugin/bad-options-fail-registration', async t => {
   }
 })
 
-t.test('all/plugin/close-ends-streams-and-children', async t => {
+t.test('plugin/close/ends-streams-and-children', async t => {
   const { app, base } = await teamApp(t, { teardown: false })
   const pids = app.upstreams.status().map(u => u.pid)
   t.ok(pids.every(pid => typeof pid === 'number'), 'the fixture child runs')

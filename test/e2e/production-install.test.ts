@@ -33,7 +33,7 @@ async function messageOf (response: Response): Promise<Record<string, unknown>> 
   return JSON.parse(text) as Record<string, unknown>
 }
 
-t.test('all/package/pack-contents', async t => {
+t.test('package/npm/pack-contents', async t => {
   const { stdout } = await run(NPM, ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 })
   const files = (JSON.parse(stdout) as Array<{ files: Array<{ path: string }> }>)[0].files.map(f => f.path)
   t.ok(files.includes('dist/app.js'), 'the plugin entry ships')
@@ -44,7 +44,7 @@ t.test('all/package/pack-contents', async t => {
   t.same(files.filter(f => f.endsWith('.ts') && !f.endsWith('.d.ts')), [], 'no TypeScript sources')
 })
 
-t.test('all/package/production-install', async t => {
+t.test('package/npm/production-install', async t => {
   const dir = mkdtempSync(join(tmpdir(), 'mcpx-prod-'))
   t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
   cpSync(join(ROOT, 'package.json'), join(dir, 'package.json'))

@@ -105,7 +105,7 @@ async function call (base: string, sid: string, body: unknown, revision = REVISI
 const ping = (id: number | string): Record<string, unknown> => ({ jsonrpc: '2.0', id, method: 'ping' })
 const isMethod = (method: string) => (m: Record<string, unknown>) => m.method === method
 
-t.test('replicas/unknown-session-404-on-every-replica', async t => {
+t.test('replicas/sessions/unknown-404-on-every-replica', async t => {
   const { bases } = await cluster(t)
   const sid = randomBytes(16).toString('base64url')
   for (const base of bases) {
@@ -117,7 +117,7 @@ t.test('replicas/unknown-session-404-on-every-replica', async t => {
   }
 })
 
-t.test('replicas/any-replica-serves-the-session', async t => {
+t.test('replicas/sessions/any-replica-serves-the-session', async t => {
   const c = await cluster(t)
   const sid = await fetchSession(c.next(), REVISION, { elicitation: {} })
   for (let i = 0; i < 6; i++) {
@@ -130,7 +130,7 @@ t.test('replicas/any-replica-serves-the-session', async t => {
   t.equal(batch.status, 400)
 })
 
-t.test('replicas/delete-on-one-ends-it-everywhere', async t => {
+t.test('replicas/sessions/delete-on-one-ends-it-everywhere', async t => {
   const c = await cluster(t)
   const [a, b, z] = c.bases
   const sid = await fetchSession(a, REVISION)
@@ -148,7 +148,7 @@ t.test('replicas/delete-on-one-ends-it-everywhere', async t => {
   t.equal(await del(a, sid), 404, 'a second DELETE is 404')
 })
 
-t.test('replicas/one-get-stream-cluster-wide-409-keep-alive', async t => {
+t.test('replicas/get/one-stream-cluster-wide-409-keep-alive', async t => {
   const c = await cluster(t)
   const [a, b, z] = c.bases
   const sid = await fetchSession(a, REVISION)
@@ -174,7 +174,7 @@ t.test('replicas/one-get-stream-cluster-wide-409-keep-alive', async t => {
   t.pass('reopened on another replica after the first closed')
 })
 
-t.test('replicas/list-changed-to-a-stream-on-another-replica', async t => {
+t.test('replicas/get/list-changed-to-a-stream-on-another-replica', async t => {
   // A modern-only fixture: the upstream layer's list_changed path is its primary connection.
   const c = await cluster(t, { flags: ['--era', 'modern'] })
   const [a, b] = c.bases
@@ -186,7 +186,7 @@ t.test('replicas/list-changed-to-a-stream-on-another-replica', async t => {
   t.same(notification, { jsonrpc: '2.0', method: 'notifications/tools/list_changed' })
 })
 
-t.test('replicas/resources-updated-subscribed-through-another-replica', async t => {
+t.test('replicas/get/resources-updated-subscribed-through-another-replica', async t => {
   const c = await cluster(t)
   const [a, b, z] = c.bases
   const sid = await fetchSession(a, REVISION)
@@ -215,7 +215,7 @@ t.test('replicas/resources-updated-subscribed-through-another-replica', async t 
   t.same(otherStream.messages, [], "a session never sees another session's resources/updated")
 })
 
-t.test('replicas/subscription-before-stream-delivers-on-another-replica', async t => {
+t.test('replicas/get/subscription-before-stream-delivers-on-another-replica', async t => {
   const c = await cluster(t)
   const [a, b, z] = c.bases
   const sid = await fetchSession(a, REVISION)
@@ -232,7 +232,7 @@ t.test('replicas/subscription-before-stream-delivers-on-another-replica', async 
   t.same(updated.params, { uri: 'fixture://counter' })
 })
 
-t.test('replicas/cancel-posted-to-another-replica-reaches-the-upstream', async t => {
+t.test('replicas/cancel/posted-to-another-replica-reaches-the-upstream', async t => {
   const log = fixtureLogPath()
   const c = await cluster(t, { log })
   const [a, b] = c.bases
@@ -248,7 +248,7 @@ t.test('replicas/cancel-posted-to-another-replica-reaches-the-upstream', async t
   t.same(fixtureEvents(log).map(e => e.event), ['started', 'cancelled'])
 })
 
-t.test('replicas/cancel-from-another-session-is-ignored', async t => {
+t.test('replicas/cancel/from-another-session-is-ignored', async t => {
   const log = fixtureLogPath()
   const c = await cluster(t, { log })
   const [a, b] = c.bases
@@ -262,7 +262,7 @@ t.test('replicas/cancel-from-another-session-is-ignored', async t => {
   t.same(fixtureEvents(log).map(e => e.event), ['started'])
 })
 
-t.test('replicas/question-answered-through-another-replica', async t => {
+t.test('replicas/questions/answered-through-another-replica', async t => {
   const c = await cluster(t, { flags: ['--era', 'legacy'] })
   const [a, b, z] = c.bases
   const sid = await fetchSession(a, REVISION, { elicitation: {} })
@@ -281,7 +281,7 @@ t.test('replicas/question-answered-through-another-replica', async t => {
   t.equal(again.status, 400, 'a response nothing waits for any more is 400')
 })
 
-t.test('replicas/question-on-a-get-stream-held-by-another-replica', async t => {
+t.test('replicas/questions/on-a-get-stream-held-by-another-replica', async t => {
   const c = await cluster(t, { flags: ['--era', 'legacy'] })
   const [a, b, z] = c.bases
   const sid = await fetchSession(a, REVISION, { elicitation: {} })
@@ -323,7 +323,7 @@ t.test('2025-03-26/replicas/batch', async t => {
   t.equal(((await refused.json()) as any).error.code, -32_600)
 })
 
-t.test('replicas/killed-replica-sessions-continue-stream-reopens', async t => {
+t.test('replicas/failover/killed-replica-sessions-continue-stream-reopens', async t => {
   const c = await cluster(t)
   const [a, b, z] = c.bases
   const sid = await fetchSession(a, REVISION)
@@ -338,7 +338,7 @@ t.test('replicas/killed-replica-sessions-continue-stream-reopens', async t => {
   await reopened.until('a keep-alive comment', () => reopened.raw.includes(':'))
 })
 
-t.test('replicas/crashed-stream-owner-blocks-for-one-lease-only', async t => {
+t.test('replicas/failover/crashed-stream-owner-blocks-for-one-lease-only', async t => {
   const c = await cluster(t, { streamLease: '600ms' })
   const sid = await fetchSession(c.bases[0], REVISION)
   // What a replica that died without closing leaves behind: a stream-owner key with its lease.
@@ -383,7 +383,7 @@ async function expect503 (t: Test, res: Response, id: unknown, what: string): Pr
   t.equal(body.id ?? null, id, `${what}: id`)
 }
 
-t.test('replicas/redis-unreachable-503-modern-keeps-working', async t => {
+t.test('replicas/redis/unreachable-503-modern-keeps-working', async t => {
   const port = await freePort()
   const { base } = await listen(t, { upstreams: fixtureUpstreams(), sessions: { store: 'redis', redisUrl: `redis://127.0.0.1:${port}`, keyPrefix: uniquePrefix() } })
   await expect503(t, await post(base, initializeBody(REVISION, {}, 'init-1')), 'init-1', 'initialize')
@@ -401,7 +401,7 @@ t.test('replicas/redis-unreachable-503-modern-keeps-working', async t => {
   t.match(await sessionless.json(), { id: 6, result: { content: [{ type: 'text', text: 'stateless' }] } })
 })
 
-t.test('replicas/redis-outage-and-recovery', async t => {
+t.test('replicas/redis/outage-and-recovery', async t => {
   const port = await freePort()
   const startRedis = async (): Promise<ReturnType<typeof spawn>> => {
     const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })

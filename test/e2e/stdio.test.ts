@@ -93,7 +93,7 @@ function isOneJsonRpcFrame (line: string): boolean {
 
 const text = (reply: Message): string => (reply.result.content as Array<{ text: string }>).map(c => c.text).join('')
 
-t.test('stdio/framing/stdout-carries-only-jsonrpc-frames', async t => {
+t.test('all/stdio/stdout-carries-only-jsonrpc-frames', async t => {
   const { s } = serve(t)
   const init = await initialize(s)
   t.equal(init.result.protocolVersion, '2025-06-18')
@@ -127,10 +127,10 @@ t.test('stdio/framing/stdout-carries-only-jsonrpc-frames', async t => {
 
 // Requirements that hold before any initialize share one child (spawns are the slow part);
 // its subtests run in order, and the last one ends it with SIGTERM.
-t.test('stdio/before-initialize (one child)', async t => {
+t.test('all/stdio/before-initialize-one-child', async t => {
   const { s } = serve(t, { maxBodyBytes: 2048 })
 
-  t.test('stdio/framing/bad-lines-answered-clearly', async t => {
+  t.test('all/stdio/bad-lines-answered-clearly', async t => {
     let after = s.messages.length
     s.send('this is not json')
     const parseError = await s.nextMessage(m => Object.hasOwn(m, 'error'), { after })
@@ -161,7 +161,7 @@ t.test('stdio/before-initialize (one child)', async t => {
     t.same(ping.result, {}, 'the line after a broken one is served') // and consumed before the next subtest
   })
 
-  t.test('security/stdio/nesting-too-deep-answered-with-its-id', async t => {
+  t.test('all/stdio/nesting-too-deep-answered-with-its-id', async t => {
     const after = s.messages.length
     // lib/jsonrpc MAX_NESTING_DEPTH (128): refused at parse time, never sent upstream.
     s.send(`{"jsonrpc":"2.0","id":"deep","method":"tools/call","params":{"name":"echo","arguments":{"text":${'['.repeat(500)}${']'.repeat(500)}}}}`)
@@ -195,7 +195,7 @@ t.test('stdio/before-initialize (one child)', async t => {
     t.notOk(Object.hasOwn(empty, 'id'))
   })
 
-  t.test('stdio/batch/notifications-only-batch-gets-no-reply', async t => {
+  t.test('2025-03-26/stdio/notifications-only-batch-gets-no-reply', async t => {
     const after = s.messages.length
     s.send([{ jsonrpc: '2.0', method: 'notifications/initialized' }, { jsonrpc: '2.0', method: 'notifications/whatever', params: {} }])
     s.send({ jsonrpc: '2.0', id: 'ping-after-batch', method: 'ping' })
@@ -204,7 +204,7 @@ t.test('stdio/before-initialize (one child)', async t => {
     await s.nextMessage(m => m.id === 'ping-after-batch', { after }) // consumed before the next subtest, even on failure
   })
 
-  t.test('stdio/notifications/never-answered (nor responses)', async t => {
+  t.test('all/stdio/notifications-and-responses-never-answered', async t => {
     const after = s.messages.length
     s.send({ jsonrpc: '2.0', method: 'notifications/no_such_thing', params: {} })
     s.send({ jsonrpc: '2.0', method: 'notifications/progress', params: 5 })
@@ -218,7 +218,7 @@ t.test('stdio/before-initialize (one child)', async t => {
     await s.nextMessage(m => m.id === 'ping-after-notifications', { after })
   })
 
-  t.test('stdio/ids/echoed-exactly', async t => {
+  t.test('all/stdio/ids-echoed-exactly', async t => {
     const after = s.messages.length
     s.send('{"jsonrpc":"2.0","id":0,"method":"ping"}')
     s.send('{"jsonrpc":"2.0","id":"0","method":"ping"}')
@@ -244,14 +244,14 @@ t.test('stdio/before-initialize (one child)', async t => {
     t.notOk(Object.hasOwn(list.result, 'ttlMs'))
   })
 
-  t.test('stdio/exit/sigterm-exits-0', async t => {
+  t.test('all/stdio/sigterm-exits-0', async t => {
     s.child.kill('SIGTERM')
     const exit = await s.exited
     t.equal(exit.code, 0)
   })
 })
 
-t.test('stdio/cancellation/cancelled-call-reaches-upstream-and-is-not-answered', async t => {
+t.test('all/stdio/cancelled-call-reaches-upstream-and-is-not-answered', async t => {
   const { s, logFile } = serve(t)
   await initialize(s)
   s.send({ jsonrpc: '2.0', id: 'slow-1', method: 'tools/call', params: { name: 'slow', arguments: { ms: 20_000, steps: 200 }, _meta: { progressToken: 'tok' } } })
@@ -268,7 +268,7 @@ t.test('stdio/cancellation/cancelled-call-reaches-upstream-and-is-not-answered',
   t.notOk(s.messages.slice(lastIndex).some(m => (m as Message).method === 'notifications/progress'), 'no progress after the cancellation')
 })
 
-t.test('stdio/concurrency/ping-answered-while-slow-call-runs', async t => {
+t.test('all/stdio/ping-answered-while-slow-call-runs', async t => {
   const { s, logFile } = serve(t)
   await initialize(s)
   s.send({ jsonrpc: '2.0', id: 'slow', method: 'tools/call', params: { name: 'slow', arguments: { ms: 20_000, steps: 20 } } })
@@ -312,7 +312,7 @@ t.test('2025-06-18/stdio/batch-refused', async t => {
   t.same(ping.result, {})
 })
 
-t.test('stdio/eof/stdin-closed-after-5-requests-all-answered', async t => {
+t.test('all/stdio/eof-after-5-requests-all-answered', async t => {
   const { s } = serve(t)
   await initialize(s)
   const ids = ['r1', 'r2', 'r3', 'r4', 'r5']
@@ -330,7 +330,7 @@ t.test('stdio/eof/stdin-closed-after-5-requests-all-answered', async t => {
   t.equal(text(answered.get('r3') as Message), 'slept 400')
 })
 
-t.test('stdio/eof/drain-expiry-cancels-and-exits', async t => {
+t.test('all/stdio/eof-drain-expiry-cancels-and-exits', async t => {
   const { s, logFile } = serve(t, { stdioDrain: 300 })
   await initialize(s)
   s.send({ jsonrpc: '2.0', id: 'too-slow', method: 'tools/call', params: { name: 'slow', arguments: { ms: 60_000, steps: 600 } } })
@@ -341,7 +341,7 @@ t.test('stdio/eof/drain-expiry-cancels-and-exits', async t => {
   t.notOk(s.messages.some(m => (m as Message).id === 'too-slow'), 'a request cancelled by the drain is not answered')
 })
 
-t.test('stdio/exit/broken-stdout-exits-quietly', async t => {
+t.test('all/stdio/broken-stdout-exits-quietly', async t => {
   const { s } = serve(t)
   await initialize(s)
   s.child.stdout?.destroy() // the host stops reading: mcpx's next write fails with EPIPE
@@ -440,7 +440,7 @@ t.test('2026-07-28/stdio/subscriptions-listen', async t => {
 // bridge turns into the same question. Either way mcpx writes it on stdout with its own id and
 // routes the client's response back.
 for (const [upstreamEra, flags] of [['legacy', ['--era', 'legacy']], ['dual-era', []]] as const) {
-  t.test(`2025-06-18/stdio/question-relayed-to-a-capable-client (${upstreamEra} upstream)`, async t => {
+  t.test(`2025-06-18/stdio/question-relayed-to-a-capable-client-${upstreamEra}-upstream`, async t => {
     const { s } = serve(t, {}, [...flags])
     await initialize(s, '2025-06-18', { elicitation: {} })
     const after = s.messages.length
@@ -457,7 +457,7 @@ for (const [upstreamEra, flags] of [['legacy', ['--era', 'legacy']], ['dual-era'
     t.notOk(Object.hasOwn(reply.result, 'resultType'), 'a legacy client never sees resultType')
   })
 
-  t.test(`2025-06-18/stdio/question-refused-without-capability (${upstreamEra} upstream)`, async t => {
+  t.test(`2025-06-18/stdio/question-refused-without-capability-${upstreamEra}-upstream`, async t => {
     const { s } = serve(t, {}, [...flags])
     await initialize(s, '2025-06-18', {})
     const after = s.messages.length
@@ -467,7 +467,7 @@ for (const [upstreamEra, flags] of [['legacy', ['--era', 'legacy']], ['dual-era'
   })
 }
 
-t.test('stdio/clients/official-v1-client-lists-and-calls', async t => {
+t.test('2025-11-25/stdio/official-v1-client-lists-and-calls', async t => {
   const { config } = fixtureConfig(t)
   const file = writeConfig(t, config)
   const transport = new StdioClientTransportV1({ command: process.execPath, args: serveArgs(file), stderr: 'pipe' })
@@ -480,7 +480,7 @@ t.test('stdio/clients/official-v1-client-lists-and-calls', async t => {
   t.same(result.content, [{ type: 'text', text: 'from v1' }])
 })
 
-t.test('2026-07-28/stdio/clients/official-v2-client-goes-modern', async t => {
+t.test('2026-07-28/stdio/official-v2-client-goes-modern', async t => {
   const { config } = fixtureConfig(t)
   const file = writeConfig(t, config)
   const transport = new StdioClientTransportV2({ command: process.execPath, args: serveArgs(file), stderr: 'pipe' })

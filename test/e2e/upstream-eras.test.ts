@@ -30,7 +30,7 @@ const textOf = (result: JsonObject): string => ((result.content as Array<{ text:
 const answerAda = async (): Promise<JsonObject> => ({ action: 'accept', content: { name: 'Ada' } })
 const isGone = (pid: number): boolean => { try { process.kill(pid, 0); return false } catch (error) { return (error as { code?: string }).code === 'ESRCH' } }
 
-t.test('upstream/legacy-era-question-reaches-onQuestion (dual)', async t => {
+t.test('upstreams/eras/legacy-era-question-reaches-on-question-dual', async t => {
   const { registry } = await startRegistry(t, { fixture: withLegacyConnection() })
   t.match(registry.status(), [{ state: 'ready', era: 'modern', revision: '2026-07-28' }])
 
@@ -59,7 +59,7 @@ t.test('upstream/legacy-era-question-reaches-onQuestion (dual)', async t => {
   t.match(await registry.readResource('fixture://static', legacyCall()), { contents: [{ text: 'static content' }] }, 'resources/read over the legacy connection')
 })
 
-t.test('upstream/legacy-era-log-notifications', async t => {
+t.test('upstreams/eras/legacy-era-log-notifications', async t => {
   const { registry } = await startRegistry(t, { fixture: withLegacyConnection() })
   const seen: Array<{ method: string, params?: JsonObject }> = []
   const result = await registry.callTool('log', {}, legacyCall({ onNotification: (n: { method: string, params?: JsonObject }) => seen.push(n) }))
@@ -78,7 +78,7 @@ t.test('upstream/legacy-era-log-notifications', async t => {
   t.equal(modernInfo.length, 1)
 })
 
-t.test('upstream/legacy-connection-lazy-and-reaped', async t => {
+t.test('upstreams/eras/legacy-connection-lazy-and-reaped', async t => {
   const capture = await startRegistry(t, { fixture: withLegacyConnection() })
   const registry = capture.registry
   const before = registry.status()[0]
@@ -104,7 +104,7 @@ t.test('upstream/legacy-connection-lazy-and-reaped', async t => {
   t.equal(registry.status()[0].pids, undefined)
 })
 
-t.test('upstream/legacy-child-killed-mid-call', async t => {
+t.test('upstreams/eras/legacy-child-killed-mid-call', async t => {
   const { registry, waitFor } = await startRegistry(t, { fixture: withLegacyConnection() })
   await registry.callTool('echo', { text: 'open' }, legacyCall())
   const { pid: primaryPid, legacy } = registry.status()[0]
@@ -129,7 +129,7 @@ t.test('upstream/legacy-child-killed-mid-call', async t => {
   t.ok(isGone(legacyPid))
 })
 
-t.test('upstream/legacy-child-announces-its-resource-updates', async t => {
+t.test('upstreams/eras/legacy-child-announces-its-resource-updates', async t => {
   const { registry } = await startRegistry(t, { fixture: withLegacyConnection() })
   await registry.subscribe('fixture://counter')
   const updated = once(registry, 'resource_updated')
@@ -140,7 +140,7 @@ t.test('upstream/legacy-child-announces-its-resource-updates', async t => {
   await registry.unsubscribe('fixture://counter')
 })
 
-t.test('upstream/legacy-era-falls-back-modern-only', async t => {
+t.test('upstreams/eras/legacy-era-falls-back-modern-only', async t => {
   const { registry, lines } = await startRegistry(t, { fixture: withLegacyConnection('--era', 'modern') })
   const result = await registry.callTool('elicit', {}, legacyCall({ onQuestion: answerAda }))
   t.match(result, { resultType: 'input_required', inputRequests: { who: { method: 'elicitation/create' } } },
@@ -152,7 +152,7 @@ t.test('upstream/legacy-era-falls-back-modern-only', async t => {
   t.equal(lines.filter(line => /refuses a legacy session/.test(String(line.msg))).length, 1, 'tried once, then remembered')
 })
 
-t.test('upstream/legacy-upstream-one-connection', async t => {
+t.test('upstreams/eras/legacy-upstream-one-connection', async t => {
   const { registry } = await startRegistry(t, { fixture: withLegacyConnection('--era', 'legacy') })
   const asked: UpstreamQuestion[] = []
   const result = await registry.callTool('elicit', {}, legacyCall({ onQuestion: async (q: UpstreamQuestion) => { asked.push(q); return await answerAda() } }))
@@ -164,7 +164,7 @@ t.test('upstream/legacy-upstream-one-connection', async t => {
   t.equal(status.pids?.length, 1)
 })
 
-t.test('upstream/legacy-connection-http', async t => {
+t.test('upstreams/eras/legacy-connection-http', async t => {
   const { command, args } = fixtureCommand('--http', '0')
   const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] })
   t.teardown(async () => {
@@ -194,7 +194,7 @@ t.test('upstream/legacy-connection-http', async t => {
   t.equal(off.registry.status()[0].legacy, undefined, 'no second client')
 })
 
-t.test('upstream/stdio-default-one-child-one-state', async t => {
+t.test('upstreams/eras/stdio-default-one-child-one-state', async t => {
   const { registry } = await startRegistry(t, { fixture: fixtureCommand() })
   const before = registry.status()[0]
   t.match(before, { state: 'ready', era: 'modern' })
@@ -227,7 +227,7 @@ t.test('upstream/stdio-default-one-child-one-state', async t => {
   t.equal(after.legacy, undefined, 'no legacy connection')
 })
 
-t.test('upstream/legacy-era-log-over-modern-primary', async t => {
+t.test('upstreams/eras/legacy-era-log-over-modern-primary', async t => {
   const { registry } = await startRegistry(t, { fixture: fixtureCommand() })
   const seen: Array<{ method: string, params?: JsonObject }> = []
   const result = await registry.callTool('log', {}, legacyCall({
@@ -245,7 +245,7 @@ t.test('upstream/legacy-era-log-over-modern-primary', async t => {
   t.equal(registry.status()[0].pids?.length, 1)
 })
 
-t.test('upstream/legacy-client-questions-through-mrtr-bridge (dispatcher)', async t => {
+t.test('upstreams/eras/legacy-client-questions-through-mrtr-bridge-dispatcher', async t => {
   const { registry } = await startRegistry(t, { fixture: fixtureCommand() })
   const dispatcher = new Dispatcher({ registry, serverInfo: { name: 'mcpx', version: '0.0.0' }, logger: pino({ level: 'silent' }) })
   t.teardown(() => dispatcher.close())

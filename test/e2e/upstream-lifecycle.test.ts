@@ -64,7 +64,7 @@ async function readyzUntil (base: string, name: string, match: (status: Upstream
   throw new Error(`/readyz never matched for ${name}; last: ${JSON.stringify(last)}`)
 }
 
-t.test('daemon/silent-upstream-does-not-block-start', async t => {
+t.test('upstreams/lifecycle/silent-upstream-does-not-block-daemon-start', async t => {
   const pidFile = join(tempDir(t), 'silent.pid')
   const startedAt = Date.now()
   const daemon = await startDaemon(t, { upstreams: { fixture: fixtureCommand(), silent: silent(pidFile) } })
@@ -91,7 +91,7 @@ t.test('daemon/silent-upstream-does-not-block-start', async t => {
   t.notOk(isAlive(silentPid), 'the silent child is killed on exit')
 })
 
-t.test('daemon/restart-child-killed-on-shutdown', async t => {
+t.test('upstreams/lifecycle/restart-child-killed-on-shutdown', async t => {
   // The first spawn runs the fixture; every later one (the restart) stays silent.
   const dir = tempDir(t)
   const wrapper = join(dir, 'first-fixture-then-silent.mjs')
@@ -114,7 +114,7 @@ t.test('daemon/restart-child-killed-on-shutdown', async t => {
   t.notOk(isAlive(restarted.pid as number), 'the restart child is killed on shutdown')
 })
 
-t.test('daemon/listen-failure-stops-upstreams', async t => {
+t.test('upstreams/lifecycle/listen-failure-stops-upstreams', async t => {
   const blocker = createServer()
   blocker.listen(0, '127.0.0.1')
   await once(blocker, 'listening')
@@ -136,7 +136,7 @@ t.test('daemon/listen-failure-stops-upstreams', async t => {
   t.notOk(isAlive(ready?.pid as number), 'the upstream child was stopped before exiting')
 })
 
-t.test('daemon/second-signal-during-shutdown', async t => {
+t.test('daemon/shutdown/second-signal-during-shutdown', async t => {
   const daemon = await startDaemon(t, { upstreams: { fixture: fixtureCommand() } })
   const body = await (await fetch(`${daemon.base}/readyz`)).json() as ReadyBody
   const pid = body.upstreams[0].pid as number
@@ -157,7 +157,7 @@ t.test('daemon/second-signal-during-shutdown', async t => {
   t.notOk(isAlive(pid), 'the child was reaped')
 })
 
-t.test('upstream/serve-does-not-wait-for-silent-upstream', async t => {
+t.test('upstreams/lifecycle/serve-does-not-wait-for-silent-upstream', async t => {
   const pidFile = join(tempDir(t), 'silent.pid')
   const serve = spawnServe(t, { config: { upstreams: { fixture: fixtureCommand(), silent: silent(pidFile) } } })
   const response = await serve.request({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } }, 15_000)
@@ -171,7 +171,7 @@ t.test('upstream/serve-does-not-wait-for-silent-upstream', async t => {
   t.notOk(isAlive(silentPid), 'the silent child is killed after stdin EOF')
 })
 
-t.test('upstream/close-kills-child-during-setup', async t => {
+t.test('upstreams/lifecycle/close-kills-child-during-setup', async t => {
   const pidFile = join(tempDir(t), 'silent.pid')
   const capture = captureLogger()
   const registry = createRegistry({ silent: silent(pidFile) }, { logger: capture.logger, defaultTimeoutMs: 2_000 })
@@ -185,7 +185,7 @@ t.test('upstream/close-kills-child-during-setup', async t => {
   t.match(registry.status(), [{ state: 'closed' }])
 })
 
-t.test('upstream/down-logged-with-exit-code', async t => {
+t.test('upstreams/lifecycle/down-logged-with-exit-code', async t => {
   const capture = captureLogger()
   const registry = createRegistry({ exits: { command: process.execPath, args: ['-e', 'process.exit(3)'] } }, { logger: capture.logger, defaultTimeoutMs: 2_000 })
   t.teardown(async () => { await registry.close() })
@@ -198,7 +198,7 @@ t.test('upstream/down-logged-with-exit-code', async t => {
   t.ok(lines.length <= down.restarts + 1, 'at most one line per backoff step')
 })
 
-t.test('upstream/url-secrets-redacted', async t => {
+t.test('upstreams/logs/url-secrets-redacted', async t => {
   t.equal(redactUrl('http://admin:PASSWORD1@127.0.0.1:1/mcp?api_key=SECRET123#x'), 'http://***@127.0.0.1:1/mcp?***#x')
   t.equal(redactUrl('https://example.com/mcp'), 'https://example.com/mcp')
   t.equal(redactText('failed: http://u:p@h/x?k=v, then'), 'failed: http://***@h/x?***, then')
@@ -219,7 +219,7 @@ t.test('upstream/url-secrets-redacted', async t => {
   t.doesNotThrow(() => loadConfig({ upstreams: { h: { url: 'http://127.0.0.1:1/mcp?x=@y', headers: { authorization: 'Bearer a\tb' } } } }))
 })
 
-t.test('upstream/roots-list-outside-call', async t => {
+t.test('upstreams/questions/roots-list-outside-call', async t => {
   const capture = captureLogger()
   const registry = createRegistry({ everything: everythingCommand() as UpstreamConfig }, { logger: capture.logger, defaultTimeoutMs: 10_000 })
   t.teardown(async () => { await registry.close() })

@@ -48,7 +48,7 @@ const HEADERS_SCHEMA = {
   }
 }
 
-t.test('upstream/lists-fixture-verbatim', async t => {
+t.test('upstreams/lists/fixture-verbatim', async t => {
   const { registry } = await startRegistry(t, { fixture: fixture() })
   const [status] = registry.status()
   t.match(status, { name: 'fixture', state: 'ready', era: 'modern', revision: '2026-07-28', restarts: 0 }, 'the dual fixture speaks 2026-07-28 over stdio')
@@ -73,7 +73,7 @@ t.test('upstream/lists-fixture-verbatim', async t => {
   t.match(await registry.getPrompt('greet', { name: 'Ada' }, noSignal()), { messages: [{ content: { text: 'Hello, Ada!' } }] })
 })
 
-t.test('upstream/two-upstreams-prefixed', async t => {
+t.test('upstreams/lists/two-upstreams-prefixed', async t => {
   const { registry } = await startRegistry(t, { everything: everythingCommand(), fixture: fixture() })
   const names = registry.tools().map(tool => tool.name as string)
   t.ok(names.includes('everything__echo'), 'everything__echo')
@@ -85,7 +85,7 @@ t.test('upstream/two-upstreams-prefixed', async t => {
   await t.rejects(registry.callTool('echo', { text: 'x' }, noSignal()), { code: -32_602 }, 'the unprefixed name is unknown')
 })
 
-t.test('upstream/collision-first-wins', async t => {
+t.test('upstreams/lists/collision-first-wins', async t => {
   const { registry, lines } = await startRegistry(t, {
     first: { ...fixture(), prefix: 'same' },
     second: { ...fixture('--era', 'legacy'), prefix: 'same' }
@@ -100,7 +100,7 @@ t.test('upstream/collision-first-wins', async t => {
 })
 
 for (const era of ['dual', 'legacy']) {
-  t.test(`upstream/progress-and-abort (${era})`, async t => {
+  t.test(`upstreams/calls/progress-and-abort-${era}`, async t => {
     const { registry, waitFor, lines } = await startRegistry(t, { fixture: fixture('--era', era) })
     const progress: unknown[] = []
     const done = await registry.callTool('slow', { ms: 200, steps: 4 }, { ...noSignal(), onProgress: p => progress.push(p) })
@@ -120,7 +120,7 @@ for (const era of ['dual', 'legacy']) {
   })
 }
 
-t.test('upstream/timeout-cancels-upstream', async t => {
+t.test('upstreams/calls/timeout-cancels-upstream', async t => {
   const { registry, waitFor } = await startRegistry(t, { fixture: { ...fixture(), timeout: 300 } })
   const started = Date.now()
   await t.rejects(registry.callTool('slow', { ms: 60_000 }, noSignal()), { code: UPSTREAM_ERROR, message: 'upstream fixture timed out after 300 ms (tools/call)' })
@@ -129,7 +129,7 @@ t.test('upstream/timeout-cancels-upstream', async t => {
   t.pass('the timed-out call was cancelled upstream')
 })
 
-t.test('upstream/kill-mid-call-errors-fast', async t => {
+t.test('upstreams/lifecycle/kill-mid-call-errors-fast', async t => {
   const { registry, waitFor } = await startRegistry(t, { fixture: fixture() })
   const { pid } = registry.status()[0]
   if (pid === undefined) throw new Error('no pid')
@@ -145,7 +145,7 @@ t.test('upstream/kill-mid-call-errors-fast', async t => {
   t.match(await registry.callTool('echo', { text: 'again' }, noSignal()), { content: [{ text: 'again' }] }, 'the next call succeeds')
 })
 
-t.test('upstream/crash-restarts', async t => {
+t.test('upstreams/lifecycle/crash-restarts', async t => {
   const { registry } = await startRegistry(t, { fixture: fixture('--era', 'legacy') })
   const { pid } = registry.status()[0]
   await t.rejects(registry.callTool('crash', {}, noSignal()), { code: UPSTREAM_ERROR, message: 'upstream fixture exited (code 1)' })
@@ -153,7 +153,7 @@ t.test('upstream/crash-restarts', async t => {
   t.match(await registry.callTool('echo', { text: 'up' }, noSignal()), { content: [{ text: 'up' }] })
 })
 
-t.test('upstream/close-leaves-no-orphans', async t => {
+t.test('upstreams/lifecycle/close-leaves-no-orphans', async t => {
   const capture = captureLogger()
   const registry = createRegistry({ a: fixture(), b: fixture('--era', 'legacy'), everything: everythingCommand() }, { logger: capture.logger, defaultTimeoutMs: 10_000 })
   await registry.start()
@@ -164,7 +164,7 @@ t.test('upstream/close-leaves-no-orphans', async t => {
   t.match(registry.status(), [{ state: 'closed' }, { state: 'closed' }, { state: 'closed' }])
 })
 
-t.test('upstream/http-url-upstream', async t => {
+t.test('upstreams/http/url-upstream', async t => {
   const url = await httpFixture(t)
   const { registry } = await startRegistry(t, { remote: { url, prefix: 'remote' } })
   t.match(registry.status(), [{ name: 'remote', state: 'ready', era: 'modern', revision: '2026-07-28' }], 'the dual fixture negotiates 2026-07-28 over HTTP')
@@ -185,7 +185,7 @@ t.test('upstream/http-url-upstream', async t => {
   }, 'Mcp-Name is the unprefixed name; Mcp-Param-* mirrored')
 })
 
-t.test('upstream/http-legacy-url-upstream', async t => {
+t.test('upstreams/http/legacy-url-upstream', async t => {
   const url = await httpFixture(t, '--era', 'legacy')
   const { registry } = await startRegistry(t, { remote: { url } })
   const [status] = registry.status()
@@ -197,7 +197,7 @@ t.test('upstream/http-legacy-url-upstream', async t => {
 })
 
 for (const era of ['dual', 'legacy']) {
-  t.test(`upstream/list-changed-after-add-tool (${era})`, async t => {
+  t.test(`upstreams/notifications/list-changed-after-add-tool-${era}`, async t => {
     const { registry } = await startRegistry(t, { fixture: fixture('--era', era) })
     const changed = once(registry, 'list_changed')
     await registry.callTool('add_tool', { name: `added_${era}` }, noSignal())
@@ -207,7 +207,7 @@ for (const era of ['dual', 'legacy']) {
     t.match(await registry.callTool(`added_${era}`, {}, noSignal()), { content: [{ text: `I am added_${era}` }] })
   })
 
-  t.test(`upstream/resource-updated (${era})`, async t => {
+  t.test(`upstreams/notifications/resource-updated-${era}`, async t => {
     const { registry } = await startRegistry(t, { fixture: fixture('--era', era) })
     await registry.subscribe('fixture://counter')
     await registry.subscribe('fixture://counter')
@@ -220,7 +220,7 @@ for (const era of ['dual', 'legacy']) {
   })
 }
 
-t.test('upstream/question-reaches-onQuestion (legacy)', async t => {
+t.test('upstreams/questions/question-reaches-on-question-legacy', async t => {
   const { registry } = await startRegistry(t, { fixture: fixture('--era', 'legacy') })
   const questions: UpstreamQuestion[] = []
   const result = await registry.callTool('elicit', {}, {
@@ -239,7 +239,7 @@ t.test('upstream/question-reaches-onQuestion (legacy)', async t => {
   }).then(r => { throw new Error(JSON.stringify(r)) }), /./, 'a refused question fails the tool')
 })
 
-t.test('upstream/input-required-passes-raw (modern)', async t => {
+t.test('upstreams/questions/input-required-passes-raw-modern', async t => {
   const { registry } = await startRegistry(t, { fixture: fixture() })
   let asked = false
   const result = await registry.callTool('elicit', {}, { ...noSignal(), onQuestion: async () => { asked = true; return {} } })

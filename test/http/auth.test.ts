@@ -42,7 +42,7 @@ function request (method: Method, headers: Record<string, string> = {}): InjectO
     : { method, url: '/mcp', headers }
 }
 
-t.test('security/missing-token-401', async t => {
+t.test('auth/bearer/missing-token-401', async t => {
   const app = await build(t, TOKENS)
   for (const method of METHODS) {
     for (const authorization of [undefined, 'Basic dXNlcjpwYXNz', 'Bearer', 'tok-alpha']) {
@@ -55,7 +55,7 @@ t.test('security/missing-token-401', async t => {
   }
 })
 
-t.test('security/wrong-token-401-invalid-token', async t => {
+t.test('auth/bearer/wrong-token-401-invalid-token', async t => {
   const app = await build(t, TOKENS)
   for (const method of METHODS) {
     for (const authorization of ['Bearer tok-gamma', 'Bearer tok-alph', 'Bearer tok-alpha-', 'Bearer TOK-ALPHA', 'Bearer tok-alpha,tok-beta']) {
@@ -67,7 +67,7 @@ t.test('security/wrong-token-401-invalid-token', async t => {
   }
 })
 
-t.test('security/right-token-200', async t => {
+t.test('auth/bearer/right-token-200', async t => {
   const app = await build(t, TOKENS)
   for (const method of METHODS) {
     for (const authorization of ['Bearer tok-alpha', 'Bearer tok-beta', 'bearer tok-beta']) {
@@ -79,7 +79,7 @@ t.test('security/right-token-200', async t => {
   }
 })
 
-t.test('security/preflight-needs-no-token', async t => {
+t.test('auth/bearer/preflight-needs-no-token', async t => {
   const app = await build(t, TOKENS)
   const res = await app.inject({
     method: 'OPTIONS',
@@ -94,7 +94,7 @@ t.test('security/preflight-needs-no-token', async t => {
   t.equal(bare.statusCode, 204, 'a bare OPTIONS is not refused either')
 })
 
-t.test('security/origin-refused-before-auth', async t => {
+t.test('auth/bearer/origin-refused-before-auth', async t => {
   const app = await build(t, TOKENS)
   for (const method of [...METHODS, 'OPTIONS'] as const) {
     const res = await app.inject({ method, url: '/mcp', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } })
@@ -104,7 +104,7 @@ t.test('security/origin-refused-before-auth', async t => {
   }
 })
 
-t.test('security/401-readable-by-allowed-origin', async t => {
+t.test('auth/bearer/401-readable-by-allowed-origin', async t => {
   const app = await build(t, TOKENS)
   const res = await app.inject(request('POST', { origin: 'https://app.example.com' }))
   t.equal(res.statusCode, 401)
@@ -113,7 +113,7 @@ t.test('security/401-readable-by-allowed-origin', async t => {
   t.equal(res.headers['www-authenticate'], 'Bearer')
 })
 
-t.test('security/no-tokens-no-hook', async t => {
+t.test('auth/bearer/no-tokens-no-hook', async t => {
   const app = await build(t, [])
   for (const method of METHODS) {
     const res = await app.inject(request(method))
@@ -127,7 +127,7 @@ t.test('security/no-tokens-no-hook', async t => {
   t.match(withTokens.printRoutes({ includeHooks: true, commonPrefix: false }), /checkBearerToken/)
 })
 
-t.test('security/tokens-from-file-and-env', async t => {
+t.test('auth/bearer/tokens-from-file-and-env', async t => {
   const dir = t.testdir({ 'tokens.txt': '# one per line\nfrom-file\n' })
   const config = loadConfig({ auth: { bearerTokensFile: join(dir, 'tokens.txt'), bearerTokensEnv: 'MCPX_TEST_TOKENS' } })
   const app = await build(t, loadBearerTokens(config.auth, { MCPX_TEST_TOKENS: 'from-env-1,from-env-2' }))
@@ -140,7 +140,7 @@ t.test('security/tokens-from-file-and-env', async t => {
   t.equal(res.headers['www-authenticate'], 'Bearer error="invalid_token"')
 })
 
-t.test('security/registration-checks', async t => {
+t.test('auth/bearer/registration-checks', async t => {
   const noTokens = Fastify()
   t.teardown(() => noTokens.close())
   noTokens.register(mcpxOrigin, { policy: POLICY })

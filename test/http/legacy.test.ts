@@ -305,7 +305,7 @@ t.test('2025-03-26/ids/exact-in-batch', async t => {
 
 /* ----------------------------------------------- a 2026-07-28-only upstream */
 
-t.test('legacy/upstream/modern-only-upstream', async t => {
+t.test('upstreams/eras/modern-only-upstream-serves-legacy-clients', async t => {
   const modern = await build(t, { upstreams: fixtureUpstreams(['--era', 'modern']) })
   const status = modern.upstreams.status()
   t.equal(status[0]?.era, 'modern', 'the upstream speaks 2026-07-28')
@@ -330,7 +330,7 @@ t.test('legacy/upstream/modern-only-upstream', async t => {
 
 /* ------------------------------------------------------- sessions and callers */
 
-t.test('security/session-bound-to-its-caller', async t => {
+t.test('auth/bearer/session-bound-to-its-caller', async t => {
   const app = await build(t, { upstreams: fixtureUpstreams(), auth: { bearerTokens: ['token-a', 'token-b'] } })
   const as = (token: string, body: unknown, sid?: string): Promise<{ statusCode: number, headers: Record<string, unknown>, json: () => { id?: unknown, error?: { code: number } } }> =>
     app.inject({ method: 'POST', url: '/mcp', headers: { ...legacyHeaders(), authorization: `Bearer ${token}`, ...(sid !== undefined ? { 'mcp-session-id': sid } : {}) }, payload: JSON.stringify(body) }) as never

@@ -29,7 +29,7 @@ const toolCall = (id: TestId | undefined, name: string, args: Record<string, unk
 
 /* ------------------------------------------------------------------ era */
 
-t.test('era/body-meta-is-modern', async t => {
+t.test('all/era/body-meta-is-modern', async t => {
   // _meta alone makes it modern: without headers it is refused by the modern header rules (a
   // legacy POST would have been served 200).
   const refused = await post(base, modernBody(0, 'tools/list'), legacyHeaders())
@@ -39,7 +39,7 @@ t.test('era/body-meta-is-modern', async t => {
   t.equal(served.json.result.resultType, 'complete')
 })
 
-t.test('era/modern-header-without-meta-refused', async t => {
+t.test('all/era/modern-header-without-meta-refused', async t => {
   // Seed: a modern header on a body without the _meta field is the disagreement the header rules
   // catch, "refused as that": -32020. The seed wins over conformance 0.2.0-alpha.12, whose
   // sep-2575-request-meta-invalid-missing-meta probe sends this very body and wants -32602.
@@ -50,7 +50,7 @@ t.test('era/modern-header-without-meta-refused', async t => {
   }
 })
 
-t.test('era/unimplemented-modern-date-is-32022', async t => {
+t.test('all/era/unimplemented-modern-date-is-32022', async t => {
   for (const id of IDS) {
     const reply = await post(base, modernBody(id, 'tools/list'), modernHeaders('tools/list', undefined, { 'mcp-protocol-version': '2027-01-01' }))
     assertError(t, reply, 400, -32_022, id)
@@ -63,7 +63,7 @@ t.test('era/unimplemented-modern-date-is-32022', async t => {
   t.equal(bodyOnly.json.error.data?.requested, '2027-01-01')
 })
 
-t.test('era/no-header-no-meta-is-legacy', async t => {
+t.test('all/era/no-header-no-meta-is-legacy', async t => {
   const reply = await post(base, JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/list' }), legacyHeaders())
   t.equal(reply.status, 200)
   t.ok(Array.isArray(reply.json.result.tools), 'served')

@@ -66,12 +66,12 @@ async function expectRefused (t: Test, app: FastifyInstance, method: Method, ori
 
 const LOOPBACK: OriginPolicy = { allowedOrigins: [] }
 
-t.test('origin/no-origin-allowed', async t => {
+t.test('all/origin/no-origin-allowed', async t => {
   const app = await build(t, LOOPBACK)
   for (const method of METHODS) await expectAllowed(t, app, method, undefined, 'no Origin')
 })
 
-t.test('origin/loopback-allowed', async t => {
+t.test('all/origin/loopback-allowed', async t => {
   const app = await build(t, LOOPBACK)
   for (const scheme of ['http', 'https']) {
     for (const host of ['localhost', '127.0.0.1', '[::1]']) {
@@ -82,12 +82,12 @@ t.test('origin/loopback-allowed', async t => {
   }
 })
 
-t.test('origin/null-refused', async t => {
+t.test('all/origin/null-refused', async t => {
   const app = await build(t, { allowedOrigins: ['https://app.example.com'], daemonAddress: '10.0.0.5:3939' })
   for (const method of METHODS) await expectRefused(t, app, method, 'null', 'null')
 })
 
-t.test('origin/lookalikes-refused', async t => {
+t.test('all/origin/lookalikes-refused', async t => {
   const app = await build(t, LOOPBACK)
   const lookalikes = [
     'http://localhost.attacker.example', 'http://127.0.0.1.nip.io', 'http://localhost@evil.com', 'http://user:pw@localhost:3000',
@@ -99,7 +99,7 @@ t.test('origin/lookalikes-refused', async t => {
   }
 })
 
-t.test('origin/duplicate-origin-refused', async t => {
+t.test('all/origin/duplicate-origin-refused', async t => {
   const app = await build(t, LOOPBACK)
   for (const method of METHODS) {
     await expectRefused(t, app, method, ['http://localhost:3000', 'http://localhost:3000'], 'repeated (array)')
@@ -108,7 +108,7 @@ t.test('origin/duplicate-origin-refused', async t => {
   }
 })
 
-t.test('origin/duplicate-origin-refused-on-the-wire', async t => {
+t.test('all/origin/duplicate-origin-refused-on-the-wire', async t => {
   const app = await build(t, LOOPBACK)
   await app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = app.server.address() as { port: number }
@@ -126,7 +126,7 @@ t.test('origin/duplicate-origin-refused-on-the-wire', async t => {
   t.ok(raw.endsWith(`\r\n\r\n${FORBIDDEN}`), 'exact 403 body')
 })
 
-t.test('origin/daemon-address-specific-allowed', async t => {
+t.test('all/origin/daemon-address-specific-allowed', async t => {
   const app = await build(t, { allowedOrigins: [], daemonAddress: '10.0.0.5:3939' })
   for (const method of METHODS) {
     await expectAllowed(t, app, method, 'http://10.0.0.5:3939', 'daemon http')
@@ -136,7 +136,7 @@ t.test('origin/daemon-address-specific-allowed', async t => {
   }
 })
 
-t.test('origin/daemon-address-wildcard-not-an-origin', async t => {
+t.test('all/origin/daemon-address-wildcard-not-an-origin', async t => {
   for (const daemonAddress of ['0.0.0.0:3939', '[::]:3939']) {
     const app = await build(t, { allowedOrigins: [], daemonAddress })
     for (const method of METHODS) {
@@ -148,7 +148,7 @@ t.test('origin/daemon-address-wildcard-not-an-origin', async t => {
   }
 })
 
-t.test('origin/allowed-origins-exact', async t => {
+t.test('all/origin/allowed-origins-exact', async t => {
   const app = await build(t, { allowedOrigins: ['https://app.example.com/', 'http://tools.example.org:8080'] })
   for (const method of METHODS) {
     await expectAllowed(t, app, method, 'https://app.example.com', 'listed')
@@ -161,7 +161,7 @@ t.test('origin/allowed-origins-exact', async t => {
   }
 })
 
-t.test('origin/host-header-does-not-help', async t => {
+t.test('all/origin/host-header-does-not-help', async t => {
   // DNS rebinding: the attacker controls Host and Origin alike; the daemon address comes from config.
   const app = await build(t, { allowedOrigins: [], daemonAddress: '127.0.0.1:3939' })
   for (const method of METHODS) {
@@ -174,7 +174,7 @@ t.test('origin/host-header-does-not-help', async t => {
   }
 })
 
-t.test('origin/refused-body-is-id-less-json-rpc', async t => {
+t.test('all/origin/refused-body-is-id-less-json-rpc', async t => {
   const app = await build(t, LOOPBACK)
   const res = await app.inject({ method: 'POST', url: '/mcp', headers: { origin: 'http://evil.com', 'content-type': 'application/json' }, payload: '{"jsonrpc":"2.0","id":7,"method":"ping"}' })
   t.equal(res.statusCode, 403)
@@ -183,7 +183,7 @@ t.test('origin/refused-body-is-id-less-json-rpc', async t => {
   t.notOk('id' in res.json(), 'no id, even when the body had one')
 })
 
-t.test('origin/cors-preflight-allowed', async t => {
+t.test('all/origin/cors-preflight-allowed', async t => {
   const app = await build(t, LOOPBACK)
   const res = await app.inject({
     method: 'OPTIONS',
@@ -200,7 +200,7 @@ t.test('origin/cors-preflight-allowed', async t => {
   t.equal(res.headers.vary, 'Origin, Access-Control-Request-Headers')
 })
 
-t.test('origin/cors-actual-request-exposes-session-id', async t => {
+t.test('all/origin/cors-actual-request-exposes-session-id', async t => {
   const app = await build(t, { allowedOrigins: ['https://app.example.com'] })
   for (const method of ['POST', 'GET', 'DELETE'] as const) {
     const res = await app.inject(request(method, 'https://app.example.com'))
@@ -211,7 +211,7 @@ t.test('origin/cors-actual-request-exposes-session-id', async t => {
   }
 })
 
-t.test('origin/cors-preflight-refused', async t => {
+t.test('all/origin/cors-preflight-refused', async t => {
   const app = await build(t, LOOPBACK)
   const res = await app.inject({
     method: 'OPTIONS',
@@ -223,7 +223,7 @@ t.test('origin/cors-preflight-refused', async t => {
   for (const name of Object.keys(res.headers)) t.notMatch(name, /^access-control-/, `no ${name}`)
 })
 
-t.test('origin/scoped-to-mcpx', async t => {
+t.test('all/origin/scoped-to-mcpx', async t => {
   // The plugins live in mcpx's scope: a host app's own routes never see them.
   const app = await build(t, LOOPBACK)
   const res = await app.inject({ method: 'GET', url: '/host', headers: { origin: 'http://evil.com' } })
@@ -245,7 +245,7 @@ t.test('origin/scoped-to-mcpx', async t => {
   t.equal(allowed.headers['access-control-allow-origin'], 'http://localhost:1')
 })
 
-t.test('origin/registration-checks', async t => {
+t.test('all/origin/registration-checks', async t => {
   const noPolicy = Fastify()
   t.teardown(() => noPolicy.close())
   // @ts-expect-error opts.policy is required

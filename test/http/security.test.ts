@@ -103,12 +103,12 @@ async function expectServed (t: Test, app: FastifyInstance, era: Era, method: Me
 
 const REFUSED_ANYWHERE = ['http://evil.example', 'null', 'http://localhost.attacker.example', 'http://127.0.0.1.nip.io', 'https://localhost@evil.example', 'file://', 'http://localhost:3000/path']
 
-t.test('origin/refused-403-every-method-both-eras', async t => {
+t.test('all/origin/refused-403-every-method-both-eras', async t => {
   const app = await build(t)
   for (const era of ERAS) for (const method of METHODS) for (const origin of REFUSED_ANYWHERE) await expectRefused(t, app, era, method, origin)
 })
 
-t.test('origin/no-origin-served', async t => {
+t.test('all/origin/no-origin-served', async t => {
   const app = await build(t)
   for (const era of ERAS) {
     for (const method of ['POST', 'GET', 'DELETE'] as const) {
@@ -119,13 +119,13 @@ t.test('origin/no-origin-served', async t => {
   }
 })
 
-t.test('origin/loopback-served-with-cors', async t => {
+t.test('all/origin/loopback-served-with-cors', async t => {
   const app = await build(t)
   const origins = ['http://localhost', 'http://localhost:5173', 'https://127.0.0.1:8443', 'http://[::1]:3000']
   for (const era of ERAS) for (const method of METHODS) for (const origin of origins) await expectServed(t, app, era, method, origin)
 })
 
-t.test('origin/loopback-legacy-get-stream-served', async t => {
+t.test('all/origin/loopback-legacy-get-stream-served', async t => {
   // The one answer inject cannot hold: a real legacy GET notification stream for an allowed origin.
   const { base } = await listen(t)
   const sid = await fetchSession(base, REVISION)
@@ -139,7 +139,7 @@ t.test('origin/loopback-legacy-get-stream-served', async t => {
   t.equal(await refused.text(), FORBIDDEN)
 })
 
-t.test('origin/daemon-address-only-when-specific', async t => {
+t.test('all/origin/daemon-address-only-when-specific', async t => {
   const specific = await build(t, { daemon: { address: '10.1.2.3:3939' } })
   for (const era of ERAS) {
     for (const method of METHODS) {
@@ -159,7 +159,7 @@ t.test('origin/daemon-address-only-when-specific', async t => {
   }
 })
 
-t.test('origin/host-header-is-not-the-daemon-address', async t => {
+t.test('all/origin/host-header-is-not-the-daemon-address', async t => {
   // DNS rebinding: the attacker controls Host. A matching Host must not make its Origin acceptable.
   const app = await build(t)
   for (const era of ERAS) {
@@ -172,7 +172,7 @@ t.test('origin/host-header-is-not-the-daemon-address', async t => {
   }
 })
 
-t.test('origin/allowed-origins-exact', async t => {
+t.test('all/origin/allowed-origins-exact', async t => {
   const app = await build(t, { transport: { allowedOrigins: ['https://app.example.com', 'http://tools.example.org:8080'] } })
   for (const era of ERAS) {
     for (const method of METHODS) {
@@ -185,7 +185,7 @@ t.test('origin/allowed-origins-exact', async t => {
   }
 })
 
-t.test('origin/preflight-reflects-requested-headers', async t => {
+t.test('all/origin/preflight-reflects-requested-headers', async t => {
   const app = await build(t)
   const res = await app.inject(eraRequest('modern', 'OPTIONS', 'http://localhost:3000'))
   t.equal(res.statusCode, 204)
@@ -227,7 +227,7 @@ async function conformanceScenario (pkg: string, url: string, scenario: string, 
   return JSON.parse(readFileSync(join(out, dir, 'checks.json'), 'utf8'))
 }
 
-t.test('origin/conformance-dns-rebinding-protection', async t => {
+t.test('all/origin/conformance-dns-rebinding-protection', async t => {
   // The official scenario against the real daemon: Host and Origin `evil.example.com` → 4xx (403
   // here, from the Origin policy: mcpx never trusts Host), the daemon's own loopback Host/Origin → 2xx.
   const daemon = await startDaemon(t, { upstreams: fixtureUpstreams() })
@@ -263,7 +263,7 @@ function assertJsonRpcError (t: Test, body: string, code: number, id?: number | 
   else t.equal(json.id, id, 'id echoed')
 }
 
-t.test('security/other-methods-and-paths-json-rpc', async t => {
+t.test('all/http/other-methods-and-paths-json-rpc', async t => {
   // Found by test/e2e/fuzz.test.ts (seed 1835233400): these fell through to Fastify's own
   // not-found and error handlers, whose bodies are not JSON-RPC.
   const app = await build(t)
@@ -285,7 +285,7 @@ t.test('security/other-methods-and-paths-json-rpc', async t => {
   t.equal(refused.body, FORBIDDEN)
 })
 
-t.test('security/body-too-large-413', async t => {
+t.test('all/limits/body-too-large-413', async t => {
   const { app, base } = await listen(t, { transport: { maxBodyBytes: 1024 } })
   const big = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad: 'x'.repeat(2048) } })
   for (const era of ERAS) {
@@ -309,7 +309,7 @@ t.test('security/body-too-large-413', async t => {
   t.equal(small.statusCode, 200)
 })
 
-t.test('security/oversized-headers-431', async t => {
+t.test('all/limits/oversized-headers-431', async t => {
   const { base } = await listen(t)
   const url = new URL(base)
   const socket = connect(Number(url.port), url.hostname)
@@ -329,7 +329,7 @@ t.test('security/oversized-headers-431', async t => {
   t.same(JSON.parse(body), { error: 'Request Header Fields Too Large', message: 'Exceeded maximum allowed HTTP header size', statusCode: 431 }, 'Fastify\'s default client-error body')
 })
 
-t.test('security/content-type-415', async t => {
+t.test('all/http/content-type-415', async t => {
   const app = await build(t)
   for (const era of ERAS) {
     for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/jsonx', 'text/json']) {
@@ -341,7 +341,7 @@ t.test('security/content-type-415', async t => {
   }
 })
 
-t.test('security/content-type-json-with-charset-accepted', async t => {
+t.test('all/http/content-type-json-with-charset-accepted', async t => {
   const app = await build(t)
   for (const type of ['application/json; charset=utf-8', 'application/json;charset=UTF-8', 'Application/JSON']) {
     const res = await app.inject({ method: 'POST', url: '/mcp', headers: { ...legacyHeaders(), 'content-type': type }, payload: ping(1) })
@@ -352,7 +352,7 @@ t.test('security/content-type-json-with-charset-accepted', async t => {
   t.equal(modern.statusCode, 200, 'modern with charset: served')
 })
 
-t.test('security/accept-406', async t => {
+t.test('all/http/accept-406', async t => {
   const app = await build(t)
   for (const era of ERAS) {
     const base = era === 'legacy' ? legacyHeaders() : modernHeaders('tools/list')
@@ -374,7 +374,7 @@ t.test('security/accept-406', async t => {
   }
 })
 
-t.test('security/invalid-utf8-is-32700', async t => {
+t.test('all/jsonrpc/invalid-utf8-is-32700', async t => {
   const { app, base } = await listen(t)
   const bodies = [
     Buffer.from([0x7b, 0xff, 0xfe, 0x7d]),
@@ -395,7 +395,7 @@ t.test('security/invalid-utf8-is-32700', async t => {
   t.same(await after.json(), { jsonrpc: '2.0', id: 9, result: {} }, 'still serving')
 })
 
-t.test('security/max-sessions-503', async t => {
+t.test('all/limits/max-sessions-503', async t => {
   const app = await build(t, { transport: { maxSessions: 2 } })
   const first = await injectSession(app, REVISION)
   await injectSession(app, REVISION)
@@ -409,7 +409,7 @@ t.test('security/max-sessions-503', async t => {
   await injectSession(app, REVISION) // a freed slot is usable again
 })
 
-t.test('security/max-get-streams-503', async t => {
+t.test('all/limits/max-get-streams-503', async t => {
   const { base } = await listen(t, { transport: { maxGetStreams: 1 } })
   const a = await fetchSession(base, REVISION)
   const b = await fetchSession(base, REVISION)
@@ -432,7 +432,7 @@ t.test('security/max-get-streams-503', async t => {
   reopened.close()
 })
 
-t.test('security/max-requests-per-session-429', async t => {
+t.test('all/limits/max-requests-per-session-429', async t => {
   const log = fixtureLogPath()
   const { base } = await listen(t, { upstreams: fixtureUpstreams([], { FIXTURE_LOG: log }), transport: { maxRequestsPerSession: 1 } })
   const sid = await fetchSession(base, REVISION)
@@ -449,7 +449,7 @@ t.test('security/max-requests-per-session-429', async t => {
   await third.text()
 })
 
-t.test('security/max-concurrent-requests-503', async t => {
+t.test('all/limits/max-concurrent-requests-503', async t => {
   const log = fixtureLogPath()
   const { base } = await listen(t, { upstreams: fixtureUpstreams([], { FIXTURE_LOG: log }), transport: { maxConcurrentRequests: 2 } })
   const started = (): number => fixtureEvents(log).filter(e => e.event === 'started').length
@@ -495,7 +495,7 @@ t.test('security/max-concurrent-requests-503', async t => {
 
 /* ------------------------------------------------------------------ authentication */
 
-t.test('security/daemon-bearer-401', async t => {
+t.test('auth/bearer/daemon-401', async t => {
   const token = 'mcpx-test-token-0123456789abcdef'
   const daemon = await startDaemon(t, { auth: { bearerTokens: [token] }, upstreams: fixtureUpstreams() })
   const send = async (authorization?: string): Promise<Response> => await fetch(`${daemon.base}/mcp`, {
@@ -539,7 +539,7 @@ function spawnDaemon (t: Test, config: Record<string, unknown>): { stderr: () =>
   return { stderr: () => stderr, stdout: () => stdout, exited, kill }
 }
 
-t.test('security/non-loopback-without-auth-refuses-to-start', async t => {
+t.test('auth/bind/non-loopback-without-auth-refuses-to-start', async t => {
   const port = await freePort()
   const daemon = spawnDaemon(t, { daemon: { address: `0.0.0.0:${port}` }, upstreams: fixtureUpstreams() })
   const code = await Promise.race([daemon.exited, new Promise<string>(resolve => setTimeout(() => resolve('still running'), WAIT_MS).unref())])
@@ -550,7 +550,7 @@ t.test('security/non-loopback-without-auth-refuses-to-start', async t => {
   t.notMatch(daemon.stdout(), /mcpx daemon ready/, 'never ready')
 })
 
-t.test('security/non-loopback-with-allow-unauthenticated-starts', async t => {
+t.test('auth/bind/non-loopback-with-allow-unauthenticated-starts', async t => {
   const port = await freePort()
   const daemon = spawnDaemon(t, { daemon: { address: `0.0.0.0:${port}` }, auth: { allowUnauthenticated: true }, upstreams: fixtureUpstreams() })
   await pollUntil('the daemon to be ready', () => {
@@ -567,7 +567,7 @@ t.test('security/non-loopback-with-allow-unauthenticated-starts', async t => {
 
 // lib/jsonrpc MAX_NESTING_DEPTH: a body nested deeper than 128 levels is the client's fault (400
 // -32600 with its id), refused at parse time, not sent upstream to fail as -31000.
-t.test('security/nesting-too-deep-400', async t => {
+t.test('all/limits/nesting-too-deep-400', async t => {
   const app = await build(t, { upstreams: fixtureUpstreams() })
   const deep = '['.repeat(5000) + ']'.repeat(5000)
   for (const era of ERAS) {
@@ -583,7 +583,7 @@ t.test('security/nesting-too-deep-400', async t => {
 // transport.maxGetStreams is "most streams open at once": subscriptions/listen streams count
 // against it too, with GET streams (503, Retry-After, the listen request's id; lib/status
 // REFUSAL_STATUS.tooManyStreams).
-t.test('security/max-streams-counts-listen-503', async t => {
+t.test('all/limits/max-streams-counts-listen-503', async t => {
   const { base } = await listen(t, { transport: { maxGetStreams: 2 } })
   const listenBody = (id: string): string => modernBody(id, 'subscriptions/listen', { notifications: { toolsListChanged: true } })
   const streams: Array<{ close: () => void }> = []

@@ -12,14 +12,14 @@ import {
 
 const TOKENS = ['s3cret-token-A', 'token.B_~+/==']
 
-t.test('security/bearer-accepts-configured-tokens', async t => {
+t.test('auth/bearer/accepts-configured-tokens', async t => {
   t.equal(checkBearer('Bearer s3cret-token-A', TOKENS), true)
   t.equal(checkBearer('Bearer token.B_~+/==', TOKENS), true)
   t.equal(checkBearer('bearer s3cret-token-A', TOKENS), true, 'scheme is case-insensitive')
   t.equal(checkBearer('BEARER   s3cret-token-A  ', TOKENS), true, 'extra spaces around the token')
 })
 
-t.test('security/bearer-refuses-others', async t => {
+t.test('auth/bearer/refuses-others', async t => {
   const refused = [
     undefined, '', 'Bearer', 'Bearer ', 'Bearer s3cret-token-a', 'Bearer s3cret-token-A-', 'Bearer s3cret-token',
     'Bearer  s3cret-token-A x', 'Bearers3cret-token-A', 'Basic s3cret-token-A', 's3cret-token-A',
@@ -29,7 +29,7 @@ t.test('security/bearer-refuses-others', async t => {
   t.equal(checkBearer('Bearer s3cret-token-A', []), false, 'no tokens accept nothing')
 })
 
-t.test('security/bearer-outcomes', async t => {
+t.test('auth/bearer/outcomes', async t => {
   const verify = createBearerVerifier(TOKENS)
   t.equal(verify(undefined), 'missing')
   t.equal(verify('Basic dXNlcjpwYXNz'), 'missing')
@@ -41,7 +41,7 @@ t.test('security/bearer-outcomes', async t => {
   t.equal(createBearerVerifier(['a', 'b', 'c'])('Bearer b'), 'ok')
 })
 
-t.test('security/refusal-shapes', async t => {
+t.test('auth/bearer/refusal-shapes', async t => {
   t.equal(AUTH_REFUSED_HTTP_STATUS, 401)
   t.equal(WWW_AUTHENTICATE_MISSING, 'Bearer')
   t.equal(WWW_AUTHENTICATE_INVALID, 'Bearer error="invalid_token"')
@@ -53,7 +53,7 @@ function authOf (raw: Record<string, unknown>): McpxConfig['auth'] {
   return loadConfig({ auth: raw }).auth
 }
 
-t.test('security/tokens-from-config-file-and-env', async t => {
+t.test('auth/bearer/tokens-from-config-file-and-env', async t => {
   const dir = t.testdir({
     'tokens.txt': '# mcpx tokens\nfile-one\r\n\n  file-two  \nconfig-one\n'
   })
@@ -66,7 +66,7 @@ t.test('security/tokens-from-config-file-and-env', async t => {
   t.same(loadBearerTokens(authOf({ bearerTokensFile: file }), {}), ['file-one', 'file-two', 'config-one'])
 })
 
-t.test('security/token-sources-fail-loudly', async t => {
+t.test('auth/bearer/token-sources-fail-loudly', async t => {
   const dir = t.testdir({ 'empty.txt': '# nothing\n\n', 'spaced.txt': 'two words\n' })
   t.throws(() => loadBearerTokens(authOf({ bearerTokensFile: join(dir, 'missing.txt') }), {}),
     { name: 'McpxError', code: 'MCPX_ERR_CONFIG', message: /^mcpx: cannot read auth\.bearerTokensFile .*missing\.txt: ENOENT/ })
@@ -89,7 +89,7 @@ t.test('security/token-sources-fail-loudly', async t => {
   }
 })
 
-t.test('security/loopback-bind-hosts', async t => {
+t.test('auth/bind/loopback-hosts', async t => {
   for (const host of ['127.0.0.1', '127.0.0.2', '127.255.255.254', 'localhost', 'LOCALHOST', '::1', '[::1]', '[0:0:0:0:0:0:0:1]']) {
     t.equal(isLoopbackBindHost(host), true, host)
   }
@@ -102,7 +102,7 @@ t.test('security/loopback-bind-hosts', async t => {
 const UNSAFE = (address: string): string =>
   `mcpx: refusing to listen on ${address} without authentication: set auth.bearerTokens (or bearerTokensFile / bearerTokensEnv), or auth.allowUnauthenticated: true if an authenticating reverse proxy sits in front`
 
-t.test('security/assert-safe-bind', async t => {
+t.test('auth/bind/assert-safe-bind', async t => {
   for (const address of ['127.0.0.1:3939', '127.8.9.10:1', 'localhost:3939', '[::1]:3939']) {
     t.doesNotThrow(() => assertSafeBind(loadConfig({ daemon: { address } }), []), address)
   }

@@ -14,7 +14,7 @@ function configError (fn: () => unknown): string {
   throw new Error('no error thrown')
 }
 
-t.test('config/defaults', async t => {
+t.test('config/load/defaults', async t => {
   const config = loadConfig({})
   t.equal(config.daemon.address, '127.0.0.1:3939')
   t.same(config.transport.allowedOrigins, [])
@@ -26,7 +26,7 @@ t.test('config/defaults', async t => {
   t.same(config.upstreams, {})
 })
 
-t.test('config/durations-as-ms-or-strings', async t => {
+t.test('config/durations/ms-or-strings', async t => {
   t.equal(parseDuration(250), 250)
   t.equal(parseDuration('500ms'), 500)
   t.equal(parseDuration('15s'), 15_000)
@@ -38,20 +38,20 @@ t.test('config/durations-as-ms-or-strings', async t => {
   t.match(configError(() => loadConfig({ transport: { sseKeepAlive: -5 } })), /transport\.sseKeepAlive/)
 })
 
-t.test('config/durations-past-the-timer-limit-refused', async t => {
+t.test('config/durations/past-the-timer-limit-refused', async t => {
   t.equal(parseDuration(MAX_DURATION_MS), MAX_DURATION_MS)
   t.match(configError(() => loadConfig({ transport: { sseKeepAlive: '600h' } })), /transport\.sseKeepAlive must be at most 2147483647 ms/)
   t.match(configError(() => loadConfig({ daemon: { shutdownTimeout: '99999999h' } })), /daemon\.shutdownTimeout/)
   t.match(configError(() => loadConfig({ upstreams: { fx: { command: 'node', timeout: '600h' } } })), /upstreams\.fx\.timeout/)
 })
 
-t.test('config/bad-field-named', async t => {
+t.test('config/errors/bad-field-named', async t => {
   t.match(configError(() => loadConfig({ transport: { maxBodyBytes: 'big' } })), /transport\.maxBodyBytes/)
   t.match(configError(() => loadConfig({ transprot: {} })), /additional properties \(transprot\)/)
   t.match(configError(() => loadConfig({ daemon: { address: 'localhost' } })), /daemon\.address/)
 })
 
-t.test('config/resolution-order', async t => {
+t.test('config/load/resolution-order', async t => {
   const dir = mkdtempSync(join(tmpdir(), 'mcpx-config-'))
   const flagFile = join(dir, 'flag.json')
   const envFile = join(dir, 'env.json')
@@ -70,7 +70,7 @@ t.test('config/resolution-order', async t => {
   t.match(configError(() => resolveConfig(join(dir, 'broken.json'), {}, dir)), /is not JSON/)
 })
 
-t.test('config/mrtr-state-key', async t => {
+t.test('config/mrtr/state-key', async t => {
   t.equal(mrtrOptions(loadConfig({})).stateKey, undefined, 'generated at start when absent')
   const key = Buffer.alloc(32, 7).toString('base64')
   t.equal(mrtrOptions(loadConfig({ mrtr: { stateKey: key } })).stateKey?.length, 32)
@@ -80,7 +80,7 @@ t.test('config/mrtr-state-key', async t => {
 // ajv (allErrors) reports every branch of a oneOf/anyOf; only the branch the value meant is
 // relevant: an upstream with `command` is a stdio upstream, one with `url` an HTTP upstream, and a
 // duration string is not a number.
-t.test('config/upstream-errors-only-from-the-meant-branch', async t => {
+t.test('config/errors/upstream-errors-only-from-the-meant-branch', async t => {
   t.equal(configError(() => loadConfig({ upstreams: { a: { command: 'x', timeout: '-5s' } } })),
     'mcpx: invalid config:\n  upstreams.a.timeout: must match pattern "^\\s*\\d+(\\.\\d+)?\\s*(ms|s|m|h)?\\s*$"')
   t.equal(configError(() => loadConfig({ upstreams: { a: { command: 'x', timeout: -5 } } })),
@@ -100,7 +100,7 @@ t.test('config/upstream-errors-only-from-the-meant-branch', async t => {
     'mcpx: invalid config:\n  upstreams.bad.timeout: must match pattern "^\\s*\\d+(\\.\\d+)?\\s*(ms|s|m|h)?\\s*$"')
 })
 
-t.test('config/bad-upstream-name-named', async t => {
+t.test('config/errors/bad-upstream-name-named', async t => {
   t.equal(configError(() => loadConfig({ upstreams: { 'bad name!': { command: 'x' } } })),
     'mcpx: invalid config:\n  upstreams: key "bad name!" must match pattern "^[A-Za-z0-9][A-Za-z0-9_.-]*$"')
 })

@@ -14,7 +14,7 @@ function deepCall (idText: string | undefined, levels: number): string {
   return `{"jsonrpc":"2.0",${id}"method":"tools/call","params":{"name":"echo","arguments":{"deep":${'['.repeat(levels)}${']'.repeat(levels)}}}}`
 }
 
-t.test('security/nesting-deeper-than-bound-refused-at-parse', async t => {
+t.test('all/limits/nesting-deeper-than-bound-refused-at-parse', async t => {
   const body = deepCall('7', 5000)
   t.ok(body.length > 10_000, 'a 10 KB body')
   for (const input of [body, new TextEncoder().encode(body)]) {
@@ -34,7 +34,7 @@ t.test('security/nesting-deeper-than-bound-refused-at-parse', async t => {
   t.match(parseBody(`[${'['.repeat(200)}${']'.repeat(200)}]`), { ok: false, error: { code: INVALID_REQUEST } }, 'a bare deep array')
 })
 
-t.test('security/nesting-bound-is-exact', async t => {
+t.test('all/limits/nesting-bound-is-exact', async t => {
   // The message object is level 1, params 2, arguments 3: `levels` arrays under it reach 3 + levels.
   t.match(parseBody(deepCall('1', MAX_NESTING_DEPTH - 3)), { ok: true, batch: false }, 'exactly 128 levels is served')
   t.match(parseBody(deepCall('1', MAX_NESTING_DEPTH - 2)), { ok: false, id: 1, error: { code: INVALID_REQUEST } }, '129 levels is refused')

@@ -11,11 +11,11 @@ import {
 
 const LOOPBACK: OriginPolicy = { allowedOrigins: [] }
 
-t.test('origin/no-origin-allowed', async t => {
+t.test('all/origin/no-origin-allowed', async t => {
   t.equal(isOriginAllowed(undefined, LOOPBACK), true)
 })
 
-t.test('origin/loopback-any-port-http-https', async t => {
+t.test('all/origin/loopback-any-port-http-https', async t => {
   for (const scheme of ['http', 'https']) {
     for (const host of ['localhost', '127.0.0.1', '[::1]']) {
       for (const port of ['', ':1', ':3000', ':3939', ':5173', ':8080', ':65535']) {
@@ -27,12 +27,12 @@ t.test('origin/loopback-any-port-http-https', async t => {
   t.equal(isOriginAllowed('HTTP://LocalHost:3000', LOOPBACK), true)
 })
 
-t.test('origin/null-refused', async t => {
+t.test('all/origin/null-refused', async t => {
   t.equal(isOriginAllowed('null', LOOPBACK), false)
   t.equal(isOriginAllowed('null', { allowedOrigins: ['https://app.example.com'], daemonAddress: '10.0.0.5:3939' }), false)
 })
 
-t.test('origin/lookalikes-refused', async t => {
+t.test('all/origin/lookalikes-refused', async t => {
   const refused = [
     'http://localhost.attacker.example',
     'http://127.0.0.1.nip.io',
@@ -81,13 +81,13 @@ t.test('origin/lookalikes-refused', async t => {
   for (const origin of refused) t.equal(isOriginAllowed(origin, LOOPBACK), false, JSON.stringify(origin))
 })
 
-t.test('origin/duplicate-origin-refused', async t => {
+t.test('all/origin/duplicate-origin-refused', async t => {
   t.equal(isOriginAllowed(['http://localhost:3000'], LOOPBACK), false)
   t.equal(isOriginAllowed(['http://localhost:3000', 'http://localhost:3000'], LOOPBACK), false)
   t.equal(isOriginAllowed([], LOOPBACK), false)
 })
 
-t.test('origin/daemon-address-specific', async t => {
+t.test('all/origin/daemon-address-specific', async t => {
   const policy = { allowedOrigins: [], daemonAddress: '10.0.0.5:3939' }
   t.equal(isOriginAllowed('http://10.0.0.5:3939', policy), true)
   t.equal(isOriginAllowed('https://10.0.0.5:3939', policy), true)
@@ -111,7 +111,7 @@ t.test('origin/daemon-address-specific', async t => {
   t.equal(isOriginAllowed('http://10.0.0.5:80', port80), false)
 })
 
-t.test('origin/daemon-address-unspecified-adds-nothing', async t => {
+t.test('all/origin/daemon-address-unspecified-adds-nothing', async t => {
   for (const daemonAddress of ['0.0.0.0:3939', '[::]:3939', ':::3939', '[0:0:0:0:0:0:0:0]:3939']) {
     const policy = { allowedOrigins: [], daemonAddress }
     t.equal(isOriginAllowed('http://0.0.0.0:3939', policy), false, daemonAddress)
@@ -123,7 +123,7 @@ t.test('origin/daemon-address-unspecified-adds-nothing', async t => {
   t.equal(isOriginAllowed('http://10.0.0.5:0', { allowedOrigins: [], daemonAddress: '10.0.0.5:0' }), false)
 })
 
-t.test('origin/allowed-origins-exact', async t => {
+t.test('all/origin/allowed-origins-exact', async t => {
   const policy = { allowedOrigins: ['https://App.Example.com/', 'http://tools.example.org:8080', 'https://secure.example.net:443'] }
   t.equal(isOriginAllowed('https://app.example.com', policy), true)
   t.equal(isOriginAllowed('https://APP.example.com', policy), true)
@@ -142,12 +142,12 @@ t.test('origin/allowed-origins-exact', async t => {
   t.equal(isOriginAllowed('http://\u212Aey.example', { allowedOrigins: ['http://key.example'] }), false)
 })
 
-t.test('origin/host-header-is-not-consulted', async t => {
+t.test('all/origin/host-header-is-not-consulted', async t => {
   // There is no Host input at all: evil.com is refused however it is reached.
   t.equal(isOriginAllowed('http://evil.com', { allowedOrigins: [], daemonAddress: '127.0.0.1:3939' }), false)
 })
 
-t.test('origin/bad-policy-fails-at-build', async t => {
+t.test('all/origin/bad-policy-fails-at-build', async t => {
   const bad = [
     ['null', /transport\.allowedOrigins\[0\] must be an http or https origin|is not an origin/],
     ['*', /transport\.allowedOrigins\[0\] is not an origin/],
@@ -164,7 +164,7 @@ t.test('origin/bad-policy-fails-at-build', async t => {
   t.throws(() => isOriginAllowed(undefined, { allowedOrigins: ['nope'] }), McpxError)
 })
 
-t.test('origin/policy-from-config', async t => {
+t.test('all/origin/policy-from-config', async t => {
   const config = loadConfig({ daemon: { address: '10.1.2.3:4000' }, transport: { allowedOrigins: ['https://app.example.com'] } })
   const policy = originPolicyFromConfig(config)
   t.same(policy, { allowedOrigins: ['https://app.example.com'], daemonAddress: '10.1.2.3:4000' })
@@ -176,12 +176,12 @@ t.test('origin/policy-from-config', async t => {
   t.same(defaults, { allowedOrigins: [], daemonAddress: '127.0.0.1:3939' })
 })
 
-t.test('origin/refused-body', async t => {
+t.test('all/origin/refused-body', async t => {
   t.equal(ORIGIN_REFUSED_HTTP_STATUS, 403)
   t.equal(JSON.stringify(originRefusedResponse()), '{"jsonrpc":"2.0","error":{"code":-32600,"message":"Forbidden: Origin not allowed"}}')
 })
 
-t.test('origin/parse-host-port', async t => {
+t.test('all/origin/parse-host-port', async t => {
   t.same(parseHostPort('127.0.0.1:3939'), { host: '127.0.0.1', port: 3939 })
   t.same(parseHostPort('[::1]:3939'), { host: '[::1]', port: 3939 })
   t.same(parseHostPort('::1:3939'), { host: '[::1]', port: 3939 })

@@ -13,7 +13,7 @@ import { loadConfig } from '../../lib/config.js'
 const silent = { debug () {}, info () {}, warn () {}, error () {} }
 const signal = new AbortController().signal
 
-t.test('registry/uri-template-level-1', async t => {
+t.test('upstreams/registry/uri-template-level-1', async t => {
   const pattern = compileUriTemplate('fixture://items/{id}')
   t.ok(pattern.test('fixture://items/42'))
   t.ok(pattern.test('fixture://items/a.b'), 'dots are literal in the template, any non-slash in the variable')
@@ -26,11 +26,11 @@ t.test('registry/uri-template-level-1', async t => {
   t.notOk(two.test('db://users/rows/7xjson'), 'the literal dot is escaped')
 })
 
-t.test('registry/separator', async t => {
+t.test('upstreams/registry/separator', async t => {
   t.equal(PREFIX_SEPARATOR, '__')
 })
 
-t.test('registry/unknown-names-and-uris-are-errors', async t => {
+t.test('upstreams/registry/unknown-names-and-uris-are-errors', async t => {
   // Two upstreams (prefixed a__ and b__), never started: a name that no upstream's prefix claims is unknown.
   const registry = createRegistry({ a: { command: 'never-started' }, b: { command: 'never-started' } }, { logger: silent as never, defaultTimeoutMs: 1000 })
   await t.rejects(registry.callTool('nope', {}, { signal }), new UpstreamRpcError(INVALID_PARAMS, 'Unknown tool: nope'))
@@ -46,7 +46,7 @@ t.test('registry/unknown-names-and-uris-are-errors', async t => {
   t.match(registry.status(), [{ name: 'a', state: 'closed' }, { name: 'b', state: 'closed' }])
 })
 
-t.test('registry/names-of-an-upstream-not-ready-are-a-transient-error', async t => {
+t.test('upstreams/registry/names-of-an-upstream-not-ready-are-a-transient-error', async t => {
   // The catalogue holds only ready upstreams' items; a name that would belong to an upstream that is
   // down or connecting is not "unknown" (-32602) but unavailable for now (UPSTREAM_ERROR).
   const two = createRegistry({ a: { command: 'never-started' }, b: { command: 'never-started' } }, { logger: silent as never, defaultTimeoutMs: 1000 })
@@ -58,7 +58,7 @@ t.test('registry/names-of-an-upstream-not-ready-are-a-transient-error', async t 
   await one.close()
 })
 
-t.test('registry/legacy-connection-config', async t => {
+t.test('upstreams/registry/legacy-connection-config', async t => {
   const config = loadConfig({
     upstreams: {
       local: { command: 'node' },
@@ -73,7 +73,7 @@ t.test('registry/legacy-connection-config', async t => {
   t.throws(() => loadConfig({ upstreams: { x: { command: 'node', legacyConnection: 'yes' } } }), { code: 'MCPX_ERR_CONFIG' })
 })
 
-t.test('registry/relays-announced-list-changed-even-when-unchanged', async t => {
+t.test('upstreams/registry/relays-announced-list-changed-even-when-unchanged', async t => {
   const fixture = fileURLToPath(new URL('../fixtures/conformance-upstream.js', import.meta.url))
   const registry = createRegistry({ conformance: { command: process.execPath, args: [fixture] } }, { logger: silent as never, defaultTimeoutMs: 10_000 })
   t.teardown(async () => { await registry.close() })

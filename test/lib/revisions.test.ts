@@ -2,11 +2,11 @@
 import t from 'tap'
 import { SUPPORTED_REVISIONS, eraOf, isImplemented, batchAllowed, negotiateLegacy, LEGACY_REVISIONS, MODERN_REVISIONS } from '../../lib/revisions.js'
 
-t.test('revisions/supported-newest-first', async t => {
+t.test('all/revisions/supported-newest-first', async t => {
   t.same(SUPPORTED_REVISIONS, ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'])
 })
 
-t.test('revisions/era-of-a-date', async t => {
+t.test('all/revisions/era-of-a-date', async t => {
   t.equal(eraOf('2024-11-05'), 'legacy')
   t.equal(eraOf('2025-11-25'), 'legacy')
   t.equal(eraOf('2026-07-28'), 'modern')
@@ -17,11 +17,11 @@ t.test('revisions/era-of-a-date', async t => {
   t.ok(isImplemented('2026-07-28'))
 })
 
-t.test('revisions/batches-only-in-2025-03-26', async t => {
+t.test('all/revisions/batches-only-in-2025-03-26', async t => {
   for (const revision of [...LEGACY_REVISIONS, ...MODERN_REVISIONS]) t.equal(batchAllowed(revision), revision === '2025-03-26', revision)
 })
 
-t.test('revisions/legacy-negotiation', async t => {
+t.test('all/revisions/legacy-negotiation', async t => {
   for (const revision of LEGACY_REVISIONS) t.equal(negotiateLegacy(revision), revision, `${revision} is echoed`)
   t.equal(negotiateLegacy('2026-07-28'), '2025-11-25', 'initialize never negotiates the modern era')
   t.equal(negotiateLegacy('1999-01-01'), '2025-11-25')
