@@ -20,7 +20,9 @@ import type { FastifyPluginAsync } from 'fastify'
 import { readFileSync } from 'node:fs'
 import { loadConfig, mrtrOptions, type McpxConfig, type McpxConfigInput } from './lib/config.js'
 import { originPolicyFromConfig } from './lib/origin.js'
-import { loadBearerTokens } from './lib/auth.js'
+import { createAuthenticator, type Authenticator } from './lib/authenticate.js'
+import { PRM_WELL_KNOWN } from './lib/oauth/metadata.js'
+import protectedResourceRoutes from './routes/oauth/protected-resource.js'
 import { createRegistry, startUpstreams } from './lib/upstreams/registry.js'
 import type { UpstreamRegistry } from './lib/upstreams/types.js'
 import { createMetrics, type McpxMetrics } from './lib/metrics.js'
@@ -62,19 +64,19 @@ export type McpxOptions = McpxConfigInput & {
 /** Keys Fastify itself puts into register options; they are not mcpx config. */
 const FASTIFY_KEYS = new Set(['prefix', 'logLevel', 'logSerializers', 'registry'])
 
-interface ScopeOptions { config: McpxConfig, registry: UpstreamRegistry, metrics: McpxMetrics }
+interface ScopeOptions { config: McpxConfig, registry: UpstreamRegistry, metrics: McpxMetrics, authenticator: Authenticator }
 
 /**
  * The encapsulated scope: request log and stream tracking first (so refused requests are logged
  * too), then plugins in wire order (origin, CORS, auth, era, modern headers, legacy sessions), then routes.
  */
-const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fastify, { config, registry, metrics }) {
+const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fastify, { config, registry, metrics, authenticator }) {
   const policy = originPolicyFromConfig(config)
   await fastify.register(requestLogPlugin, { metrics, upstreams: registry })
   await fastify.register(streamsPlugin)
   await fastify.register(originPlugin, { policy })
   await fastify.register(corsPlugin, { policy })
-  await fastify.register(authPlugin, { tokens: loadBearerTokens(config.auth) })
+  await fastify.register(authPlugin, { authenticator })
   await fastify.register(upstreamsPlugin, { registry, serverInfo: SERVER_INFO, closeRegistry: false, mrtr: mrtrOptions(config) })
   await fastify.register(eraPlugin)
   await fastify.register(modernHeadersPlugin, { registry })
@@ -98,6 +100,9 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
   const raw: Record<string, unknown> = {}
   for (const [key, value] of Object.entries(opts ?? {})) if (!FASTIFY_KEYS.has(key)) raw[key] = value
   const config = loadConfig(raw)
+  // Tokens and secrets are read here, before any upstream starts: a bad source fails registration.
+  const authenticator = createAuthenticator(config.auth, { logger: fastify.log.child({ component: 'auth' }) })
+  const mountPath = `${opts.prefix ?? ''}/mcp`
   let registry = opts.registry
   if (registry === undefined) {
     const upstreamLog = fastify.log.child({ component: 'upstreams' })
@@ -113,7 +118,11 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
   fastify.decorate('mcpxMetrics', metrics)
   // The scope's own prefix is `<prefix>/mcp`: @fastify/cors adds an `OPTIONS <prefix>*` route, and
   // this keeps it (and every mcpx hook) off the host app's other routes.
-  await fastify.register(mcpxScope, { prefix: `${opts.prefix ?? ''}/mcp`, config, registry: metrics.instrument(registry), metrics })
+  await fastify.register(mcpxScope, { prefix: mountPath, config, registry: metrics.instrument(registry), metrics, authenticator })
+  if (authenticator.oauth !== undefined) {
+    // RFC 9728 metadata, outside the /mcp scope (no token, no MCP hooks), in its own scope.
+    await fastify.register(protectedResourceRoutes, { prefix: PRM_WELL_KNOWN, oauth: authenticator.oauth, mountPath, policy: originPolicyFromConfig(config) })
+  }
 }, { name: 'mcpx', fastify: '5.x' })
 
 export default mcpx

@@ -14,6 +14,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import type { McpxConfig } from './config.js'
 import { McpxError } from './errors.js'
+import { Secret, readSecret } from './secret.js'
 import { INVALID_REQUEST, errorResponse, type JsonRpcErrorResponse } from './jsonrpc.js'
 import { parseHostPort } from './origin.js'
 
@@ -62,23 +63,45 @@ function sha256 (value: string): Buffer {
 }
 
 /**
- * Builds a verifier for a set of tokens; the tokens' SHA-256 digests are computed once, here.
- * Per request: one SHA-256 of the presented token, then `timingSafeEqual` against every digest,
- * with no early exit. With no tokens every header is 'missing' or 'invalid'. Never throws.
+ * The token of an Authorization header: `Bearer <token>` (RFC 6750 §2.1; the scheme is
+ * case-insensitive, RFC 9110 §11.1). Undefined when there is no header or it is not Bearer
+ * credentials with one visible-ASCII token. Never throws.
+ */
+export function bearerTokenOf (authorization: string | undefined): string | undefined {
+  if (authorization === undefined) return undefined
+  const match = BEARER.exec(authorization)
+  return match === null ? undefined : match[1]
+}
+
+/**
+ * Builds a matcher for a set of tokens; the tokens' SHA-256 digests are computed once, here.
+ * Per call: one SHA-256 of the presented token, then `timingSafeEqual` against every digest, with
+ * no early exit.
+ * @returns a function from a presented token to the index of the matching token, or -1. Never throws.
+ */
+export function createTokenMatcher (tokens: readonly string[]): (presented: string) => number {
+  const digests = tokens.map(sha256)
+  return function matchToken (presented: string): number {
+    const digest = sha256(presented)
+    let found = -1
+    for (let i = 0; i < digests.length; i++) {
+      // timingSafeEqual runs on every digest, whichever matches.
+      if (timingSafeEqual(digest, digests[i]) && found === -1) found = i
+    }
+    return found
+  }
+}
+
+/**
+ * Builds a verifier for a set of tokens (see {@link createTokenMatcher}). With no tokens every
+ * header is 'missing' or 'invalid'. Never throws.
  */
 export function createBearerVerifier (tokens: readonly string[]): BearerVerifier {
-  const digests = tokens.map(sha256)
+  const match = createTokenMatcher(tokens)
   return function verifyBearer (authorization: string | undefined): BearerOutcome {
-    if (authorization === undefined) return 'missing'
-    const match = BEARER.exec(authorization)
-    if (match === null) return 'missing'
-    const presented = sha256(match[1])
-    let ok = false
-    for (const digest of digests) {
-      // timingSafeEqual runs before `|| ok`: every token is compared, whichever matches.
-      ok = timingSafeEqual(presented, digest) || ok
-    }
-    return ok ? 'ok' : 'invalid'
+    const token = bearerTokenOf(authorization)
+    if (token === undefined) return 'missing'
+    return match(token) >= 0 ? 'ok' : 'invalid'
   }
 }
 
@@ -151,14 +174,43 @@ export function loadBearerTokens (auth: McpxConfig['auth'], env: NodeJS.ProcessE
   return [...tokens]
 }
 
+/** A configured static token with its name and scopes (`auth.tokens`, or a legacy `bearerTokens*` one). */
+export interface StaticToken {
+  /** `auth.tokens[].name`; a legacy token is named `bearer:<first 16 hex of its SHA-256>`. */
+  name: string
+  token: Secret
+  /** Granted scopes (for policies); empty for legacy tokens. */
+  scopes: readonly string[]
+}
+
 /**
- * An opaque, stable identity for the caller behind an Authorization header: the first 128 bits
- * of its SHA-256, hex; undefined without a header. It never reveals the credential, and lets
- * mcpx bind MRTR requestState (and legacy sessions) to whoever obtained them.
+ * Every static token: the named `auth.tokens` (each read from its `tokenEnv` or `tokenFile`), then
+ * the legacy ones of {@link loadBearerTokens}, each named by a digest prefix (stable across
+ * restarts and config order, and revealing nothing).
+ * @throws McpxError MCPX_ERR_CONFIG as {@link loadBearerTokens} and {@link readSecret} do, or for
+ *         two tokens with one name. Messages never hold a token.
  */
-export function principalOf (authorization: string | string[] | undefined): string | undefined {
-  if (typeof authorization !== 'string' || authorization === '') return undefined
-  return createHash('sha256').update(authorization).digest('hex').slice(0, 32)
+export function loadStaticTokens (auth: McpxConfig['auth'], env: NodeJS.ProcessEnv = process.env): StaticToken[] {
+  const out: StaticToken[] = []
+  const names = new Set<string>()
+  for (const [index, entry] of (auth.tokens ?? []).entries()) {
+    const what = `auth.tokens[${index}] (${entry.name})`
+    if (names.has(entry.name)) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: ${what}: the name ${entry.name} is used twice`)
+    names.add(entry.name)
+    const token = readSecret({ env: entry.tokenEnv, file: entry.tokenFile }, what, env)
+    checkToken(token.reveal(), what)
+    out.push({ name: entry.name, token, scopes: entry.scopes ?? [] })
+  }
+  for (const token of loadBearerTokens(auth, env)) {
+    out.push({ name: `bearer:${sha256(token).toString('hex').slice(0, 16)}`, token: new Secret(token), scopes: [] })
+  }
+  return out
+}
+
+/** True when the config asks for authentication: static tokens of any kind, or `auth.oauth`. */
+export function authConfigured (auth: McpxConfig['auth']): boolean {
+  return auth.oauth !== undefined || (auth.tokens ?? []).length > 0 || auth.bearerTokens.length > 0 ||
+    auth.bearerTokensFile !== undefined || auth.bearerTokensEnv !== undefined
 }
 
 /**
@@ -176,15 +228,16 @@ export function isLoopbackBindHost (host: string): boolean {
 /**
  * Refuses an unauthenticated daemon on a non-loopback address.
  * @param config the loaded config (`daemon.address`, `auth.allowUnauthenticated`)
- * @param tokens the tokens from {@link loadBearerTokens}
- * @returns nothing when the address is loopback, a token is configured, or
+ * @param tokens the tokens from {@link loadBearerTokens} (or {@link loadStaticTokens})
+ * @returns nothing when the address is loopback, a token or `auth.oauth` is configured, or
  *          `auth.allowUnauthenticated` is true
  * @throws McpxError MCPX_ERR_UNSAFE_BIND otherwise (an unparseable address counts as non-loopback)
  */
-export function assertSafeBind (config: McpxConfig, tokens: readonly string[]): void {
+export function assertSafeBind (config: McpxConfig, tokens: readonly unknown[]): void {
   const address = config.daemon.address
   const parsed = parseHostPort(address)
   if (parsed !== undefined && isLoopbackBindHost(parsed.host)) return
-  if (tokens.length > 0 || config.auth.allowUnauthenticated === true) return
-  throw new McpxError('MCPX_ERR_UNSAFE_BIND', `mcpx: refusing to listen on ${address} without authentication: set auth.bearerTokens (or bearerTokensFile / bearerTokensEnv), or auth.allowUnauthenticated: true if an authenticating reverse proxy sits in front`)
+  // auth.oauth and named auth.tokens are explicit authentication too (issue #16).
+  if (tokens.length > 0 || config.auth.oauth !== undefined || (config.auth.tokens ?? []).length > 0 || config.auth.allowUnauthenticated === true) return
+  throw new McpxError('MCPX_ERR_UNSAFE_BIND', `mcpx: refusing to listen on ${address} without authentication: set auth.bearerTokens (or bearerTokensFile / bearerTokensEnv), auth.tokens or auth.oauth, or auth.allowUnauthenticated: true if an authenticating reverse proxy sits in front`)
 }

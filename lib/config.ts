@@ -13,6 +13,7 @@ import { createRequire } from 'node:module'
 import { Ajv, type ErrorObject } from 'ajv'
 import { McpxError } from './errors.js'
 import type { UpstreamConfig } from './upstreams/types.js'
+import { issuerProblem, resourceProblem } from './oauth/metadata.js'
 
 const DURATION = { anyOf: [{ type: 'number', minimum: 0 }, { type: 'string', pattern: '^\\s*\\d+(\\.\\d+)?\\s*(ms|s|m|h)?\\s*$' }] }
 
@@ -56,7 +57,52 @@ export const CONFIG_SCHEMA = {
         bearerTokens: { type: 'array', items: { type: 'string', minLength: 1 }, default: [], description: 'accepted bearer tokens' },
         bearerTokensFile: { type: 'string', description: 'a file with one accepted bearer token per line' },
         bearerTokensEnv: { type: 'string', description: 'an environment variable holding comma-separated accepted tokens' },
-        allowUnauthenticated: { type: 'boolean', default: false, description: 'serve a non-loopback address without authentication' }
+        allowUnauthenticated: { type: 'boolean', default: false, description: 'serve a non-loopback address without authentication' },
+        tokens: {
+          type: 'array',
+          description: 'named static bearer tokens (a policy can refer to them by name); each read from an environment variable or a file',
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['name'],
+            oneOf: [{ required: ['tokenEnv'] }, { required: ['tokenFile'] }],
+            properties: {
+              name: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.:-]*$', description: 'the principal is token:<name>' },
+              tokenEnv: { type: 'string', minLength: 1, description: 'environment variable holding the token' },
+              tokenFile: { type: 'string', minLength: 1, description: 'file whose first line is the token' },
+              scopes: { type: 'array', items: { type: 'string' }, default: [], description: 'scopes granted to this token' }
+            }
+          }
+        },
+        oauth: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['issuer', 'resource'],
+          description: 'mcpx as an OAuth 2.1 resource server (MCP authorization; RFC 9728, RFC 8707, RFC 6750)',
+          properties: {
+            issuer: { type: 'string', minLength: 1, description: 'the authorization server\'s issuer, exactly as its tokens carry it; https (http only on a loopback host)' },
+            resource: { type: 'string', minLength: 1, description: 'canonical URL clients use for this /mcp (never guessed from Host)' },
+            audience: { type: 'array', items: { type: 'string', minLength: 1 }, minItems: 1, description: 'accepted token audiences; default [resource]' },
+            jwksUri: { type: 'string', minLength: 1, description: 'JWKS URL; default: jwks_uri of the issuer\'s RFC 8414, then OIDC, metadata' },
+            requiredScopes: { type: 'array', items: { type: 'string', pattern: '^[\\x21\\x23-\\x5b\\x5d-\\x7e]+$' }, default: [], description: 'scopes every token must carry (else 403 insufficient_scope)' },
+            scopesSupported: { type: 'array', items: { type: 'string' }, description: 'scopes_supported of the metadata; default requiredScopes' },
+            introspection: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['url', 'clientId'],
+              description: 'RFC 7662 introspection for opaque tokens',
+              properties: {
+                url: { type: 'string', pattern: '^https?://' },
+                clientId: { type: 'string', minLength: 1 },
+                clientSecretEnv: { type: 'string', minLength: 1, description: 'environment variable holding the client secret' },
+                clientSecretFile: { type: 'string', minLength: 1, description: 'file whose first line is the client secret' }
+              }
+            },
+            clockTolerance: { ...DURATION, default: '30s', description: 'allowed clock skew for exp/nbf (ms or duration string)' },
+            jwksCooldown: { ...DURATION, default: '30s', description: 'least time between two key fetches prompted by an unknown kid (ms)' },
+            resourceName: { type: 'string', default: 'mcpx', description: 'resource_name of the metadata' }
+          }
+        }
       }
     },
     sessions: {
@@ -147,13 +193,36 @@ export interface McpxConfig {
     maxRequestsPerSession: number
     maxConcurrentRequests: number
   }
-  auth: { bearerTokens: string[], bearerTokensFile?: string, bearerTokensEnv?: string, allowUnauthenticated: boolean }
+  auth: {
+    bearerTokens: string[]
+    bearerTokensFile?: string
+    bearerTokensEnv?: string
+    allowUnauthenticated: boolean
+    /** Named static tokens (issue #16). */
+    tokens?: Array<{ name: string, tokenEnv?: string, tokenFile?: string, scopes?: string[] }>
+    /** mcpx as an OAuth resource server (issue #16); durations in ms after loading. */
+    oauth?: OAuthConfig
+  }
   sessions: { store: 'memory' | 'redis', redisUrl: string, keyPrefix: string, streamLease: number }
   /** The MRTR bridge (issue #10): requestState sealing and parked calls. */
   mrtr: { stateKey?: string, parkTimeout: number, stateTtl: number }
   upstreamTimeout: number
   /** Keyed by upstream name; insertion order is config order. */
   upstreams: Record<string, UpstreamConfig>
+}
+
+/** `auth.oauth` after loading: durations are ms; `audience` is filled in from `resource`. */
+export interface OAuthConfig {
+  issuer: string
+  resource: string
+  audience: string[]
+  jwksUri?: string
+  requiredScopes: string[]
+  scopesSupported?: string[]
+  introspection?: { url: string, clientId: string, clientSecretEnv?: string, clientSecretFile?: string }
+  clockTolerance: number
+  jwksCooldown: number
+  resourceName: string
 }
 
 /** What a user may write: every key optional, durations as ms or strings. */
@@ -293,6 +362,14 @@ export function loadConfig (raw: unknown): McpxConfig {
   c.upstreamTimeout = parseDuration(c.upstreamTimeout, 'upstreamTimeout')
   c.mrtr.parkTimeout = parseDuration(c.mrtr.parkTimeout, 'mrtr.parkTimeout')
   c.mrtr.stateTtl = parseDuration(c.mrtr.stateTtl, 'mrtr.stateTtl')
+  const oauth = c.auth.oauth
+  if (oauth !== undefined) {
+    const issues = [['issuer', issuerProblem(oauth.issuer)], ['resource', resourceProblem(oauth.resource)]].filter(([, p]) => p !== undefined)
+    if (issues.length > 0) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: invalid config:\n${issues.map(([k, p]) => `  auth.oauth.${k ?? ''}: ${p ?? ''}`).join('\n')}`)
+    oauth.audience ??= [oauth.resource]
+    oauth.clockTolerance = parseDuration(oauth.clockTolerance, 'auth.oauth.clockTolerance')
+    oauth.jwksCooldown = parseDuration(oauth.jwksCooldown, 'auth.oauth.jwksCooldown')
+  }
   for (const [name, upstream] of Object.entries(c.upstreams)) {
     if (upstream.timeout !== undefined) upstream.timeout = parseDuration(upstream.timeout, `upstreams.${name}.timeout`)
   }

@@ -30,7 +30,7 @@ export interface DispatchContext {
    */
   ask?: (question: UpstreamQuestion, signal: AbortSignal) => Promise<JsonObject>
   /**
-   * An opaque identity of the authenticated caller (lib/auth.ts principalOf), when there is one.
+   * An opaque identity of the authenticated caller (lib/principal.ts Principal.key), when there is one.
    * MRTR requestState is bound to it, so another caller cannot resume a parked call (mrtr.mdx:
    * the state SHOULD bind the principal).
    */

@@ -36,7 +36,7 @@ export interface PostChannel {
   sse (headers?: Record<string, string>): SseStream
   /** Registers a callback for the client going away before the reply is finished. */
   onDisconnect (fn: () => void): void
-  /** The caller's opaque identity (lib/auth.ts principalOf of its Authorization header), if any. */
+  /** The caller's opaque identity (lib/principal.ts Principal.key, made once by mcpx-auth), if any. */
   readonly principal?: string
 }
 

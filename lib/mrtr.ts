@@ -32,7 +32,7 @@ export interface StatePayload {
   r?: number
   /** the upstream's own requestState, verbatim (k = 'wrap'); absent when it sent none */
   u?: string
-  /** the principal the state was issued to (lib/auth.ts principalOf), when the caller had one */
+  /** the principal the state was issued to (lib/principal.ts Principal.key), when the caller had one */
   a?: string
   /** a nonce, so two states are never equal */
   x: string

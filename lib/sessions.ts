@@ -119,8 +119,8 @@ export function newSessionId (principal = ''): string {
 
 /**
  * The tag that binds a session id to the caller that minted it: the first 64 bits of
- * SHA-256(secret part + principal), base64url. Only a request from the same principal (the same
- * Authorization header, lib/auth.ts principalOf) can use the session; anyone else gets 404, as
+ * SHA-256(secret part + principal), base64url. Only a request from the same principal
+ * (lib/principal.ts Principal.key) can use the session; anyone else gets 404, as
  * for an unknown session, even with a leaked id. Stateless: it works on every replica.
  */
 function sessionTag (secret: string, principal: string): string {

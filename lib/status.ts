@@ -80,6 +80,8 @@ export const REFUSAL_STATUS = Object.freeze({
   /** A path under /mcp that is not /mcp itself. */
   notFound: 404,
   unauthorized: 401,
+  /** A valid OAuth access token without auth.oauth.requiredScopes (RFC 6750 §3.1 insufficient_scope; issue #16). */
+  insufficientScope: 403,
   forbiddenOrigin: 403,
   /** On a loopback daemon, an ops endpoint (/readyz, /metrics) asked for under a non-loopback Host (DNS rebinding). */
   forbiddenHost: 403,

@@ -30,6 +30,7 @@ import { OLDEST_REVISION, FIRST_MODERN_REVISION, batchAllowed, type Revision } f
 import { hasModernMeta, metaOf, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SUBSCRIPTION_ID } from './classify.js'
 import type { Dispatcher } from './dispatch.js'
 import type { DispatchContext } from './dispatch-types.js'
+import { LOCAL_PRINCIPAL } from './principal.js'
 import { ALL_LISTS, acknowledgement, readListenFilter, tagWithSubscription, type NotificationHub } from './notify-hub.js'
 import { UpstreamRpcError, type JsonObject, type UpstreamQuestion } from './upstreams/types.js'
 
@@ -170,7 +171,8 @@ export function startStdioServer (input: Readable, output: Writable, dispatcher:
         revision: typeof version === 'string' ? version : FIRST_MODERN_REVISION,
         clientCapabilities: isObject(capabilities) ? capabilities : {},
         signal: entry.controller.signal,
-        notify
+        notify,
+        principal: LOCAL_PRINCIPAL.key // stdio has one caller: whoever started the process (issue #16)
       }
     }
     return {
@@ -180,7 +182,8 @@ export function startStdioServer (input: Readable, output: Writable, dispatcher:
       signal: entry.controller.signal,
       notify,
       ask,
-      subscriptions
+      subscriptions,
+      principal: LOCAL_PRINCIPAL.key
     }
   }
 

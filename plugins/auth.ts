@@ -1,41 +1,53 @@
 /**
- * mcpx-auth: bearer tokens on every non-OPTIONS request (issue #6). The decision is lib/auth's.
- *
- * With tokens, an `onRequest` hook answers a missing or wrong `Authorization: Bearer <token>` with
- * 401, `WWW-Authenticate: Bearer` (plus `error="invalid_token"` when a token was sent but is wrong,
- * RFC 6750 §3.1) and an id-less JSON-RPC error, code -32600. OPTIONS passes: a CORS preflight
- * carries no Authorization (mcpx-cors has normally answered it already). With no tokens, no hook
- * is added at all.
+ * mcpx-auth: the front door (issues #6, #16). One `onRequest` hook turns the Authorization header
+ * into a Principal, once, through lib/authenticate, and stores it in `request.mcpPrincipal`; nothing
+ * after it reads the header. A refusal is sent as lib/authenticate built it: 401 with
+ * `WWW-Authenticate` (and `resource_metadata` with OAuth), or 403 for missing scopes, with an id-less
+ * JSON-RPC body. OPTIONS passes: a CORS preflight carries no Authorization (mcpx-cors has normally
+ * answered it already). With no authentication configured, no hook is added at all.
  *
  * Register it after mcpx-origin and mcpx-cors (checked through `dependencies`): a refused Origin is
  * 403 before it is 401, and an allowed origin's 401 carries its CORS headers, so a browser client
- * can read WWW-Authenticate.
+ * can read WWW-Authenticate. Its hook runs in `onRequest`, so the token is checked before the
+ * session lookup (mcpx-legacy-sessions, preHandler): no token is 401, never 404.
  */
 import fp from 'fastify-plugin'
-import {
-  AUTH_REFUSED_HTTP_STATUS, WWW_AUTHENTICATE_INVALID, WWW_AUTHENTICATE_MISSING,
-  authRefusedResponse, createBearerVerifier
-} from '../lib/auth.js'
+import type { Principal } from '../lib/principal.js'
+import { createAuthenticator, type Authenticator } from '../lib/authenticate.js'
+import { loadConfig } from '../lib/config.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Who is calling; null when authentication is off (or before mcpx-auth ran). */
+    mcpPrincipal: Principal | null
+  }
+}
 
 export interface AuthOptions {
-  /** Accepted bearer tokens, usually `loadBearerTokens(config.auth)`. Empty: no authentication, no hook. Required. */
-  tokens: readonly string[]
+  /** The authenticator, usually `createAuthenticator(config.auth, { logger })`. */
+  authenticator?: Authenticator
+  /** Shorthand for tests and old callers: accepted legacy bearer tokens (no OAuth). Ignored when `authenticator` is given. */
+  tokens?: readonly string[]
 }
 
 export default fp<AuthOptions>(async function mcpxAuth (fastify, opts) {
-  if (!Array.isArray(opts?.tokens)) throw new TypeError('mcpx: mcpx-auth requires opts.tokens (an array of strings, possibly empty)')
-  if (opts.tokens.length === 0) return // zero cost when authentication is off
-  const verifyBearer = createBearerVerifier(opts.tokens)
-  const missing = JSON.stringify(authRefusedResponse('missing')) // built once
-  const invalid = JSON.stringify(authRefusedResponse('invalid'))
+  let authenticator = opts?.authenticator
+  if (authenticator === undefined) {
+    if (!Array.isArray(opts?.tokens)) throw new TypeError('mcpx: mcpx-auth requires opts.authenticator or opts.tokens (an array of strings, possibly empty)')
+    authenticator = createAuthenticator(loadConfig({ auth: { bearerTokens: [...opts.tokens] } }).auth, { logger: fastify.log })
+  }
+  fastify.decorateRequest('mcpPrincipal', null)
+  if (!authenticator.enabled) return // zero cost when authentication is off
+  const { authenticate } = authenticator
   fastify.addHook('onRequest', async function checkBearerToken (request, reply) {
     if (request.method === 'OPTIONS') return
-    const outcome = verifyBearer(request.headers.authorization)
-    if (outcome === 'ok') return
-    request.log.debug({ outcome }, 'bearer token refused') // never the token itself
-    return reply.code(AUTH_REFUSED_HTTP_STATUS)
-      .header('WWW-Authenticate', outcome === 'missing' ? WWW_AUTHENTICATE_MISSING : WWW_AUTHENTICATE_INVALID)
-      .type('application/json')
-      .send(outcome === 'missing' ? missing : invalid)
+    const outcome = await authenticate(request.headers.authorization)
+    if (outcome.kind === 'ok') {
+      request.mcpPrincipal = outcome.principal
+      return
+    }
+    const { refusal } = outcome
+    request.log.debug({ reason: refusal.reason }, 'bearer token refused') // never the token itself
+    return reply.code(refusal.status).header('WWW-Authenticate', refusal.wwwAuthenticate).type('application/json').send(refusal.body)
   })
 }, { name: 'mcpx-auth', fastify: '5.x', dependencies: ['mcpx-origin', 'mcpx-cors'] })

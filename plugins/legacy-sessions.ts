@@ -13,7 +13,6 @@
  */
 import fp from 'fastify-plugin'
 import { MemorySessionStore, sessionBoundTo, type Session, type SessionStore } from '../lib/sessions.js'
-import { principalOf } from '../lib/auth.js'
 import { RedisSessionStore } from '../lib/redis-sessions.js'
 import type { McpxConfig } from '../lib/config.js'
 import { classify, encodeMessage, errorResponse, INVALID_REQUEST, INTERNAL_ERROR, UNSUPPORTED_PROTOCOL_VERSION, type Parsed, type RequestId } from '../lib/jsonrpc.js'
@@ -77,9 +76,10 @@ export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fast
     if (header.kind === 'absent') return
     if (header.kind !== 'value') return reply.code(REFUSAL_STATUS.badRequest).type('application/json').send(encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Invalid Mcp-Session-Id header')))
     const found = await store.find(header.value)
-    // A session is usable only by the caller that minted it (same Authorization): anyone else,
-    // even holding a leaked id, is told the session does not exist.
-    if (found.kind === 'unknown' || (found.kind !== 'unavailable' && !sessionBoundTo(header.value, principalOf(request.headers.authorization)))) return reply.code(REFUSAL_STATUS.unknownSession).type('application/json').send(unknownSession)
+    // A session is usable only by the principal that minted it (same issuer and subject, or the
+    // same static token; a refreshed token keeps it): anyone else, even holding a leaked id, is
+    // told the session does not exist.
+    if (found.kind === 'unknown' || (found.kind !== 'unavailable' && !sessionBoundTo(header.value, request.mcpPrincipal?.key))) return reply.code(REFUSAL_STATUS.unknownSession).type('application/json').send(unknownSession)
     if (found.kind === 'unavailable') {
       // issue #11 › Redis faults: a clear 503 (with the request's id when one can be read), never a hang.
       request.log.debug('session store unavailable')

@@ -6,7 +6,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { serveModernPost, serveLegacyPost, type ExchangeDeps, type PostChannel } from '../../lib/http-exchange.js'
 import { SseStream } from '../../lib/sse.js'
-import { principalOf } from '../../lib/auth.js'
 import { isLegacyRevision } from '../../lib/revisions.js'
 import type { Parsed } from '../../lib/jsonrpc.js'
 import type { McpRouteDeps } from './index.js'
@@ -14,7 +13,7 @@ import type { McpRouteDeps } from './index.js'
 /** Builds the PostChannel for one Fastify request/reply pair. */
 export function channelFor (request: FastifyRequest, reply: FastifyReply, keepAliveMs: number): PostChannel {
   const accept = (request.headers.accept ?? '').toLowerCase() // media types are case-insensitive (RFC 9110 §8.3.1)
-  const principal = principalOf(request.headers.authorization)
+  const principal = request.mcpPrincipal?.key // made once by mcpx-auth
   return {
     ...(principal !== undefined ? { principal } : {}),
     acceptsSse: accept.includes('text/event-stream'),

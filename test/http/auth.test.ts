@@ -145,9 +145,8 @@ t.test('auth/bearer/registration-checks', async t => {
   t.teardown(() => noTokens.close())
   noTokens.register(mcpxOrigin, { policy: POLICY })
   noTokens.register(mcpxCors, { policy: POLICY })
-  // @ts-expect-error opts.tokens is required
   noTokens.register(mcpxAuth, {})
-  await t.rejects(async () => { await noTokens.ready() }, { name: 'TypeError', message: 'mcpx: mcpx-auth requires opts.tokens (an array of strings, possibly empty)' })
+  await t.rejects(async () => { await noTokens.ready() }, { name: 'TypeError', message: 'mcpx: mcpx-auth requires opts.authenticator or opts.tokens (an array of strings, possibly empty)' })
 
   const noCors = Fastify()
   t.teardown(() => noCors.close())

@@ -100,7 +100,7 @@ t.test('auth/bind/loopback-hosts', async t => {
 })
 
 const UNSAFE = (address: string): string =>
-  `mcpx: refusing to listen on ${address} without authentication: set auth.bearerTokens (or bearerTokensFile / bearerTokensEnv), or auth.allowUnauthenticated: true if an authenticating reverse proxy sits in front`
+  `mcpx: refusing to listen on ${address} without authentication: set auth.bearerTokens (or bearerTokensFile / bearerTokensEnv), auth.tokens or auth.oauth, or auth.allowUnauthenticated: true if an authenticating reverse proxy sits in front`
 
 t.test('auth/bind/assert-safe-bind', async t => {
   for (const address of ['127.0.0.1:3939', '127.8.9.10:1', 'localhost:3939', '[::1]:3939']) {
@@ -112,4 +112,12 @@ t.test('auth/bind/assert-safe-bind', async t => {
     t.doesNotThrow(() => assertSafeBind(config, ['tok']), `${address} with a token`)
     t.doesNotThrow(() => assertSafeBind(loadConfig({ daemon: { address }, auth: { allowUnauthenticated: true } }), []), `${address} allowUnauthenticated`)
   }
+})
+
+t.test('auth/oauth/non-loopback-bind-counts-oauth-as-auth', async t => {
+  const address = '0.0.0.0:3939'
+  const oauth = { issuer: 'https://login.example.com/realms/acme', resource: 'https://mcp.example.com/mcp' }
+  t.doesNotThrow(() => assertSafeBind(loadConfig({ daemon: { address }, auth: { oauth } }), []), 'auth.oauth is explicit authentication')
+  t.doesNotThrow(() => assertSafeBind(loadConfig({ daemon: { address }, auth: { tokens: [{ name: 'ci', tokenEnv: 'X' }] } }), []), 'named tokens are too')
+  t.throws(() => assertSafeBind(loadConfig({ daemon: { address } }), []), { code: 'MCPX_ERR_UNSAFE_BIND' })
 })

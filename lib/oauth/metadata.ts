@@ -1,0 +1,103 @@
+/**
+ * OAuth metadata URLs and documents (issue #16 › Protected Resource Metadata).
+ *
+ * - RFC 9728 §3.1: the Protected Resource Metadata of `https://mcp.example.com/mcp` is at
+ *   `https://mcp.example.com/.well-known/oauth-protected-resource/mcp` (the well-known segment goes
+ *   between the host and the path).
+ * - RFC 8414 §3.1 and OpenID Connect Discovery §4: an issuer's metadata, tried in the order MCP
+ *   clients try them (MCP authorization › Authorization Server Metadata Discovery).
+ * Pure: no I/O.
+ */
+
+/** RFC 9728 §3: the well-known suffix of Protected Resource Metadata. */
+export const PRM_WELL_KNOWN = '/.well-known/oauth-protected-resource'
+
+/** The RFC 9728 metadata document mcpx serves. */
+export interface ProtectedResourceMetadata {
+  resource: string
+  authorization_servers: string[]
+  scopes_supported?: string[]
+  bearer_methods_supported: ['header']
+  resource_name?: string
+}
+
+/**
+ * The PRM URL of a resource (RFC 9728 §3.1): origin + `/.well-known/oauth-protected-resource` +
+ * the resource's path (a bare `/` path adds nothing) + its query.
+ * @param resource absolute URL without a fragment (config validated it)
+ * @throws TypeError when `resource` is not an absolute URL
+ */
+export function protectedResourceMetadataUrl (resource: string): string {
+  const url = new URL(resource)
+  const path = url.pathname === '/' ? '' : url.pathname
+  return `${url.origin}${PRM_WELL_KNOWN}${path}${url.search}`
+}
+
+/**
+ * The paths under which mcpx serves its PRM: the root form, the form suffixed with the mount path
+ * of /mcp (`/mcp`, `/tools/mcp` under a plugin prefix), and the one derived from `resource` when a
+ * reverse proxy publishes /mcp under another path. De-duplicated, in that order. Never throws.
+ * @param mountPath where this mcpx serves MCP, e.g. `/mcp` or `/tools/mcp`
+ * @param resource the configured resource URL
+ */
+export function protectedResourceMetadataPaths (mountPath: string, resource: string): string[] {
+  const resourcePath = new URL(resource).pathname
+  const paths = [PRM_WELL_KNOWN, PRM_WELL_KNOWN + mountPath]
+  if (resourcePath !== '/' && resourcePath !== '') paths.push(PRM_WELL_KNOWN + resourcePath)
+  return [...new Set(paths)]
+}
+
+/** The PRM document (RFC 9728 §2) for one configured resource. Never throws. */
+export function protectedResourceMetadata (options: { resource: string, issuer: string, scopesSupported?: readonly string[], resourceName?: string }): ProtectedResourceMetadata {
+  return {
+    resource: options.resource,
+    authorization_servers: [options.issuer],
+    ...(options.scopesSupported !== undefined && options.scopesSupported.length > 0 ? { scopes_supported: [...options.scopesSupported] } : {}),
+    bearer_methods_supported: ['header'],
+    ...(options.resourceName !== undefined ? { resource_name: options.resourceName } : {})
+  }
+}
+
+/**
+ * Where to look for an issuer's metadata, in order: RFC 8414 (well-known inserted before the
+ * issuer's path), then OpenID Connect with the well-known inserted, then OpenID Connect appended
+ * (OIDC Discovery §4.1), as MCP clients do. Never throws for a valid URL.
+ */
+export function issuerMetadataUrls (issuer: string): string[] {
+  const url = new URL(issuer)
+  const path = url.pathname === '/' ? '' : url.pathname.replace(/\/$/, '')
+  const urls = [`${url.origin}/.well-known/oauth-authorization-server${path}`]
+  if (path === '') {
+    urls.push(`${url.origin}/.well-known/openid-configuration`)
+  } else {
+    urls.push(`${url.origin}/.well-known/openid-configuration${path}`, `${url.origin}${path}/.well-known/openid-configuration`)
+  }
+  return urls
+}
+
+/** Loopback host names (URL-normalised): `localhost`, 127.0.0.0/8, `[::1]`. */
+export function isLoopbackHostname (hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname)
+}
+
+/**
+ * Why an issuer URL is not acceptable, or undefined when it is: it must be an absolute https URL
+ * with no query or fragment (RFC 8414 §2), or http on a loopback host (development, tests). Never throws.
+ */
+export function issuerProblem (issuer: string): string | undefined {
+  let url: URL
+  try { url = new URL(issuer) } catch { return 'is not an absolute URL' }
+  if (url.search !== '' || url.hash !== '' || issuer.includes('#')) return 'must have no query or fragment (RFC 8414 §2)'
+  if (url.protocol === 'https:') return undefined
+  if (url.protocol === 'http:' && isLoopbackHostname(url.hostname)) return undefined
+  return 'must be https (http only on a loopback host)'
+}
+
+/** Why a resource URL is not acceptable (absolute http(s), no fragment: RFC 8707 §2, RFC 9728 §1.2), or undefined. */
+export function resourceProblem (resource: string): string | undefined {
+  let url: URL
+  try { url = new URL(resource) } catch { return 'is not an absolute URL' }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'must be an http(s) URL'
+  if (url.hash !== '' || resource.includes('#')) return 'must have no fragment (RFC 8707 §2)'
+  return undefined
+}

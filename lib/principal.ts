@@ -1,0 +1,96 @@
+/**
+ * The caller's identity, made once at the boundary (STYLE › The new areas › Identity is a value
+ * made once at the boundary; issue #16 › The principal). The auth plugin turns the Authorization
+ * header into a {@link Principal}; nothing after it reads the header again. Sessions, MRTR
+ * `requestState` and GET streams bind to {@link Principal.key}, so a session survives a token
+ * refresh (same issuer and subject, new token) and refuses another subject.
+ */
+import { createHash } from 'node:crypto'
+
+/** Fields every principal has. */
+interface PrincipalBase {
+  /** Human-readable identity: `oauth:<issuer>#<subject>`, `token:<name>` or `local`. Never a credential. */
+  readonly id: string
+  /**
+   * The binding key: the first 128 bits of SHA-256(id), hex (32 characters). Sessions and
+   * requestState store this, not the id, so a sealed state does not spell out the subject.
+   */
+  readonly key: string
+  /** Granted scopes (OAuth `scope`/`scp`, or a static token's configured scopes); empty when none. */
+  readonly scopes: readonly string[]
+}
+
+/** A caller authenticated by an OAuth access token (JWT or introspected; RFC 9068, RFC 7662). */
+export interface OAuthPrincipal extends PrincipalBase {
+  readonly kind: 'oauth'
+  /** `iss`, exactly as the token (and config) spell it. */
+  readonly issuer: string
+  /** `sub`. */
+  readonly subject: string
+  /** `client_id`, else `azp`, when the token names the client. */
+  readonly clientId?: string
+  /** Every claim of the token (or introspection response), frozen. */
+  readonly claims: Readonly<Record<string, unknown>>
+}
+
+/** A caller authenticated by a configured static token: named (`auth.tokens`) or a legacy `bearerTokens*` one. */
+export interface TokenPrincipal extends PrincipalBase {
+  readonly kind: 'token'
+  /** The token's name (`auth.tokens[].name`); legacy unnamed tokens are named `bearer:<16 hex of SHA-256>`. */
+  readonly name: string
+}
+
+/** The one caller of a stdio server: whoever started the process. */
+export interface LocalPrincipal extends PrincipalBase {
+  readonly kind: 'local'
+}
+
+/** Who is calling. */
+export type Principal = OAuthPrincipal | TokenPrincipal | LocalPrincipal
+
+function keyOf (id: string): string {
+  return createHash('sha256').update(id).digest('hex').slice(0, 32)
+}
+
+/**
+ * The principal of a verified OAuth access token. Never throws.
+ * @param claims the verified claims; `iss` and `sub` must be strings (the verifier checked them)
+ * @param scopes the granted scopes, already split
+ */
+export function oauthPrincipal (claims: Record<string, unknown>, scopes: readonly string[]): OAuthPrincipal {
+  const issuer = String(claims.iss)
+  const subject = String(claims.sub)
+  const clientId = typeof claims.client_id === 'string' ? claims.client_id : typeof claims.azp === 'string' ? claims.azp : undefined
+  // The id joins issuer and subject with '#': an issuer URL has no fragment (RFC 8414 §2), so the pair is unambiguous.
+  const id = `oauth:${issuer}#${subject}`
+  return Object.freeze({
+    kind: 'oauth' as const,
+    id,
+    key: keyOf(id),
+    issuer,
+    subject,
+    ...(clientId !== undefined ? { clientId } : {}),
+    scopes: Object.freeze([...scopes]),
+    claims: Object.freeze({ ...claims })
+  })
+}
+
+/** The principal of a static token called `name`, granted `scopes`. Never throws. */
+export function tokenPrincipal (name: string, scopes: readonly string[] = []): TokenPrincipal {
+  const id = `token:${name}`
+  return Object.freeze({ kind: 'token' as const, id, key: keyOf(id), name, scopes: Object.freeze([...scopes]) })
+}
+
+/** The stdio caller (`mcpx serve`): one process, one principal. */
+export const LOCAL_PRINCIPAL: LocalPrincipal = Object.freeze({ kind: 'local' as const, id: 'local', key: keyOf('local'), scopes: Object.freeze([]) })
+
+/**
+ * Splits an access token's scopes: the space-separated `scope` claim (RFC 9068 §2.2.3, RFC 7662),
+ * else `scp` as an array or a space-separated string (Entra ID, Okta). Empty when neither. Never throws.
+ */
+export function scopesOf (claims: Record<string, unknown>): string[] {
+  const raw = claims.scope ?? claims.scp
+  if (typeof raw === 'string') return raw.split(' ').filter(s => s !== '')
+  if (Array.isArray(raw)) return raw.filter((s): s is string => typeof s === 'string')
+  return []
+}
