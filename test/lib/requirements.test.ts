@@ -1,0 +1,81 @@
+/**
+ * The requirement manifest (test/requirements.ts) against the suite: every id is the name of some test, every
+ * source names a real seed or DIGEST section, and every test name follows the scheme documented there. Test names
+ * are read from the sources by test/helpers/test-names.ts (templated names expanded over their loops).
+ */
+import t from 'tap'
+import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { REQUIREMENTS, REVISIONS, SCOPES, SEED_FILE, requirementIds, type Requirement } from '../requirements.js'
+import { testNames, type TestName } from '../helpers/test-names.js'
+
+/** This file runs as dist/test/lib/requirements.test.js: the sources are in test/, shared/ is beside the checkout. */
+const TEST_DIR = fileURLToPath(new URL('../../../test', import.meta.url))
+const SHARED_DIR = fileURLToPath(new URL('../../../../shared/', import.meta.url))
+
+const SEGMENT = /^(?:[a-z0-9]|\$\{[^}]+\})+(?:-(?:[a-z0-9]|\$\{[^}]+\})+)*$/
+
+/** Why `name` leaves the scheme, or undefined when it follows it. */
+function schemeProblem (name: string): string | undefined {
+  const segments = name.split('/')
+  if (segments.length !== 3) return `${segments.length} segments, not <scope>/<area>/<requirement>`
+  if (!SCOPES.includes(segments[0])) return `scope ${JSON.stringify(segments[0])} is none of ${SCOPES.join(' ')}`
+  const bad = segments.slice(1).find(s => !SEGMENT.test(s))
+  return bad === undefined ? undefined : `${JSON.stringify(bad)} is not kebab-case`
+}
+
+/** The manifest ids no test name cites. */
+function uncited (manifest: Readonly<Record<string, Requirement>>, names: readonly TestName[]): string[] {
+  return requirementIds(manifest).filter(({ id }) => !names.some(name => name.matches(id))).map(({ id, key }) => id === key ? id : `${id} (family ${key})`)
+}
+
+const names = testNames(TEST_DIR)
+
+t.test('all/meta/every-requirement-is-cited', async t => {
+  const ids = requirementIds()
+  t.ok(ids.length > 100, `${ids.length} ids from ${Object.keys(REQUIREMENTS).length} manifest entries`)
+  t.same(uncited(REQUIREMENTS, names), [], 'every id in test/requirements.ts is the name of a test')
+})
+
+t.test('all/meta/coverage-check-reports-an-uncited-id', async t => {
+  const typo: Record<string, Requirement> = {
+    '2026-07-28/headers/mcp-method-missing': REQUIREMENTS['2026-07-28/headers/mcp-method-missing'],
+    '2026-07-28/headers/mcp-methd-missing': { source: 'DIGEST §6d', text: 'a typo nobody cites' },
+    '*/sessions/unknown-404': { source: 'DIGEST §3d', text: 'a family', revisions: [...REVISIONS] }
+  }
+  t.same(uncited(typo, names), ['2026-07-28/headers/mcp-methd-missing', '2026-07-28/sessions/unknown-404 (family */sessions/unknown-404)'],
+    'a misspelt id and a family member no loop registers are both reported')
+  const withoutTemplates = names.filter(name => name.file !== 'http/legacy.test.ts')
+  t.same(uncited({ '*/sessions/unknown-404': typo['*/sessions/unknown-404'] }, withoutTemplates).length, REVISIONS.length,
+    'a family cited only by a templated name in a loop is uncited once that file is gone')
+})
+
+t.test('all/meta/test-names-follow-the-scheme', async t => {
+  t.ok(names.length > 300, `${names.length} test names read`)
+  const off = names.flatMap(({ file, line, text }) => {
+    const problem = schemeProblem(text)
+    return problem === undefined ? [] : [`${file}:${line} ${text}: ${problem}`]
+  })
+  t.same(off, [], 'every test name is <scope>/<area>/<requirement> (see test/requirements.ts)')
+  t.equal(schemeProblem('2025-06-18/sessions/unknown-404'), undefined)
+  t.equal(schemeProblem('all/stdio/ids-echoed-exactly'), undefined)
+  t.match(schemeProblem('stdio/ids-echoed-exactly'), /segments/)
+  t.match(schemeProblem('security/limits/body-too-large'), /scope/)
+  t.match(schemeProblem('all/stdio/before-initialize (one child)'), /kebab-case/)
+})
+
+t.test('all/meta/requirement-ids-and-sources-are-well-formed', async t => {
+  const seedLines = new Set(readFileSync(SHARED_DIR + SEED_FILE, 'utf8').split('\n').map(line => line.trim()))
+  const digestSections = new Set([...readFileSync(SHARED_DIR + 'spec/DIGEST.md', 'utf8').matchAll(/^#{2,3} (\d+[a-z]?)\. /gm)].map(m => m[1]))
+  const problems: string[] = []
+  for (const [key, { source, revisions }] of Object.entries(REQUIREMENTS)) {
+    const family = key.startsWith('*/')
+    const problem = schemeProblem(family ? `${REVISIONS[0]}${key.slice(1)}` : key)
+    if (problem !== undefined) problems.push(`${key}: ${problem}`)
+    if (family !== (revisions !== undefined && revisions.length > 0)) problems.push(`${key}: a * family needs revisions, and only a family has them`)
+    const seed = /^seed › (.+)$/.exec(source)
+    const digest = /^DIGEST §(\d+[a-z]?)$/.exec(source)
+    if (seed !== null ? !seedLines.has(seed[1]) : digest === null || !digestSections.has(digest[1])) problems.push(`${key}: source ${JSON.stringify(source)} names no seed or DIGEST section`)
+  }
+  t.same(problems, [])
+})

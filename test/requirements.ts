@@ -1,0 +1,214 @@
+/**
+ * The requirement manifest: the transport rules of the seed (shared/seeds/000_b1284d353a3cd686.txt) and of the
+ * spec digest (shared/spec/DIGEST.md) that the suite tests, each under the id of the test that verifies it.
+ * test/lib/requirements.test.ts fails when an id here is not the name of some test, when a source does not name a
+ * real seed section or DIGEST section, or when a test name leaves the scheme below.
+ *
+ * ## Test names
+ * Every test (`t.test(name, …)`, nested ones too) is named `<scope>/<area>/<requirement>`, three segments, each
+ * kebab-case (`[a-z0-9]` words joined by `-`). The scope is one of:
+ * - a revision, `2024-11-05` `2025-03-26` `2025-06-18` `2025-11-25` `2026-07-28`: a rule of that revision, tested
+ *   under it. A rule that holds in several revisions but is checked per revision loops over them and registers one
+ *   test each (`for (const revision of LEGACY) t.test(`${revision}/sessions/unknown-404`, …)`), so
+ *   `tap --grep 2025-06-18/` selects that revision's surface;
+ * - `all`: a wire rule of every revision that one test checks once because the code path does not depend on the
+ *   revision (`all/origin/…`, `all/limits/…`, `all/era/…`, `all/jsonrpc/…`, `all/stdio/…`, `all/http/…`);
+ * - a scope for what is not a rule of a protocol revision: `auth` (bearer tokens, OAuth, safe binds), `upstreams`
+ *   (mcpx as a client: lists, calls, lifecycle, eras), `replicas` (sessions shared through Redis), `bridge` (MRTR
+ *   questions between eras), `config`, `daemon` (process, ops endpoints, shutdown), `plugin` (embedding in a host
+ *   Fastify app), `package` (what npm installs), `deploy` (deployment recipes, e.g. `deploy/nginx/…`).
+ *
+ * ## Ids
+ * An id is a test name. `*` as the first segment is a family, one id per revision in `revisions`
+ * (`*` + `/sessions/unknown-404` over the legacy revisions is `2024-11-05/sessions/unknown-404` … `2025-11-25/…`);
+ * every member must be cited. Several tests may cite one id; a test name not listed here is fine (not every test is a
+ * seed or DIGEST rule).
+ */
+
+/** The protocol revisions mcpx serves, oldest first. */
+export const REVISIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25', '2026-07-28'] as const
+export type Revision = typeof REVISIONS[number]
+
+/** The revisions that negotiate with initialize (the legacy era). */
+export const LEGACY_REVISIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'] as const satisfies readonly Revision[]
+
+/** The first segments a test name may have (see the scheme above). */
+export const SCOPES: readonly string[] = [...REVISIONS, 'all', 'auth', 'upstreams', 'replicas', 'bridge', 'config', 'daemon', 'plugin', 'package', 'deploy']
+
+/** The seed file the `seed › …` sources name, relative to shared/. */
+export const SEED_FILE = 'seeds/000_b1284d353a3cd686.txt'
+
+/** The seed's section headings (lines of the seed file), as cited in a source. */
+export type SeedSection =
+  | 'Which era a POST belongs to'
+  | 'Streamable HTTP, 2026-07-28'
+  | 'Streamable HTTP, 2025-03-26 … 2025-11-25'
+  | 'Origin (every revision with Streamable HTTP)'
+  | 'stdio, every revision'
+  | 'Found along the way'
+
+/** Where a requirement comes from: a seed section, or a DIGEST section such as `DIGEST §6d`. */
+export type Source = `seed › ${SeedSection}` | `DIGEST §${number}${string}`
+
+/** One requirement: its source, what it says in a line, and for a `*` family the revisions it spans. */
+export interface Requirement {
+  source: Source
+  text: string
+  revisions?: readonly Revision[]
+}
+
+const ERA: Source = 'seed › Which era a POST belongs to'
+const MODERN: Source = 'seed › Streamable HTTP, 2026-07-28'
+const LEGACY_HTTP: Source = 'seed › Streamable HTTP, 2025-03-26 … 2025-11-25'
+const ORIGIN: Source = 'seed › Origin (every revision with Streamable HTTP)'
+const STDIO: Source = 'seed › stdio, every revision'
+const LEGACY = LEGACY_REVISIONS
+const NO_BATCHES = ['2024-11-05', '2025-06-18', '2025-11-25'] as const satisfies readonly Revision[]
+
+/** id → requirement. Keep the ids in seed order, then DIGEST order. */
+export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
+  // ---------------------------------------------------------------- seed › Which era a POST belongs to
+  'all/era/body-meta-is-modern': { source: ERA, text: 'a POST whose body carries _meta protocolVersion is modern' },
+  'all/era/modern-header-without-meta-refused': { source: ERA, text: 'a modern MCP-Protocol-Version on a body without the _meta field is refused as a header/body disagreement, not served as legacy' },
+  'all/era/unimplemented-modern-date-is-32022': { source: ERA, text: 'a modern-era date mcpx does not implement is answered -32022, not treated as legacy' },
+  'all/era/no-header-no-meta-is-legacy': { source: ERA, text: 'everything else is legacy' },
+
+  // ---------------------------------------------------------------- seed › Streamable HTTP, 2026-07-28
+  '2026-07-28/headers/protocol-version-missing': { source: MODERN, text: 'MCP-Protocol-Version is required on every request POST: 400 -32020 with the id' },
+  '2026-07-28/headers/mcp-method-missing': { source: MODERN, text: 'Mcp-Method is required on every request POST' },
+  '2026-07-28/headers/mcp-name-missing': { source: MODERN, text: 'Mcp-Name is required on tools/call, prompts/get and resources/read' },
+  '2026-07-28/headers/protocol-version-mismatch': { source: MODERN, text: 'MCP-Protocol-Version different from the body is 400 -32020' },
+  '2026-07-28/headers/mcp-method-mismatch': { source: MODERN, text: 'Mcp-Method different from the body is 400 -32020' },
+  '2026-07-28/headers/mcp-name-mismatch': { source: MODERN, text: 'Mcp-Name different from the body is 400 -32020' },
+  '2026-07-28/headers/invalid-bytes': { source: MODERN, text: 'a header carrying bytes outside visible ASCII, space and tab is 400 -32020' },
+  '2026-07-28/headers/mcp-name-base64-valid': { source: MODERN, text: 'Mcp-Name in the =?base64?…?= sentinel is decoded before the comparison' },
+  '2026-07-28/headers/mcp-name-base64-missing-padding': { source: MODERN, text: 'the Base64 is strict: padding required' },
+  '2026-07-28/headers/mcp-name-base64-bad-chars': { source: MODERN, text: 'the Base64 is strict: alphabet only' },
+  '2026-07-28/headers/names-case-insensitive': { source: MODERN, text: 'header names match case-insensitively' },
+  '2026-07-28/headers/values-case-sensitive': { source: MODERN, text: 'header values match case-sensitively' },
+  '2026-07-28/headers/notification-needs-no-headers': { source: MODERN, text: 'a notification POST has no header requirements' },
+  '2026-07-28/headers/notification-headers-must-agree': { source: MODERN, text: 'headers a notification does send must still agree with its body' },
+  '2026-07-28/param-headers/matching-is-served': { source: MODERN, text: 'Mcp-Param-* headers that agree with the x-mcp-header annotated arguments are served' },
+  '2026-07-28/param-headers/invalid-bytes': { source: MODERN, text: 'an Mcp-Param-* header with bytes a header may not carry is 400 -32020' },
+  '2026-07-28/param-headers/base64-invalid-utf8': { source: MODERN, text: 'an Mcp-Param-* header that fails to decode is 400 -32020' },
+  '2026-07-28/param-headers/mismatch': { source: MODERN, text: 'an Mcp-Param-* header that differs from the body value is 400 -32020' },
+  '2026-07-28/param-headers/missing-while-body-has-value': { source: MODERN, text: 'an Mcp-Param-* header missing while the body has a value is 400 -32020' },
+  '2026-07-28/param-headers/present-while-body-has-none': { source: MODERN, text: 'an Mcp-Param-* header present while the body has none is 400 -32020' },
+  '2026-07-28/param-headers/integers-compare-numerically': { source: MODERN, text: 'integers compare numerically' },
+  '2026-07-28/param-headers/sent-upstream-for-the-unprefixed-name': { source: MODERN, text: 'an upstream\'s annotation counts: the shared rules also build the headers mcpx sends upstream' },
+  '2026-07-28/status/unknown-method-404': { source: MODERN, text: 'status is a function of the response: -32601 is 404' },
+  '2026-07-28/status/invalid-params-400': { source: MODERN, text: 'every -32602 is 400, not only the missing-_meta one' },
+  '2026-07-28/status/tool-error-is-200': { source: MODERN, text: 'everything else (a tool error result included) is 200' },
+  '2026-07-28/sessions/unknown-session-ignored': { source: MODERN, text: 'an unknown Mcp-Session-Id on a modern request is ignored (no 404)' },
+  '2026-07-28/sessions/known-legacy-session-not-bound': { source: MODERN, text: 'a known legacy session id never binds a modern request to it' },
+  '2026-07-28/sessions/none-minted': { source: MODERN, text: 'no session id is echoed or minted, server/discover included' },
+  '2026-07-28/batches/array-body-400': { source: MODERN, text: 'an array body is 400 -32600' },
+  '2026-07-28/notifications/accepted-202-empty': { source: MODERN, text: 'a notification is 202 with no body' },
+  '2026-07-28/notifications/not-accepted-400-id-less': { source: MODERN, text: 'a notification that is not accepted is 400 with an id-less error' },
+  '2026-07-28/notifications/unknown-method-202': { source: MODERN, text: 'an unknown notification method is ignored (202)' },
+  '2026-07-28/cancellation/closing-the-stream-cancels-upstream': { source: MODERN, text: 'closing the stream cancels the upstream call, and nothing is written afterwards' },
+  '2026-07-28/sessions/last-event-id-ignored': { source: MODERN, text: 'no Last-Event-ID' },
+  '2026-07-28/sessions/sse-events-carry-no-ids': { source: MODERN, text: 'no SSE event ids' },
+
+  // ---------------------------------------------------------------- seed › Streamable HTTP, 2025-03-26 … 2025-11-25
+  '*/sessions/initialize-mints-session-id': { source: LEGACY_HTTP, revisions: LEGACY, text: 'sessions are minted by initialize' },
+  '*/sessions/unknown-404': { source: LEGACY_HTTP, revisions: LEGACY, text: 'a request naming an unknown session is 404' },
+  '*/sessions/expired-404': { source: LEGACY_HTTP, revisions: LEGACY, text: 'a request naming an expired session is 404' },
+  '*/sessions/deleted-404': { source: LEGACY_HTTP, revisions: LEGACY, text: 'a request naming a deleted session is 404' },
+  '*/delete/with-session-204': { source: LEGACY_HTTP, revisions: LEGACY, text: 'DELETE with a session ends it (204)' },
+  '*/get/closes-on-delete': { source: LEGACY_HTTP, revisions: LEGACY, text: 'DELETE closes the session\'s GET stream' },
+  '*/delete/without-session-400': { source: LEGACY_HTTP, revisions: LEGACY, text: 'DELETE without a session is 400 (not 405: mcpx allows termination)' },
+  '*/delete/unknown-404': { source: LEGACY_HTTP, revisions: LEGACY, text: 'DELETE of an unknown session is 404' },
+  '*/sessions/sessionless-served': { source: LEGACY_HTTP, revisions: LEGACY, text: 'a legacy request with no session header is served statelessly' },
+  '*/protocol-version/unsupported-400-32022': { source: LEGACY_HTTP, revisions: LEGACY, text: 'MCP-Protocol-Version that is not a legacy revision mcpx implements is 400 -32022 with the legacy list' },
+  '2025-03-26/protocol-version/absent-means-2025-03-26': { source: LEGACY_HTTP, text: 'an absent header means 2025-03-26 for a sessionless request' },
+  '*/protocol-version/session-governs': { source: LEGACY_HTTP, revisions: LEGACY, text: 'in a session the version negotiated at initialize governs, even if the header names another supported one' },
+  '2025-03-26/batch/session-accepted': { source: LEGACY_HTTP, text: 'a batch is accepted when the session negotiated 2025-03-26' },
+  '2025-03-26/batch/sessionless-header-accepted': { source: LEGACY_HTTP, text: 'a batch is accepted sessionless with no header or a 2025-03-26 one' },
+  '*/batch/refused-400': { source: LEGACY_HTTP, revisions: NO_BATCHES, text: 'otherwise a batch is 400 -32600' },
+  '2025-03-26/batch/elements-run-concurrently': { source: LEGACY_HTTP, text: 'batch elements run concurrently' },
+  '2025-03-26/batch/answers-delivered-in-a-batch': { source: LEGACY_HTTP, text: 'responses in a batch are delivered to waiting questions' },
+  '2025-03-26/batch/streamed-replies-as-separate-events': { source: LEGACY_HTTP, text: 'the reply is a JSON array, or the elements\' replies as separate events if something had to stream' },
+  '2025-03-26/batch/notifications-only-202': { source: LEGACY_HTTP, text: 'a batch of only notifications and responses gets 202' },
+  '2025-03-26/batch/initialize-element-refused': { source: LEGACY_HTTP, text: 'initialize inside a batch is refused as that element and mints nothing' },
+  '*/get/no-session-405': { source: LEGACY_HTTP, revisions: LEGACY, text: 'GET without a session is 405' },
+  '*/get/modern-header-405': { source: LEGACY_HTTP, revisions: LEGACY, text: 'GET with a modern header is 405' },
+  '*/get/unknown-session-404': { source: LEGACY_HTTP, revisions: LEGACY, text: 'GET with an unknown session is 404' },
+  '*/get/opens-stream-keep-alive-409': { source: LEGACY_HTTP, revisions: LEGACY, text: 'GET opens the notification stream (X-Accel-Buffering: no, keep-alive comments); a second one is 409' },
+  '*/get/tools-list-changed': { source: LEGACY_HTTP, revisions: LEGACY, text: 'the stream carries list_changed, opted into by mcpx declaring listChanged' },
+  '*/get/resources-updated': { source: LEGACY_HTTP, revisions: LEGACY, text: 'the stream carries notifications/resources/updated for resources/subscribe' },
+  '*/get/subscription-before-stream-delivers': { source: LEGACY_HTTP, revisions: LEGACY, text: 'a subscription made before the stream opens delivers once it does' },
+  '*/get/no-stream-dropped': { source: LEGACY_HTTP, revisions: LEGACY, text: 'with no stream open a notification is dropped' },
+  '*/cancel/disconnect-in-session-not-cancel': { source: LEGACY_HTTP, revisions: LEGACY, text: 'in a session a dropped connection is not a cancellation' },
+  '*/cancel/notification-cancels-and-withholds': { source: LEGACY_HTTP, revisions: LEGACY, text: 'notifications/cancelled on the session cancels the request and withholds its reply' },
+  '*/cancel/sessionless-disconnect-cancels': { source: LEGACY_HTTP, revisions: LEGACY, text: 'without a session the disconnect remains the cancellation signal' },
+  '*/questions/notification-202': { source: LEGACY_HTTP, revisions: LEGACY, text: 'responses and notifications: 202 no body' },
+  '*/questions/unmatched-response-400': { source: LEGACY_HTTP, revisions: LEGACY, text: 'a response nothing is waiting for is 400' },
+
+  // ---------------------------------------------------------------- seed › Origin (every revision with Streamable HTTP)
+  'all/origin/refused-403-every-method-both-eras': { source: ORIGIN, text: 'an Origin present and not allowed is 403, on every method' },
+  'all/origin/refused-body-is-id-less-json-rpc': { source: ORIGIN, text: 'the 403 carries an id-less JSON-RPC error' },
+  'all/origin/no-origin-allowed': { source: ORIGIN, text: 'no Origin at all is allowed' },
+  'all/origin/loopback-any-port-http-https': { source: ORIGIN, text: 'the loopback hosts are allowed at any port over http or https' },
+  'all/origin/daemon-address-specific-allowed': { source: ORIGIN, text: 'the daemon\'s own address is allowed when it is a specific address' },
+  'all/origin/daemon-address-wildcard-not-an-origin': { source: ORIGIN, text: 'an unspecified daemon address (0.0.0.0, ::) allows no origin' },
+  'all/origin/allowed-origins-exact': { source: ORIGIN, text: 'transport.allowedOrigins match exactly' },
+  'all/origin/host-header-does-not-help': { source: ORIGIN, text: 'the request\'s Host is not the daemon\'s address (DNS rebinding)' },
+  'all/origin/null-refused': { source: ORIGIN, text: 'Origin: null is refused' },
+
+  // ---------------------------------------------------------------- seed › stdio, every revision
+  'all/stdio/ping-answered-while-slow-call-runs': { source: STDIO, text: 'requests run concurrently' },
+  'all/stdio/cancelled-call-reaches-upstream-and-is-not-answered': { source: STDIO, text: 'notifications/cancelled cancels the upstream call and the reply is suppressed' },
+  'all/stdio/notifications-and-responses-never-answered': { source: STDIO, text: 'notifications are never answered, not even with an error' },
+  '2025-03-26/stdio/batch-answered-as-array': { source: STDIO, text: 'a batch (2025-03-26, or before any initialize) is answered with an array' },
+  '2025-06-18/stdio/batch-refused': { source: STDIO, text: 'after a 2025-06-18 initialize a batch is refused' },
+  '2025-03-26/stdio/notifications-only-batch-gets-no-reply': { source: STDIO, text: 'a batch of notifications only gets nothing' },
+  '2025-03-26/stdio/initialize-in-batch-is-an-error-element': { source: STDIO, text: 'initialize in a batch is an error element' },
+  'all/stdio/eof-after-5-requests-all-answered': { source: STDIO, text: 'EOF stops reading; requests already in flight still get their answers' },
+  'all/stdio/eof-drain-expiry-cancels-and-exits': { source: STDIO, text: 'after transport.stdioDrain the rest are cancelled and the process exits' },
+  '2024-11-05/stdio/before-initialize-answered-in-oldest-shapes': { source: STDIO, text: 'ping and anything else before initialize is answered under the oldest revision\'s shapes' },
+  'all/stdio/stdout-carries-only-jsonrpc-frames': { source: STDIO, text: 'stdout carries only MCP: every line is one JSON-RPC message (a newline in a text included)' },
+  '2025-06-18/stdio/list-changed-forwarded-after-initialize': { source: STDIO, text: 'after a legacy initialize, list_changed is forwarded' },
+
+  // ---------------------------------------------------------------- DIGEST
+  'all/jsonrpc/exact-ids-round-trip': { source: 'DIGEST §2b', text: 'a response echoes the request id exactly' },
+  '*/ids/exact': { source: 'DIGEST §2b', revisions: LEGACY, text: 'a response echoes the request id exactly, over legacy HTTP' },
+  'all/stdio/ids-echoed-exactly': { source: 'DIGEST §2b', text: 'a response echoes the request id exactly, over stdio' },
+  'all/jsonrpc/id-null-is-not-a-notification': { source: 'DIGEST §2b', text: 'the id is never null; a null id is not a notification' },
+  'all/revisions/legacy-negotiation': { source: 'DIGEST §2a', text: 'the server echoes a supported version, otherwise answers its newest' },
+  'all/jsonrpc/invalid-utf8-is-32700': { source: 'DIGEST §3b', text: 'JSON-RPC messages are UTF-8: invalid UTF-8 is a parse error' },
+  'all/revisions/batches-only-in-2025-03-26': { source: 'DIGEST §4', text: 'batching exists in 2025-03-26 only (removed in 2025-06-18)' },
+  '2026-07-28/envelope/missing-protocol-version-32602': { source: 'DIGEST §6a', text: 'a request missing _meta protocolVersion is -32602, HTTP 400' },
+  '2026-07-28/envelope/missing-client-capabilities-32602': { source: 'DIGEST §6a', text: 'a request missing _meta clientCapabilities is -32602, HTTP 400' },
+  '2026-07-28/envelope/missing-client-capability-32021': { source: 'DIGEST §6a', text: 'a capability the request did not declare is -32021 with data.requiredCapabilities' },
+  '2026-07-28/stdio/modern-requests-served-statelessly': { source: 'DIGEST §6a', text: 'a dual-era server serves a request carrying modern _meta statelessly' },
+  '2026-07-28/envelope/legacy-methods-404': { source: 'DIGEST §6c', text: 'a method the modern revision does not have is 404 -32601' },
+  '2026-07-28/responses/json-when-only-json-accepted': { source: 'DIGEST §6c', text: 'a request is answered application/json or text/event-stream, as the client accepts' },
+  '2026-07-28/responses/sse-own-progress-only-and-keep-alive': { source: 'DIGEST §6c', text: 'the SSE response carries only this request\'s notifications, keep-alive comments allowed' },
+  '2026-07-28/headers/surrounding-whitespace-trimmed': { source: 'DIGEST §6d', text: 'D4: surrounding whitespace of a mirrored header is trimmed' },
+  '2026-07-28/headers/base64-d3-table': { source: 'DIGEST §6d', text: 'D3: server-side Base64 decoding cases' },
+  '2026-07-28/param-headers/d1-spec-encoding-examples': { source: 'DIGEST §6d', text: 'D1: the spec\'s encoding examples' },
+  '2026-07-28/param-headers/d2-sep-conformance-encoding': { source: 'DIGEST §6d', text: 'D2: SEP-2243 conformance encodings' },
+  '2026-07-28/param-headers/nested-property-checked': { source: 'DIGEST §6d', text: 'an annotation reachable through nested properties is checked' },
+  'all/limits/body-too-large-413': { source: 'DIGEST §6e', text: 'an oversized request is 413' },
+  'all/limits/oversized-headers-431': { source: 'DIGEST §6e', text: 'oversized headers are 431' },
+  '2026-07-28/discover/versions-and-capabilities': { source: 'DIGEST §6f', text: 'server/discover answers supportedVersions, capabilities, ttlMs and cacheScope' },
+  '2026-07-28/listen/acknowledged-then-only-requested-tagged': { source: 'DIGEST §6f', text: 'subscriptions/listen: acknowledged first, then only requested types, each tagged with the subscription id' },
+  '2026-07-28/stdio/subscriptions-listen': { source: 'DIGEST §6f', text: 'subscriptions/listen over stdio' },
+  '2026-07-28/envelope/result-shaping': { source: 'DIGEST §6f', text: 'modern results carry resultType (and ttlMs/cacheScope where cacheable); legacy results do not' },
+  'bridge/state/tampered-is-refused': { source: 'DIGEST §6f', text: 'MRTR requestState is attacker-controlled: a tampered one is refused' },
+  'bridge/state/expired-is-refused': { source: 'DIGEST §6f', text: 'requestState binds an expiry' },
+  'bridge/state/bound-to-the-caller': { source: 'DIGEST §6f', text: 'requestState binds the principal' },
+  'bridge/state/state-of-another-request-is-refused': { source: 'DIGEST §6f', text: 'requestState binds the originating request' },
+  'bridge/capability/undeclared-question-is-refused-upstream-and-named-to-the-client': { source: 'DIGEST §6f', text: 'the server must not request inputs the client lacks the capability for' }
+}
+
+/** One concrete id of the manifest, with the key it came from (a family key for a `*` family). */
+export interface RequirementId { id: string, key: string, requirement: Requirement }
+
+/** Every concrete id: a family key `*` + `/area/req` yields one id per revision in its `revisions`. */
+export function requirementIds (manifest: Readonly<Record<string, Requirement>> = REQUIREMENTS): RequirementId[] {
+  return Object.entries(manifest).flatMap(([key, requirement]) => key.startsWith('*/')
+    ? (requirement.revisions ?? []).map(revision => ({ id: revision + key.slice(1), key, requirement }))
+    : [{ id: key, key, requirement }])
+}
