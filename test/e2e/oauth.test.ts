@@ -280,7 +280,7 @@ async function openSession (t: Test, s: Served, token: string): Promise<string> 
 }
 
 for (const store of ['memory', 'redis'] as const) {
-  t.test(`auth/oauth/session-survives-refresh-and-refuses-another-subject (${store} store)`, async t => {
+  t.test(`auth/oauth/session-survives-refresh-and-refuses-another-subject-${store}-store`, async t => {
     const as = await startAuthServer(t)
     const sessions = store === 'redis' ? { store: 'redis', keyPrefix: `mcpx-test-oauth-${process.pid}-${Date.now()}:` } : { store: 'memory' }
     const s = await serve(t, as, {}, { sessions })
