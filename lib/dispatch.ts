@@ -10,10 +10,10 @@
 import type { Logger } from './log.js'
 import {
   errorResponse, successResponse, isObject,
-  INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY, RESOURCE_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION, UPSTREAM_ERROR,
+  INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY, RESOURCE_NOT_FOUND, UPSTREAM_ERROR,
   type JsonRpcRequest, type JsonRpcResponse, type JsonRpcErrorResponse, type RequestId
 } from './jsonrpc.js'
-import { MODERN_REVISIONS, SUPPORTED_REVISIONS, negotiateLegacy, isImplemented, eraOf, type Revision } from './revisions.js'
+import { MODERN_REVISIONS, SUPPORTED_REVISIONS, negotiateLegacy, unsupportedVersion, type Revision } from './revisions.js'
 import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, metaOf } from './classify.js'
 import { UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamQuestion, type UpstreamRegistry } from './upstreams/types.js'
 import type { DispatchContext } from './dispatch-types.js'
@@ -474,16 +474,6 @@ export function missingCapabilities (result: JsonObject, clientCapabilities: Jso
 /** The -32021 error (400) naming the capabilities in `data.requiredCapabilities` (DIGEST §6a, §6e). */
 export function missingCapabilityError (id: RequestId, required: JsonObject): JsonRpcErrorResponse {
   return errorResponse(id, MISSING_REQUIRED_CLIENT_CAPABILITY, `Missing required client capability: ${Object.keys(required).join(', ')}`, { requiredCapabilities: required })
-}
-
-/** The -32022 error for a modern request whose revision mcpx does not serve (DIGEST §6a Negotiation). */
-export function unsupportedVersion (id: RequestId | undefined, requested: string): JsonRpcErrorResponse {
-  return errorResponse(id, UNSUPPORTED_PROTOCOL_VERSION, `Unsupported protocol version: ${requested}`, { supported: [...MODERN_REVISIONS], requested })
-}
-
-/** True when `revision` is a modern revision string mcpx implements. */
-export function isServedModern (revision: string): boolean {
-  return eraOf(revision) === 'modern' && isImplemented(revision)
 }
 
 function requireString (params: JsonObject, key: string): string {

@@ -14,7 +14,7 @@ import {
   type Classified, type JsonRpcErrorObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse
 } from './jsonrpc.js'
 import { modernStatus, legacyStatus, REFUSAL_STATUS, RETRY_AFTER_SECONDS } from './status.js'
-import { batchAllowed, type Revision } from './revisions.js'
+import { ASSUMED_LEGACY_REVISION, batchAllowed, type Revision } from './revisions.js'
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, metaOf } from './classify.js'
 import { readListenFilter, acknowledgement, tagWithSubscription, type NotificationHub } from './notify-hub.js'
 import type { Dispatcher } from './dispatch.js'
@@ -253,8 +253,8 @@ const sessionlessQuestions = new Map<string, PendingQuestion>()
  */
 export async function serveLegacyPost (deps: ExchangeDeps, value: unknown, batch: boolean, context: LegacyPostContext, channel: PostChannel): Promise<void> {
   const { session } = context
-  // Seed: in a session the negotiated version governs; sessionless, the header or 2025-03-26.
-  const revision = session?.revision ?? context.headerRevision ?? '2025-03-26'
+  // Seed: in a session the negotiated version governs; sessionless, the header or ASSUMED_LEGACY_REVISION.
+  const revision = session?.revision ?? context.headerRevision ?? ASSUMED_LEGACY_REVISION
   if (batch) return await serveLegacyBatch(deps, value as unknown[], revision, context, channel)
   const item = classify(value)
   if (item.kind === 'request' && item.message.method === 'initialize') return await serveInitialize(deps, item.message, channel)
@@ -274,7 +274,7 @@ type ItemOutcome =
 
 async function serveInitialize (deps: ExchangeDeps, request: JsonRpcRequest, channel: PostChannel): Promise<void> {
   const controller = new AbortController()
-  const response = await deps.dispatcher.handle(request, { era: 'legacy', revision: '2025-03-26', clientCapabilities: {}, signal: controller.signal })
+  const response = await deps.dispatcher.handle(request, { era: 'legacy', revision: ASSUMED_LEGACY_REVISION, clientCapabilities: {}, signal: controller.signal })
   if ('error' in response) return reply(channel, legacyStatus(response.error), response)
   const capabilities = isObject(request.params?.capabilities) ? request.params.capabilities : {}
   const minted = await deps.sessions.mint(String(response.result.protocolVersion), capabilities, channel.principal)

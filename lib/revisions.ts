@@ -6,6 +6,8 @@
  * (seed › "Which era a POST belongs to"): it is answered -32022, never served as legacy.
  */
 
+import { errorResponse, UNSUPPORTED_PROTOCOL_VERSION, type JsonRpcErrorResponse, type RequestId } from './jsonrpc.js'
+
 /** An MCP revision string such as `'2025-06-18'`. */
 export type Revision = string
 
@@ -31,10 +33,14 @@ export const OLDEST_REVISION: Revision = LEGACY_REVISIONS[0]
 export const NEWEST_LEGACY_REVISION: Revision = LEGACY_REVISIONS[LEGACY_REVISIONS.length - 1]
 
 /**
- * The revision a sessionless legacy HTTP request without `MCP-Protocol-Version` is taken to speak
- * (2025-06-18/basic/transports.mdx: "the server SHOULD assume 2025-03-26").
+ * The legacy revision assumed when none was negotiated or named:
+ * - a sessionless legacy HTTP request without `MCP-Protocol-Version` (2025-06-18/basic/transports.mdx:
+ *   "the server SHOULD assume 2025-03-26"), and the `initialize` that mints a session;
+ * - a stdio batch before any `initialize` (seed › stdio › Batches: "from the connection's negotiated
+ *   version, or 2025-03-26 before any initialize"). Everything else before initialize on stdio is
+ *   answered under {@link OLDEST_REVISION}'s shapes.
  */
-export const DEFAULT_HTTP_REVISION: Revision = '2025-03-26'
+export const ASSUMED_LEGACY_REVISION: Revision = '2025-03-26'
 
 const REVISION_SHAPE = /^\d{4}-\d{2}-\d{2}$/
 
@@ -62,7 +68,7 @@ export function isLegacyRevision (revision: unknown): revision is Revision {
  * 2025-06-18 removed them). 2024-11-05 defines none. Seed › Streamable HTTP legacy › Batches.
  */
 export function batchAllowed (revision: Revision): boolean {
-  return revision === '2025-03-26'
+  return revision === ASSUMED_LEGACY_REVISION
 }
 
 /**
@@ -71,4 +77,38 @@ export function batchAllowed (revision: Revision): boolean {
  */
 export function negotiateLegacy (proposed: unknown): Revision {
   return isLegacyRevision(proposed) ? proposed : NEWEST_LEGACY_REVISION
+}
+
+/* ---------------------------------------------------------------- -32022 */
+// The whole "unsupported protocol version" rule (DIGEST §6a Negotiation; seed › Which era a POST
+// belongs to): a modern-era date mcpx does not serve is -32022 listing the modern revisions; a
+// legacy request whose MCP-Protocol-Version header is not a legacy revision mcpx implements is
+// -32022 listing the legacy ones (2025-06-18 transports: 400 Bad Request). Statuses: lib/status.
+
+/** True when `revision` is a modern revision string mcpx implements. Never throws. */
+export function isServedModern (revision: string): boolean {
+  return eraOf(revision) === 'modern' && isImplemented(revision)
+}
+
+/**
+ * True when a modern-era revision (header or body) is one mcpx does not serve: -32022.
+ * A header naming a legacy revision (or anything else) beside a modern body is not a version mcpx
+ * lacks but the mirrored-header disagreement (-32020, lib/modern-headers.ts). Never throws.
+ */
+export function isUnservedModern (requested: unknown): requested is string {
+  return typeof requested === 'string' && eraOf(requested) === 'modern' && !isServedModern(requested)
+}
+
+/** The -32022 error for a modern request whose revision mcpx does not serve, `data.supported` the modern list. */
+export function unsupportedVersion (id: RequestId | undefined, requested: string): JsonRpcErrorResponse {
+  return errorResponse(id, UNSUPPORTED_PROTOCOL_VERSION, `Unsupported protocol version: ${requested}`, { supported: [...MODERN_REVISIONS], requested })
+}
+
+/**
+ * The -32022 error for a legacy request whose MCP-Protocol-Version header is not a legacy revision
+ * mcpx implements, `data.supported` the legacy list. It carries the request's id when one can be read
+ * (JSON-RPC 2.0 §5; 2025-11-25 basic/index.mdx lets an error omit the id only when it could not be read).
+ */
+export function unsupportedLegacyVersion (id: RequestId | undefined, requested: string): JsonRpcErrorResponse {
+  return errorResponse(id, UNSUPPORTED_PROTOCOL_VERSION, `Unsupported protocol version: ${requested}`, { supported: [...LEGACY_REVISIONS], requested })
 }

@@ -26,7 +26,7 @@ import {
   INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
   type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse, type RequestId
 } from './jsonrpc.js'
-import { OLDEST_REVISION, FIRST_MODERN_REVISION, batchAllowed, type Revision } from './revisions.js'
+import { ASSUMED_LEGACY_REVISION, OLDEST_REVISION, FIRST_MODERN_REVISION, batchAllowed, type Revision } from './revisions.js'
 import { hasModernMeta, metaOf, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SUBSCRIPTION_ID } from './classify.js'
 import type { Dispatcher } from './dispatch.js'
 import type { DispatchContext } from './dispatch-types.js'
@@ -36,13 +36,6 @@ import { UpstreamRpcError, type JsonObject, type UpstreamQuestion } from './upst
 
 /** Largest stdio line accepted, in bytes, when the options name none (the config's transport.maxBodyBytes default). */
 export const DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024
-
-/**
- * The revision a batch is judged under before any `initialize` (seed › stdio › Batches:
- * "from the connection's negotiated version, or 2025-03-26 before any initialize"). Note that
- * the same seed answers everything else before initialize under the oldest revision's shapes.
- */
-const PRE_INITIALIZE_BATCH_REVISION: Revision = '2025-03-26'
 
 /** After the drain cancels what is left, how long aborted requests get to settle, in ms. */
 const SETTLE_AFTER_ABORT_MS = 1000
@@ -408,7 +401,7 @@ export function startStdioServer (input: Readable, output: Writable, dispatcher:
 
   /** One batch line: judged by the connection's revision; elements run concurrently; one array reply. */
   function batch (elements: unknown[]): void {
-    const revision = legacy?.revision ?? PRE_INITIALIZE_BATCH_REVISION
+    const revision = legacy?.revision ?? ASSUMED_LEGACY_REVISION
     if (elements.length === 0) { write(errorResponse(undefined, INVALID_REQUEST, 'Invalid Request: empty batch')); return }
     if (elements.some(hasModernMeta)) { write(errorResponse(undefined, INVALID_REQUEST, 'Invalid Request: batches do not exist in the modern era')); return }
     if (!batchAllowed(revision)) { write(errorResponse(undefined, INVALID_REQUEST, `Invalid Request: batches are not allowed in revision ${revision}`)); return }

@@ -15,8 +15,8 @@ import fp from 'fastify-plugin'
 import { MemorySessionStore, sessionBoundTo, type Session, type SessionStore } from '../lib/sessions.js'
 import { RedisSessionStore } from '../lib/redis-sessions.js'
 import type { McpxConfig } from '../lib/config.js'
-import { classify, encodeMessage, errorResponse, INVALID_REQUEST, INTERNAL_ERROR, UNSUPPORTED_PROTOCOL_VERSION, type Parsed, type RequestId } from '../lib/jsonrpc.js'
-import { LEGACY_REVISIONS, isLegacyRevision } from '../lib/revisions.js'
+import { classify, encodeMessage, errorResponse, INVALID_REQUEST, INTERNAL_ERROR, type Parsed, type RequestId } from '../lib/jsonrpc.js'
+import { isLegacyRevision, unsupportedLegacyVersion } from '../lib/revisions.js'
 import { readHeader } from '../lib/header-values.js'
 import { REFUSAL_STATUS, legacyStatus } from '../lib/status.js'
 import { STORE_UNAVAILABLE_MESSAGE } from '../lib/http-exchange.js'
@@ -66,10 +66,8 @@ export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fast
     if (request.mcpEra !== 'legacy') return
     const version = request.mcpProtocolVersion
     if (version !== null && !isLegacyRevision(version) && request.method !== 'DELETE') {
-      // The refusal carries the request's id when one can be read (JSON-RPC 2.0 §5; 2025-11-25
-      // basic/index.mdx lets an error omit the id only when it could not be read), as the modern
-      // -32022 does; a batch or a notification has none to carry.
-      const refused = errorResponse(requestIdOf(request.body), UNSUPPORTED_PROTOCOL_VERSION, `Unsupported protocol version: ${version}`, { supported: [...LEGACY_REVISIONS], requested: version })
+      // The refusal carries the request's id when one can be read; a batch or a notification has none.
+      const refused = unsupportedLegacyVersion(requestIdOf(request.body), version)
       return reply.code(legacyStatus(refused.error)).type('application/json').send(encodeMessage(refused))
     }
     const header = readHeader(request.headers, 'mcp-session-id')

@@ -10,8 +10,7 @@ import { classify, encodeMessage, errorResponse, INVALID_REQUEST, type Parsed } 
 import { modernStatus } from '../lib/status.js'
 import { checkModernHeaders, bodyProtocolVersion } from '../lib/modern-headers.js'
 import { checkParamHeaders } from '../lib/param-headers.js'
-import { unsupportedVersion, isServedModern } from '../lib/dispatch.js'
-import { eraOf } from '../lib/revisions.js'
+import { isUnservedModern, unsupportedVersion } from '../lib/revisions.js'
 import type { UpstreamRegistry } from '../lib/upstreams/types.js'
 
 export interface ModernHeadersOptions {
@@ -31,11 +30,10 @@ export default fp<ModernHeadersOptions>(async function mcpxModernHeaders (fastif
     if (item.kind !== 'request' && item.kind !== 'notification') return // the route answers invalid bodies and responses
     const message = item.message
     const id = item.kind === 'request' ? item.message.id : undefined
-    // A modern-era revision mcpx does not serve is -32022, whether the header or the body named it.
-    // A header naming a legacy revision (or anything else) beside a modern body is not a version
-    // mcpx lacks but the disagreement the mirrored-header rule catches: -32020 below (seed).
+    // A modern-era revision mcpx does not serve is -32022, whether the header or the body named it
+    // (lib/revisions); anything else the header disagrees on is -32020 below (seed).
     const requested = request.mcpProtocolVersion ?? bodyProtocolVersion(message.params)
-    if (typeof requested === 'string' && eraOf(requested) === 'modern' && !isServedModern(requested)) {
+    if (isUnservedModern(requested)) {
       const refused = unsupportedVersion(id, requested)
       return reply.code(modernStatus(refused.error)).type('application/json').send(encodeMessage(refused))
     }

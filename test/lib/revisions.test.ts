@@ -27,3 +27,14 @@ t.test('all/revisions/legacy-negotiation', async t => {
   t.equal(negotiateLegacy('1999-01-01'), '2025-11-25')
   t.equal(negotiateLegacy(undefined), '2025-11-25')
 })
+
+t.test('all/versions/unsupported-version-is-32022-with-the-era-list', async t => {
+  const { isUnservedModern, unsupportedVersion, unsupportedLegacyVersion, ASSUMED_LEGACY_REVISION } = await import('../../lib/revisions.js')
+  t.equal(ASSUMED_LEGACY_REVISION, '2025-03-26')
+  t.ok(isUnservedModern('2027-01-01'), 'a later modern date mcpx does not serve')
+  t.notOk(isUnservedModern('2026-07-28'), 'served')
+  t.notOk(isUnservedModern('2025-06-18'), 'a legacy date beside a modern body is -32020, not -32022')
+  t.notOk(isUnservedModern(undefined))
+  t.strictSame(unsupportedVersion(7, '2027-01-01'), { jsonrpc: '2.0', id: 7, error: { code: -32_022, message: 'Unsupported protocol version: 2027-01-01', data: { supported: [...MODERN_REVISIONS], requested: '2027-01-01' } } })
+  t.strictSame(unsupportedLegacyVersion(undefined, '1999-01-01').error.data, { supported: [...LEGACY_REVISIONS], requested: '1999-01-01' })
+})
