@@ -15,15 +15,22 @@ import { REDACTED_PATHS } from './lib/log.js'
 import { loadBearerTokens, assertSafeBind, isLoopbackBindHost } from './lib/auth.js'
 import { parseHostPort } from './lib/origin.js'
 import { McpxError } from './lib/errors.js'
-import { REFUSAL_STATUS } from './lib/status.js'
+import { STATUS_CODES } from 'node:http'
+import { readinessStatus, refusal } from './lib/status.js'
+import { sendRefusal } from './plugins/send-refusal.js'
 import type { McpxConfig } from './lib/config.js'
 
 /** How often idle keep-alive connections are closed while shutting down, ms. */
 const SHUTDOWN_IDLE_SWEEP_MS = 100
 
-/** JSON-RPC bodies for HTTP errors Node raises before any route runs (oversized headers, garbage requests). */
-const HEADERS_TOO_LARGE = JSON.stringify({ jsonrpc: '2.0', error: { code: -32_600, message: 'Request Header Fields Too Large' } })
-const BAD_REQUEST = JSON.stringify({ jsonrpc: '2.0', error: { code: -32_600, message: 'Bad Request: malformed HTTP request' } })
+/** Answers to HTTP errors Node raises before any route runs (oversized headers, garbage requests), written raw. */
+const HEADERS_TOO_LARGE = rawResponse(refusal('headersTooLarge'))
+const BAD_REQUEST = rawResponse(refusal('malformedHttp'))
+
+/** A refusal as a whole HTTP/1.1 response on a socket that is then closed (no Fastify reply exists yet). */
+function rawResponse (refused: ReturnType<typeof refusal>): string {
+  return `HTTP/1.1 ${refused.status} ${STATUS_CODES[refused.status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(refused.body)}\r\nConnection: close\r\n\r\n${refused.body}`
+}
 
 /**
  * Fastify's clientErrorHandler: a request Node's parser refused gets an id-less JSON-RPC error
@@ -32,12 +39,10 @@ const BAD_REQUEST = JSON.stringify({ jsonrpc: '2.0', error: { code: -32_600, mes
  */
 function answerClientError (err: NodeJS.ErrnoException, socket: import('node:net').Socket): void {
   if (!socket.writable) { socket.destroy(); return }
-  const tooLarge = err.code === 'HPE_HEADER_OVERFLOW'
-  const body = tooLarge ? HEADERS_TOO_LARGE : BAD_REQUEST
-  socket.end(`HTTP/1.1 ${tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+  socket.end(err.code === 'HPE_HEADER_OVERFLOW' ? HEADERS_TOO_LARGE : BAD_REQUEST)
 }
 
-const FOREIGN_HOST = JSON.stringify({ jsonrpc: '2.0', error: { code: -32_600, message: 'Forbidden: Host is not a loopback name' } })
+const FOREIGN_HOST = refusal('forbiddenHost')
 const LOOPBACK_HOSTNAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1'])
 
 /** True when daemon.address names a loopback host. */
@@ -51,7 +56,7 @@ async function refuseForeignHost (request: FastifyRequest, reply: FastifyReply):
   const host = request.headers.host ?? ''
   const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]
   if (LOOPBACK_HOSTNAMES.has(name.toLowerCase()) || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name)) return
-  await reply.code(REFUSAL_STATUS.forbiddenHost).type('application/json').send(FOREIGN_HOST)
+  await sendRefusal(reply, FOREIGN_HOST)
 }
 
 /**
@@ -88,7 +93,7 @@ export async function buildDaemon (config: McpxConfig, options: { logLevel?: str
   app.get('/readyz', opsGuard, async function readyz (_request, reply) {
     const upstreams = app.upstreams.status()
     const failing = upstreams.filter(u => u.state !== 'ready').map(u => u.name)
-    return reply.code(failing.length === 0 ? 200 : 503).send({ status: failing.length === 0 ? 'ready' : 'not ready', failing, upstreams })
+    return reply.code(readinessStatus(failing.length === 0)).send({ status: failing.length === 0 ? 'ready' : 'not ready', failing, upstreams })
   })
   app.get('/metrics', opsGuard, async function metrics (_request, reply) {
     const registry = app.mcpxMetrics.registry

@@ -15,7 +15,6 @@ import { readFileSync } from 'node:fs'
 import type { McpxConfig } from './config.js'
 import { McpxError } from './errors.js'
 import { Secret, readSecret } from './secret.js'
-import { INVALID_REQUEST, errorResponse, type JsonRpcErrorResponse } from './jsonrpc.js'
 import { parseHostPort } from './origin.js'
 
 /** A token may hold visible ASCII only: anything else could never arrive intact in a header. */
@@ -23,29 +22,6 @@ const TOKEN_CHARS = /^[\x21-\x7e]+$/
 
 /** `Bearer`, one or more spaces, the token, optional trailing whitespace. Compiled once. */
 const BEARER = /^bearer +([\x21-\x7e]+)[ \t]*$/i
-
-/** HTTP status of a refused request (RFC 6750 §3.1 `invalid_token` and missing credentials). */
-export const AUTH_REFUSED_HTTP_STATUS = 401
-
-/** `WWW-Authenticate` when no bearer credentials were sent (RFC 6750 §3.1: no error code). */
-export const WWW_AUTHENTICATE_MISSING = 'Bearer'
-/** `WWW-Authenticate` when a bearer token was sent and is not accepted (RFC 6750 §3.1). */
-export const WWW_AUTHENTICATE_INVALID = 'Bearer error="invalid_token"'
-
-/** Message of the 401 body when no bearer token was sent. */
-export const AUTH_MISSING_MESSAGE = 'Unauthorized: a bearer token is required'
-/** Message of the 401 body when the bearer token is not accepted. */
-export const AUTH_INVALID_MESSAGE = 'Unauthorized: invalid bearer token'
-
-/**
- * The body of a 401: an id-less JSON-RPC error with code -32600 (Invalid Request). JSON-RPC has no
- * "unauthorized" code; the request is refused before it is read, as for a refused Origin, so it
- * takes the same code, and `WWW-Authenticate` carries the detail. Build once. Never throws.
- * @param outcome 'missing' or 'invalid', as returned by a {@link BearerVerifier}
- */
-export function authRefusedResponse (outcome: 'missing' | 'invalid'): JsonRpcErrorResponse {
-  return errorResponse(undefined, INVALID_REQUEST, outcome === 'missing' ? AUTH_MISSING_MESSAGE : AUTH_INVALID_MESSAGE)
-}
 
 /** What a verifier made of an Authorization header. */
 export type BearerOutcome = 'ok' | 'missing' | 'invalid'

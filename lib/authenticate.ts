@@ -18,12 +18,9 @@
 import type { McpxConfig, OAuthConfig } from './config.js'
 import type { Logger } from './log.js'
 import { INVALID_REQUEST, encodeMessage, errorResponse } from './jsonrpc.js'
-import { REFUSAL_STATUS } from './status.js'
+import { REFUSALS } from './status.js'
 import { tokenPrincipal, type Principal, type TokenPrincipal } from './principal.js'
-import {
-  AUTH_INVALID_MESSAGE, AUTH_MISSING_MESSAGE, WWW_AUTHENTICATE_INVALID, WWW_AUTHENTICATE_MISSING,
-  bearerTokenOf, createTokenMatcher, loadStaticTokens, type StaticToken
-} from './auth.js'
+import { bearerTokenOf, createTokenMatcher, loadStaticTokens, type StaticToken } from './auth.js'
 import { readSecret } from './secret.js'
 import { OAuthVerifier, INVALID_TOKEN_DESCRIPTIONS, type InvalidTokenReason } from './oauth/verifier.js'
 import { protectedResourceMetadata, protectedResourceMetadataUrl, type ProtectedResourceMetadata } from './oauth/metadata.js'
@@ -72,8 +69,12 @@ function refusal (status: number, wwwAuthenticate: string, message: string, reas
   return Object.freeze({ status, wwwAuthenticate, body: encodeMessage(errorResponse(undefined, INVALID_REQUEST, message)), reason })
 }
 
+// Statuses, base messages and base challenges come from the refusal table (lib/status REFUSALS);
+// with OAuth, the challenges gain resource_metadata, scope and error_description here.
+const { unauthorizedMissing: MISSING, unauthorizedInvalid: INVALID, insufficientScope: SCOPE } = REFUSALS
+
 /** Message of the 403 body when the token lacks required scopes. */
-export const AUTH_SCOPE_MESSAGE = 'Forbidden: the access token lacks a required scope'
+export const AUTH_SCOPE_MESSAGE = SCOPE.message
 
 /**
  * Builds the authenticator of a config. Static tokens are read (env, files) and hashed here; the
@@ -87,15 +88,15 @@ export function createAuthenticator (auth: McpxConfig['auth'], options: { logger
   const statics: StaticToken[] = loadStaticTokens(auth, env)
   const oauthConfig = auth.oauth
   if (statics.length === 0 && oauthConfig === undefined) {
-    return { enabled: false, authenticate: async () => ({ kind: 'refused', refusal: refusal(REFUSAL_STATUS.unauthorized, WWW_AUTHENTICATE_MISSING, AUTH_MISSING_MESSAGE, 'missing') }) }
+    return { enabled: false, authenticate: async () => ({ kind: 'refused', refusal: refusal(MISSING.status, MISSING.wwwAuthenticate, MISSING.message, 'missing') }) }
   }
   const matchToken = createTokenMatcher(statics.map(s => s.token.reveal()))
   const principals: TokenPrincipal[] = statics.map(s => tokenPrincipal(s.name, s.scopes))
 
   let oauth: OAuthSide | undefined
-  let missing = refusal(REFUSAL_STATUS.unauthorized, WWW_AUTHENTICATE_MISSING, AUTH_MISSING_MESSAGE, 'missing')
+  let missing = refusal(MISSING.status, MISSING.wwwAuthenticate, MISSING.message, 'missing')
   let invalid: (reason: InvalidTokenReason) => AuthRefusal = () => staticInvalid
-  const staticInvalid = refusal(REFUSAL_STATUS.unauthorized, WWW_AUTHENTICATE_INVALID, AUTH_INVALID_MESSAGE, 'invalid')
+  const staticInvalid = refusal(INVALID.status, INVALID.wwwAuthenticate, INVALID.message, 'invalid')
   let insufficientScope: AuthRefusal | undefined
   if (oauthConfig !== undefined) {
     const metadataUrl = protectedResourceMetadataUrl(oauthConfig.resource)
@@ -120,14 +121,14 @@ export function createAuthenticator (auth: McpxConfig['auth'], options: { logger
       metadataUrl,
       verifier
     })
-    missing = refusal(REFUSAL_STATUS.unauthorized, ['Bearer ' + rm, scope].filter(p => p !== undefined).join(', '), AUTH_MISSING_MESSAGE, 'missing')
+    missing = refusal(MISSING.status, [`${MISSING.wwwAuthenticate} ${rm}`, scope].filter(p => p !== undefined).join(', '), MISSING.message, 'missing')
     const byReason = new Map<InvalidTokenReason, AuthRefusal>()
     for (const [reason, description] of Object.entries(INVALID_TOKEN_DESCRIPTIONS) as Array<[InvalidTokenReason, string]>) {
-      byReason.set(reason, refusal(REFUSAL_STATUS.unauthorized, `Bearer error="invalid_token", error_description=${quoted(description)}, ${rm}`, `Unauthorized: ${description.charAt(0).toLowerCase()}${description.slice(1)}`, reason))
+      byReason.set(reason, refusal(INVALID.status, `${INVALID.wwwAuthenticate}, error_description=${quoted(description)}, ${rm}`, `Unauthorized: ${description.charAt(0).toLowerCase()}${description.slice(1)}`, reason))
     }
     invalid = reason => byReason.get(reason) ?? staticInvalid
     if (scope !== undefined) {
-      insufficientScope = refusal(REFUSAL_STATUS.insufficientScope, `Bearer error="insufficient_scope", ${scope}, ${rm}`, `${AUTH_SCOPE_MESSAGE}: ${oauthConfig.requiredScopes.join(' ')}`, 'insufficient_scope')
+      insufficientScope = refusal(SCOPE.status, `${SCOPE.wwwAuthenticate}, ${scope}, ${rm}`, `${SCOPE.message}: ${oauthConfig.requiredScopes.join(' ')}`, 'insufficient_scope')
     }
   }
   const required = oauthConfig?.requiredScopes ?? []

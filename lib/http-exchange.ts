@@ -13,7 +13,7 @@ import {
   INVALID_REQUEST, INTERNAL_ERROR,
   type Classified, type JsonRpcErrorObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse
 } from './jsonrpc.js'
-import { modernStatus, legacyStatus, REFUSAL_STATUS, RETRY_AFTER_SECONDS } from './status.js'
+import { modernStatus, legacyStatus, refusal, type Refusal } from './status.js'
 import { ASSUMED_LEGACY_REVISION, batchAllowed, type Revision } from './revisions.js'
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, metaOf } from './classify.js'
 import { readListenFilter, acknowledgement, tagWithSubscription, type NotificationHub } from './notify-hub.js'
@@ -75,12 +75,6 @@ export class StreamSlots {
   release (): void { if (this.open > 0) this.open-- }
 }
 
-/** The message of the 503 past the streams' cap (GET and subscriptions/listen alike). */
-export const STREAMS_CAPPED_MESSAGE = 'Service Unavailable: too many open streams; retry later'
-
-/** The message of the 503 a session request gets while the session store is unreachable (issue #11). */
-export const STORE_UNAVAILABLE_MESSAGE = 'Service Unavailable: the session store cannot be reached; retry later'
-
 /** The id-less 202 acknowledgement has no body (DIGEST §3d rule 6). */
 const ACCEPTED = 202
 
@@ -141,6 +135,11 @@ class Responder {
 
 function reply (channel: PostChannel, status: number, message: JsonRpcMessage, headers?: Record<string, string>): void {
   channel.json(status, encodeMessage(message), headers)
+}
+
+/** Sends a lib/status refusal as it is. */
+function sendRefusal (channel: PostChannel, refused: Refusal): void {
+  channel.json(refused.status, refused.body, { ...refused.headers })
 }
 
 /** An id-less -32600 refusal, its status from the era's status function (lib/status). */
@@ -211,7 +210,7 @@ async function serveListen (deps: ExchangeDeps, request: JsonRpcRequest, channel
   // GET stream, so it takes a slot from the same cap (503 with Retry-After and the request's id).
   if (!deps.streamSlots.claim()) {
     deps.logger.debug({ maxGetStreams: deps.streamSlots.max }, 'listen: too many open streams')
-    return reply(channel, REFUSAL_STATUS.tooManyStreams, errorResponse(request.id, INTERNAL_ERROR, STREAMS_CAPPED_MESSAGE), { 'retry-after': String(RETRY_AFTER_SECONDS) })
+    return sendRefusal(channel, refusal('tooManyStreams', request.id))
   }
   try {
     const stream = channel.sse()
@@ -278,12 +277,8 @@ async function serveInitialize (deps: ExchangeDeps, request: JsonRpcRequest, cha
   if ('error' in response) return reply(channel, legacyStatus(response.error), response)
   const capabilities = isObject(request.params?.capabilities) ? request.params.capabilities : {}
   const minted = await deps.sessions.mint(String(response.result.protocolVersion), capabilities, channel.principal)
-  if (minted.kind === 'full') {
-    return channel.json(REFUSAL_STATUS.tooManySessions, encodeMessage(errorResponse(request.id, INTERNAL_ERROR, 'Server busy: too many sessions; retry later')), { 'retry-after': '5' })
-  }
-  if (minted.kind === 'unavailable') {
-    return channel.json(REFUSAL_STATUS.storeUnavailable, encodeMessage(errorResponse(request.id, INTERNAL_ERROR, STORE_UNAVAILABLE_MESSAGE)), { 'retry-after': '1' })
-  }
+  if (minted.kind === 'full') return sendRefusal(channel, refusal('tooManySessions', request.id))
+  if (minted.kind === 'unavailable') return sendRefusal(channel, refusal('storeUnavailable', request.id))
   const session = minted.session
   deps.logger.debug({ session: session.id, revision: session.revision }, 'session minted')
   reply(channel, 200, response, { 'mcp-session-id': session.id })
@@ -307,14 +302,17 @@ async function handleLegacyItem (deps: ExchangeDeps, item: Classified, revision:
   const request = item.message
   if (request.method === 'initialize') {
     // 2025-03-26 lifecycle: initialize MUST NOT be batched; it mints nothing here.
-    return { kind: 'reply', status: 200, message: errorResponse(request.id, INVALID_REQUEST, 'Invalid Request: initialize must not be part of a JSON-RPC batch') }
+    // Only ever a batch element (a lone initialize is served above): the batch's own status applies.
+    const message = errorResponse(request.id, INVALID_REQUEST, 'Invalid Request: initialize must not be part of a JSON-RPC batch')
+    return { kind: 'reply', status: legacyStatus(message.error), message }
   }
   const controller = new AbortController()
   const key = idKey(request.id)
   let cancelled = false
   if (session !== undefined) {
     if (session.inflight.size >= deps.maxRequestsPerSession) {
-      return { kind: 'reply', status: 429, message: errorResponse(request.id, INTERNAL_ERROR, 'Too many requests in flight on this session; retry later') }
+      const refused = refusal('sessionBusy', request.id)
+      return { kind: 'reply', status: refused.status, message: refused.message }
     }
     // Seed: in a session a dropped connection is not a cancellation; notifications/cancelled is.
     session.inflight.set(key, controller)

@@ -15,7 +15,6 @@
  */
 import type { McpxConfig } from './config.js'
 import { McpxError } from './errors.js'
-import { INVALID_REQUEST, errorResponse, type JsonRpcErrorResponse } from './jsonrpc.js'
 
 /** The inputs of the Origin check. Treated as immutable once first used (the check is cached per object). */
 export interface OriginPolicy {
@@ -49,21 +48,6 @@ const UNSPECIFIED_HOSTS: ReadonlySet<string> = new Set(['0.0.0.0', '[::]'])
 
 /** Visible ASCII only: an Origin header with anything else is garbage (and would defeat ASCII lowercasing). */
 const VISIBLE_ASCII = /^[\x21-\x7e]+$/
-
-/** HTTP status of a refused Origin (seed › Origin: "403 with an id-less JSON-RPC error"). */
-export const ORIGIN_REFUSED_HTTP_STATUS = 403
-
-/** The message of the 403 body. Constant: the body is built once and never echoes the request's Origin. */
-export const ORIGIN_REFUSED_MESSAGE = 'Forbidden: Origin not allowed'
-
-/**
- * The body of a 403 for a refused Origin: an id-less JSON-RPC error, code -32600, message
- * {@link ORIGIN_REFUSED_MESSAGE}. Serialised: `{"jsonrpc":"2.0","error":{"code":-32600,"message":"Forbidden: Origin not allowed"}}`.
- * Build it once (at plugin registration). Never throws.
- */
-export function originRefusedResponse (): JsonRpcErrorResponse {
-  return errorResponse(undefined, INVALID_REQUEST, ORIGIN_REFUSED_MESSAGE)
-}
 
 /**
  * Splits a `host:port` address (`daemon.address`) and normalises the host through `URL`.

@@ -1,12 +1,19 @@
 /**
- * The only place an HTTP status is chosen for /mcp (STYLE › Errors and status).
+ * The only place an HTTP status, a `Retry-After` or an `Allow` is chosen (STYLE › Errors and
+ * status): the era status functions below, and the refusal table {@link REFUSALS} for every
+ * answer outside JSON-RPC semantics (Origin, auth, sessions, caps, method, Accept, body, the
+ * daemon's raw-socket and ops answers). Plugins, routes and lib/http-exchange take a
+ * {@link refusal} and write it as it is.
  *
  * Modern (seed › Streamable HTTP, 2026-07-28 › Status is a function of the response):
  * -32022, -32021, -32020, -32602, -32600, -32700 are 400; -32601 is 404; everything else 200.
  * Seed wins over the SDK here: every -32602 is 400, whichever handler produced it, because a
  * status that depended on the handler would not be a function of the response.
  */
-import type { JsonRpcErrorObject } from './jsonrpc.js'
+import {
+  encodeMessage, errorResponse, INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR,
+  type JsonRpcErrorObject, type JsonRpcErrorResponse, type RequestId
+} from './jsonrpc.js'
 
 const MODERN_ERROR_STATUS = new Map<number, number>([
   [-32_022, 400], [-32_021, 400], [-32_020, 400], [-32_602, 400], [-32_600, 400], [-32_700, 400], [-32_601, 404]
@@ -33,58 +40,177 @@ const LEGACY_ERROR_STATUS = new Map<number, number>([[-32_700, 400], [-32_600, 4
 /** Outcome of DELETE /mcp (seed › Streamable HTTP legacy › DELETE). */
 export type DeleteOutcome = 'ended' | 'no-header' | 'unknown' | 'modern'
 
+/** The refusal behind each DELETE outcome but 'ended'. */
+export const DELETE_REFUSAL: Readonly<Record<Exclude<DeleteOutcome, 'ended'>, RefusalReason>> = Object.freeze({
+  'no-header': 'deleteWithoutSession',
+  unknown: 'unknownSession',
+  modern: 'deleteModern'
+})
+
 /** 204 ended; 400 without a session header (mcpx allows termination, so not 405); 404 unknown; 405 for a modern request. */
 export function deleteStatus (outcome: DeleteOutcome): number {
-  switch (outcome) {
-    case 'ended': return 204
-    case 'no-header': return 400
-    case 'unknown': return 404
-    case 'modern': return 405
-  }
+  return outcome === 'ended' ? 204 : REFUSALS[DELETE_REFUSAL[outcome]].status
 }
 
 /** Outcome of GET /mcp (seed › Streamable HTTP legacy › GET). */
 export type GetOutcome = 'open' | 'no-session' | 'modern' | 'unknown' | 'busy' | 'capped'
 
+/** The refusal behind each GET outcome but 'open' (seed › legacy › GET; transport.maxGetStreams). */
+export const GET_REFUSAL: Readonly<Record<Exclude<GetOutcome, 'open'>, RefusalReason>> = Object.freeze({
+  'no-session': 'getWithoutSession',
+  modern: 'getModern',
+  unknown: 'unknownSession',
+  busy: 'streamBusy',
+  capped: 'tooManyStreams'
+})
+
 /** 200 open; 405 without a session or with a modern header; 404 unknown session; 409 a second stream; 503 past the stream cap. */
 export function getStatus (outcome: GetOutcome): number {
-  switch (outcome) {
-    case 'open': return 200
-    case 'no-session': return 405
-    case 'modern': return 405
-    case 'unknown': return 404
-    case 'busy': return 409
-    case 'capped': return 503
-  }
+  return outcome === 'open' ? 200 : REFUSALS[GET_REFUSAL[outcome]].status
 }
 
-/** Retry-After for a 503 past a cap, in seconds (the value the session and GET-stream caps send too). */
+/** Retry-After for a 503 past a cap, in seconds (sessions, streams, POSTs in flight). */
 export const RETRY_AFTER_SECONDS = 5
 
-/** Statuses for refusals outside JSON-RPC semantics, by reason. */
-export const REFUSAL_STATUS = Object.freeze({
-  unknownSession: 404,
-  bodyTooLarge: 413,
-  unsupportedMediaType: 415,
-  notAcceptable: 406,
-  tooManySessions: 503,
-  /** The session store (Redis) cannot be reached: session requests are 503 with Retry-After (issue #11). */
-  storeUnavailable: 503,
-  /** Past transport.maxConcurrentRequests (daemon-wide POSTs in flight): the server is busy, not the client at fault. */
-  tooManyConcurrentRequests: 503,
-  /** Past transport.maxGetStreams (legacy GET streams and 2026-07-28 subscriptions/listen streams open at once). */
-  tooManyStreams: 503,
-  tooManyRequests: 429,
-  /** A method /mcp does not serve (PUT, PATCH, …), with Allow. */
-  methodNotAllowed: 405,
-  /** A path under /mcp that is not /mcp itself. */
-  notFound: 404,
-  unauthorized: 401,
-  /** A valid OAuth access token without auth.oauth.requiredScopes (RFC 6750 §3.1 insufficient_scope; issue #16). */
-  insufficientScope: 403,
-  forbiddenOrigin: 403,
+/** Retry-After for a 503 while the session store (Redis) cannot be reached, in seconds (issue #11). */
+export const STORE_RETRY_AFTER_SECONDS = 1
+
+/** One row of the refusal table. */
+export interface RefusalRow {
+  /** HTTP status. */
+  readonly status: number
+  /** JSON-RPC error code of the body. */
+  readonly code: number
+  /** Error message of the body; constant, never echoing the request. */
+  readonly message: string
+  /** `Retry-After`, seconds, when the refusal is temporary. */
+  readonly retryAfterSeconds?: number
+  /** `Allow` (RFC 9110 §15.5.6: the methods the target supports). */
+  readonly allow?: string
+  /** `WWW-Authenticate` (RFC 6750 §3.1). */
+  readonly wwwAuthenticate?: string
+}
+
+/**
+ * Every refusal mcpx answers outside JSON-RPC semantics, by reason. Each body is an id-less
+ * JSON-RPC error unless {@link refusal} is given the request's id.
+ */
+export const REFUSALS = Object.freeze({
+  /** Seed › Origin: "403 with an id-less JSON-RPC error"; the body never echoes the Origin. */
+  forbiddenOrigin: { status: 403, code: INVALID_REQUEST, message: 'Forbidden: Origin not allowed' },
+  /**
+   * No bearer credentials (RFC 6750 §3.1: no error code). JSON-RPC has no "unauthorized" code; the
+   * request is refused before it is read, as for a refused Origin, so it takes -32600, and
+   * `WWW-Authenticate` carries the detail.
+   */
+  unauthorizedMissing: { status: 401, code: INVALID_REQUEST, message: 'Unauthorized: a bearer token is required', wwwAuthenticate: 'Bearer' },
+  /** A bearer token that is not accepted (RFC 6750 §3.1 `invalid_token`). */
+  unauthorizedInvalid: { status: 401, code: INVALID_REQUEST, message: 'Unauthorized: invalid bearer token', wwwAuthenticate: 'Bearer error="invalid_token"' },
+  /**
+   * A valid OAuth access token without auth.oauth.requiredScopes (RFC 6750 §3.1 insufficient_scope;
+   * issue #16). lib/authenticate adds the required scopes to the message and the challenge.
+   */
+  insufficientScope: { status: 403, code: INVALID_REQUEST, message: 'Forbidden: the access token lacks a required scope', wwwAuthenticate: 'Bearer error="insufficient_scope"' },
   /** On a loopback daemon, an ops endpoint (/readyz, /metrics) asked for under a non-loopback Host (DNS rebinding). */
-  forbiddenHost: 403,
-  /** A body that is not JSON-RPC at all (parse error, too deep) or an unreadable Mcp-Session-Id header. */
-  badRequest: 400
-})
+  forbiddenHost: { status: 403, code: INVALID_REQUEST, message: 'Forbidden: Host is not a loopback name' },
+  /** Node's parser refused the request: headers too large (raw socket, server.ts). */
+  headersTooLarge: { status: 431, code: INVALID_REQUEST, message: 'Request Header Fields Too Large' },
+  /** Node's parser refused the request: anything else (raw socket, server.ts). */
+  malformedHttp: { status: 400, code: INVALID_REQUEST, message: 'Bad Request: malformed HTTP request' },
+  /** A method /mcp does not serve (PUT, PATCH, …). */
+  methodNotAllowed: { status: 405, code: INVALID_REQUEST, message: 'Method Not Allowed: /mcp takes GET, POST, DELETE and OPTIONS', allow: 'GET, POST, DELETE, OPTIONS' },
+  /** A path under /mcp that is not /mcp itself. */
+  notFound: { status: 404, code: INVALID_REQUEST, message: 'Not Found: MCP is served at /mcp' },
+  /** An Accept that admits neither JSON nor SSE (lib/accept.ts). */
+  notAcceptable: { status: 406, code: INVALID_REQUEST, message: 'Not Acceptable: Accept must admit application/json or text/event-stream' },
+  /** Past transport.maxBodyBytes; the message names the limit (given to {@link refusal}). */
+  bodyTooLarge: { status: 413, code: INVALID_REQUEST, message: 'Request body larger than the limit' },
+  unsupportedMediaType: { status: 415, code: INVALID_REQUEST, message: 'Unsupported Media Type: Content-Type must be application/json' },
+  /** A body that is not JSON-RPC at all (parse error, too deep): the code and message come from the parser. */
+  unreadableBody: { status: 400, code: PARSE_ERROR, message: 'Parse error: empty body' },
+  /** Any other client error the framework raised before mcpx read the request; its message is the framework's. */
+  badRequest: { status: 400, code: INVALID_REQUEST, message: 'Bad Request' },
+  /** A failure of mcpx itself on /mcp. */
+  internalError: { status: 500, code: INTERNAL_ERROR, message: 'Internal error' },
+  /** Past transport.maxConcurrentRequests (daemon-wide POSTs in flight): the server is busy, not the client at fault. */
+  tooManyConcurrentRequests: { status: 503, code: INTERNAL_ERROR, message: 'Server busy: too many requests in flight; retry later', retryAfterSeconds: RETRY_AFTER_SECONDS },
+  /** Past transport.maxSessions (memory store). */
+  tooManySessions: { status: 503, code: INTERNAL_ERROR, message: 'Server busy: too many sessions; retry later', retryAfterSeconds: RETRY_AFTER_SECONDS },
+  /** The session store (Redis) cannot be reached: session requests are 503 with Retry-After (issue #11). */
+  storeUnavailable: { status: 503, code: INTERNAL_ERROR, message: 'Service Unavailable: the session store cannot be reached; retry later', retryAfterSeconds: STORE_RETRY_AFTER_SECONDS },
+  /** Past transport.maxGetStreams (legacy GET streams and 2026-07-28 subscriptions/listen streams open at once). */
+  tooManyStreams: { status: 503, code: INTERNAL_ERROR, message: 'Service Unavailable: too many open streams; retry later', retryAfterSeconds: RETRY_AFTER_SECONDS },
+  /** Past transport.maxRequestsPerSession in flight on one legacy session. */
+  sessionBusy: { status: 429, code: INTERNAL_ERROR, message: 'Too many requests in flight on this session; retry later' },
+  /** Seed › legacy › Sessions: unknown, expired or deleted → 404 (the client initializes again). */
+  unknownSession: { status: 404, code: INVALID_REQUEST, message: 'Session not found: it is unknown, expired or deleted; send initialize again without Mcp-Session-Id' },
+  /** An Mcp-Session-Id header that cannot be read (repeated, bad bytes). */
+  badSessionHeader: { status: 400, code: INVALID_REQUEST, message: 'Invalid Mcp-Session-Id header' },
+  /** GET without a session: /mcp does support GET (with a session), so Allow names it. */
+  getWithoutSession: { status: 405, code: INVALID_REQUEST, message: 'Method Not Allowed: GET needs an Mcp-Session-Id from initialize', allow: 'GET, POST, DELETE' },
+  /** GET with the modern header: 2026-07-28 has no GET stream and no DELETE, so Allow names POST only. */
+  getModern: { status: 405, code: INVALID_REQUEST, message: 'Method Not Allowed: 2026-07-28 has no GET stream', allow: 'POST' },
+  /** A second GET stream on one session. */
+  streamBusy: { status: 409, code: INVALID_REQUEST, message: 'Conflict: this session already has a GET stream open' },
+  /** DELETE without a session: mcpx allows termination, so 400, not 405 (seed › legacy › DELETE). */
+  deleteWithoutSession: { status: 400, code: INVALID_REQUEST, message: 'Bad Request: DELETE needs the Mcp-Session-Id to end' },
+  /** DELETE with the modern header: 2026-07-28 has no sessions. */
+  deleteModern: { status: 405, code: INVALID_REQUEST, message: 'Method Not Allowed: 2026-07-28 has no sessions to delete', allow: 'POST' }
+} satisfies Record<string, RefusalRow>)
+
+/** A key of {@link REFUSALS}. */
+export type RefusalReason = keyof typeof REFUSALS
+
+/** A refusal ready for the wire. */
+export interface Refusal {
+  /** HTTP status. */
+  readonly status: number
+  /** `retry-after`, `allow` and `www-authenticate` as the row says (lowercase names); the body is `application/json`. */
+  readonly headers: Readonly<Record<string, string>>
+  /** The serialised JSON-RPC error. */
+  readonly body: string
+  /** The same error as an object (for a batch element, or an SSE event). */
+  readonly message: JsonRpcErrorResponse
+}
+
+/**
+ * The wire form of a refusal.
+ * @param reason a row of {@link REFUSALS}
+ * @param id the request's id when one can be read (JSON-RPC 2.0 §5), else the body is id-less
+ * @param detail code and/or message replacing the row's (parse errors, the body limit, framework messages)
+ * Never throws. Id-less refusals are worth building once, at registration.
+ */
+export function refusal (reason: RefusalReason, id?: RequestId, detail?: { code?: number, message?: string }): Refusal {
+  const row: RefusalRow = REFUSALS[reason]
+  const headers: Record<string, string> = {}
+  if (row.retryAfterSeconds !== undefined) headers['retry-after'] = String(row.retryAfterSeconds)
+  if (row.allow !== undefined) headers.allow = row.allow
+  if (row.wwwAuthenticate !== undefined) headers['www-authenticate'] = row.wwwAuthenticate
+  const message = errorResponse(id, detail?.code ?? row.code, detail?.message ?? row.message)
+  return { status: row.status, headers, body: encodeMessage(message), message }
+}
+
+/**
+ * How /mcp answers an error the framework raised before mcpx read the body (routes/mcp/index.ts's
+ * error handler). Fastify's own codes are matched as strings, so lib/ stays Fastify-free.
+ * @param error `code` and `statusCode` as the framework sets them
+ * @param maxBodyBytes the body limit, named in the 413's message
+ * Never throws.
+ */
+export function frameworkRefusal (error: { code?: string, statusCode?: number, message: string }, maxBodyBytes: number): Refusal {
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE': return refusal('bodyTooLarge', undefined, { message: `Request body larger than ${maxBodyBytes} bytes` })
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE': return refusal('unsupportedMediaType')
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH': return refusal('unreadableBody', undefined, { message: 'Parse error: ' + error.message })
+  }
+  // Any other error keeps the status the framework gave it; a client error (4xx) keeps its message too.
+  const status = error.statusCode ?? 500
+  const { headers, body, message } = status >= 500 ? refusal('internalError') : refusal('badRequest', undefined, { message: error.message })
+  return { status, headers, body, message }
+}
+
+/** /readyz: 200 when every upstream is ready, else 503 (issue #7 › Operability). */
+export function readinessStatus (ready: boolean): number {
+  return ready ? 200 : 503
+}

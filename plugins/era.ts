@@ -8,9 +8,10 @@
 import fp from 'fastify-plugin'
 import { eraOfPost } from '../lib/classify.js'
 import { eraOf, type Era } from '../lib/revisions.js'
-import { encodeMessage, errorResponse, type Parsed } from '../lib/jsonrpc.js'
+import type { Parsed } from '../lib/jsonrpc.js'
 import { readHeader } from '../lib/header-values.js'
-import { REFUSAL_STATUS } from '../lib/status.js'
+import { refusal } from '../lib/status.js'
+import { sendRefusal } from './send-refusal.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -34,9 +35,8 @@ export default fp(async function mcpxEra (fastify) {
     }
     const parsed = request.body as Parsed | undefined
     if (parsed === undefined || !parsed.ok) {
-      const error = parsed?.error ?? { code: -32_700, message: 'Parse error: empty body' }
       // A too-deep body (-32600) was JSON, so its id may have been readable: the error carries it.
-      return reply.code(REFUSAL_STATUS.badRequest).type('application/json').send(encodeMessage(errorResponse(parsed?.ok === false ? parsed.id : undefined, error.code, error.message)))
+      return sendRefusal(reply, parsed === undefined ? refusal('unreadableBody') : refusal('unreadableBody', parsed.id, parsed.error))
     }
     request.mcpEra = eraOfPost(version, parsed.value)
   })

@@ -15,11 +15,11 @@ import fp from 'fastify-plugin'
 import { MemorySessionStore, sessionBoundTo, type Session, type SessionStore } from '../lib/sessions.js'
 import { RedisSessionStore } from '../lib/redis-sessions.js'
 import type { McpxConfig } from '../lib/config.js'
-import { classify, encodeMessage, errorResponse, INVALID_REQUEST, INTERNAL_ERROR, type Parsed, type RequestId } from '../lib/jsonrpc.js'
+import { classify, encodeMessage, type Parsed, type RequestId } from '../lib/jsonrpc.js'
 import { isLegacyRevision, unsupportedLegacyVersion } from '../lib/revisions.js'
 import { readHeader } from '../lib/header-values.js'
-import { REFUSAL_STATUS, legacyStatus } from '../lib/status.js'
-import { STORE_UNAVAILABLE_MESSAGE } from '../lib/http-exchange.js'
+import { legacyStatus, refusal } from '../lib/status.js'
+import { sendRefusal } from './send-refusal.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -61,7 +61,8 @@ export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fast
   }
   fastify.decorate('sessions', store)
   fastify.decorateRequest('mcpSession', null)
-  const unknownSession = encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Session not found: it is unknown, expired or deleted; send initialize again without Mcp-Session-Id'))
+  const unknownSession = refusal('unknownSession') // built once
+  const badSessionHeader = refusal('badSessionHeader')
   fastify.addHook('preHandler', async function findSession (request, reply) {
     if (request.mcpEra !== 'legacy') return
     const version = request.mcpProtocolVersion
@@ -72,17 +73,16 @@ export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fast
     }
     const header = readHeader(request.headers, 'mcp-session-id')
     if (header.kind === 'absent') return
-    if (header.kind !== 'value') return reply.code(REFUSAL_STATUS.badRequest).type('application/json').send(encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Invalid Mcp-Session-Id header')))
+    if (header.kind !== 'value') return sendRefusal(reply, badSessionHeader)
     const found = await store.find(header.value)
     // A session is usable only by the principal that minted it (same issuer and subject, or the
     // same static token; a refreshed token keeps it): anyone else, even holding a leaked id, is
     // told the session does not exist.
-    if (found.kind === 'unknown' || (found.kind !== 'unavailable' && !sessionBoundTo(header.value, request.mcpPrincipal?.key))) return reply.code(REFUSAL_STATUS.unknownSession).type('application/json').send(unknownSession)
+    if (found.kind === 'unknown' || (found.kind !== 'unavailable' && !sessionBoundTo(header.value, request.mcpPrincipal?.key))) return sendRefusal(reply, unknownSession)
     if (found.kind === 'unavailable') {
       // issue #11 › Redis faults: a clear 503 (with the request's id when one can be read), never a hang.
       request.log.debug('session store unavailable')
-      return reply.code(REFUSAL_STATUS.storeUnavailable).header('retry-after', '1').type('application/json')
-        .send(encodeMessage(errorResponse(requestIdOf(request.body), INTERNAL_ERROR, STORE_UNAVAILABLE_MESSAGE)))
+      return sendRefusal(reply, refusal('storeUnavailable', requestIdOf(request.body)))
     }
     request.mcpSession = found.session
   })

@@ -8,7 +8,9 @@
  * or a 401. Being `fp`-wrapped, it adds its hook to the scope that registers it, and only there.
  */
 import fp from 'fastify-plugin'
-import { ORIGIN_REFUSED_HTTP_STATUS, createOriginCheck, isOriginAllowed, originRefusedResponse, type OriginPolicy } from '../lib/origin.js'
+import { createOriginCheck, isOriginAllowed, type OriginPolicy } from '../lib/origin.js'
+import { refusal } from '../lib/status.js'
+import { sendRefusal } from './send-refusal.js'
 
 export interface OriginOptions {
   /** The origin policy, usually `originPolicyFromConfig(config)`. Required. Share the same object with mcpx-cors. */
@@ -19,10 +21,10 @@ export default fp<OriginOptions>(async function mcpxOrigin (fastify, opts) {
   if (opts?.policy === undefined) throw new TypeError('mcpx: mcpx-origin requires opts.policy (an OriginPolicy)')
   createOriginCheck(opts.policy) // fail fast on a bad policy (McpxError MCPX_ERR_CONFIG), at registration
   const policy = opts.policy
-  const refused = JSON.stringify(originRefusedResponse()) // built once
+  const refused = refusal('forbiddenOrigin') // built once
   fastify.addHook('onRequest', async function checkOrigin (request, reply) {
     if (isOriginAllowed(request.headers.origin, policy)) return
     request.log.debug({ origin: request.headers.origin }, 'origin refused')
-    return reply.code(ORIGIN_REFUSED_HTTP_STATUS).type('application/json').send(refused)
+    return sendRefusal(reply, refused)
   })
 }, { name: 'mcpx-origin', fastify: '5.x' })

@@ -5,26 +5,21 @@
  * request (2026-07-28 has no DELETE).
  */
 import type { FastifyPluginAsync } from 'fastify'
-import { deleteStatus, type DeleteOutcome } from '../../lib/status.js'
-import { encodeMessage, errorResponse, INVALID_REQUEST, INTERNAL_ERROR } from '../../lib/jsonrpc.js'
-import { REFUSAL_STATUS } from '../../lib/status.js'
-import { STORE_UNAVAILABLE_MESSAGE } from '../../lib/http-exchange.js'
+import { DELETE_REFUSAL, deleteStatus, refusal, type DeleteOutcome, type Refusal } from '../../lib/status.js'
+import { sendRefusal } from '../../plugins/send-refusal.js'
 
 const deleteRoute: FastifyPluginAsync = async function (fastify) {
-  const noHeader = encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Bad Request: DELETE needs the Mcp-Session-Id to end'))
-  const modern = encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Method Not Allowed: 2026-07-28 has no sessions to delete'))
+  // Built once: every DELETE refusal is id-less (DELETE has no body).
+  const refused = new Map<DeleteOutcome, Refusal>(Object.entries(DELETE_REFUSAL).map(([outcome, reason]) => [outcome as DeleteOutcome, refusal(reason)]))
+  const storeUnavailable = refusal('storeUnavailable')
   fastify.delete('/', async function endSession (request, reply) {
     const session = request.mcpSession
     const ended = request.mcpEra !== 'modern' && session !== null ? await fastify.sessions.end(session.id) : undefined
-    if (ended === 'unavailable') {
-      return reply.code(REFUSAL_STATUS.storeUnavailable).header('retry-after', '1').type('application/json')
-        .send(encodeMessage(errorResponse(undefined, INTERNAL_ERROR, STORE_UNAVAILABLE_MESSAGE)))
-    }
+    if (ended === 'unavailable') return sendRefusal(reply, storeUnavailable)
     const outcome: DeleteOutcome = request.mcpEra === 'modern' ? 'modern' : ended === undefined ? 'no-header' : ended
-    reply.code(deleteStatus(outcome))
-    if (outcome === 'ended') return reply.send()
-    if (outcome === 'modern') reply.header('allow', 'POST')
-    return reply.type('application/json').send(outcome === 'modern' ? modern : noHeader)
+    const refusedWith = refused.get(outcome)
+    if (refusedWith !== undefined) return sendRefusal(reply, refusedWith)
+    return reply.code(deleteStatus(outcome)).send()
   })
 }
 

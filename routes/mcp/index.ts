@@ -5,12 +5,11 @@
  * turns every framework error on /mcp into an id-less JSON-RPC error with a status from lib/status.
  */
 import type { FastifyPluginAsync, FastifyError } from 'fastify'
-import {
-  parseBody, encodeMessage, errorResponse, classify, INVALID_REQUEST, INTERNAL_ERROR, PARSE_ERROR,
-  type Parsed, type RequestId
-} from '../../lib/jsonrpc.js'
-import { REFUSAL_STATUS, RETRY_AFTER_SECONDS } from '../../lib/status.js'
+import { parseBody, classify, type Parsed, type RequestId } from '../../lib/jsonrpc.js'
+import { frameworkRefusal, refusal } from '../../lib/status.js'
 import { StreamSlots } from '../../lib/http-exchange.js'
+import { sendRefusal } from '../../plugins/send-refusal.js'
+import type { McpRoutesOptions } from './options.js'
 import postRoute from './post.js'
 import getRoute from './get.js'
 import deleteRoute from './delete.js'
@@ -22,24 +21,10 @@ declare module 'fastify' {
   }
 }
 
-/** What the GET and POST routes get: the scope's options plus the streams' shared cap. */
-export interface McpRouteDeps extends McpRoutesOptions {
-  streamSlots: StreamSlots
-}
+export type { McpRoutesOptions, McpRouteDeps } from './options.js'
 
-export interface McpRoutesOptions {
-  maxBodyBytes: number
-  keepAliveMs: number
-  maxRequestsPerSession: number
-  /** Most long-lived streams open at once, GET and subscriptions/listen together (transport.maxGetStreams). */
-  maxGetStreams: number
-  /** Most POSTs in flight across this mcpx (transport.maxConcurrentRequests); past it, 503 with Retry-After. */
-  maxConcurrentRequests: number
-}
-
-/** Methods /mcp answers (HEAD is Fastify's automatic twin of GET); any other is 405. */
+/** Methods /mcp answers (HEAD is Fastify's automatic twin of GET); any other is 405 (lib/status methodNotAllowed names them in Allow). */
 const MCP_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'DELETE', 'OPTIONS'])
-const MCP_ALLOW = 'GET, POST, DELETE, OPTIONS'
 
 /** The id of a parsed single-message body, when it has a usable one (for the 503's `id`). Never throws. */
 function requestIdOf (body: unknown): RequestId | undefined {
@@ -66,19 +51,19 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
   // Fastify's own `{"message":"Route PUT:/mcp not found",…}` / `{"code":"FST_ERR_CTP_…"}` bodies.
   // This scope's not-found handler keeps them here (with this scope's hooks, parser and error
   // handler); other methods are refused 405 before any body is read.
-  const methodNotAllowed = encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Method Not Allowed: /mcp takes GET, POST, DELETE and OPTIONS'))
-  const notFound = encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Not Found: MCP is served at /mcp'))
+  const methodNotAllowed = refusal('methodNotAllowed') // built once
+  const notFound = refusal('notFound')
   fastify.addHook('onRequest', async function checkMethod (request, reply) {
     if (MCP_METHODS.has(request.method)) return
-    return reply.code(REFUSAL_STATUS.methodNotAllowed).header('allow', MCP_ALLOW).type('application/json').send(methodNotAllowed)
+    return sendRefusal(reply, methodNotAllowed)
   })
   fastify.setNotFoundHandler(async function mcpNotFound (_request, reply) {
-    return await reply.code(REFUSAL_STATUS.notFound).type('application/json').send(notFound)
+    return await sendRefusal(reply, notFound)
   })
-  const notAcceptable = encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Not Acceptable: Accept must admit application/json or text/event-stream'))
+  const notAcceptable = refusal('notAcceptable')
   fastify.addHook('onRequest', async function checkAccept (request, reply) {
     if (request.method === 'OPTIONS') return
-    if (acceptRefused(request.headers.accept)) return reply.code(REFUSAL_STATUS.notAcceptable).type('application/json').send(notAcceptable)
+    if (acceptRefused(request.headers.accept)) return sendRefusal(reply, notAcceptable)
   })
   // transport.maxConcurrentRequests: POSTs are counted from onRequest until their response closes
   // ('close' on the raw response fires for finished, hijacked (SSE) and aborted replies alike;
@@ -96,20 +81,13 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
   fastify.addHook('preValidation', async function refusePostOverCapacity (request, reply) {
     if (!request.mcpOverCapacity) return
     request.log.debug({ maxConcurrentRequests: opts.maxConcurrentRequests }, 'too many requests in flight')
-    return reply.code(REFUSAL_STATUS.tooManyConcurrentRequests).header('retry-after', String(RETRY_AFTER_SECONDS)).type('application/json')
-      .send(encodeMessage(errorResponse(requestIdOf(request.body), INTERNAL_ERROR, 'Server busy: too many requests in flight; retry later')))
+    return sendRefusal(reply, refusal('tooManyConcurrentRequests', requestIdOf(request.body)))
   })
   fastify.setErrorHandler(function mcpError (error: FastifyError, request, reply) {
-    const status = error.statusCode ?? 500
-    let code = INTERNAL_ERROR
-    let message = 'Internal error'
-    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') { code = INVALID_REQUEST; message = `Request body larger than ${opts.maxBodyBytes} bytes` }
-    else if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') { code = INVALID_REQUEST; message = 'Unsupported Media Type: Content-Type must be application/json' }
-    else if (error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || error.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH') { code = PARSE_ERROR; message = 'Parse error: ' + error.message }
-    else if (status < 500) { code = INVALID_REQUEST; message = error.message }
-    else request.log.error({ err: error }, 'mcp route failed')
+    const refused = frameworkRefusal(error, opts.maxBodyBytes)
+    if (refused.status >= 500) request.log.error({ err: error }, 'mcp route failed')
     if (reply.sent || reply.raw.headersSent) return
-    reply.code(status).type('application/json').send(encodeMessage(errorResponse(undefined, code, message)))
+    sendRefusal(reply, refused)
   })
   // One cap for every long-lived stream of this scope: GET streams and subscriptions/listen streams.
   const streamSlots = new StreamSlots(opts.maxGetStreams)

@@ -8,7 +8,7 @@ import { serveModernPost, serveLegacyPost, type ExchangeDeps, type PostChannel }
 import { SseStream } from '../../lib/sse.js'
 import { isLegacyRevision } from '../../lib/revisions.js'
 import type { Parsed } from '../../lib/jsonrpc.js'
-import type { McpRouteDeps } from './index.js'
+import type { McpRouteDeps } from './options.js'
 
 /** Builds the PostChannel for one Fastify request/reply pair. */
 export function channelFor (request: FastifyRequest, reply: FastifyReply, keepAliveMs: number): PostChannel {

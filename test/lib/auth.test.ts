@@ -6,9 +6,9 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadConfig, type McpxConfig } from '../../lib/config.js'
 import {
-  assertSafeBind, authRefusedResponse, checkBearer, createBearerVerifier, isLoopbackBindHost, loadBearerTokens,
-  AUTH_REFUSED_HTTP_STATUS, WWW_AUTHENTICATE_INVALID, WWW_AUTHENTICATE_MISSING
+  assertSafeBind, checkBearer, createBearerVerifier, isLoopbackBindHost, loadBearerTokens
 } from '../../lib/auth.js'
+import { refusal } from '../../lib/status.js'
 
 const TOKENS = ['s3cret-token-A', 'token.B_~+/==']
 
@@ -42,11 +42,14 @@ t.test('auth/bearer/outcomes', async t => {
 })
 
 t.test('auth/bearer/refusal-shapes', async t => {
-  t.equal(AUTH_REFUSED_HTTP_STATUS, 401)
-  t.equal(WWW_AUTHENTICATE_MISSING, 'Bearer')
-  t.equal(WWW_AUTHENTICATE_INVALID, 'Bearer error="invalid_token"')
-  t.equal(JSON.stringify(authRefusedResponse('missing')), '{"jsonrpc":"2.0","error":{"code":-32600,"message":"Unauthorized: a bearer token is required"}}')
-  t.equal(JSON.stringify(authRefusedResponse('invalid')), '{"jsonrpc":"2.0","error":{"code":-32600,"message":"Unauthorized: invalid bearer token"}}')
+  const missing = refusal('unauthorizedMissing')
+  const invalid = refusal('unauthorizedInvalid')
+  t.equal(missing.status, 401)
+  t.equal(invalid.status, 401)
+  t.strictSame(missing.headers, { 'www-authenticate': 'Bearer' })
+  t.strictSame(invalid.headers, { 'www-authenticate': 'Bearer error="invalid_token"' })
+  t.equal(missing.body, '{"jsonrpc":"2.0","error":{"code":-32600,"message":"Unauthorized: a bearer token is required"}}')
+  t.equal(invalid.body, '{"jsonrpc":"2.0","error":{"code":-32600,"message":"Unauthorized: invalid bearer token"}}')
 })
 
 function authOf (raw: Record<string, unknown>): McpxConfig['auth'] {

@@ -5,9 +5,10 @@ import t from 'tap'
 import { McpxError } from '../../lib/errors.js'
 import { loadConfig } from '../../lib/config.js'
 import {
-  createOriginCheck, isOriginAllowed, isUnspecifiedHost, originPolicyFromConfig, originRefusedResponse,
-  parseHostPort, ORIGIN_REFUSED_HTTP_STATUS, type OriginPolicy
+  createOriginCheck, isOriginAllowed, isUnspecifiedHost, originPolicyFromConfig,
+  parseHostPort, type OriginPolicy
 } from '../../lib/origin.js'
+import { refusal } from '../../lib/status.js'
 
 const LOOPBACK: OriginPolicy = { allowedOrigins: [] }
 
@@ -177,8 +178,8 @@ t.test('all/origin/policy-from-config', async t => {
 })
 
 t.test('all/origin/refused-body', async t => {
-  t.equal(ORIGIN_REFUSED_HTTP_STATUS, 403)
-  t.equal(JSON.stringify(originRefusedResponse()), '{"jsonrpc":"2.0","error":{"code":-32600,"message":"Forbidden: Origin not allowed"}}')
+  t.equal(refusal('forbiddenOrigin').status, 403)
+  t.equal(refusal('forbiddenOrigin').body, '{"jsonrpc":"2.0","error":{"code":-32600,"message":"Forbidden: Origin not allowed"}}')
 })
 
 t.test('all/origin/parse-host-port', async t => {

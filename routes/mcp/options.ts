@@ -1,0 +1,20 @@
+/**
+ * The options of the /mcp routes' scope, in their own module so that index.ts (the scope) and
+ * get.ts/post.ts (its routes) both import them without importing each other.
+ */
+import type { StreamSlots } from '../../lib/http-exchange.js'
+
+export interface McpRoutesOptions {
+  maxBodyBytes: number
+  keepAliveMs: number
+  maxRequestsPerSession: number
+  /** Most long-lived streams open at once, GET and subscriptions/listen together (transport.maxGetStreams). */
+  maxGetStreams: number
+  /** Most POSTs in flight across this mcpx (transport.maxConcurrentRequests); past it, 503 with Retry-After. */
+  maxConcurrentRequests: number
+}
+
+/** What the GET and POST routes get: the scope's options plus the streams' shared cap. */
+export interface McpRouteDeps extends McpRoutesOptions {
+  streamSlots: StreamSlots
+}
