@@ -12,8 +12,8 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import { collectDefaultMetrics } from 'prom-client'
 import mcpx from './app.js'
 import { REDACTED_PATHS } from './lib/log.js'
-import { loadBearerTokens, assertSafeBind, isLoopbackBindHost } from './lib/auth.js'
-import { parseHostPort } from './lib/origin.js'
+import { loadBearerTokens, assertSafeBind } from './lib/auth.js'
+import { isLoopbackAddress, isLoopbackHostHeader, parseHostPort } from './lib/origin.js'
 import { McpxError } from './lib/errors.js'
 import { STATUS_CODES } from 'node:http'
 import { readinessStatus, refusal } from './lib/status.js'
@@ -43,19 +43,10 @@ function answerClientError (err: NodeJS.ErrnoException, socket: import('node:net
 }
 
 const FOREIGN_HOST = refusal('forbiddenHost')
-const LOOPBACK_HOSTNAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1'])
-
-/** True when daemon.address names a loopback host. */
-function isLoopbackBind (address: string): boolean {
-  const parsed = parseHostPort(address)
-  return parsed !== undefined && isLoopbackBindHost(parsed.host)
-}
 
 /** onRequest for the ops endpoints of a loopback daemon: 403 unless the Host header names loopback. */
 async function refuseForeignHost (request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  const host = request.headers.host ?? ''
-  const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]
-  if (LOOPBACK_HOSTNAMES.has(name.toLowerCase()) || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name)) return
+  if (isLoopbackHostHeader(request.headers.host)) return
   await sendRefusal(reply, FOREIGN_HOST)
 }
 
@@ -88,7 +79,7 @@ export async function buildDaemon (config: McpxConfig, options: { logLevel?: str
   // DNS rebinding: a web page whose name resolves to 127.0.0.1 could read /readyz and /metrics of a
   // local daemon (a same-origin GET carries no Origin). On a loopback bind those two answer only to
   // a loopback Host; behind a proxy (non-loopback bind) the Host is the proxy's business.
-  const loopbackOnly = isLoopbackBind(config.daemon.address)
+  const loopbackOnly = isLoopbackAddress(config.daemon.address)
   const opsGuard = loopbackOnly ? { logLevel: 'warn' as const, onRequest: refuseForeignHost } : { logLevel: 'warn' as const }
   app.get('/readyz', opsGuard, async function readyz (_request, reply) {
     const upstreams = app.upstreams.status()

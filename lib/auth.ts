@@ -15,7 +15,7 @@ import { readFileSync } from 'node:fs'
 import type { McpxConfig } from './config.js'
 import { McpxError } from './errors.js'
 import { Secret, readSecret } from './secret.js'
-import { parseHostPort } from './origin.js'
+import { isLoopbackAddress } from './origin.js'
 
 /** A token may hold visible ASCII only: anything else could never arrive intact in a header. */
 const TOKEN_CHARS = /^[\x21-\x7e]+$/
@@ -190,18 +190,6 @@ export function authConfigured (auth: McpxConfig['auth']): boolean {
 }
 
 /**
- * True for a loopback bind host: `localhost`, 127.0.0.0/8, `::1` (bracketed or not, any spelling
- * URL normalises to `[::1]`). An IPv4-mapped address (`::ffff:127.0.0.1`) is not counted: when in
- * doubt, require authentication. Never throws.
- */
-export function isLoopbackBindHost (host: string): boolean {
-  const parsed = parseHostPort(`${host}:0`)
-  if (parsed === undefined) return false
-  const h = parsed.host
-  return h === 'localhost' || h === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h)
-}
-
-/**
  * Refuses an unauthenticated daemon on a non-loopback address.
  * @param config the loaded config (`daemon.address`, `auth.allowUnauthenticated`)
  * @param tokens the tokens from {@link loadBearerTokens} (or {@link loadStaticTokens})
@@ -211,8 +199,7 @@ export function isLoopbackBindHost (host: string): boolean {
  */
 export function assertSafeBind (config: McpxConfig, tokens: readonly unknown[]): void {
   const address = config.daemon.address
-  const parsed = parseHostPort(address)
-  if (parsed !== undefined && isLoopbackBindHost(parsed.host)) return
+  if (isLoopbackAddress(address)) return
   // auth.oauth and named auth.tokens are explicit authentication too (issue #16).
   if (tokens.length > 0 || config.auth.oauth !== undefined || (config.auth.tokens ?? []).length > 0 || config.auth.allowUnauthenticated === true) return
   throw new McpxError('MCPX_ERR_UNSAFE_BIND', `mcpx: refusing to listen on ${address} without authentication: set auth.bearerTokens (or bearerTokensFile / bearerTokensEnv), auth.tokens or auth.oauth, or auth.allowUnauthenticated: true if an authenticating reverse proxy sits in front`)

@@ -6,8 +6,9 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadConfig, type McpxConfig } from '../../lib/config.js'
 import {
-  assertSafeBind, checkBearer, createBearerVerifier, isLoopbackBindHost, loadBearerTokens
+  assertSafeBind, checkBearer, createBearerVerifier, loadBearerTokens
 } from '../../lib/auth.js'
+import { isLoopbackHost as isLoopbackBindHost } from '../../lib/origin.js'
 import { refusal } from '../../lib/status.js'
 
 const TOKENS = ['s3cret-token-A', 'token.B_~+/==']

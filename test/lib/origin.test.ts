@@ -195,3 +195,16 @@ t.test('all/origin/parse-host-port', async t => {
   t.equal(isUnspecifiedHost('[::]'), true)
   t.equal(isUnspecifiedHost('127.0.0.1'), false)
 })
+
+t.test('all/origin/one-loopback-definition-two-member-sets', async t => {
+  const { isLoopbackHost, isLoopbackHostHeader, isLoopbackAddress } = await import('../../lib/origin.js')
+  for (const host of ['localhost', '127.0.0.1', '127.9.9.9', '[::1]', '::1', 'LOCALHOST']) t.ok(isLoopbackHost(host), host)
+  for (const host of ['10.0.0.1', '::ffff:127.0.0.1', 'localhost.example', '']) t.notOk(isLoopbackHost(host), host)
+  for (const header of ['localhost:3939', '127.0.0.1', '[::1]:3939', '127.0.0.2:80']) t.ok(isLoopbackHostHeader(header), header)
+  for (const header of ['evil.example:3939', undefined, '', ':3939']) t.notOk(isLoopbackHostHeader(header), String(header))
+  t.ok(isLoopbackAddress('127.0.0.1:3939'))
+  t.notOk(isLoopbackAddress('0.0.0.0:3939'))
+  // The Origin rule is the seed's three names exactly: 127.0.0.2 is loopback as an address, not as an Origin.
+  t.ok(isOriginAllowed('http://127.0.0.1:5173', LOOPBACK))
+  t.notOk(isOriginAllowed('http://127.0.0.2:5173', LOOPBACK))
+})
