@@ -21,11 +21,12 @@ export interface HubListener {
   send: (notification: JsonRpcNotification) => void
 }
 
-const LIST_CHANGED: Record<ListKind, string> = {
+/** The list_changed notification method of each list kind (the one table; lib/redis-sessions relays with it too). */
+export const LIST_CHANGED: Readonly<Record<ListKind, string>> = Object.freeze({
   tools: 'notifications/tools/list_changed',
   prompts: 'notifications/prompts/list_changed',
   resources: 'notifications/resources/list_changed'
-}
+})
 
 /** Every list kind: what a legacy client gets once mcpx declared listChanged. */
 export const ALL_LISTS: ReadonlySet<ListKind> = new Set<ListKind>(['tools', 'prompts', 'resources'])

@@ -39,6 +39,8 @@ import type { JsonObject } from './upstreams/types.js'
 import type { SseStream } from './sse.js'
 import { isObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcResponse } from './jsonrpc.js'
 import type { Logger } from './log.js'
+import { LIST_CHANGED, type ListKind } from './notify-hub.js'
+import { redactUrl } from './upstreams/redact.js'
 import {
   newSession, newSessionId, releaseLive,
   type EndOutcome, type FindOutcome, type MintOutcome, type Session, type SessionStore, type StreamOutcome,
@@ -72,7 +74,7 @@ type BusMessage =
   | { t: 'end', sid: string }
   | { t: 'cancel', sid: string, key: string }
   | { t: 'sub', sid: string, uri: string, add: boolean }
-  | { t: 'ev', from: string, kind?: 'tools' | 'prompts' | 'resources', uri?: string }
+  | { t: 'ev', from: string, kind?: ListKind, uri?: string }
 type ReplicaMessage =
   | { t: 'send', sid: string, msg: JsonRpcMessage }
   | { t: 'ans', sid: string, qid: string, res: JsonRpcResponse }
@@ -155,12 +157,6 @@ const SCRIPTS = {
 } as const
 type ScriptName = keyof typeof SCRIPTS
 type ScriptRunner = (...keysAndArgs: Array<string | number>) => Promise<unknown>
-
-const LIST_CHANGED = {
-  tools: 'notifications/tools/list_changed',
-  prompts: 'notifications/prompts/list_changed',
-  resources: 'notifications/resources/list_changed'
-} as const
 
 /**
  * Connection options: fail fast rather than queue (issue #11 › Redis faults). ioredis keeps
@@ -502,7 +498,7 @@ export class RedisSessionStore implements SessionStore {
   /** An upstream change another replica saw: to this replica's GET streams (the local hub delivers our own). */
   private deliverEvent (message: Extract<BusMessage, { t: 'ev' }>): void {
     let notification: JsonRpcNotification
-    if (message.kind !== undefined && message.kind in LIST_CHANGED) notification = { jsonrpc: '2.0', method: LIST_CHANGED[message.kind] }
+    if (message.kind !== undefined && Object.hasOwn(LIST_CHANGED, message.kind)) notification = { jsonrpc: '2.0', method: LIST_CHANGED[message.kind] }
     else if (typeof message.uri === 'string') notification = { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: message.uri } }
     else return
     const uri = message.uri
@@ -582,13 +578,3 @@ async function quit (connection: Redis): Promise<void> {
   connection.disconnect()
 }
 
-/** The URL without its password, for logs. */
-function redactUrl (url: string): string {
-  try {
-    const parsed = new URL(url)
-    if (parsed.password !== '') parsed.password = '***'
-    return parsed.toString()
-  } catch {
-    return '(unparsable url)'
-  }
-}
