@@ -8,6 +8,7 @@ import type { FastifyPluginAsync, FastifyError } from 'fastify'
 import { parseBody, classify, type Parsed, type RequestId } from '../../lib/jsonrpc.js'
 import { frameworkRefusal, refusal } from '../../lib/status.js'
 import { StreamSlots } from '../../lib/http-exchange.js'
+import { readAccept } from '../../lib/accept.js'
 import { sendRefusal } from '../../plugins/send-refusal.js'
 import type { McpRoutesOptions } from './options.js'
 import postRoute from './post.js'
@@ -34,13 +35,6 @@ function requestIdOf (body: unknown): RequestId | undefined {
   return item.kind === 'request' ? item.message.id : item.kind === 'invalid' ? item.id : undefined
 }
 
-/** True when an Accept header admits neither JSON nor SSE (then 406). Missing Accept and `*\/*` are tolerated. */
-export function acceptRefused (accept: string | undefined): boolean {
-  if (accept === undefined || accept.trim() === '') return false
-  const a = accept.toLowerCase()
-  return !(a.includes('application/json') || a.includes('text/event-stream') || a.includes('*/*') || a.includes('application/*') || a.includes('text/*'))
-}
-
 const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (fastify, opts) {
   fastify.removeAllContentTypeParsers()
   fastify.addContentTypeParser(['application/json'], { parseAs: 'buffer', bodyLimit: opts.maxBodyBytes }, function parseJsonRpc (_request, body, done) {
@@ -63,7 +57,7 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
   const notAcceptable = refusal('notAcceptable')
   fastify.addHook('onRequest', async function checkAccept (request, reply) {
     if (request.method === 'OPTIONS') return
-    if (acceptRefused(request.headers.accept)) return sendRefusal(reply, notAcceptable)
+    if (readAccept(request.headers.accept).refused) return sendRefusal(reply, notAcceptable)
   })
   // transport.maxConcurrentRequests: POSTs are counted from onRequest until their response closes
   // ('close' on the raw response fires for finished, hijacked (SSE) and aborted replies alike;

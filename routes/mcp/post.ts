@@ -6,20 +6,22 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { serveModernPost, serveLegacyPost, type ExchangeDeps, type PostChannel } from '../../lib/http-exchange.js'
 import { SseStream } from '../../lib/sse.js'
+import { readAccept } from '../../lib/accept.js'
 import { isLegacyRevision } from '../../lib/revisions.js'
 import type { Parsed } from '../../lib/jsonrpc.js'
 import type { McpRouteDeps } from './options.js'
 
 /** Builds the PostChannel for one Fastify request/reply pair. */
 export function channelFor (request: FastifyRequest, reply: FastifyReply, keepAliveMs: number): PostChannel {
-  const accept = (request.headers.accept ?? '').toLowerCase() // media types are case-insensitive (RFC 9110 §8.3.1)
+  // lib/accept: no Accept, or a wildcard, admits JSON; `Accept: text/event-stream` alone does not, and
+  // only a client that names text/event-stream (q > 0) is answered with a stream (seed › Streamable
+  // HTTP, 2026-07-28: responses are JSON or SSE as Accept allows).
+  const accept = readAccept(request.headers.accept)
   const principal = request.mcpPrincipal?.key // made once by mcpx-auth
   return {
     ...(principal !== undefined ? { principal } : {}),
-    acceptsSse: accept.includes('text/event-stream'),
-    // No Accept, or a wildcard, admits JSON; `Accept: text/event-stream` alone does not (seed ›
-    // Streamable HTTP, 2026-07-28: responses are JSON or SSE as Accept allows).
-    acceptsJson: accept.trim() === '' || accept.includes('application/json') || accept.includes('*/*') || accept.includes('application/*'),
+    acceptsSse: accept.sse,
+    acceptsJson: accept.json,
     json (status, body, headers) {
       if (reply.sent) return
       if (headers !== undefined) reply.headers(headers)
