@@ -1,8 +1,8 @@
 /**
- * The 2026-07-28 `x-mcp-header` schema extension and its `Mcp-Param-*` headers, in both
- * directions: scanning a tool's inputSchema for annotations, checking a `tools/call`'s headers
- * against its arguments (server side), and building the headers for a call (client side: mcpx
- * calling a 2026-07-28 upstream over HTTP, and test clients). Pure; shared codec in lib/header-values.
+ * The 2026-07-28 `x-mcp-header` schema extension and its `Mcp-Param-*` headers, server side:
+ * scanning a tool's inputSchema for annotations and checking a `tools/call`'s headers against its
+ * arguments. (mcpx's upstream calls get their mirrored headers from the SDK client; the test
+ * clients' builders live in test/helpers/param-headers.ts.) Pure; shared codec in lib/header-values.
  *
  * Sources: seed › Streamable HTTP, 2026-07-28 › Mcp-Param-* headers (mcpx re-lists upstream
  * schemas verbatim, so an upstream's annotation counts); DIGEST §6d "x-mcp-header annotation rules",
@@ -10,9 +10,7 @@
  */
 
 import { isObject } from './jsonrpc.js'
-import { MODERN_REVISIONS } from './revisions.js'
-import { decodeHeaderValue, encodeHeaderValue, headerMismatch, readHeader, type HeaderBag, type HeaderRejection } from './header-values.js'
-import { bodyProtocolVersion, nameFieldOf, type MirroredMessage } from './modern-headers.js'
+import { decodeHeaderValue, headerMismatch, readHeader, type HeaderBag, type HeaderRejection } from './header-values.js'
 
 /** One valid `x-mcp-header` annotation of a tool's inputSchema. */
 export interface ParamHeader {
@@ -65,9 +63,6 @@ const MAP_KEYWORDS: ReadonlySet<string> = new Set(['$defs', 'definitions', 'patt
 
 /** Deeper than this, a schema is refused rather than risking the stack (nothing real comes close). */
 const MAX_SCHEMA_DEPTH = 128
-
-/** The revision sent in MCP-Protocol-Version when the body names none (a notification). */
-const DEFAULT_MODERN_REVISION = MODERN_REVISIONS[MODERN_REVISIONS.length - 1]
 
 const EMPTY_SCAN: Scan = Object.freeze({ result: Object.freeze({ ok: true as const, params: Object.freeze([]) as unknown as ParamHeader[] }), compiled: Object.freeze([]) })
 
@@ -209,8 +204,8 @@ function escapePointer (key: string): string {
   return key.includes('~') || key.includes('/') ? key.replaceAll('~', '~0').replaceAll('/', '~1') : key
 }
 
-/** The argument at a `properties` path: undefined when absent or when something on the way is not an object. */
-function valueAt (args: unknown, path: readonly string[]): unknown {
+/** The argument at a `properties` path: undefined when absent or when something on the way is not an object. Never throws. */
+export function valueAt (args: unknown, path: readonly string[]): unknown {
   let value = args
   for (const key of path) {
     if (!isObject(value) || !Object.hasOwn(value, key)) return undefined
@@ -278,78 +273,4 @@ export function checkParamHeaders (headers: HeaderBag, inputSchema: unknown, arg
     if (!agrees(param.type, decoded.value, body)) return headerMismatch(param.name, 'mismatch', param.field)
   }
   return undefined
-}
-
-/**
- * The header text for one argument value, by the type coercion table (DIGEST §6d): a string is
- * encoded ({@link encodeHeaderValue}); a number in decimal (`42`, `-7`); a boolean `true`/`false`.
- * A value of another JSON type (schema-invalid arguments) is sent as its encoded JSON text, so a
- * server refuses it as a mismatch rather than as a missing header. Undefined when unsendable.
- */
-function headerText (value: unknown): string | undefined {
-  switch (typeof value) {
-    case 'string': return encodeHeaderValue(value)
-    case 'boolean': return value ? 'true' : 'false'
-    case 'number': return Number.isFinite(value) ? String(value) : undefined
-    case 'bigint': return String(value)
-    case 'object': {
-      try {
-        const json = JSON.stringify(value)
-        return json === undefined ? undefined : encodeHeaderValue(json)
-      } catch {
-        return undefined
-      }
-    }
-    default: return undefined
-  }
-}
-
-/**
- * The Mcp-Param-* headers for a `tools/call`, client side (DIGEST §6d "Type coercion", tables D1,
- * D2, D6). One `Mcp-Param-<Annotation>` (annotation as written) per annotated argument that is
- * present and not `null`; absent and `null` arguments get no header. Values: strings through
- * {@link encodeHeaderValue} (plain or `=?base64?…?=`), integers in decimal, booleans `true`/`false`.
- * A schema that {@link scanParamHeaders} refuses yields no headers at all (the tool should have
- * been dropped; SEP-2243: without a usable schema, send no Mcp-Param-*).
- * @param inputSchema the tool's most recently listed inputSchema
- * @param args the call's `arguments`
- * @returns a fresh object of header name → value. Never throws.
- */
-export function buildParamHeaders (inputSchema: unknown, args: unknown): Record<string, string> {
-  const out: Record<string, string> = {}
-  const scan = scanOf(inputSchema)
-  if (!scan.result.ok) return out
-  for (const param of scan.compiled) {
-    const value = valueAt(args, param.path)
-    if (value === undefined || value === null) continue
-    const text = headerText(value)
-    if (text !== undefined) out[param.name] = text
-  }
-  return out
-}
-
-/**
- * Every mirrored header for a 2026-07-28 POST, client side (DIGEST §6d "Which headers each method
- * needs"): `MCP-Protocol-Version` (the body's `_meta` protocolVersion, or the newest modern
- * revision when the body has none, as on a notification — every POST carries it), `Mcp-Method`
- * (the method, plain, sent on notifications too so SEP-2243 servers are satisfied as well, A3),
- * `Mcp-Name` (encoded) on `tools/call`/`prompts/get` (`params.name`) and `resources/read`
- * (`params.uri`) when the body has a string there, and for `tools/call` with an `inputSchema`,
- * the {@link buildParamHeaders} of `params.arguments`. Header names use the spec's casing.
- * @param message the request or notification about to be sent
- * @param inputSchema the called tool's most recently listed inputSchema; without it, no Mcp-Param-*
- * @returns a fresh object of header name → value. Never throws.
- */
-export function buildModernHeaders (message: MirroredMessage, inputSchema?: unknown): Record<string, string> {
-  const params = isObject(message.params) ? message.params : undefined
-  const version = bodyProtocolVersion(params)
-  const out: Record<string, string> = {
-    'MCP-Protocol-Version': typeof version === 'string' ? version : DEFAULT_MODERN_REVISION,
-    'Mcp-Method': message.method,
-  }
-  const field = nameFieldOf(message.method)
-  const name = field === undefined ? undefined : params?.[field]
-  if (typeof name === 'string') out['Mcp-Name'] = encodeHeaderValue(name)
-  if (message.method === 'tools/call' && inputSchema !== undefined) Object.assign(out, buildParamHeaders(inputSchema, params?.arguments))
-  return out
 }

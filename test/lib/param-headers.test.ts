@@ -5,7 +5,8 @@
  */
 import t from 'tap'
 import type { HeaderBag } from '../../lib/header-values.js'
-import { buildModernHeaders, buildParamHeaders, checkParamHeaders, scanParamHeaders } from '../../lib/param-headers.js'
+import { checkParamHeaders, scanParamHeaders } from '../../lib/param-headers.js'
+import { buildModernHeaders, buildParamHeaders } from '../helpers/param-headers.js'
 import { checkModernHeaders } from '../../lib/modern-headers.js'
 
 const PREFIX = 'Header mismatch: '
