@@ -151,3 +151,80 @@ export async function startAuthServer (t: Teardown, options: { ttlSeconds?: numb
     up () { isDown = false }
   }
 }
+
+/**
+ * Plays the user at the authorization server: follows `authorizationUrl` through oidc-provider's
+ * dev interactions (sign in as `login`, then consent), carrying its cookies, until the redirect
+ * to the client's redirect URI.
+ * @returns the `code` and `state` of that redirect, and all its parameters (`iss` too, RFC 9207)
+ * @throws when the server answers something else (an error page, a loop)
+ */
+export async function playUser (authorizationUrl: URL | string, login: string): Promise<{ code: string, state: string | null, params: URLSearchParams }> {
+  const cookies = new Map<string, string>()
+  let url = new URL(authorizationUrl)
+  let method = 'GET'
+  let body: string | undefined
+  for (let step = 0; step < 20; step++) {
+    const response = await fetch(url, {
+      method,
+      redirect: 'manual',
+      headers: {
+        cookie: [...cookies].map(([k, v]) => `${k}=${v}`).join('; '),
+        ...(body !== undefined ? { 'content-type': 'application/x-www-form-urlencoded' } : {})
+      },
+      ...(body !== undefined ? { body } : {})
+    })
+    for (const line of response.headers.getSetCookie()) {
+      const [pair] = line.split(';')
+      const eq = pair.indexOf('=')
+      cookies.set(pair.slice(0, eq), pair.slice(eq + 1))
+    }
+    const location = response.headers.get('location')
+    if (response.status >= 300 && response.status < 400 && location !== null) {
+      await response.body?.cancel()
+      const next = new URL(location, url)
+      if (next.href.startsWith(PUBLIC_CLIENT.redirectUri)) {
+        const code = next.searchParams.get('code')
+        if (code === null) throw new Error(`redirected without a code: ${next.search}`)
+        return { code, state: next.searchParams.get('state'), params: next.searchParams }
+      }
+      url = next
+      method = 'GET'
+      body = undefined
+      continue
+    }
+    const html = await response.text()
+    const prompt = /name="prompt" value="(\w+)"/.exec(html)?.[1]
+    const action = /<form[^>]*action="([^"]+)"/.exec(html)?.[1]
+    if (response.status !== 200 || prompt === undefined || action === undefined) throw new Error(`unexpected page ${response.status} at ${url.pathname}: ${html.slice(0, 300)}`)
+    url = new URL(action.replaceAll('&amp;', '&'), url)
+    method = 'POST'
+    body = new URLSearchParams(prompt === 'login' ? { prompt, login, password: 'any' } : { prompt }).toString()
+  }
+  throw new Error('too many steps at the authorization server')
+}
+
+/**
+ * An in-memory OAuthClientProvider, as both official SDKs (v1 and v2) define it: the public
+ * PKCE client, its tokens and verifier kept in fields; `redirectToAuthorization` only records
+ * the URL (the test then plays the user with {@link playUser}).
+ */
+export class MemoryOAuthProvider {
+  authorizationUrl: URL | undefined
+  savedTokens: { access_token: string, token_type: string, refresh_token?: string } | undefined
+  #verifier = ''
+  get redirectUrl (): string { return PUBLIC_CLIENT.redirectUri }
+  get clientMetadata (): { redirect_uris: string[], client_name: string, grant_types: string[], response_types: string[], token_endpoint_auth_method: string } {
+    return { redirect_uris: [PUBLIC_CLIENT.redirectUri], client_name: 'mcpx test client', grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' }
+  }
+  clientInformation (): { client_id: string } { return { client_id: PUBLIC_CLIENT.clientId } }
+  tokens (): MemoryOAuthProvider['savedTokens'] { return this.savedTokens }
+  saveTokens (tokens: NonNullable<MemoryOAuthProvider['savedTokens']>): void { this.savedTokens = tokens }
+  redirectToAuthorization (url: URL): void { this.authorizationUrl = url }
+  saveCodeVerifier (verifier: string): void { this.#verifier = verifier }
+  codeVerifier (): string { return this.#verifier }
+  #discovery: unknown
+  /** v2 (SEP-2352): the discovery state is kept with the verifier, so the callback is checked against the same server. */
+  saveDiscoveryState (state: unknown): void { this.#discovery = state }
+  discoveryState (): unknown { return this.#discovery }
+}
