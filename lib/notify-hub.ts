@@ -4,12 +4,9 @@
  * `subscriptions/listen` streams (DIGEST §6f). One registry listener per event, however many
  * sessions listen, so 10,000 sessions cost a Set entry each, not an EventEmitter listener each.
  */
-import type { UpstreamRegistry } from './upstreams/types.js'
+import type { ListKind, UpstreamRegistry } from './upstreams/types.js'
 import { META_SUBSCRIPTION_ID } from './classify.js'
 import { isObject, type JsonRpcNotification, type RequestId } from './jsonrpc.js'
-
-/** The kinds of list a change can concern. */
-export type ListKind = 'tools' | 'prompts' | 'resources'
 
 /** One listener: what it wants, and where its notifications go. */
 export interface HubListener {

@@ -11,9 +11,9 @@
  */
 import { EventEmitter } from 'node:events'
 import { INVALID_PARAMS, RESOURCE_NOT_FOUND, UPSTREAM_ERROR, isObject } from '../jsonrpc.js'
-import { Upstream, type ListKind, type UpstreamLogger } from './upstream.js'
+import { Upstream } from './upstream.js'
 import {
-  UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamConfig, type UpstreamRegistry, type UpstreamStatus
+  UpstreamRpcError, type ListKind, type UpstreamLogger, type JsonObject, type UpstreamCallOptions, type UpstreamConfig, type UpstreamRegistry, type UpstreamStatus
 } from './types.js'
 
 /** Joins a prefix and an upstream name: `everything__echo`. */

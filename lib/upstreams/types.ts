@@ -7,10 +7,38 @@
  * clients) is the dispatcher's job, not the upstream layer's.
  */
 import type { EventEmitter } from 'node:events'
+import type { Logger } from '../log.js'
 import type { Era, Revision } from '../revisions.js'
 
 /** Any JSON object, as it crossed the wire. */
 export type JsonObject = Record<string, unknown>
+
+/** The list kinds an upstream can announce changes for. */
+export type ListKind = 'tools' | 'prompts' | 'resources'
+
+/** One upstream's raw lists, exactly as it sent them (every page concatenated). */
+export interface UpstreamCatalogue {
+  tools: JsonObject[]
+  prompts: JsonObject[]
+  resources: JsonObject[]
+  resourceTemplates: JsonObject[]
+}
+
+/** Callbacks the registry gives each upstream. None may throw. */
+export interface UpstreamEvents {
+  /**
+   * The upstream's catalogue changed for `kind`: `announced` true after a re-list the upstream asked
+   * for (its list_changed, whether or not the list differs), false when it came up or went down.
+   */
+  catalogueChanged: (kind: ListKind, announced: boolean) => void
+  /** The upstream sent `notifications/resources/updated` for `uri` (upstream form = downstream form). */
+  resourceUpdated: (uri: string) => void
+  /** State changed (connecting, ready, down, closed). */
+  stateChanged: (status: UpstreamStatus) => void
+}
+
+/** The logger methods the upstream layer uses: a pino Logger, or Fastify's `log`, fits. */
+export type UpstreamLogger = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>
 
 /** A question an upstream asks its client (legacy server→client request), or one item of an MRTR `inputRequests`. */
 export interface UpstreamQuestion {

@@ -1,85 +1,21 @@
 /**
- * One upstream MCP server connection: a child process over stdio, or a remote server over
- * Streamable HTTP, spoken to through the official v2 client (`@modelcontextprotocol/client` 2.4.0).
- * The registry (registry.ts) owns naming and routing; this file owns one connection's life.
- *
- * What the v2 client does for us, as read in its sources (dist/*.mjs.map) and checked on the wire:
- * - Era negotiation (`versionNegotiation: { mode: 'auto' }`): a `server/discover` probe carrying the
- *   2026-07-28 `_meta` envelope; a DiscoverResult or a modern error means modern, anything else
- *   (and, on stdio, a timeout) falls back to `initialize` (DIGEST §6b, §6c row 16). On the SDK's
- *   own `StdioClientTransport` (the exact base class) the probe runs on a short-lived SIBLING
- *   process whose stderr is discarded; subclasses probe IN PLACE. We subclass, so the probe runs on
- *   the one child we keep (one spawn, one pid, its stderr reaches our log, as the stdio spec's
- *   probe describes). The price: a server that exits on an unknown pre-`initialize` request fails
- *   the in-place probe; we then reconnect once with `prior: { kind: 'legacy' }` (plain initialize)
- *   and remember that verdict for later restarts of that upstream.
- * - Per-request `_meta` envelope on a modern connection, request ids, cancellation (`notifications/cancelled`, or closing the per-request SSE stream
- *   on modern HTTP), `MCP-Protocol-Version` / `Mcp-Method` / `Mcp-Name` headers, and SEP-2243
- *   `Mcp-Param-*` mirroring in `callTool()` (we pass the upstream's own tool definition, with its
- *   unprefixed name, as `toolDefinition`, so mirroring never depends on the client's cache).
- * - Server→client requests (legacy era) reach handlers registered with `setRequestHandler`;
- *   on a modern connection the client drops inbound requests (2026 has none: MRTR instead).
- *
- * What we do ourselves, and why:
- * - Raw results. The client's request funnel decodes results per era before any schema runs:
- *   it deletes `resultType` (both eras), rebuilds `input_required` results from their known
- *   fields, and `callTool()` zod-parses the result and validates `structuredContent` against the
- *   tool's `outputSchema`. The gateway must pass upstream JSON on verbatim, so `UpstreamClient`
- *   overrides the client's protected `_onresponse` to keep the raw `result` object of every
- *   request we sent (correlated by the id the client chose, seen in our transport's `send` inside
- *   an AsyncLocalStorage scope), and every call returns that raw object. Non-tool requests use
- *   `client.request(req, PASSTHROUGH, options)` (a Standard Schema accepting anything).
- *   `toolDefinition` carries no `outputSchema`, so the client validates no tool output.
- * - The response cache: never used. Lists are fetched page by page with `client.request`, which
- *   neither reads nor writes the client's cache (only `listTools()` & co. do).
- * - MRTR: `inputRequired: { autoFulfill: false }` and `allowInputRequired: true` per call, so an
- *   upstream `input_required` result reaches the dispatcher as it was sent.
- * - Progress: our own `progressToken`s, dispatched synchronously (see UpstreamClient: the SDK's
- *   `onprogress` can lose the last notification before a response).
- * - Timeouts (per call, ours), restart with backoff, failing in-flight calls at once when the
- *   connection drops, child stderr → logger, and kill/reap on close (SIGTERM, SIGKILL after 2 s).
- * - A second, legacy connection for a dual-era upstream that negotiated a modern revision, when the
- *   config's `legacyConnection` allows it. The server SDK pins the era per connection, and only a
- *   legacy session lets a tool send server→client requests (elicitation, sampling, roots) the
- *   legacy way, or `notifications/message` without a per-request level; on a modern one a tool
- *   written with `elicitInput()` fails ("Server-to-client requests are not available on protocol
- *   revision 2026-07-28"). With it, `tools/call`, `prompts/get`, `resources/read` and
- *   `completion/complete` with `era: 'legacy'` go over a connection opened with a plain legacy
- *   `initialize` (`prior: { kind: 'legacy' }`): a second child (same command, args, env, cwd) or a
- *   second client on the same URL. It is opened lazily on the first legacy call, kept, restarted
- *   with the same backoff if it dies, and killed on close. It carries no catalogue: lists,
- *   list_changed and subscriptions stay on the primary connection. An upstream that refuses a
- *   legacy `initialize` (modern-only) is remembered as such; its legacy calls use the primary.
- *   The trade-off, and so the default (`wantsLegacyConnection`, types.ts):
- *   - HTTP (default on): one server process behind both clients, so its state is shared; the cost
- *     is one more session on the upstream.
- *   - stdio (default off): the second connection is a second PROCESS with its own memory. A stateful
- *     server diverges: a tool added by a legacy-era call never shows in the catalogue (the primary
- *     child's), a counter bumped there is not the primary's. Without it, legacy-era calls use the
- *     primary connection in whatever era it negotiated: a modern upstream's `input_required` reaches
- *     the dispatcher, whose MRTR bridge asks the legacy client real questions, and the dispatcher
- *     sends `_meta["io.modelcontextprotocol/logLevel"]` on legacy-era calls so the upstream's log
- *     lines come (routed to the call's `onNotification` like on any connection). Lost that way:
- *     only what a tool can do solely in a legacy session (`elicitInput()`/`createMessage()` called
- *     directly, logs sent without the request's level); era-neutral (MRTR) tools lose nothing.
- * - Request-scoped notifications (`notifications/message`) go to the `onNotification` of an
- *   in-flight call on the connection they came from, chosen like questions (see answerQuestion).
- *
+ * One upstream MCP server: the facade the registry (registry.ts) calls. It supervises the connection
+ * (connect, list, re-list, backoff and restart), routes each call, and routes the upstream's questions
+ * and request-scoped notifications to the call they belong to. Design notes: ./README.md.
  * Sources: DIGEST §2e (cancellation, progress), §3a (timeouts), §6a (eras, dual-era), §6b (stdio
  * probe, restart), §6c (HTTP), §6d (mirrored headers), §6f (subscriptions/listen, MRTR).
  */
-import { AsyncLocalStorage } from 'node:async_hooks'
-import type { ChildProcess } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import type { Readable } from 'node:stream'
-import {
-  Client, ProtocolError, SdkError, SdkErrorCode, StreamableHTTPClientTransport, type McpSubscription
-} from '@modelcontextprotocol/client'
-import { StdioClientTransport } from '@modelcontextprotocol/client/stdio'
-import type { Logger } from '../log.js'
+import { ProtocolError, SdkError, SdkErrorCode, type McpSubscription } from '@modelcontextprotocol/client'
 import { INTERNAL_ERROR, METHOD_NOT_FOUND, UPSTREAM_ERROR, isObject } from '../jsonrpc.js'
 import type { Era, Revision } from '../revisions.js'
-import { UpstreamRpcError, wantsLegacyConnection, type JsonObject, type UpstreamCallOptions, type UpstreamConfig, type UpstreamStatus } from './types.js'
+import {
+  UpstreamRpcError, wantsLegacyConnection, type JsonObject, type ListKind, type UpstreamCallOptions, type UpstreamCatalogue, type UpstreamConfig,
+  type UpstreamEvents, type UpstreamLogger, type UpstreamStatus
+} from './types.js'
+import { PASSTHROUGH, UpstreamClient, callScope, tapSend, type CallScope } from './client.js'
+import { KILL_GRACE_MS, UpstreamHttpTransport, UpstreamStdioTransport } from './transports.js'
 import { redactText } from './redact.js'
 
 /** First restart delay (ms); doubles per failed attempt. */
@@ -88,10 +24,6 @@ export const RESTART_INITIAL_DELAY_MS = 100
 export const RESTART_MAX_DELAY_MS = 10_000
 /** A connection up this long (ms) resets the backoff. */
 export const RESTART_RESET_AFTER_MS = 10_000
-/** SIGTERM → SIGKILL grace when killing a child (ms). */
-export const KILL_GRACE_MS = 2_000
-/** After a killed child exited, how long its pipes may take to close before we destroy them (ms). */
-export const PIPE_DRAIN_MS = 500
 /** The requests a legacy-era call sends over the legacy connection of a dual-era upstream (DIGEST §6f: the ones that may ask or log). */
 const LEGACY_ROUTED_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read', 'completion/complete'])
 /** Longest wait for the `server/discover` probe on stdio before falling back to `initialize` (ms). */
@@ -104,33 +36,6 @@ export const SETUP_TIMEOUT_MS = 30_000
 /** Most pages read from one list before giving up (a defence against a cursor that never ends). */
 export const MAX_LIST_PAGES = 100
 
-/** The list kinds an upstream can announce changes for. */
-export type ListKind = 'tools' | 'prompts' | 'resources'
-
-/** One upstream's raw lists, exactly as it sent them (every page concatenated). */
-export interface UpstreamCatalogue {
-  tools: JsonObject[]
-  prompts: JsonObject[]
-  resources: JsonObject[]
-  resourceTemplates: JsonObject[]
-}
-
-/** Callbacks the registry gives each upstream. None may throw. */
-export interface UpstreamEvents {
-  /**
-   * The upstream's catalogue changed for `kind`: `announced` true after a re-list the upstream asked
-   * for (its list_changed, whether or not the list differs), false when it came up or went down.
-   */
-  catalogueChanged: (kind: ListKind, announced: boolean) => void
-  /** The upstream sent `notifications/resources/updated` for `uri` (upstream form = downstream form). */
-  resourceUpdated: (uri: string) => void
-  /** State changed (connecting, ready, down, closed). */
-  stateChanged: (status: UpstreamStatus) => void
-}
-
-/** The logger methods the upstream layer uses: a pino Logger, or Fastify's `log`, fits. */
-export type UpstreamLogger = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>
-
 /** Options of one upstream connection. */
 export interface UpstreamOptions {
   /** Where lifecycle lines and the child's stderr go (each line tagged `{ upstream: name }`). */
@@ -138,158 +43,6 @@ export interface UpstreamOptions {
   /** Timeout of one call (ms) when the config has no `timeout`. */
   defaultTimeoutMs: number
   events: UpstreamEvents
-}
-
-/** Accepts any value unchanged: the result schema for `client.request` when we want the raw JSON. */
-const PASSTHROUGH = {
-  '~standard': {
-    version: 1 as const,
-    vendor: 'mcpx',
-    validate: (value: unknown) => ({ value })
-  }
-}
-
-/** The raw results of the requests sent from one call (see module comment). */
-interface CallScope { ids: Array<string | number>, raw?: JsonObject }
-const callScope = new AsyncLocalStorage<CallScope>()
-
-/** The v2 client, keeping the raw `result` of every response to a request sent inside a call scope. */
-class UpstreamClient extends Client {
-  readonly scopes = new Map<string | number, CallScope>()
-  /** Progress callbacks by the progressToken we put in `_meta` (see `_onnotification`). */
-  readonly progress = new Map<string, (params: JsonObject) => void>()
-  /** Receives every `notifications/message`, synchronously and in wire order (before the response it precedes). */
-  onLogMessage: ((notification: { method: string, params?: JsonObject }) => void) | undefined
-
-  /**
-   * Progress is handled here, synchronously and in wire order. The SDK dispatches notifications
-   * on a microtask but responses synchronously, so with `onprogress` the last progress
-   * notification, when it arrives in the same read as the response, finds its handler already
-   * removed and is lost (seen with a legacy stdio upstream). We send our own tokens instead.
-   */
-  protected override _onnotification (raw: Parameters<Client['_onnotification']>[0], extra?: Parameters<Client['_onnotification']>[1]): void {
-    if (raw.method === 'notifications/progress' && isObject(raw.params)) {
-      const token = raw.params.progressToken
-      const handler = typeof token === 'string' ? this.progress.get(token) : undefined
-      if (handler !== undefined) { handler(raw.params); return }
-    }
-    if (raw.method === 'notifications/message' && this.onLogMessage !== undefined) {
-      this.onLogMessage(isObject(raw.params) ? { method: raw.method, params: raw.params } : { method: raw.method })
-      return
-    }
-    super._onnotification(raw, extra)
-  }
-
-  protected override _onresponse (response: Parameters<Client['_onresponse']>[0]): void {
-    const id = response.id
-    const scope = id === undefined ? undefined : this.scopes.get(id)
-    if (id !== undefined && scope !== undefined) {
-      this.scopes.delete(id)
-      const result = (response as { result?: unknown }).result
-      if (isObject(result)) scope.raw = result
-    }
-    super._onresponse(response)
-  }
-}
-
-/** Records the id of each request sent inside a call scope, so `_onresponse` can find its scope. */
-function tapSend (client: UpstreamClient, message: unknown): void {
-  const scope = callScope.getStore()
-  if (scope === undefined || !isObject(message) || typeof message.method !== 'string') return
-  const id = message.id as unknown
-  if (typeof id !== 'string' && typeof id !== 'number') return
-  scope.ids.push(id)
-  client.scopes.set(id, scope)
-}
-
-/**
- * The SDK stdio transport, subclassed so the era probe runs in place (see module comment), with
- * the child's exit recorded (code/signal) and a kill that waits for the exit.
- */
-class UpstreamStdioTransport extends StdioClientTransport {
-  child: ChildProcess | undefined
-  /** How the child ended on its own (`code 3`, `signal SIGSEGV`, `spawn failed: ENOENT`); unset when mcpx killed it. */
-  exitInfo: string | undefined
-  exited: Promise<void> = Promise.resolve()
-  onSend: ((message: unknown) => void) | undefined
-  /** Set by kill(): a start() that has not spawned yet must not spawn at all. */
-  private killed = false
-
-  override async start (): Promise<void> {
-    if (this.killed) throw new Error('upstream closed before its child was spawned')
-    const started = super.start()
-    // 2.4.0 spawns synchronously inside start() and keeps the child in the (TS-)private
-    // `_process`: read it at once, so the child is tracked (pid, kill) from spawn, not only once
-    // the connection is set up.
-    const child = (this as unknown as { _process?: ChildProcess })._process
-    if (child !== undefined) {
-      this.child = child
-      this.exited = new Promise(resolve => {
-        if (child.exitCode !== null || child.signalCode !== null) { resolve(); return }
-        child.once('exit', (code, signal) => {
-          if (!this.killed) this.exitInfo ??= signal !== null ? `signal ${signal}` : `code ${String(code)}`
-          resolve()
-        })
-        // A failed spawn (ENOENT) emits 'error' and 'close', never 'exit'.
-        child.once('close', () => resolve())
-        child.once('error', (err: NodeJS.ErrnoException) => {
-          if (child.pid === undefined) { this.exitInfo ??= `spawn failed: ${err.code ?? err.message}`; resolve() }
-        })
-      })
-    }
-    await started
-  }
-
-  /** The child's pid while it runs (from spawn until exit). */
-  get runningPid (): number | undefined {
-    const child = this.child
-    return child === undefined || child.exitCode !== null || child.signalCode !== null ? undefined : child.pid
-  }
-
-  override async send (...args: Parameters<StdioClientTransport['send']>): Promise<void> {
-    this.onSend?.(args[0])
-    return await super.send(...args)
-  }
-
-  /** SIGTERM, then SIGKILL after `graceMs`; resolves once the child has exited. Never throws. */
-  async kill (graceMs: number): Promise<void> {
-    this.killed = true
-    const child = this.child
-    if (child === undefined || child.exitCode !== null || child.signalCode !== null) return
-    try { child.stdin?.end() } catch {}
-    try { child.kill('SIGTERM') } catch {}
-    let timer: NodeJS.Timeout | undefined
-    const killed = new Promise<void>(resolve => {
-      timer = setTimeout(() => {
-        try { child.kill('SIGKILL') } catch {}
-        resolve()
-      }, graceMs)
-    })
-    await Promise.race([this.exited, killed])
-    clearTimeout(timer)
-    await this.exited
-    // The pipes normally close right after the exit (draining the last stderr lines); a grandchild
-    // holding them would delay their 'close', and with it the SDK's close(), by seconds.
-    if (child.stdout !== null && !child.stdout.closed) {
-      let drainTimer: NodeJS.Timeout | undefined
-      await Promise.race([
-        new Promise(resolve => child.once('close', resolve)),
-        new Promise(resolve => { drainTimer = setTimeout(resolve, PIPE_DRAIN_MS) })
-      ])
-      clearTimeout(drainTimer)
-    }
-    for (const stream of [child.stdin, child.stdout, child.stderr]) try { stream?.destroy() } catch {}
-  }
-}
-
-/** The SDK Streamable HTTP transport, with the same send tap. */
-class UpstreamHttpTransport extends StreamableHTTPClientTransport {
-  onSend: ((message: unknown) => void) | undefined
-
-  override async send (...args: Parameters<StreamableHTTPClientTransport['send']>): Promise<void> {
-    this.onSend?.(args[0])
-    return await super.send(...args)
-  }
 }
 
 type SendFn = (client: UpstreamClient, params: JsonObject, requestOptions: Record<string, unknown>) => Promise<unknown>
