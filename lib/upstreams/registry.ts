@@ -13,7 +13,7 @@ import { EventEmitter } from 'node:events'
 import { INVALID_PARAMS, RESOURCE_NOT_FOUND, UPSTREAM_ERROR, isObject } from '../jsonrpc.js'
 import { Upstream } from './upstream.js'
 import {
-  UpstreamRpcError, type ListKind, type UpstreamLogger, type JsonObject, type UpstreamCallOptions, type UpstreamConfig, type UpstreamRegistry, type UpstreamStatus
+  UpstreamRpcError, type ListKind, type UpstreamHeaderProvider, type UpstreamLogger, type JsonObject, type UpstreamCallOptions, type UpstreamConfig, type UpstreamRegistry, type UpstreamStatus
 } from './types.js'
 
 /** Joins a prefix and an upstream name: `everything__echo`. */
@@ -25,6 +25,11 @@ export interface RegistryOptions {
   logger: UpstreamLogger
   /** Timeout of one upstream call (ms) for upstreams without their own `timeout`. */
   defaultTimeoutMs: number
+  /**
+   * Per-call request headers for HTTP upstreams, from the caller's principal (issue #16's seam; see
+   * UpstreamHeaderProvider). Default: none (every call carries the config's `headers` only).
+   */
+  headerProvider?: UpstreamHeaderProvider
 }
 
 interface Route { upstream: Upstream, name: string, item: JsonObject }
@@ -79,6 +84,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
       const upstream = new Upstream(name, upstreamConfig, {
         logger: options.logger,
         defaultTimeoutMs: options.defaultTimeoutMs,
+        headerProvider: options.headerProvider,
         events: {
           catalogueChanged: (kind, announced) => this.rebuild(kind, announced),
           resourceUpdated: uri => this.emit('resource_updated', uri),

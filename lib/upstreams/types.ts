@@ -85,7 +85,37 @@ export interface UpstreamCallOptions {
    * and by default, the upstream's primary (negotiated) connection.
    */
   era?: Era
+  /**
+   * The caller's identity, opaque to the upstream layer (issue #16 builds it): handed as is to the
+   * registry's {@link UpstreamHeaderProvider} for calls to HTTP upstreams. Undefined: no caller identity.
+   */
+  principal?: unknown
 }
+
+/** What an {@link UpstreamHeaderProvider} is asked for one HTTP upstream request. */
+export interface UpstreamHeaderRequest {
+  /** The upstream's configured name. */
+  upstream: string
+  /** {@link UpstreamCallOptions.principal} of the call, as the dispatcher passed it. */
+  principal: unknown
+  /** true on the one retry after the upstream answered 401 to the headers of the first try. */
+  afterUnauthorized: boolean
+  /** On that retry: the 401's `WWW-Authenticate` value, when it had one. */
+  challenge?: string
+}
+
+/**
+ * Supplies extra request headers (e.g. `authorization`) for each call sent to an HTTP upstream,
+ * given the caller's principal (the seam issue #16 uses for per-caller upstream credentials).
+ * Asked once per call; when the upstream answers 401 it is asked once more with
+ * `afterUnauthorized: true` and the call is retried once with what it returns (a second 401 is the
+ * call's error). Its headers go after the config's `headers` and before the ones mcpx owns
+ * (`content-type`, `accept`, `mcp-session-id`, `mcp-protocol-version`, `mcp-method`, `mcp-name`,
+ * `mcp-param-*`), which it cannot override. Undefined or `{}`: nothing added. A rejection fails the
+ * call with UPSTREAM_ERROR (-31000). Not asked for the connection's own traffic (handshake, lists,
+ * listen streams), which keeps the config's headers.
+ */
+export type UpstreamHeaderProvider = (request: UpstreamHeaderRequest) => Promise<Record<string, string> | undefined>
 
 /**
  * A wire error an upstream returned, or one mcpx raises in its name (upstream down, timeout):

@@ -1,0 +1,435 @@
+/**
+ * One supervised connection to an upstream, used for both roles: the `primary` connection (the
+ * negotiated one: catalogue, list_changed, subscriptions) and a dual-era upstream's `legacy` one
+ * (opened lazily for legacy-era calls; see ./README.md). It connects (the SDK client's handshake),
+ * lists and re-lists (primary), keeps the upstream's listen stream in step with the subscriptions,
+ * and when the link drops: fails its calls, goes down, and restarts with backoff.
+ * Sources: DIGEST §6a (eras, dual-era), §6b (stdio probe, restart), §6c (HTTP), §6f (listen).
+ */
+import { createInterface } from 'node:readline'
+import { ProtocolError, SdkError, SdkErrorCode, type McpSubscription } from '@modelcontextprotocol/client'
+import { UPSTREAM_ERROR, isObject } from '../jsonrpc.js'
+import { createUpstreamClient } from './client.js'
+import { HttpUpstreamTransport } from './http-transport.js'
+import { Link } from './link.js'
+import { redactText } from './redact.js'
+import { KILL_GRACE_MS, StdioUpstreamTransport } from './stdio-transport.js'
+import {
+  UpstreamRpcError, type JsonObject, type ListKind, type UpstreamCatalogue, type UpstreamConfig, type UpstreamEvents,
+  type UpstreamHeaderProvider, type UpstreamLogger
+} from './types.js'
+
+/** First restart delay (ms); doubles per failed attempt. */
+export const RESTART_INITIAL_DELAY_MS = 100
+/** Longest restart delay (ms). */
+export const RESTART_MAX_DELAY_MS = 10_000
+/** A connection up this long (ms) resets the backoff. */
+export const RESTART_RESET_AFTER_MS = 10_000
+/** Most pages read from one list before giving up (a defence against a cursor that never ends). */
+export const MAX_LIST_PAGES = 100
+
+const LIST_KINDS: readonly ListKind[] = ['tools', 'prompts', 'resources']
+export const EMPTY_CATALOGUE: UpstreamCatalogue = Object.freeze({ tools: [], prompts: [], resources: [], resourceTemplates: [] }) as UpstreamCatalogue
+
+/** What a connection needs from the upstream it belongs to (the facade, upstream.ts). */
+export interface ConnectionHost {
+  readonly name: string
+  readonly config: UpstreamConfig
+  readonly kind: 'stdio' | 'http'
+  readonly logger: UpstreamLogger
+  readonly events: UpstreamEvents
+  readonly headerProvider: UpstreamHeaderProvider | undefined
+  /** Bound of the setup exchanges (connect, lists, subscriptions), ms. */
+  readonly setupTimeoutMs: number
+  /** The resource URIs subscribed upstream (kept across restarts). */
+  readonly subscriptions: ReadonlySet<string>
+  /** True once close() began: nothing reconnects. */
+  readonly closing: boolean
+  /** A connection's state changed: report the upstream's status. */
+  stateChanged: () => void
+}
+
+/** A connection's state: `idle` (legacy role, never needed yet) and `unavailable` (legacy refused) are the legacy role's. */
+export type ConnectionState = 'idle' | 'connecting' | 'ready' | 'down' | 'unavailable' | 'closed'
+
+/** The backoff before restart attempt number `failures + 1`, ms: RESTART_INITIAL_DELAY_MS doubling, capped at RESTART_MAX_DELAY_MS. */
+function restartDelayMs (failures: number): number {
+  return Math.min(RESTART_INITIAL_DELAY_MS * 2 ** failures, RESTART_MAX_DELAY_MS)
+}
+
+/**
+ * Whether a failed legacy `connect` means the upstream refuses legacy sessions (modern-only): it
+ * answered `initialize` with a JSON-RPC error (stdio: -32022 with its `supported` list), or an
+ * HTTP 4xx. A timeout, an exit or a network error is not a verdict (restart with backoff).
+ */
+function refusedLegacy (error: unknown): boolean {
+  if (error instanceof ProtocolError) return true
+  const status = (error as { data?: { status?: unknown } }).data?.status
+  return error instanceof SdkError && typeof status === 'number' && status >= 400 && status < 500
+}
+
+/** A setup request's options: never cancelled by a caller. */
+function setupOptions (): { signal: AbortSignal } {
+  return { signal: new AbortController().signal }
+}
+
+/** One supervised connection (see module comment). */
+export class SupervisedConnection {
+  state: ConnectionState
+  /** The link once connected (set before listing, so a list can run on it), until it drops. */
+  link: Link | undefined
+  /** The running attempt, or (when down) the scheduled one: resolves with the link, or undefined when it failed. */
+  attempt: Promise<Link | undefined> | undefined
+  restarts = 0
+  lastError: string | undefined
+  /** The raw lists (primary role). */
+  catalogue: UpstreamCatalogue = EMPTY_CATALOGUE
+  private failures = 0
+  private restartTimer: NodeJS.Timeout | undefined
+  private stableTimer: NodeJS.Timeout | undefined
+  private cancelRestart: (() => void) | undefined
+  /** Use plain `initialize` (a stdio server that died on the probe; remembered across restarts). */
+  private forceLegacy = false
+  /** Links still being set up: their child already runs, so status() reports its pid and close() kills it. */
+  private readonly settingUp = new Set<Link>()
+  private readonly logFields: JsonObject
+
+  constructor (readonly role: 'primary' | 'legacy', private readonly host: ConnectionHost) {
+    this.state = role === 'primary' ? 'connecting' : 'idle'
+    this.logFields = role === 'primary' ? { upstream: host.name } : { upstream: host.name, connection: 'legacy' }
+  }
+
+  /** The child's pid (stdio): the live link's, or one being set up. */
+  get pid (): number | undefined {
+    const pid = this.link?.pid
+    if (pid !== undefined) return pid
+    for (const link of this.settingUp) if (link.pid !== undefined) return link.pid
+    return undefined
+  }
+
+  /** Starts an attempt now. @returns it (see `attempt`). Never rejects. */
+  open (): Promise<Link | undefined> {
+    this.attempt = this.connect()
+    return this.attempt
+  }
+
+  /** Stops restarting and kills the link and any being set up; resolves once their children exited. Never rejects. */
+  async close (): Promise<void> {
+    clearTimeout(this.restartTimer)
+    clearTimeout(this.stableTimer)
+    this.cancelRestart?.()
+    const links = [...this.settingUp]
+    if (this.link !== undefined) links.push(this.link)
+    await Promise.all(links.map(async link => await link.dispose(KILL_GRACE_MS)))
+    if (this.role === 'legacy') await this.attempt
+  }
+
+  setState (state: ConnectionState): void {
+    this.state = state
+    this.host.stateChanged()
+  }
+
+  /**
+   * One attempt: handshake, then (primary) the lists, or (legacy) the subscriptions mirrored. Ends
+   * ready, or down with a restart scheduled, or (legacy) `unavailable`. Never rejects.
+   */
+  private async connect (): Promise<Link | undefined> {
+    const host = this.host
+    if (host.closing) return undefined
+    this.setState('connecting')
+    const link = this.buildLink()
+    this.settingUp.add(link)
+    try {
+      const options = this.role === 'legacy' || this.forceLegacy
+        ? { timeout: host.setupTimeoutMs, prior: { kind: 'legacy' as const } }
+        : { timeout: host.setupTimeoutMs }
+      await link.client.connect(link.transport, options)
+    } catch (error) {
+      await link.dispose(KILL_GRACE_MS)
+      this.settingUp.delete(link)
+      if (host.closing) return undefined
+      const message = (error as Error).message
+      if (this.role === 'primary' && host.kind === 'stdio' && !this.forceLegacy && error instanceof SdkError &&
+          error.code === SdkErrorCode.EraNegotiationFailed && /closed/.test(message)) {
+        // The child exited on the in-place server/discover probe: a legacy server that dies on
+        // unknown pre-initialize requests. Remember it and connect with plain initialize.
+        host.logger.info({ upstream: host.name, exit: link.exitInfo }, 'upstream exited on the server/discover probe; using initialize')
+        this.forceLegacy = true
+        return await this.connect()
+      }
+      if (this.role === 'legacy' && refusedLegacy(error)) {
+        const reason = redactText(message)
+        this.lastError = `legacy initialize refused: ${reason}`
+        host.logger.info({ upstream: host.name, reason }, 'upstream refuses a legacy session; legacy-era calls use its modern connection')
+        this.setState('unavailable')
+        return undefined
+      }
+      this.down(this.setupFailure(this.role === 'primary' ? 'connect' : 'legacy connect', error, link))
+      return undefined
+    }
+    this.settingUp.delete(link)
+    if (host.closing) { await link.dispose(KILL_GRACE_MS); return undefined }
+    link.established()
+    this.link = link
+    const client = link.client
+    client.onerror = err => host.logger.debug({ ...this.logFields, reason: redactText(err.message) }, 'upstream client error')
+    client.onclose = () => this.onClosed(link)
+    // The legacy link's list_changed is not relayed: the catalogue is the primary connection's.
+    if (this.role === 'primary') {
+      for (const kind of LIST_KINDS) client.setNotificationHandler(`notifications/${kind}/list_changed`, () => { this.refresh(link, kind) })
+    }
+    client.setNotificationHandler('notifications/resources/updated', (notification: { params?: { uri?: unknown } }) => {
+      const uri = notification.params?.uri
+      if (typeof uri === 'string') host.events.resourceUpdated(uri)
+    })
+    return this.role === 'primary' ? await this.primaryReady(link) : await this.legacyReady(link)
+  }
+
+  private async primaryReady (link: Link): Promise<Link | undefined> {
+    const host = this.host
+    try {
+      const catalogue = await this.listAll(link)
+      if (this.link !== link) return undefined
+      this.catalogue = catalogue
+    } catch (error) {
+      if (this.link !== link) return undefined
+      await link.dispose(KILL_GRACE_MS)
+      this.link = undefined
+      this.down(this.setupFailure('listing', error, link))
+      return undefined
+    }
+    this.lastError = undefined
+    this.setState('ready')
+    host.logger.info({ upstream: host.name, era: link.era, revision: link.revision, pid: link.pid }, 'upstream ready')
+    for (const kind of LIST_KINDS) host.events.catalogueChanged(kind, false)
+    this.armStableTimer()
+    await this.restoreSubscriptions(link)
+    return link
+  }
+
+  private async legacyReady (link: Link): Promise<Link | undefined> {
+    const host = this.host
+    for (const uri of host.subscriptions) await this.mirrorSubscription('resources/subscribe', uri, link)
+    if (host.closing) { await link.dispose(KILL_GRACE_MS); return undefined }
+    if (this.link !== link) return undefined // it died meanwhile (onClosed scheduled a restart)
+    // No logging/setLevel: with none, the v2 server SDK sends every level in a legacy session
+    // (McpServer.buildContext: no threshold, no filter; Server.isMessageIgnored: false). A legacy
+    // client's own logging/setLevel is answered by mcpx (lib/dispatch.ts), never sent here.
+    this.lastError = undefined
+    this.setState('ready')
+    host.logger.info({ upstream: host.name, connection: 'legacy', revision: link.revision, pid: link.pid }, 'upstream legacy connection ready')
+    this.armStableTimer()
+    return link
+  }
+
+  private armStableTimer (): void {
+    clearTimeout(this.stableTimer)
+    this.stableTimer = setTimeout(() => { this.failures = 0 }, RESTART_RESET_AFTER_MS).unref()
+  }
+
+  private buildLink (): Link {
+    const host = this.host
+    const config = host.config
+    let transport: StdioUpstreamTransport | HttpUpstreamTransport
+    if ('command' in config) {
+      transport = new StdioUpstreamTransport({ command: config.command, args: config.args, env: config.env, cwd: config.cwd })
+      const lines = createInterface({ input: transport.stderr, crlfDelay: Infinity })
+      lines.on('line', line => host.logger.info({ ...this.logFields, stderr: line }, 'upstream stderr'))
+    } else {
+      transport = new HttpUpstreamTransport(new URL(config.url), config.headers, host.name, host.headerProvider)
+    }
+    const holder: { link?: Link } = {}
+    const client = createUpstreamClient(async (method, params, signal) => {
+      if (holder.link === undefined) throw new ProtocolError(-32_601, `mcpx: no request in flight on upstream ${host.name} can relay ${method}`)
+      return await holder.link.answerQuestion(method, params, signal)
+    })
+    holder.link = new Link(this.role, host.name, client, transport, host.logger, this.logFields)
+    return holder.link
+  }
+
+  /**
+   * The reason text of a failed setup step (`lastError`, the 'upstream down' line), redacted by the
+   * caller: a timeout says so with its bound (ms); a child that ended says how (exit code or signal).
+   */
+  private setupFailure (step: string, error: unknown, link: Link): string {
+    if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) return `${step}: setup timed out after ${this.host.setupTimeoutMs} ms`
+    const exit = link.exitInfo
+    const what = `${step} failed: ${(error as Error).message}`
+    return exit === undefined ? what : `${what} (child exited: ${exit})`
+  }
+
+  private onClosed (link: Link): void {
+    const host = this.host
+    if (this.link !== link || host.closing) return
+    this.link = undefined
+    const exitInfo = link.exitInfo
+    const exited = exitInfo === undefined ? '' : ` (${exitInfo})`
+    const reason = this.role === 'primary'
+      ? (host.kind === 'stdio' ? `upstream ${host.name} exited${exited}` : `upstream ${host.name} closed the connection`)
+      : (host.kind === 'stdio' ? `upstream ${host.name} (legacy connection) exited${exited}` : `upstream ${host.name} closed the legacy connection`)
+    link.failAll(new UpstreamRpcError(UPSTREAM_ERROR, reason))
+    const wasReady = this.state === 'ready'
+    this.down(reason)
+    if (this.role === 'primary' && wasReady) for (const kind of LIST_KINDS) host.events.catalogueChanged(kind, false)
+    void link.dispose(KILL_GRACE_MS)
+  }
+
+  /**
+   * Marks the connection down and schedules the next attempt (backoff); calls arriving meanwhile
+   * may wait for it (`attempt`). Logs one warn line per call, i.e. at most one per backoff step.
+   */
+  private down (reason: string): void {
+    const host = this.host
+    if (host.closing) return
+    clearTimeout(this.stableTimer)
+    reason = redactText(reason)
+    this.lastError = reason
+    this.setState('down')
+    const delayMs = restartDelayMs(this.failures)
+    this.failures++
+    host.logger.warn({ ...this.logFields, reason, failures: this.failures, restartInMs: delayMs }, 'upstream down')
+    clearTimeout(this.restartTimer)
+    this.attempt = new Promise(resolve => {
+      this.cancelRestart = () => resolve(undefined)
+      this.restartTimer = setTimeout(() => {
+        if (host.closing) { resolve(undefined); return }
+        this.restarts++
+        resolve(this.connect())
+      }, delayMs)
+      this.restartTimer.unref()
+    })
+  }
+
+  // ── lists (primary) ──
+
+  private async listAll (link: Link): Promise<UpstreamCatalogue> {
+    const caps = link.capabilities
+    const [tools, prompts, resources, resourceTemplates] = await Promise.all([
+      caps.tools !== undefined ? this.listPages(link, 'tools/list', 'tools') : [],
+      caps.prompts !== undefined ? this.listPages(link, 'prompts/list', 'prompts') : [],
+      caps.resources !== undefined ? this.listPages(link, 'resources/list', 'resources') : [],
+      caps.resources !== undefined ? this.listPages(link, 'resources/templates/list', 'resourceTemplates') : []
+    ])
+    return { tools, prompts, resources, resourceTemplates }
+  }
+
+  private async listPages (link: Link, method: string, key: string): Promise<JsonObject[]> {
+    const items: JsonObject[] = []
+    let cursor: string | undefined
+    for (let page = 0; page < MAX_LIST_PAGES; page++) {
+      if (this.link !== link) throw new Error('connection replaced')
+      const result = await link.call(method, cursor === undefined ? {} : { cursor }, setupOptions(), this.host.setupTimeoutMs)
+      const list = result[key]
+      if (Array.isArray(list)) for (const item of list) if (isObject(item)) items.push(item)
+      cursor = typeof result.nextCursor === 'string' && result.nextCursor !== '' ? result.nextCursor : undefined
+      if (cursor === undefined) return items
+    }
+    throw new Error(`${method}: more than ${MAX_LIST_PAGES} pages`)
+  }
+
+  /** Re-lists one kind after a list_changed, then tells the registry. Never throws. */
+  private refresh (link: Link, kind: ListKind): void {
+    const work = async (): Promise<void> => {
+      if (kind === 'tools') {
+        const tools = await this.listPages(link, 'tools/list', 'tools')
+        if (this.link === link) this.catalogue = { ...this.catalogue, tools }
+      } else if (kind === 'prompts') {
+        const prompts = await this.listPages(link, 'prompts/list', 'prompts')
+        if (this.link === link) this.catalogue = { ...this.catalogue, prompts }
+      } else {
+        const [resources, resourceTemplates] = await Promise.all([
+          this.listPages(link, 'resources/list', 'resources'),
+          this.listPages(link, 'resources/templates/list', 'resourceTemplates')
+        ])
+        if (this.link === link) this.catalogue = { ...this.catalogue, resources, resourceTemplates }
+      }
+      if (this.link === link) this.host.events.catalogueChanged(kind, true)
+    }
+    work().catch(error => this.host.logger.warn({ upstream: this.host.name, err: error, kind }, 'upstream re-list failed'))
+  }
+
+  // ── subscriptions ──
+
+  /**
+   * Tells a ready link about a subscription change. Primary: the listen filter (modern) or the
+   * method itself (legacy); rejects with UpstreamRpcError when the upstream refuses. Legacy role:
+   * the method, mirrored (a refusal is logged, never thrown).
+   */
+  async pushSubscription (method: 'resources/subscribe' | 'resources/unsubscribe', uri: string): Promise<void> {
+    const link = this.link
+    if (this.state !== 'ready' || link === undefined) return
+    if (this.role === 'legacy') { await this.mirrorSubscription(method, uri, link); return }
+    if (link.era === 'modern') await this.syncListen(link)
+    else if (subscribable(link)) await link.call(method, { uri }, setupOptions(), this.host.setupTimeoutMs)
+  }
+
+  /**
+   * A subscription change on the legacy link: a stdio server's second child has its own state, so
+   * a resource a legacy-era call changed there is announced there. A refusal is logged, never thrown.
+   */
+  private async mirrorSubscription (method: 'resources/subscribe' | 'resources/unsubscribe', uri: string, link: Link): Promise<void> {
+    if (!subscribable(link)) return
+    try {
+      await link.call(method, { uri }, setupOptions(), this.host.setupTimeoutMs)
+    } catch (error) {
+      this.host.logger.warn({ upstream: this.host.name, connection: 'legacy', err: error, uri }, `upstream legacy connection: ${method} failed`)
+    }
+  }
+
+  private async restoreSubscriptions (link: Link): Promise<void> {
+    try {
+      if (link.era === 'modern') {
+        await this.syncListen(link)
+      } else if (subscribable(link)) {
+        for (const uri of this.host.subscriptions) await link.call('resources/subscribe', { uri }, setupOptions(), this.host.setupTimeoutMs)
+      }
+    } catch (error) {
+      this.host.logger.warn({ upstream: this.host.name, err: error }, 'upstream subscriptions could not be restored')
+    }
+  }
+
+  private listen: McpSubscription | undefined
+  private listenKey: string | undefined
+  private listenLink: Link | undefined
+
+  /**
+   * Modern upstreams send change notifications only on a `subscriptions/listen` stream
+   * (DIGEST §6f). One listen per link carries the list-changed kinds the server announces plus
+   * every subscribed URI; when the URI set changes a new listen is opened before the old one is closed.
+   */
+  private async syncListen (link: Link): Promise<void> {
+    const caps = link.capabilities
+    const listChanged = (key: string): boolean => isObject(caps[key]) && (caps[key] as JsonObject).listChanged === true
+    const filter: Record<string, unknown> = {}
+    if (listChanged('tools')) filter.toolsListChanged = true
+    if (listChanged('prompts')) filter.promptsListChanged = true
+    if (listChanged('resources')) filter.resourcesListChanged = true
+    const subscriptions = this.host.subscriptions
+    if (subscriptions.size > 0 && subscribable(link)) filter.resourceSubscriptions = [...subscriptions].sort()
+    const key = JSON.stringify(filter)
+    if (this.listenLink === link && key === this.listenKey && this.listen !== undefined) return
+    const previous = this.listenLink === link ? this.listen : undefined
+    this.listenLink = link
+    this.listenKey = key
+    this.listen = undefined
+    if (Object.keys(filter).length > 0) {
+      const subscription = await link.client.listen(filter as never)
+      this.listen = subscription
+      void subscription.closed.then(cause => {
+        if (cause === 'remote' && !this.host.closing && this.listen === subscription && this.link === link) {
+          this.host.logger.warn({ upstream: this.host.name }, 'upstream subscriptions/listen stream ended; reopening')
+          this.listenKey = undefined
+          this.listen = undefined
+          this.syncListen(link).catch(error => this.host.logger.warn({ upstream: this.host.name, err: error }, 'upstream listen failed'))
+        }
+      })
+    }
+    if (previous !== undefined) await previous.close().catch(() => {})
+  }
+}
+
+/** Whether the link's server announced `resources.subscribe`. */
+function subscribable (link: Link): boolean {
+  const resources = link.capabilities.resources
+  return isObject(resources) && resources.subscribe === true
+}

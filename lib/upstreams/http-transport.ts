@@ -1,0 +1,234 @@
+/**
+ * The Streamable HTTP transport of an upstream. Two paths share one session:
+ * - The SDK's `StreamableHTTPClientTransport` (subclassed) carries the connection's own traffic: the
+ *   handshake (era probe, `initialize`, `Mcp-Session-Id`), the GET stream for server notifications,
+ *   `subscriptions/listen` streams, answers to the upstream's questions, and `notifications/cancelled`.
+ * - Calls go through {@link HttpUpstreamTransport.post}: one POST on an undici `Pool` with keep-alive,
+ *   driven by a dispatch handler (no `fetch`, no web streams, no per-call AbortController). A JSON
+ *   reply is parsed once; an SSE reply is parsed as it streams, so progress, log lines and questions
+ *   that precede the response reach the call in order.
+ * Every message either path receives goes to `onmessage` (which connection.ts wraps so a call's
+ * own messages are taken first).
+ * Sources: DIGEST §6c (HTTP upstreams), §6d (mirrored headers); MCP Streamable HTTP transport.
+ */
+import { StringDecoder } from 'node:string_decoder'
+import { Pool, type Dispatcher } from 'undici'
+import { StreamableHTTPClientTransport, type JSONRPCMessage } from '@modelcontextprotocol/client'
+import { UPSTREAM_ERROR, isObject } from '../jsonrpc.js'
+import { redactText } from './redact.js'
+import type { UpstreamCall } from './call.js'
+import { UpstreamRpcError, type UpstreamHeaderProvider } from './types.js'
+
+/** How long an idle keep-alive socket to an HTTP upstream is kept (ms). */
+export const HTTP_KEEP_ALIVE_MS = 30_000
+
+/** Lowercased copy of the config's `headers` (the request headers every call carries first). */
+function lowercased (headers: Record<string, string> | undefined): Record<string, string> {
+  const out: Record<string, string> = {}
+  if (headers !== undefined) for (const name of Object.keys(headers)) out[name.toLowerCase()] = headers[name]
+  return out
+}
+
+/** The SDK Streamable HTTP transport plus a lean POST path for calls (see module comment). */
+export class HttpUpstreamTransport extends StreamableHTTPClientTransport {
+  private readonly pool: Pool
+  private readonly path: string
+  /** config headers + content-type + accept, lowercased: copied per call. */
+  private readonly baseHeaders: Record<string, string>
+
+  /**
+   * @param url the upstream's endpoint
+   * @param headers the config's `headers`, sent on every request
+   * @param upstream the upstream's name, for error messages
+   * @param headerProvider per-call headers (see UpstreamHeaderProvider), or undefined
+   */
+  constructor (url: URL, headers: Record<string, string> | undefined, readonly upstream: string, readonly headerProvider: UpstreamHeaderProvider | undefined) {
+    super(url, { requestInit: { headers: headers ?? {} } })
+    this.path = url.pathname + url.search
+    this.pool = new Pool(url.origin, { keepAliveTimeout: HTTP_KEEP_ALIVE_MS, headersTimeout: 0, bodyTimeout: 0 })
+    const base = lowercased(headers)
+    const accept = base.accept === undefined ? [] : base.accept.split(',').map(s => s.trim().toLowerCase())
+    base.accept = [...new Set([...accept, 'application/json', 'text/event-stream'])].join(', ')
+    base['content-type'] = 'application/json'
+    this.baseHeaders = base
+  }
+
+  /**
+   * POSTs one call's request. Its response (and anything before it on an SSE reply) is handed to
+   * `onmessage`; an HTTP failure fails the call (UPSTREAM_ERROR), except a modern 400 carrying the
+   * call's JSON-RPC error, which is delivered as that error. Never throws.
+   * @param body the serialised request
+   * @param headers the call's own headers (modern: mirrored headers), lowercase names
+   * @param modern whether the request carries the 2026-07-28 envelope (cancellation closes the stream)
+   */
+  post (call: UpstreamCall, body: string, headers: Record<string, string> | undefined, modern: boolean, afterUnauthorized = false, challenge?: string): void {
+    const provider = this.headerProvider
+    if (provider === undefined) { this.dispatchPost(call, body, this.headersFor(undefined, headers, modern), modern, afterUnauthorized); return }
+    provider({ upstream: this.upstream, principal: call.options.principal, afterUnauthorized, ...(challenge === undefined ? {} : { challenge }) }).then(
+      extra => { if (!call.done) this.dispatchPost(call, body, this.headersFor(extra, headers, modern), modern, afterUnauthorized) },
+      (error: unknown) => call.fail(new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.upstream}: ${call.method} failed: request headers: ${redactText((error as Error).message)}`))
+    )
+  }
+
+  override async close (): Promise<void> {
+    await super.close()
+    await this.pool.destroy().catch(() => {})
+  }
+
+  /** Request headers: config, then the provider's, then the ones mcpx owns. */
+  private headersFor (extra: Record<string, string> | undefined, own: Record<string, string> | undefined, modern: boolean): Record<string, string> {
+    const headers = { ...this.baseHeaders }
+    if (extra !== undefined) {
+      for (const name of Object.keys(extra)) {
+        const lower = name.toLowerCase()
+        if (lower !== 'content-type' && lower !== 'accept' && !lower.startsWith('mcp-')) headers[lower] = extra[name]
+      }
+    }
+    const session = this.sessionId
+    if (session !== undefined) headers['mcp-session-id'] = session
+    // The SDK sets protocolVersion after a legacy initialize; modern requests carry their own (body-derived).
+    const version = this.protocolVersion
+    if (!modern && version !== undefined) headers['mcp-protocol-version'] = version
+    if (own !== undefined) Object.assign(headers, own)
+    return headers
+  }
+
+  private dispatchPost (call: UpstreamCall, body: string, headers: Record<string, string>, modern: boolean, afterUnauthorized: boolean): void {
+    this.pool.dispatch({ path: this.path, method: 'POST', headers, body }, new CallReply(this, call, body, modern, afterUnauthorized))
+  }
+
+  /** Hands one message of a call's reply on (connection.ts routes it). */
+  deliver (message: unknown): void {
+    if (isObject(message)) this.onmessage?.(message as JSONRPCMessage)
+  }
+}
+
+/** Reads one call's HTTP reply: JSON (whole body) or SSE (event by event). undici dispatch handler. */
+class CallReply implements Dispatcher.DispatchHandler {
+  private status = 0
+  private mode: 'json' | 'sse' | 'error' | 'retry' | 'ignore' = 'ignore'
+  private chunks: Buffer[] = []
+  private sse: SseReader | undefined
+  private challenge: string | undefined
+
+  constructor (
+    private readonly transport: HttpUpstreamTransport,
+    private readonly call: UpstreamCall,
+    private readonly body: string,
+    private readonly modern: boolean,
+    private readonly afterUnauthorized: boolean
+  ) {}
+
+  onRequestStart (controller: Dispatcher.DispatchController): void {
+    if (this.call.done) { controller.abort(new Error('call settled')); return }
+    this.call.httpRequest = controller
+  }
+
+  onResponseStart (_controller: Dispatcher.DispatchController, status: number, headers: Record<string, string | string[] | undefined>): void {
+    this.status = status
+    const type = String(headers['content-type'] ?? '').split(';')[0].trim().toLowerCase()
+    if (status === 401 && this.transport.headerProvider !== undefined && !this.afterUnauthorized) {
+      this.mode = 'retry'
+      const challenge = headers['www-authenticate']
+      this.challenge = Array.isArray(challenge) ? challenge.join(', ') : challenge
+    } else if (status < 200 || status >= 300) this.mode = 'error'
+    else if (status === 202) this.mode = 'ignore'
+    else if (type === 'text/event-stream') { this.mode = 'sse'; this.sse = new SseReader(this.transport) }
+    else if (type === 'application/json') this.mode = 'json'
+    else this.fail(`Unexpected content type: ${type}`)
+  }
+
+  onResponseData (_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.mode === 'sse') this.sse?.push(chunk)
+    else if (this.mode === 'json' || this.mode === 'error') this.chunks.push(chunk)
+  }
+
+  onResponseEnd (): void {
+    const call = this.call
+    this.call.httpRequest = undefined
+    if (this.mode === 'retry') { if (!call.done) this.transport.post(call, this.body, undefined, this.modern, true, this.challenge); return }
+    if (this.mode === 'json') {
+      let data: unknown
+      try { data = JSON.parse(Buffer.concat(this.chunks).toString('utf8')) } catch { this.fail('the reply is not JSON'); return }
+      if (Array.isArray(data)) for (const message of data) this.transport.deliver(message)
+      else this.transport.deliver(data)
+    } else if (this.mode === 'error') {
+      const text = Buffer.concat(this.chunks).toString('utf8')
+      if (this.status === 400 && this.modern) {
+        // A modern upstream's JSON-RPC error for this request arrives with 400 (SEP-2243): deliver it.
+        try {
+          const parsed: unknown = JSON.parse(text)
+          if (isObject(parsed) && parsed.id === call.id && isObject(parsed.error)) { this.transport.deliver(parsed); return }
+        } catch {}
+      }
+      this.fail(`Error POSTing to endpoint: ${text}`)
+      return
+    } else if (this.mode === 'sse') this.sse?.end()
+    // A 202, or a stream that ended without the response: the call waits for its timeout, as with the SDK transport.
+    if (!call.done && this.mode === 'sse') this.fail('the SSE stream ended before the response')
+  }
+
+  onResponseError (_controller: Dispatcher.DispatchController, error: Error): void {
+    this.call.httpRequest = undefined
+    this.fail(error.message)
+  }
+
+  private fail (reason: string): void {
+    this.mode = 'ignore'
+    const call = this.call
+    call.fail(new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${call.upstream}: ${call.method} failed: ${redactText(reason)}`))
+  }
+}
+
+/**
+ * A minimal server-sent-events reader (WHATWG HTML › Server-sent events › parsing): `data:` lines
+ * joined by '\n', dispatched on a blank line for events named `message` (or unnamed); `id:`,
+ * `retry:` and comments are ignored. Each event's data is one JSON-RPC message (or a batch).
+ */
+class SseReader {
+  private readonly decoder = new StringDecoder('utf8')
+  private buffer = ''
+  private data: string | undefined
+  private event = ''
+
+  constructor (private readonly transport: HttpUpstreamTransport) {}
+
+  push (chunk: Buffer): void {
+    this.buffer += this.decoder.write(chunk)
+    let newline = this.buffer.indexOf('\n')
+    while (newline !== -1) {
+      const end = newline > 0 && this.buffer.charCodeAt(newline - 1) === 13 ? newline - 1 : newline
+      this.line(this.buffer.slice(0, end))
+      this.buffer = this.buffer.slice(newline + 1)
+      newline = this.buffer.indexOf('\n')
+    }
+  }
+
+  end (): void {
+    this.buffer += this.decoder.end()
+    if (this.buffer !== '') this.line(this.buffer)
+    this.line('')
+  }
+
+  private line (line: string): void {
+    if (line === '') {
+      const data = this.data
+      const event = this.event
+      this.data = undefined
+      this.event = ''
+      if (data === undefined || (event !== '' && event !== 'message')) return
+      let message: unknown
+      try { message = JSON.parse(data) } catch { return }
+      if (Array.isArray(message)) for (const m of message) this.transport.deliver(m)
+      else this.transport.deliver(message)
+      return
+    }
+    const colon = line.indexOf(':')
+    if (colon === 0) return
+    const field = colon === -1 ? line : line.slice(0, colon)
+    let value = colon === -1 ? '' : line.slice(colon + 1)
+    if (value.startsWith(' ')) value = value.slice(1)
+    if (field === 'data') this.data = this.data === undefined ? value : `${this.data}\n${value}`
+    else if (field === 'event') this.event = value
+  }
+}

@@ -1,0 +1,243 @@
+/**
+ * One live connection to an upstream (one SDK client on one transport, from a single connect
+ * attempt): the calls in flight on it, and the routing of what the upstream sends back. The SDK
+ * client did the handshake; after it, every call mcpx sends goes out here as a frame mcpx writes
+ * itself, and every message that belongs to a call (its response, its progress, a log line) is
+ * taken from the inbound stream before the SDK client sees it (see ./README.md, "The call path").
+ * Sources: DIGEST §2e (cancellation, progress), §6a (eras), §6d (mirrored headers), §6f (MRTR).
+ */
+import { ProtocolError, type Client, type JSONRPCMessage } from '@modelcontextprotocol/client'
+import { INTERNAL_ERROR, METHOD_NOT_FOUND, UPSTREAM_ERROR, isObject } from '../jsonrpc.js'
+import { encodeHeaderValue } from '../header-values.js'
+import { buildParamHeaders } from '../param-headers.js'
+import type { Era, Revision } from '../revisions.js'
+import { UpstreamCall, timeOut, type CallLink } from './call.js'
+import { CLIENT_CAPABILITIES, CLIENT_INFO } from './client.js'
+import { HttpUpstreamTransport } from './http-transport.js'
+import { StdioUpstreamTransport } from './stdio-transport.js'
+import { UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamLogger } from './types.js'
+
+/** The SDK client's internals a link shares (read in its 2.4.0 sources); each has a fallback. */
+interface ClientInternals {
+  /** The request id counter: calls take their ids from it, so ids on the wire stay one sequence. */
+  _requestMessageId?: number
+  /** The modern `_meta` envelope the client adds to every request and notification. */
+  _outboundMetaEnvelope?: () => JsonObject | undefined
+}
+
+/** The body field `Mcp-Name` mirrors, per method (DIGEST §6d). */
+const NAME_FIELD: ReadonlyMap<string, string> = new Map([['tools/call', 'name'], ['prompts/get', 'name'], ['resources/read', 'uri']])
+
+/** One connection's client, transport, negotiated facts and calls in flight. */
+export class Link implements CallLink {
+  readonly calls = new Map<string | number, UpstreamCall>()
+  readonly progress = new Map<string, UpstreamCall>()
+  era: Era = 'legacy'
+  revision: Revision = 'unknown'
+  capabilities: JsonObject = {}
+  upSince = 0
+  /** The modern `_meta` envelope (undefined on a legacy connection). */
+  private envelope: JsonObject | undefined
+  private progressTokens = 0
+  private ownIds = 0
+
+  /**
+   * @param role `primary` (the negotiated connection: catalogue, subscriptions) or `legacy` (a dual-era upstream's second one)
+   * @param logFields `{ upstream }`, plus `{ connection: 'legacy' }` for the legacy role
+   */
+  constructor (
+    readonly role: 'primary' | 'legacy',
+    readonly upstream: string,
+    readonly client: Client,
+    readonly transport: StdioUpstreamTransport | HttpUpstreamTransport,
+    private readonly logger: UpstreamLogger,
+    private readonly logFields: JsonObject
+  ) {}
+
+  /** The child's pid (stdio) while it runs. */
+  get pid (): number | undefined {
+    return this.transport instanceof StdioUpstreamTransport ? this.transport.runningPid : undefined
+  }
+
+  /** How the child ended on its own (stdio), once it has. */
+  get exitInfo (): string | undefined {
+    return this.transport instanceof StdioUpstreamTransport ? this.transport.exitInfo : undefined
+  }
+
+  /**
+   * Called once the SDK client has connected: reads what was negotiated and puts the link in front
+   * of the SDK client on the inbound stream. Never throws.
+   */
+  established (): void {
+    const client = this.client
+    this.era = client.getProtocolEra() ?? 'legacy'
+    this.revision = client.getNegotiatedProtocolVersion() ?? 'unknown'
+    this.capabilities = (client.getServerCapabilities() ?? {}) as JsonObject
+    this.upSince = Date.now()
+    if (this.era === 'modern') {
+      this.envelope = (client as unknown as ClientInternals)._outboundMetaEnvelope?.() ?? {
+        'io.modelcontextprotocol/protocolVersion': this.revision,
+        'io.modelcontextprotocol/clientInfo': CLIENT_INFO,
+        'io.modelcontextprotocol/clientCapabilities': CLIENT_CAPABILITIES
+      }
+    }
+    const transport = this.transport
+    const sdk = transport.onmessage
+    transport.onmessage = (message: JSONRPCMessage, extra?: unknown) => {
+      if (!this.intercept(message as unknown as JsonObject)) (sdk as ((m: JSONRPCMessage, e?: unknown) => void) | undefined)?.(message, extra)
+    }
+  }
+
+  /**
+   * Sends one request and resolves with the upstream's raw result object, as it came.
+   * @param timeoutMs the call's bound (ms); past it the call fails and is cancelled upstream
+   * @param tool the upstream's own tool definition, for Mcp-Param-* on a modern HTTP `tools/call`
+   * @returns the result; rejects with UpstreamRpcError (the upstream's error unchanged, or UPSTREAM_ERROR)
+   */
+  async call (method: string, params: JsonObject, options: UpstreamCallOptions, timeoutMs: number, tool?: JsonObject): Promise<JsonObject> {
+    if (options.signal.aborted) throw new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.upstream}: ${method} cancelled`)
+    if (options.extraParams !== undefined) params = { ...options.extraParams, ...params }
+    const call = new UpstreamCall(this, this.upstream, method, options)
+    let meta: JsonObject | undefined = isObject(params._meta) ? params._meta : undefined
+    if (options.meta !== undefined) meta = { ...meta, ...options.meta }
+    if (options.onProgress !== undefined) {
+      call.progressToken = `mcpx-${++this.progressTokens}`
+      meta = { ...meta, progressToken: call.progressToken }
+      this.progress.set(call.progressToken, call)
+    }
+    if (this.envelope !== undefined) meta = { ...this.envelope, ...meta }
+    if (meta !== undefined) params = { ...params, _meta: meta }
+    const internals = this.client as unknown as ClientInternals
+    const id = typeof internals._requestMessageId === 'number' ? internals._requestMessageId++ : `mcpx-call-${++this.ownIds}`
+    call.id = id
+    this.calls.set(id, call)
+    options.signal.addEventListener('abort', call)
+    call.timer = setTimeout(timeOut, timeoutMs, call, timeoutMs)
+    const body = JSON.stringify({ method, params, jsonrpc: '2.0', id })
+    const transport = this.transport
+    if (transport instanceof StdioUpstreamTransport) {
+      if (!transport.write(body + '\n')) call.fail(new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.upstream}: ${method} failed: Not connected`))
+    } else {
+      transport.post(call, body, this.era === 'modern' ? this.modernHeaders(method, params, tool) : undefined, this.era === 'modern')
+    }
+    return await call.promise
+  }
+
+  /** Tells the upstream a call is abandoned: modern HTTP closes the call's stream; otherwise `notifications/cancelled`. */
+  cancel (call: UpstreamCall, reason: string): void {
+    const transport = this.transport
+    if (transport instanceof HttpUpstreamTransport && this.era === 'modern') {
+      call.httpRequest?.abort(new Error(reason))
+      return
+    }
+    const params: JsonObject = { requestId: call.id, reason }
+    if (this.envelope !== undefined) params._meta = { ...this.envelope }
+    const notification = { jsonrpc: '2.0' as const, method: 'notifications/cancelled', params }
+    if (transport instanceof StdioUpstreamTransport) transport.write(JSON.stringify(notification) + '\n')
+    else transport.send(notification as JSONRPCMessage).catch(() => {})
+  }
+
+  /** Fails every call in flight on this link with `error`, telling the upstream (when it still listens). */
+  failAll (error: UpstreamRpcError): void {
+    for (const call of this.calls.values()) call.abandon(error)
+  }
+
+  /**
+   * Routes a server→client question (legacy era) to a call in flight on this link. Over stdio
+   * nothing on the wire ties a question to a call, so: the one call with `onQuestion`, or, when
+   * there are several, the most recently started one (right for sequential use and for the common
+   * "one interactive tool at a time" case). None → -32601 upstream, but `roots/list`, which mcpx
+   * answers itself (it exposes no roots; server-everything asks right after initialize).
+   * @returns the client's answer; throws ProtocolError for the upstream's error response
+   */
+  async answerQuestion (method: string, params: JsonObject | undefined, upstreamSignal: AbortSignal): Promise<JsonObject> {
+    const target = this.latest('onQuestion')
+    const onQuestion = target?.options.onQuestion
+    if (target === undefined || onQuestion === undefined) {
+      if (method === 'roots/list') return { roots: [] }
+      throw new ProtocolError(METHOD_NOT_FOUND, `mcpx: no request in flight on upstream ${this.upstream} can relay ${method}`)
+    }
+    const question = params === undefined ? { method } : { method, params }
+    try {
+      return await onQuestion(question, AbortSignal.any([target.questionSignal(), upstreamSignal]))
+    } catch (error) {
+      const code = (error as { code?: unknown }).code
+      if (typeof code === 'number') throw new ProtocolError(code, (error as Error).message, (error as { data?: unknown }).data)
+      throw new ProtocolError(INTERNAL_ERROR, `mcpx: ${method} could not be relayed: ${(error as Error).message}`)
+    }
+  }
+
+  /**
+   * Takes a message that belongs to a call: its response, its `notifications/progress`, or a
+   * `notifications/message` (routed like a question). @returns false for anything else, which the
+   * SDK client handles (its own responses, the upstream's requests, list_changed…).
+   */
+  private intercept (message: JsonObject): boolean {
+    const method = message.method
+    if (method === undefined) {
+      const id = message.id
+      const call = typeof id === 'number' || typeof id === 'string' ? this.calls.get(id) : undefined
+      if (call === undefined) return false
+      call.settle(message)
+      return true
+    }
+    if (message.id !== undefined) return false
+    if (method === 'notifications/progress') {
+      const params = isObject(message.params) ? message.params : undefined
+      const token = params?.progressToken
+      const call = typeof token === 'string' ? this.progress.get(token) : undefined
+      if (call === undefined || params === undefined) return false
+      call.onProgress(params)
+      return true
+    }
+    if (method === 'notifications/message') {
+      this.routeNotification(isObject(message.params) ? { method, params: message.params } : { method: method as string })
+      return true
+    }
+    return false
+  }
+
+  /** A request-scoped notification to the call it belongs to (see answerQuestion); none → dropped (debug). */
+  private routeNotification (notification: { method: string, params?: JsonObject }): void {
+    const onNotification = this.latest('onNotification')?.options.onNotification
+    if (onNotification === undefined) {
+      this.logger.debug({ ...this.logFields, method: notification.method }, 'upstream notification with no call to take it: dropped')
+      return
+    }
+    try {
+      onNotification(notification)
+    } catch (error) {
+      this.logger.debug({ ...this.logFields, err: error }, 'onNotification threw')
+    }
+  }
+
+  /** The call in flight that has `key`, most recently started first. */
+  private latest (key: 'onQuestion' | 'onNotification'): UpstreamCall | undefined {
+    let target: UpstreamCall | undefined
+    for (const call of this.calls.values()) {
+      if (call.options[key] !== undefined && (target === undefined || call.startedAt >= target.startedAt)) target = call
+    }
+    return target
+  }
+
+  /** MCP-Protocol-Version, Mcp-Method, Mcp-Name and Mcp-Param-* of a modern HTTP request (DIGEST §6d). */
+  private modernHeaders (method: string, params: JsonObject, tool: JsonObject | undefined): Record<string, string> {
+    const headers: Record<string, string> = { 'mcp-protocol-version': this.revision, 'mcp-method': method }
+    const field = NAME_FIELD.get(method)
+    const name = field === undefined ? undefined : params[field]
+    if (typeof name === 'string') headers['mcp-name'] = encodeHeaderValue(name)
+    if (tool !== undefined && method === 'tools/call') {
+      const mirrored = buildParamHeaders(tool.inputSchema, params.arguments)
+      for (const header of Object.keys(mirrored)) headers[header.toLowerCase()] = mirrored[header]
+    }
+    return headers
+  }
+
+  /** Kills the child (stdio; SIGTERM, SIGKILL after the grace) and closes the client. Never rejects. */
+  async dispose (killGraceMs: number): Promise<void> {
+    const transport = this.transport
+    if (transport instanceof StdioUpstreamTransport) await transport.kill(killGraceMs)
+    try { await this.client.close() } catch {}
+    if (transport instanceof StdioUpstreamTransport) await transport.exited
+  }
+}
