@@ -30,6 +30,8 @@ export class UpstreamCall {
   progressToken: string | undefined = undefined
   readonly startedAt = performance.now()
   done = false
+  /** A request of the connection's own (lists, subscriptions): no caller, no header provider. */
+  setup = false
   timer: NodeJS.Timeout | undefined = undefined
   /** Set by the HTTP transport while its request runs (undici's controller): aborting it closes the call's stream. */
   httpRequest: { abort: (reason: Error) => void } | undefined = undefined

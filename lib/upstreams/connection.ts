@@ -318,7 +318,7 @@ export class SupervisedConnection {
     let cursor: string | undefined
     for (let page = 0; page < MAX_LIST_PAGES; page++) {
       if (this.link !== link) throw new Error('connection replaced')
-      const result = await link.call(method, cursor === undefined ? {} : { cursor }, setupOptions(), this.host.setupTimeoutMs)
+      const result = await link.call(method, cursor === undefined ? {} : { cursor }, setupOptions(), this.host.setupTimeoutMs, undefined, true)
       const list = result[key]
       if (Array.isArray(list)) for (const item of list) if (isObject(item)) items.push(item)
       cursor = typeof result.nextCursor === 'string' && result.nextCursor !== '' ? result.nextCursor : undefined
@@ -360,7 +360,7 @@ export class SupervisedConnection {
     if (this.state !== 'ready' || link === undefined) return
     if (this.role === 'legacy') { await this.mirrorSubscription(method, uri, link); return }
     if (link.era === 'modern') await this.syncListen(link)
-    else if (subscribable(link)) await link.call(method, { uri }, setupOptions(), this.host.setupTimeoutMs)
+    else if (subscribable(link)) await link.call(method, { uri }, setupOptions(), this.host.setupTimeoutMs, undefined, true)
   }
 
   /**
@@ -370,7 +370,7 @@ export class SupervisedConnection {
   private async mirrorSubscription (method: 'resources/subscribe' | 'resources/unsubscribe', uri: string, link: Link): Promise<void> {
     if (!subscribable(link)) return
     try {
-      await link.call(method, { uri }, setupOptions(), this.host.setupTimeoutMs)
+      await link.call(method, { uri }, setupOptions(), this.host.setupTimeoutMs, undefined, true)
     } catch (error) {
       this.host.logger.warn({ upstream: this.host.name, connection: 'legacy', err: error, uri }, `upstream legacy connection: ${method} failed`)
     }
@@ -381,7 +381,7 @@ export class SupervisedConnection {
       if (link.era === 'modern') {
         await this.syncListen(link)
       } else if (subscribable(link)) {
-        for (const uri of this.host.subscriptions) await link.call('resources/subscribe', { uri }, setupOptions(), this.host.setupTimeoutMs)
+        for (const uri of this.host.subscriptions) await link.call('resources/subscribe', { uri }, setupOptions(), this.host.setupTimeoutMs, undefined, true)
       }
     } catch (error) {
       this.host.logger.warn({ upstream: this.host.name, err: error }, 'upstream subscriptions could not be restored')

@@ -63,9 +63,9 @@ export class HttpUpstreamTransport extends StreamableHTTPClientTransport {
    */
   post (call: UpstreamCall, body: string, headers: Record<string, string> | undefined, modern: boolean, afterUnauthorized = false, challenge?: string): void {
     const provider = this.headerProvider
-    if (provider === undefined) { this.dispatchPost(call, body, this.headersFor(undefined, headers, modern), modern, afterUnauthorized); return }
+    if (provider === undefined || call.setup) { this.dispatchPost(call, body, headers, this.headersFor(undefined, headers, modern), modern, afterUnauthorized); return }
     provider({ upstream: this.upstream, principal: call.options.principal, afterUnauthorized, ...(challenge === undefined ? {} : { challenge }) }).then(
-      extra => { if (!call.done) this.dispatchPost(call, body, this.headersFor(extra, headers, modern), modern, afterUnauthorized) },
+      extra => { if (!call.done) this.dispatchPost(call, body, headers, this.headersFor(extra, headers, modern), modern, afterUnauthorized) },
       (error: unknown) => call.fail(new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.upstream}: ${call.method} failed: request headers: ${redactText((error as Error).message)}`))
     )
   }
@@ -93,8 +93,8 @@ export class HttpUpstreamTransport extends StreamableHTTPClientTransport {
     return headers
   }
 
-  private dispatchPost (call: UpstreamCall, body: string, headers: Record<string, string>, modern: boolean, afterUnauthorized: boolean): void {
-    this.pool.dispatch({ path: this.path, method: 'POST', headers, body }, new CallReply(this, call, body, modern, afterUnauthorized))
+  private dispatchPost (call: UpstreamCall, body: string, own: Record<string, string> | undefined, headers: Record<string, string>, modern: boolean, afterUnauthorized: boolean): void {
+    this.pool.dispatch({ path: this.path, method: 'POST', headers, body }, new CallReply(this, call, body, own, modern, afterUnauthorized))
   }
 
   /** Hands one message of a call's reply on (connection.ts routes it). */
@@ -115,6 +115,7 @@ class CallReply implements Dispatcher.DispatchHandler {
     private readonly transport: HttpUpstreamTransport,
     private readonly call: UpstreamCall,
     private readonly body: string,
+    private readonly own: Record<string, string> | undefined,
     private readonly modern: boolean,
     private readonly afterUnauthorized: boolean
   ) {}
@@ -146,7 +147,7 @@ class CallReply implements Dispatcher.DispatchHandler {
   onResponseEnd (): void {
     const call = this.call
     this.call.httpRequest = undefined
-    if (this.mode === 'retry') { if (!call.done) this.transport.post(call, this.body, undefined, this.modern, true, this.challenge); return }
+    if (this.mode === 'retry') { if (!call.done) this.transport.post(call, this.body, this.own, this.modern, true, this.challenge); return }
     if (this.mode === 'json') {
       let data: unknown
       try { data = JSON.parse(Buffer.concat(this.chunks).toString('utf8')) } catch { this.fail('the reply is not JSON'); return }

@@ -92,12 +92,14 @@ export class Link implements CallLink {
    * Sends one request and resolves with the upstream's raw result object, as it came.
    * @param timeoutMs the call's bound (ms); past it the call fails and is cancelled upstream
    * @param tool the upstream's own tool definition, for Mcp-Param-* on a modern HTTP `tools/call`
+   * @param setup true for the connection's own requests (lists, subscriptions): no header provider
    * @returns the result; rejects with UpstreamRpcError (the upstream's error unchanged, or UPSTREAM_ERROR)
    */
-  async call (method: string, params: JsonObject, options: UpstreamCallOptions, timeoutMs: number, tool?: JsonObject): Promise<JsonObject> {
+  async call (method: string, params: JsonObject, options: UpstreamCallOptions, timeoutMs: number, tool?: JsonObject, setup = false): Promise<JsonObject> {
     if (options.signal.aborted) throw new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.upstream}: ${method} cancelled`)
     if (options.extraParams !== undefined) params = { ...options.extraParams, ...params }
     const call = new UpstreamCall(this, this.upstream, method, options)
+    call.setup = setup
     let meta: JsonObject | undefined = isObject(params._meta) ? params._meta : undefined
     if (options.meta !== undefined) meta = { ...meta, ...options.meta }
     if (options.onProgress !== undefined) {
