@@ -218,8 +218,15 @@ export class Samples {
 /** What a reply body must satisfy; returns false for a JSON-RPC error or a wrong echo. */
 export type BodyCheck = (body: string, sampled: boolean) => boolean
 
+/** The data of the last `data:` line of an SSE reply that has any (the response follows priming events). */
+function sseData (body: string): string {
+  let data = ''
+  for (const line of body.split('\n')) if (line.startsWith('data:') && line.length > 6) data = line.slice(5).trim()
+  return data
+}
+
 /**
- * A body check for a `tools/call echo` reply (JSON body): never an `"error"` member, and on a
+ * A body check for a `tools/call echo` reply (a JSON body, or an SSE reply whose last data line is the response): never an `"error"` member, and on a
  * sample (every `sampleEvery`-th reply) the parsed `result.content[0].text` is the echo text.
  */
 export function echoCheck (): BodyCheck {
@@ -227,7 +234,7 @@ export function echoCheck (): BodyCheck {
     if (body.includes('"error"')) return false
     if (!sampled) return true
     try {
-      const reply = JSON.parse(body) as { result?: { content?: Array<{ text?: unknown }> } }
+      const reply = JSON.parse(body.startsWith('{') ? body : sseData(body)) as { result?: { content?: Array<{ text?: unknown }> } }
       return reply.result?.content?.[0]?.text === ECHO_TEXT
     } catch {
       return false

@@ -9,6 +9,9 @@
  *   5 mcpx → HTTP  as 3, the upstream reached over Streamable HTTP (the peer of 2; --http-upstream fixture)
  *   6 stdio        pipelined round trips through `mcpx serve`
  *   7 memory       RSS per idle legacy session and per open GET stream
+ *   8 mcpx legacy  legacy sessions (2025-11-25) → a v1-SDK stdio server (bench/v1-stdio-upstream.ts)
+ *   9 supergateway the same load, supergateway 4 (stdio → Streamable HTTP, --stateful) in front of the same server
+ *  10 mcp-proxy    the same load, mcp-proxy 6 (--server stream) in front of the same server
  *
  * The load generator (autocannon, or the stdio client) runs in this process; every server runs in
  * its own child process (its own process group, its output in a log file under the run's temp
@@ -29,7 +32,7 @@ import {
 } from './harness.js'
 import { stdioLoad } from './stdio-load.js'
 import { measureMemory, type MemoryFigures } from './memory.js'
-import { INITIALIZE_BODY, LEGACY_BODY, MODERN_BODY, MODERN_HEADERS, legacyHeaders } from './wire.js'
+import { INITIALIZED_BODY, INITIALIZE_BODY, LEGACY_BODY, MODERN_BODY, MODERN_HEADERS, legacyHeaders } from './wire.js'
 
 const { values: flags } = parseArgs({
   options: {
@@ -60,6 +63,9 @@ const CLI = path('../cli.js')
 const FIXTURE = path('../test/fixtures/echo-upstream.js')
 const CEILING = path('./ceiling-server.js')
 const PEER = path('./peer-server.js')
+const V1_UPSTREAM = path('./v1-stdio-upstream.js')
+const SUPERGATEWAY = path('../../node_modules/supergateway/dist/index.js')
+const MCP_PROXY = path('../../node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs')
 const LOG_DIR = mkdtempSync(join(tmpdir(), 'mcpx-bench-'))
 
 const LOAD_AT_START = loadAverage1m()
@@ -185,6 +191,77 @@ async function scenarioStdio (): Promise<void> {
   } finally { await child.stop() }
 }
 
+/** Why a peer proxy could not be measured (printed in the report instead of its row). */
+const notServed: string[] = []
+
+/** The session-opening exchange of a legacy client: `initialize`, then `notifications/initialized`. @returns the session id. */
+async function openSession (agent: Agent, port: number): Promise<string> {
+  const reply = await postOnce(agent, port, '/mcp', legacyHeaders(undefined), INITIALIZE_BODY)
+  const id = reply.headers['mcp-session-id']
+  if (reply.status !== 200 || typeof id !== 'string') throw new Error(`initialize answered ${reply.status} ${reply.body.slice(0, 300)}`)
+  const initialized = await postOnce(agent, port, '/mcp', legacyHeaders(id), INITIALIZED_BODY)
+  if (initialized.status !== 202) throw new Error(`notifications/initialized answered ${initialized.status} ${initialized.body.slice(0, 300)}`)
+  return id
+}
+
+/**
+ * Scenarios 8–10: one legacy session per connection (minted before the load, as a client does),
+ * `tools/call echo` in it; the server `child` is in front of the v1-SDK stdio upstream. When the
+ * server cannot serve the load (a session or the sanity call fails), the reason is printed instead.
+ */
+async function legacySessionScenario (n: number, label: string, child: Child, port: number): Promise<void> {
+  try {
+    const agent = new Agent({ keepAlive: true })
+    const sessionIds: string[] = []
+    try {
+      for (let i = 0; i < CONNECTIONS; i++) sessionIds.push(await openSession(agent, port))
+    } finally { agent.destroy() }
+    await sanity(label, port, legacyHeaders(sessionIds[0]), LEGACY_BODY)
+    rows.set(n, await httpLoad({
+      ...base,
+      scenario: label,
+      serverPgid: child.pid,
+      url: `http://127.0.0.1:${port}/mcp`,
+      headers: legacyHeaders(sessionIds[0]),
+      headersFor: connection => legacyHeaders(sessionIds[connection % sessionIds.length]),
+      body: LEGACY_BODY
+    }))
+  } catch (error) {
+    notServed.push(`${label}: cannot serve ${CONNECTIONS} legacy sessions: ${(error as Error).message}`)
+  }
+}
+
+async function scenarioPeerProxies (): Promise<void> {
+  const upstreamCommand = [NODE, V1_UPSTREAM]
+  if (wanted(8)) {
+    const port = await freePort()
+    const config = writeConfig('mcpx-v1-upstream', port, { command: NODE, args: [V1_UPSTREAM] }, { maxSessions: 1000 })
+    const child = await startDaemon('8-mcpx-daemon-v1', config, port)
+    try { await legacySessionScenario(8, '8 mcpx legacy (sessions) → v1 server (stdio)', child, port) } finally { await child.stop() }
+  }
+  if (wanted(9)) {
+    const port = await freePort()
+    // --stateful: one child per session (supergateway's model for stdio → Streamable HTTP sessions).
+    const child = startChild('9-supergateway', NODE, [SUPERGATEWAY, '--stdio', upstreamCommand.join(' '), '--outputTransport', 'streamableHttp', '--stateful', '--port', String(port), '--logLevel', 'none', '--healthEndpoint', '/healthz'], { logDir: LOG_DIR })
+    try {
+      await waitHttp(`http://127.0.0.1:${port}/healthz`)
+      await legacySessionScenario(9, '9 supergateway --stateful → v1 server (stdio)', child, port)
+    } catch (error) {
+      notServed.push(`9 supergateway: ${(error as Error).message}`)
+    } finally { await child.stop() }
+  }
+  if (wanted(10)) {
+    const port = await freePort()
+    const child = startChild('10-mcp-proxy', NODE, [MCP_PROXY, '--port', String(port), '--host', '127.0.0.1', '--server', 'stream', '--', ...upstreamCommand], { logDir: LOG_DIR })
+    try {
+      await waitForLog(child, /starting server on port/)
+      await legacySessionScenario(10, '10 mcp-proxy (stream) → v1 server (stdio)', child, port)
+    } catch (error) {
+      notServed.push(`10 mcp-proxy: ${(error as Error).message}`)
+    } finally { await child.stop() }
+  }
+}
+
 async function scenarioMemory (): Promise<void> {
   const port = await freePort()
   const warmupSessions = 200
@@ -214,7 +291,7 @@ function report (startedAt: Date, elapsedS: number): string {
   lines.push('')
   lines.push('| scenario | load | requests | req/s | p50 ms | p99 ms | p99.9 ms | errors | server CPU µs/req | upstream CPU µs/req |')
   lines.push('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
-  for (const n of [...rows.keys()].sort()) {
+  for (const n of [...rows.keys()].sort((a, b) => a - b)) {
     const r = rows.get(n) as Row
     lines.push(`| ${r.scenario} | ${r.load} | ${r.requests} | ${fmt(r.rps, 0)} | ${fmt(r.p50Ms)} | ${fmt(r.p99Ms)} | ${fmt(r.p999Ms)} | ${r.errors} | ${r.serverCpuUs === undefined ? '' : fmt(r.serverCpuUs, 0)} | ${r.upstreamCpuUs === undefined || r.upstreamCpuUs === 0 ? '' : fmt(r.upstreamCpuUs, 0)} |`)
   }
@@ -230,6 +307,23 @@ function report (startedAt: Date, elapsedS: number): string {
   ratio(3, 2, 'mcpx modern vs SDK peer')
   ratio(3, 1, 'mcpx modern vs Fastify ceiling')
   ratio(4, 3, 'mcpx legacy vs mcpx modern')
+  ratio(5, 2, 'mcpx → HTTP upstream vs that peer served directly')
+  ratio(8, 9, 'mcpx legacy sessions vs supergateway, same v1 stdio upstream')
+  ratio(8, 10, 'mcpx legacy sessions vs mcp-proxy, same v1 stdio upstream')
+  for (const line of notServed) lines.push(`not measured: ${line}`)
+  const goal = (label: string, value: number | undefined, test: (v: number) => boolean, want: string): string =>
+    `  ${label}: ${value === undefined ? 'n/a' : fmt(value)} (goal ${want}${value === undefined ? '' : test(value) ? ', met' : ', not met'})`
+  const r = (n: number): Row | undefined => rows.get(n)
+  const quotient = (a: number | undefined, b: number | undefined): number | undefined => a === undefined || b === undefined || b === 0 ? undefined : a / b
+  if (r(3) !== undefined || r(5) !== undefined || r(8) !== undefined) {
+    lines.push('')
+    lines.push('goals (issue #14), ratios from this run:')
+    lines.push(goal('3/1 req/s (mcpx modern, share of the ceiling)', quotient(r(3)?.rps, r(1)?.rps), v => v >= 0.25, '≥ 0.25'))
+    lines.push(goal('3/1 server CPU per request', quotient(r(3)?.serverCpuUs, r(1)?.serverCpuUs), v => v <= 3.5, '≤ 3.5×'))
+    lines.push(goal('5/2 req/s (mcpx → HTTP peer, against the peer served directly)', quotient(r(5)?.rps, r(2)?.rps), v => v >= 0.6, '≥ 0.6'))
+    lines.push(goal('8/9 req/s (against supergateway)', quotient(r(8)?.rps, r(9)?.rps), v => v >= 3, '≥ 3'))
+    lines.push(goal('8/10 req/s (against mcp-proxy)', quotient(r(8)?.rps, r(10)?.rps), v => v >= 3, '≥ 3'))
+  }
   if (memory !== undefined) {
     lines.push('')
     lines.push(`memory (7): daemon RSS ${mib(memory.baselineRssBytes)} → ${mib(memory.afterSessionsRssBytes)} after ${memory.sessions} idle legacy sessions (minted in ${memory.mintSeconds.toFixed(1)} s) → ${mib(memory.afterStreamsRssBytes)} after ${memory.streams} open GET streams; errors ${memory.errors}`)
@@ -249,6 +343,7 @@ async function main (): Promise<number> {
   if (wanted(5)) await scenarioHttpUpstream()
   if (wanted(6)) await scenarioStdio()
   if (wanted(7)) await scenarioMemory()
+  if (wanted(8) || wanted(9) || wanted(10)) await scenarioPeerProxies()
   const text = report(startedAt, (performance.now() - t0) / 1000)
   process.stdout.write(text + '\n')
   if (flags.out !== undefined) writeFileSync(flags.out, text + '\n')

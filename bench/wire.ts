@@ -42,3 +42,6 @@ export const LEGACY_BODY = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tool
 export const INITIALIZE_BODY = JSON.stringify({
   jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'mcpx-bench', version: '0.0.0' } }
 })
+
+/** The `notifications/initialized` a legacy client sends after `initialize`. */
+export const INITIALIZED_BODY = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })
