@@ -94,7 +94,11 @@ export class HttpUpstreamTransport extends StreamableHTTPClientTransport {
   }
 
   private dispatchPost (call: UpstreamCall, body: string, own: Record<string, string> | undefined, headers: Record<string, string>, modern: boolean, afterUnauthorized: boolean): void {
-    this.pool.dispatch({ path: this.path, method: 'POST', headers, body }, new CallReply(this, call, body, own, modern, afterUnauthorized))
+    try {
+      this.pool.dispatch({ path: this.path, method: 'POST', headers, body }, new CallReply(this, call, body, own, modern, afterUnauthorized))
+    } catch (error) {
+      call.fail(new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.upstream}: ${call.method} failed: ${redactText((error as Error).message)}`))
+    }
   }
 
   /** Hands one message of a call's reply on (connection.ts routes it). */

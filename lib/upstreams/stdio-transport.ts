@@ -95,13 +95,14 @@ export class StdioUpstreamTransport implements Transport {
       })
     })
     child.on('close', () => { this.onclose?.() })
+    child.on('error', error => this.onerror?.(error))
     child.stdin?.on('error', error => this.onerror?.(error))
     child.stdout?.on('error', error => this.onerror?.(error))
     child.stdout?.on('data', (chunk: Buffer) => { this.read(chunk) })
     child.stderr?.pipe(this.stderr)
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve)
-      child.once('error', error => { reject(error); this.onerror?.(error) })
+      child.once('error', reject)
     })
   }
 

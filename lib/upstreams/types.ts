@@ -135,7 +135,7 @@ export type UpstreamConfig =
 
 /**
  * Whether a dual-era upstream gets its second, legacy connection for legacy-era calls
- * (`legacyConnection` in the config; see lib/upstreams/upstream.ts): as configured, else true for
+ * (`legacyConnection` in the config; see lib/upstreams/README.md): as configured, else true for
  * an HTTP upstream (one server process behind both connections) and false for a stdio upstream
  * (a second child process would not share the first one's state).
  */
