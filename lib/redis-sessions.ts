@@ -39,7 +39,8 @@ import type { JsonObject } from './upstreams/types.js'
 import type { SseStream } from './sse.js'
 import { isObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcResponse } from './jsonrpc.js'
 import type { Logger } from './log.js'
-import { LIST_CHANGED, type ListKind } from './notify-hub.js'
+import { LIST_CHANGED } from './notify-hub.js'
+import type { ListKind } from './upstreams/types.js'
 import { redactUrl } from './upstreams/redact.js'
 import {
   newSession, newSessionId, releaseLive,

@@ -10,7 +10,7 @@ import { createInterface } from 'node:readline'
 import { ProtocolError, SdkError, SdkErrorCode, type McpSubscription } from '@modelcontextprotocol/client'
 import { UPSTREAM_ERROR, isObject } from '../jsonrpc.js'
 import { createUpstreamClient } from './client.js'
-import { HttpUpstreamTransport } from './http-transport.js'
+import type { HttpUpstreamTransport } from './http-transport.js'
 import { Link } from './link.js'
 import { redactText } from './redact.js'
 import { KILL_GRACE_MS, StdioUpstreamTransport } from './stdio-transport.js'
@@ -137,7 +137,10 @@ export class SupervisedConnection {
     const host = this.host
     if (host.closing) return undefined
     this.setState('connecting')
-    const link = this.buildLink()
+    // undici loads only when an HTTP upstream is configured (a stdio-only gateway starts without it).
+    const http = host.kind === 'http' ? await import('./http-transport.js') : undefined
+    if (host.closing) return undefined
+    const link = this.buildLink(http?.HttpUpstreamTransport)
     this.settingUp.add(link)
     try {
       const options = this.role === 'legacy' || this.forceLegacy
@@ -227,7 +230,7 @@ export class SupervisedConnection {
     this.stableTimer = setTimeout(() => { this.failures = 0 }, RESTART_RESET_AFTER_MS).unref()
   }
 
-  private buildLink (): Link {
+  private buildLink (Http: typeof HttpUpstreamTransport | undefined): Link {
     const host = this.host
     const config = host.config
     let transport: StdioUpstreamTransport | HttpUpstreamTransport
@@ -236,7 +239,8 @@ export class SupervisedConnection {
       const lines = createInterface({ input: transport.stderr, crlfDelay: Infinity })
       lines.on('line', line => host.logger.info({ ...this.logFields, stderr: line }, 'upstream stderr'))
     } else {
-      transport = new HttpUpstreamTransport(new URL(config.url), config.headers, host.name, host.headerProvider)
+      if (Http === undefined) throw new Error('buildLink: the HTTP transport module is not loaded')
+      transport = new Http(new URL(config.url), config.headers, host.name, host.headerProvider)
     }
     const holder: { link?: Link } = {}
     const client = createUpstreamClient(async (method, params, signal) => {

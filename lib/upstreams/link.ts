@@ -9,11 +9,11 @@
 import { ProtocolError, type Client, type JSONRPCMessage } from '@modelcontextprotocol/client'
 import { INTERNAL_ERROR, METHOD_NOT_FOUND, UPSTREAM_ERROR, isObject } from '../jsonrpc.js'
 import { encodeHeaderValue } from '../header-values.js'
-import { buildParamHeaders } from '../param-headers.js'
+import { buildParamHeaders } from './mirror-headers.js'
 import type { Era, Revision } from '../revisions.js'
 import { UpstreamCall, timeOut, type CallLink } from './call.js'
 import { CLIENT_CAPABILITIES, CLIENT_INFO } from './client.js'
-import { HttpUpstreamTransport } from './http-transport.js'
+import type { HttpUpstreamTransport } from './http-transport.js'
 import { StdioUpstreamTransport } from './stdio-transport.js'
 import { UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamLogger } from './types.js'
 
@@ -128,7 +128,7 @@ export class Link implements CallLink {
   /** Tells the upstream a call is abandoned: modern HTTP closes the call's stream; otherwise `notifications/cancelled`. */
   cancel (call: UpstreamCall, reason: string): void {
     const transport = this.transport
-    if (transport instanceof HttpUpstreamTransport && this.era === 'modern') {
+    if (!(transport instanceof StdioUpstreamTransport) && this.era === 'modern') {
       call.httpRequest?.abort(new Error(reason))
       return
     }
