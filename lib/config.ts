@@ -9,6 +9,7 @@
  */
 import { readFileSync, existsSync } from 'node:fs'
 import { resolve as resolvePath } from 'node:path'
+import { isIP } from 'node:net'
 import { createRequire } from 'node:module'
 import { Ajv, type ErrorObject } from 'ajv'
 import { McpxError } from './errors.js'
@@ -30,7 +31,14 @@ export const CONFIG_SCHEMA = {
       default: {},
       properties: {
         address: { type: 'string', pattern: '^(\\[[0-9a-fA-F:.]+\\]|[^:\\s]+):\\d{1,5}$', default: '127.0.0.1:3939', description: 'host:port the daemon listens on' },
-        shutdownTimeout: { ...DURATION, default: '10s', description: 'how long in-flight requests may finish after SIGTERM (ms or duration string)' }
+        shutdownTimeout: { ...DURATION, default: '10s', description: 'how long in-flight requests may finish after SIGTERM (ms or duration string)' },
+        trustProxy: {
+          type: 'array',
+          items: { type: 'string', minLength: 1 },
+          default: [],
+          description: 'addresses or CIDRs of the reverse proxies in front (e.g. "127.0.0.1", "10.0.0.0/8"): a request arriving from one of them is ' +
+            'logged with the client address from X-Forwarded-For (Fastify trustProxy). Empty (default): the socket address, X-Forwarded-For ignored'
+        }
       }
     },
     transport: {
@@ -181,7 +189,12 @@ export const CONFIG_SCHEMA = {
 
 /** mcpx's configuration after validation; durations are ms. */
 export interface McpxConfig {
-  daemon: { address: string, shutdownTimeout: number }
+  daemon: {
+    address: string
+    shutdownTimeout: number
+    /** Proxy addresses or CIDRs whose X-Forwarded-For is believed ([] = none); checked by {@link loadConfig}. */
+    trustProxy: string[]
+  }
   transport: {
     allowedOrigins: string[]
     sseKeepAlive: number
@@ -249,6 +262,27 @@ export function mrtrOptions (config: McpxConfig): { stateKey?: Buffer, parkTimeo
     if (key.length < 32) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: mrtr.stateKey must decode to at least 32 bytes (got ${key.length})`)
   }
   return { ...(key !== undefined ? { stateKey: key } : {}), parkTimeoutMs: parkTimeout, stateTtlMs: stateTtl }
+}
+
+/**
+ * Checks one `daemon.trustProxy` entry: an IPv4 or IPv6 address, or a CIDR `address/prefix`
+ * (prefix 1…32 for IPv4, 1…128 for IPv6). A /0 is refused: it trusts every peer, so any client
+ * could write the address mcpx logs (and, later, audits and rate-limits by) into X-Forwarded-For.
+ * @throws McpxError MCPX_ERR_CONFIG naming `daemon.trustProxy[index]`
+ */
+function checkTrustedProxy (entry: string, index: number): void {
+  const slash = entry.indexOf('/')
+  const address = slash < 0 ? entry : entry.slice(0, slash)
+  const family = isIP(address)
+  const prefixText = slash < 0 ? undefined : entry.slice(slash + 1)
+  const prefix = prefixText !== undefined && /^\d{1,3}$/.test(prefixText) ? Number(prefixText) : undefined
+  const where = `mcpx: daemon.trustProxy[${index}]`
+  if (family === 0 || (prefixText !== undefined && (prefix === undefined || prefix > (family === 4 ? 32 : 128)))) {
+    throw new McpxError('MCPX_ERR_CONFIG', `${where} must be an IP address or a CIDR such as "10.0.0.0/8", got ${JSON.stringify(entry)}`)
+  }
+  if (prefix === 0) {
+    throw new McpxError('MCPX_ERR_CONFIG', `${where} ${JSON.stringify(entry)} trusts every address: any client could forge X-Forwarded-For; list your proxies' addresses`)
+  }
 }
 
 /**
@@ -355,6 +389,7 @@ export function loadConfig (raw: unknown): McpxConfig {
   }
   const c = config as unknown as McpxConfig
   c.daemon.shutdownTimeout = parseDuration(c.daemon.shutdownTimeout, 'daemon.shutdownTimeout')
+  c.daemon.trustProxy.forEach(checkTrustedProxy)
   c.transport.sseKeepAlive = parseDuration(c.transport.sseKeepAlive, 'transport.sseKeepAlive')
   c.transport.stdioDrain = parseDuration(c.transport.stdioDrain, 'transport.stdioDrain')
   c.transport.sessionIdleTimeout = parseDuration(c.transport.sessionIdleTimeout, 'transport.sessionIdleTimeout')

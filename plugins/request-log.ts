@@ -4,7 +4,8 @@
  * logger (`request.log`, so it carries Fastify's `reqId`) with:
  * `method` (HTTP), `rpcMethod` (JSON-RPC; `batch` for a batch, `response` for a client's answer),
  * `era`, `revision`, `upstream` (tools/call and prompts/get, where the name tells it), `status`,
- * `durationMs`. Headers are never logged here; the daemon's logger also redacts `authorization`
+ * `durationMs`, `remoteAddress` (the client: the socket's peer, or, behind a proxy listed in the
+ * daemon's `daemon.trustProxy`, the address X-Forwarded-For names). Headers are never logged here; the daemon's logger also redacts `authorization`
  * and `cookie` wherever a line carries headers (lib/log REDACTED_PATHS).
  *
  * A request whose client went away before the response completed (an SSE stream the client
@@ -78,7 +79,8 @@ export default fp<RequestLogOptions>(async function mcpxRequestLog (fastify, opt
       upstream,
       status,
       durationMs: Math.round(durationMs * 1000) / 1000,
-      aborted: aborted ? true : undefined
+      aborted: aborted ? true : undefined,
+      remoteAddress: request.ip
     }, 'mcp request')
   }
 

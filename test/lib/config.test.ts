@@ -104,3 +104,18 @@ t.test('config/errors/bad-upstream-name-named', async t => {
   t.equal(configError(() => loadConfig({ upstreams: { 'bad name!': { command: 'x' } } })),
     'mcpx: invalid config:\n  upstreams: key "bad name!" must match pattern "^[A-Za-z0-9][A-Za-z0-9_.-]*$"')
 })
+
+t.test('config/trust-proxy/addresses-or-cidrs', async t => {
+  t.same(loadConfig({}).daemon.trustProxy, [], 'off by default: X-Forwarded-For is never believed')
+  const listed = ['127.0.0.1', '10.0.0.0/8', '::1', 'fd00::/8', '192.168.1.7/32']
+  t.same(loadConfig({ daemon: { trustProxy: listed } }).daemon.trustProxy, listed)
+  for (const [bad, index] of [['proxy.example', 0], ['10.0.0.0/33', 0], ['10.0.0.0/x', 0], ['fd00::/129', 0], ['10.0.0.1/', 0]] as const) {
+    t.equal(configError(() => loadConfig({ daemon: { trustProxy: [bad] } })),
+      `mcpx: daemon.trustProxy[${index}] must be an IP address or a CIDR such as "10.0.0.0/8", got ${JSON.stringify(bad)}`, bad)
+  }
+  for (const everyone of ['0.0.0.0/0', '::/0']) {
+    t.match(configError(() => loadConfig({ daemon: { trustProxy: ['127.0.0.1', everyone] } })),
+      /^mcpx: daemon\.trustProxy\[1\] .* trusts every address: any client could forge X-Forwarded-For/, everyone)
+  }
+  t.match(configError(() => loadConfig({ daemon: { trustProxy: '127.0.0.1' } })), /daemon\.trustProxy: must be array/)
+})
