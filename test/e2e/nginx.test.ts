@@ -4,8 +4,8 @@
  * real daemon (`node dist/cli.js daemon`) with the fixture upstream, and the official clients talk
  * to nginx's public address on loopback (127.0.0.2, which mcpx does not count as a loopback
  * Origin). What the proxy could break is what is checked: SSE buffering and keep-alives, client
- * aborts, the mirrored headers, Origin, body limits, every location mcpx serves, and client
- * addresses (daemon.trustProxy).
+ * aborts, the mirrored headers, Origin, body limits, every location mcpx serves, the OAuth
+ * challenge and metadata under the public URL, and client addresses (daemon.trustProxy).
  *
  * Without nginx these tests are skipped with the install command under `npm test`, and fail under
  * CI (`CI=true`); `.ci/run` installs it.
@@ -17,13 +17,15 @@ import { connect } from 'node:net'
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js'
-import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client'
+import { ClientCredentialsProvider as ClientCredentialsV1 } from '@modelcontextprotocol/sdk/client/auth-extensions.js'
+import { Client as ClientV2, ClientCredentialsProvider as ClientCredentialsV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client'
 import { CONFIG_SCHEMA } from '../../lib/config.js'
 import { startDaemon, type DaemonProcess } from '../helpers/daemon.js'
 import { fixtureCommand } from '../helpers/fixture.js'
 import { legacyHeaders, modernHeaders, modernMeta } from '../helpers/app.js'
 import { fetchSession, fixtureEvents, fixtureLogPath, initializeBody, pollUntil, SseReader, type FixtureEvent } from '../helpers/legacy.js'
 import { modernBody, post } from '../helpers/modern-wire.js'
+import { CLIENTS, SCOPES, startAuthServer } from '../helpers/oauth.js'
 import { NGINX_SKIP, PUBLIC_HOST, SHIPPED_NGINX_CONF, freePortOn, requireNginx, startNginx, type NginxProcess, type AccessLine } from '../helpers/nginx.js'
 
 /** Generous bound for anything that should arrive "promptly" through the proxy, ms. */
@@ -327,9 +329,9 @@ t.test('deploy/nginx/every-location-reaches-mcpx', skip, async t => {
   const { daemon, nginx } = await behindNginx(t)
   const mcpxAddr = new URL(daemon.base).host
 
-  // Proxied to mcpx, whatever mcpx answers today (/mcp/<name>, the OAuth metadata and /status land
-  // with issues #17, #16 and #15): nginx's access log names mcpx as the upstream that answered,
-  // and nginx passed mcpx's status on.
+  // Proxied to mcpx, whatever mcpx answers (here, without auth.oauth, the metadata is its 404; with
+  // it, see oauth-metadata-challenge-and-sdk-flow; /mcp/<name> and /status land with issues #17 and
+  // #15): nginx's access log names mcpx as the upstream that answered, and nginx passed its status on.
   const proxied: Array<[string, string]> = [
     ['POST', '/mcp/no-such-server'],
     ['GET', '/.well-known/oauth-protected-resource'],
@@ -377,6 +379,40 @@ t.test('deploy/nginx/every-location-reaches-mcpx', skip, async t => {
     await res.text()
     t.equal((await accessLine(nginx, 'GET', path)).upstreamAddr, '-', `${path} never reaches mcpx`)
   }
+})
+
+/* ------------------------------------------------------------------------------ OAuth */
+
+t.test('deploy/nginx/oauth-metadata-challenge-and-sdk-flow', skip, async t => {
+  // mcpx's auth.oauth.resource is the proxy's public URL (config, never guessed from Host).
+  const as = await startAuthServer(t)
+  const port = await freePortOn(PUBLIC_HOST)
+  const resource = `http://${PUBLIC_HOST}:${port}/mcp`
+  const prm = `http://${PUBLIC_HOST}:${port}/.well-known/oauth-protected-resource/mcp`
+  const { nginx } = await behindNginx(t, { auth: { oauth: { issuer: as.issuer, resource, requiredScopes: ['mcp:tools'], scopesSupported: SCOPES } } }, { port })
+
+  // The challenge comes back through nginx, pointing at the metadata under the public origin.
+  const challenged = await fetch(`${nginx.base}/mcp`, { method: 'POST', headers: legacyHeaders(), body: JSON.stringify(initializeBody('2025-11-25')) })
+  t.equal(challenged.status, 401)
+  t.equal(challenged.headers.get('www-authenticate'), `Bearer resource_metadata="${prm}", scope="mcp:tools"`)
+  t.match(await challenged.json(), { jsonrpc: '2.0', error: { code: -32_600 } })
+  for (const url of [`${nginx.base}/.well-known/oauth-protected-resource`, prm]) {
+    const res = await fetch(url)
+    t.equal(res.status, 200, `${url}: through nginx, no token`)
+    t.match(await res.json(), { resource, authorization_servers: [as.issuer], scopes_supported: SCOPES, bearer_methods_supported: ['header'] }, 'the public resource URL')
+  }
+
+  // The official clients follow the 401 to the metadata and the authorization server and come
+  // back with a token whose audience is the proxy's public URL (RFC 8707 resource).
+  const credentials = { clientId: CLIENTS.alice.clientId, clientSecret: CLIENTS.alice.clientSecret, scope: 'mcp:tools', expectedIssuer: as.issuer }
+  const v1 = new ClientV1({ name: 'nginx-oauth-v1', version: '1.0.0' })
+  t.teardown(async () => { await v1.close() })
+  await v1.connect(new TransportV1(new URL(resource), { authProvider: new ClientCredentialsV1(credentials) }))
+  t.equal(textOf(await v1.callTool({ name: 'echo', arguments: { text: 'v1 with a token' } })), 'v1 with a token')
+  const v2 = new ClientV2({ name: 'nginx-oauth-v2', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } })
+  t.teardown(async () => { await v2.close() })
+  await v2.connect(new TransportV2(new URL(resource), { authProvider: new ClientCredentialsV2(credentials) }))
+  t.equal(textOf(await v2.callTool({ name: 'echo', arguments: { text: 'v2 with a token' } })), 'v2 with a token')
 })
 
 /* ------------------------------------------------------------------- client addresses */
