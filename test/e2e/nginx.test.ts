@@ -20,13 +20,13 @@ import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/typ
 import { ClientCredentialsProvider as ClientCredentialsV1 } from '@modelcontextprotocol/sdk/client/auth-extensions.js'
 import { Client as ClientV2, ClientCredentialsProvider as ClientCredentialsV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client'
 import { CONFIG_SCHEMA } from '../../lib/config.js'
-import { startDaemon, type DaemonProcess } from '../helpers/daemon.js'
+import { freePort, startDaemon, type DaemonProcess } from '../helpers/daemon.js'
 import { fixtureCommand } from '../helpers/fixture.js'
 import { legacyHeaders, modernHeaders, modernMeta } from '../helpers/app.js'
 import { fetchSession, fixtureEvents, fixtureLogPath, initializeBody, pollUntil, SseReader, type FixtureEvent } from '../helpers/legacy.js'
 import { modernBody, post } from '../helpers/modern-wire.js'
 import { CLIENTS, SCOPES, startAuthServer } from '../helpers/oauth.js'
-import { NGINX_SKIP, PUBLIC_HOST, SHIPPED_NGINX_CONF, freePortOn, requireNginx, startNginx, type NginxProcess, type AccessLine } from '../helpers/nginx.js'
+import { NGINX_SKIP, PUBLIC_HOST, SHIPPED_NGINX_CONF, requireNginx, startNginx, type NginxProcess, type AccessLine } from '../helpers/nginx.js'
 
 /** Generous bound for anything that should arrive "promptly" through the proxy, ms. */
 const PROMPTLY_MS = 10_000
@@ -250,7 +250,7 @@ t.test('deploy/nginx/disconnect-cancels-the-upstream-call', skip, async t => {
 /* ----------------------------------------------------------------------------- Origin */
 
 t.test('deploy/nginx/origin-refused-until-allowed', skip, async t => {
-  const port = await freePortOn(PUBLIC_HOST)
+  const port = await freePort(PUBLIC_HOST)
   const origin = `http://${PUBLIC_HOST}:${port}`
   const initialize = JSON.stringify(initializeBody('2025-11-25'))
 
@@ -386,7 +386,7 @@ t.test('deploy/nginx/every-location-reaches-mcpx', skip, async t => {
 t.test('deploy/nginx/oauth-metadata-challenge-and-sdk-flow', skip, async t => {
   // mcpx's auth.oauth.resource is the proxy's public URL (config, never guessed from Host).
   const as = await startAuthServer(t)
-  const port = await freePortOn(PUBLIC_HOST)
+  const port = await freePort(PUBLIC_HOST)
   const resource = `http://${PUBLIC_HOST}:${port}/mcp`
   const prm = `http://${PUBLIC_HOST}:${port}/.well-known/oauth-protected-resource/mcp`
   const { nginx } = await behindNginx(t, { auth: { oauth: { issuer: as.issuer, resource, requiredScopes: ['mcp:tools'], scopesSupported: SCOPES } } }, { port })

@@ -28,10 +28,10 @@ export function isAlive (pid: number): boolean {
   }
 }
 
-/** A TCP port free on 127.0.0.1 right now. */
-export async function freePort (): Promise<number> {
+/** A TCP port free on `host` (default 127.0.0.1) right now. */
+export async function freePort (host = '127.0.0.1'): Promise<number> {
   const server = createServer()
-  server.listen(0, '127.0.0.1')
+  server.listen(0, host)
   await once(server, 'listening')
   const { port } = server.address() as { port: number }
   server.close()

@@ -16,14 +16,14 @@
  * ({@link NGINX_SKIP}); under CI (`CI=true`) they run and fail. `.ci/run` installs it.
  */
 import { spawn } from 'node:child_process'
-import { once } from 'node:events'
 import { accessSync, chmodSync, constants, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
-import { connect, createServer } from 'node:net'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Teardown } from './app.js'
-import { WAIT_MS } from './daemon.js'
+import { WAIT_MS, freePort } from './daemon.js'
+import { pollUntil } from './legacy.js'
 
 /** The shipped config (this file runs as dist/test/helpers/nginx.js). */
 export const SHIPPED_NGINX_CONF = fileURLToPath(new URL('../../../docker/nginx.conf', import.meta.url))
@@ -108,17 +108,6 @@ http {
 `
 }
 
-/** A TCP port free on `host` right now. */
-export async function freePortOn (host: string): Promise<number> {
-  const server = createServer()
-  server.listen(0, host)
-  await once(server, 'listening')
-  const { port } = server.address() as { port: number }
-  server.close()
-  await once(server, 'close')
-  return port
-}
-
 /** One line of the harness's access log. */
 export interface AccessLine { method: string, uri: string, status: number, upstreamAddr: string, upstreamStatus: string }
 
@@ -146,7 +135,7 @@ export interface NginxProcess {
 export async function startNginx (t: Teardown, upstream: string, options: { host?: string, port?: number } = {}): Promise<NginxProcess> {
   const bin = requireNginx()
   const host = options.host ?? PUBLIC_HOST
-  const port = options.port ?? await freePortOn(host)
+  const port = options.port ?? await freePort(host)
   const prefix = mkdtempSync(join(tmpdir(), 'mcpx-nginx-'))
   // Run as root (CI), nginx's workers switch to `nobody`: they must reach the temp paths in here.
   chmodSync(prefix, 0o755)
@@ -188,15 +177,11 @@ export async function startNginx (t: Teardown, upstream: string, options: { host
 async function waitForListen (host: string, port: number, exited: Promise<void>, stderr: () => string): Promise<void> {
   let gone = false
   void exited.then(() => { gone = true })
-  const deadline = Date.now() + WAIT_MS
-  for (;;) {
+  await pollUntil(`nginx listening on ${host}:${port}`, async () => {
     if (gone) throw new Error(`nginx exited before listening: ${stderr()}`)
-    const ok = await new Promise<boolean>(resolve => {
+    return await new Promise<boolean>(resolve => {
       const socket = connect(port, host, () => { socket.destroy(); resolve(true) })
       socket.once('error', () => resolve(false))
     })
-    if (ok) return
-    if (Date.now() > deadline) throw new Error(`nginx not listening on ${host}:${port} within ${WAIT_MS} ms: ${stderr()}`)
-    await new Promise(resolve => setTimeout(resolve, 25))
-  }
+  }, WAIT_MS)
 }
