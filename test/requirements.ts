@@ -10,7 +10,8 @@
  * - a revision, `2024-11-05` `2025-03-26` `2025-06-18` `2025-11-25` `2026-07-28`: a rule of that revision, tested
  *   under it. A rule that holds in several revisions but is checked per revision loops over them and registers one
  *   test each (`for (const revision of LEGACY) t.test(`${revision}/sessions/unknown-404`, …)`), so
- *   `tap --grep 2025-06-18/` selects that revision's surface;
+ *   `tap --grep 2025-06-18/` selects that revision's surface (tap matches top-level names: the subtests of
+ *   `all/stdio/before-initialize-one-child` need a second level, `--grep all/stdio/before --grep 2025-03-26/`);
  * - `all`: a wire rule of every revision that one test checks once because the code path does not depend on the
  *   revision (`all/origin/…`, `all/limits/…`, `all/era/…`, `all/jsonrpc/…`, `all/stdio/…`, `all/http/…`);
  * - a scope for what is not a rule of a protocol revision: `auth` (bearer tokens, OAuth, safe binds), `upstreams`
@@ -190,6 +191,9 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   '2026-07-28/param-headers/d1-spec-encoding-examples': { source: 'DIGEST §6d', text: 'D1: the spec\'s encoding examples' },
   '2026-07-28/param-headers/d2-sep-conformance-encoding': { source: 'DIGEST §6d', text: 'D2: SEP-2243 conformance encodings' },
   '2026-07-28/param-headers/nested-property-checked': { source: 'DIGEST §6d', text: 'an annotation reachable through nested properties is checked' },
+  'auth/oauth/protected-resource-metadata-both-forms': { source: 'DIGEST §4', text: 'OAuth: protected-resource metadata (RFC 9728)' },
+  'auth/oauth/401-challenge-every-method-and-era': { source: 'DIGEST §6e', text: '401 carries WWW-Authenticate with resource_metadata' },
+  'auth/oauth/insufficient-scope-403': { source: 'DIGEST §6e', text: 'insufficient scope is 403' },
   'all/limits/body-too-large-413': { source: 'DIGEST §6e', text: 'an oversized request is 413' },
   'all/limits/oversized-headers-431': { source: 'DIGEST §6e', text: 'oversized headers are 431' },
   '2026-07-28/discover/versions-and-capabilities': { source: 'DIGEST §6f', text: 'server/discover answers supportedVersions, capabilities, ttlMs and cacheScope' },
