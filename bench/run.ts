@@ -23,6 +23,7 @@
  */
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { Agent } from 'node:http'
+import { connect } from 'node:net'
 import { cpus, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -191,6 +192,21 @@ async function scenarioStdio (): Promise<void> {
   } finally { await child.stop() }
 }
 
+/** Resolves once 127.0.0.1:`port` accepts a TCP connection; rejects after `boundMs`. */
+async function waitTcp (port: number, boundMs = 15_000): Promise<void> {
+  const deadline = Date.now() + boundMs
+  for (;;) {
+    const open = await new Promise<boolean>(resolve => {
+      const socket = connect(port, '127.0.0.1')
+      socket.once('connect', () => { socket.destroy(); resolve(true) })
+      socket.once('error', () => resolve(false))
+    })
+    if (open) return
+    if (Date.now() > deadline) throw new Error(`nothing listens on port ${port} after ${boundMs} ms`)
+    await new Promise(resolve => setTimeout(resolve, 50))
+  }
+}
+
 /** Why a peer proxy could not be measured (printed in the report instead of its row). */
 const notServed: string[] = []
 
@@ -255,6 +271,7 @@ async function scenarioPeerProxies (): Promise<void> {
     const child = startChild('10-mcp-proxy', NODE, [MCP_PROXY, '--port', String(port), '--host', '127.0.0.1', '--server', 'stream', '--', ...upstreamCommand], { logDir: LOG_DIR })
     try {
       await waitForLog(child, /starting server on port/)
+      await waitTcp(port) // it prints that line before its socket listens
       await legacySessionScenario(10, '10 mcp-proxy (stream) → v1 server (stdio)', child, port)
     } catch (error) {
       notServed.push(`10 mcp-proxy: ${(error as Error).message}`)
