@@ -66,9 +66,9 @@ async function readyzUntil (base: string, name: string, match: (status: Upstream
 
 t.test('upstreams/lifecycle/silent-upstream-does-not-block-daemon-start', async t => {
   const pidFile = join(tempDir(t), 'silent.pid')
-  const startedAt = Date.now()
+  // The daemon serving at all is the check: had it waited on the silent child, Fastify's 10 s plugin timeout would
+  // have failed its start (startDaemon rejects). No wall-clock bound here: tests never depend on timing.
   const daemon = await startDaemon(t, { upstreams: { fixture: fixtureCommand(), silent: silent(pidFile) } })
-  t.ok(Date.now() - startedAt < 9_000, 'the daemon serves well before Fastify\'s 10 s plugin timeout')
   const silentPid = await pidFrom(pidFile)
   t.match(daemon.lines.find(l => l.msg === 'upstreams still connecting; serving without them until they are ready'), { level: 30, upstreams: ['silent'] })
 
