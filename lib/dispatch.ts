@@ -14,7 +14,7 @@ import {
   type JsonRpcRequest, type JsonRpcResponse, type JsonRpcErrorResponse, type RequestId
 } from './jsonrpc.js'
 import { MODERN_REVISIONS, SUPPORTED_REVISIONS, negotiateLegacy, unsupportedVersion, type Revision } from './revisions.js'
-import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, metaOf } from './classify.js'
+import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, metaOf } from './inbound.js'
 import { UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamQuestion, type UpstreamRegistry } from './upstreams/types.js'
 import type { DispatchContext } from './dispatch-types.js'
 import { ParkedCall, StateSealer, type StatePayload } from './mrtr.js'

@@ -15,7 +15,7 @@ import {
 } from './jsonrpc.js'
 import { modernStatus, legacyStatus, refusal, type Refusal } from './status.js'
 import { ASSUMED_LEGACY_REVISION, batchAllowed, type Revision } from './revisions.js'
-import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, metaOf } from './classify.js'
+import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, type InboundBatch, type InboundMessage } from './inbound.js'
 import { readListenFilter, acknowledgement, tagWithSubscription, type NotificationHub } from './notify-hub.js'
 import type { Dispatcher } from './dispatch.js'
 import type { DispatchContext } from './dispatch-types.js'
@@ -152,11 +152,11 @@ function refuse (channel: PostChannel, statusOf: (error: JsonRpcErrorObject) => 
 
 /**
  * Serves one modern POST whose headers already passed the modern header checks.
- * @param value the parsed body (never an array: the modern-headers plugin refused batches)
+ * @param inbound the body as lib/inbound classified it (never a batch: the modern-headers plugin refused those)
  * Never throws.
  */
-export async function serveModernPost (deps: ExchangeDeps, value: unknown, channel: PostChannel): Promise<void> {
-  const item = classify(value)
+export async function serveModernPost (deps: ExchangeDeps, inbound: InboundMessage, channel: PostChannel): Promise<void> {
+  const item = inbound.item
   switch (item.kind) {
     case 'invalid':
       return reply(channel, modernStatus(item.error), errorResponse(item.id, item.error.code, item.error.message))
@@ -175,7 +175,7 @@ export async function serveModernPost (deps: ExchangeDeps, value: unknown, chann
   // Seed › Closing the stream is cancellation: the request runs under the HTTP request's lifetime.
   channel.onDisconnect(() => controller.abort())
   const responder = new Responder(channel)
-  const meta = metaOf(request) ?? {}
+  const meta = inbound.meta ?? {}
   const ctx: DispatchContext = {
     era: 'modern',
     revision: String(meta[META_PROTOCOL_VERSION]),
@@ -250,12 +250,12 @@ const sessionlessQuestions = new Map<string, PendingQuestion>()
  * Serves one legacy POST (a message or a batch). Never throws.
  * The session, when named, was found by the legacy-sessions plugin (404s are answered there).
  */
-export async function serveLegacyPost (deps: ExchangeDeps, value: unknown, batch: boolean, context: LegacyPostContext, channel: PostChannel): Promise<void> {
+export async function serveLegacyPost (deps: ExchangeDeps, inbound: InboundMessage | InboundBatch, context: LegacyPostContext, channel: PostChannel): Promise<void> {
   const { session } = context
   // Seed: in a session the negotiated version governs; sessionless, the header or ASSUMED_LEGACY_REVISION.
   const revision = session?.revision ?? context.headerRevision ?? ASSUMED_LEGACY_REVISION
-  if (batch) return await serveLegacyBatch(deps, value as unknown[], revision, context, channel)
-  const item = classify(value)
+  if (inbound.kind === 'batch') return await serveLegacyBatch(deps, inbound.elements, revision, context, channel)
+  const item = inbound.item
   if (item.kind === 'request' && item.message.method === 'initialize') return await serveInitialize(deps, item.message, channel)
   const responder = new Responder(channel)
   const outcome = await handleLegacyItem(deps, item, revision, context, responder, channel)
@@ -404,7 +404,7 @@ async function askClient (deps: ExchangeDeps, session: Session | undefined, resp
   })
 }
 
-async function serveLegacyBatch (deps: ExchangeDeps, elements: unknown[], revision: Revision, context: LegacyPostContext, channel: PostChannel): Promise<void> {
+async function serveLegacyBatch (deps: ExchangeDeps, elements: readonly unknown[], revision: Revision, context: LegacyPostContext, channel: PostChannel): Promise<void> {
   // Seed › Batches: only 2025-03-26 has them.
   if (!batchAllowed(revision)) {
     return refuse(channel, legacyStatus, `Invalid Request: JSON-RPC batches are not allowed in revision ${revision}`)

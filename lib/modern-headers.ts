@@ -9,10 +9,9 @@
  */
 
 import { isObject } from './jsonrpc.js'
+import { META_PROTOCOL_VERSION } from './inbound.js'
 import { decodeHeaderValue, headerMismatch, readHeader, type HeaderBag, type HeaderRejection } from './header-values.js'
 
-/** The `_meta` key the MCP-Protocol-Version header mirrors (DIGEST §6a). */
-const META_PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion'
 
 const PROTOCOL_VERSION = 'MCP-Protocol-Version'
 const METHOD = 'Mcp-Method'
@@ -82,11 +81,12 @@ export type MessageKind = 'request' | 'notification'
  * @param kind whether the body is a request or a notification
  * @returns undefined when everything agrees, else `{ code: -32020, message }` naming the header
  *          and the fault. Never throws. Seed › Streamable HTTP, 2026-07-28 › Mirrored headers; DIGEST §6d.
+
+ * @param bodyVersion the body's `_meta` protocolVersion as lib/inbound read it (default: read from `message`)
  */
-export function checkModernHeaders (headers: HeaderBag, message: MirroredMessage, kind: MessageKind): HeaderRejection | undefined {
+export function checkModernHeaders (headers: HeaderBag, message: MirroredMessage, kind: MessageKind, bodyVersion: unknown = bodyProtocolVersion(message.params)): HeaderRejection | undefined {
   const isRequest = kind === 'request'
   const params = isObject(message.params) ? message.params : undefined
-  const bodyVersion = bodyProtocolVersion(params)
 
   const version = readHeader(headers, 'mcp-protocol-version')
   switch (version.kind) {

@@ -5,7 +5,7 @@
  * sessions listen, so 10,000 sessions cost a Set entry each, not an EventEmitter listener each.
  */
 import type { ListKind, UpstreamRegistry } from './upstreams/types.js'
-import { META_SUBSCRIPTION_ID } from './classify.js'
+import { META_SUBSCRIPTION_ID } from './inbound.js'
 import { isObject, type JsonRpcNotification, type RequestId } from './jsonrpc.js'
 
 /** One listener: what it wants, and where its notifications go. */

@@ -27,7 +27,7 @@ import {
   type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse, type RequestId
 } from './jsonrpc.js'
 import { ASSUMED_LEGACY_REVISION, OLDEST_REVISION, FIRST_MODERN_REVISION, batchAllowed, type Revision } from './revisions.js'
-import { hasModernMeta, metaOf, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SUBSCRIPTION_ID } from './classify.js'
+import { hasModernMeta, metaOf, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SUBSCRIPTION_ID } from './inbound.js'
 import type { Dispatcher } from './dispatch.js'
 import type { DispatchContext } from './dispatch-types.js'
 import { LOCAL_PRINCIPAL } from './principal.js'

@@ -15,7 +15,8 @@ import fp from 'fastify-plugin'
 import { MemorySessionStore, sessionBoundTo, type Session, type SessionStore } from '../lib/sessions.js'
 import { RedisSessionStore } from '../lib/redis-sessions.js'
 import type { McpxConfig } from '../lib/config.js'
-import { classify, encodeMessage, type Parsed, type RequestId } from '../lib/jsonrpc.js'
+import { encodeMessage } from '../lib/jsonrpc.js'
+import { requestIdOf } from '../lib/inbound.js'
 import { isLegacyRevision, unsupportedLegacyVersion } from '../lib/revisions.js'
 import { readHeader } from '../lib/header-values.js'
 import { legacyStatus, refusal } from '../lib/status.js'
@@ -64,11 +65,12 @@ export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fast
   const unknownSession = refusal('unknownSession') // built once
   const badSessionHeader = refusal('badSessionHeader')
   fastify.addHook('preHandler', async function findSession (request, reply) {
-    if (request.mcpEra !== 'legacy') return
-    const version = request.mcpProtocolVersion
-    if (version !== null && !isLegacyRevision(version) && request.method !== 'DELETE') {
+    const inbound = request.mcp
+    if (inbound === null || inbound.kind === 'reject' || inbound.era !== 'legacy') return
+    const version = inbound.headerRevision
+    if (version !== undefined && !isLegacyRevision(version) && request.method !== 'DELETE') {
       // The refusal carries the request's id when one can be read; a batch or a notification has none.
-      const refused = unsupportedLegacyVersion(requestIdOf(request.body), version)
+      const refused = unsupportedLegacyVersion(requestIdOf(inbound), version)
       return reply.code(legacyStatus(refused.error)).type('application/json').send(encodeMessage(refused))
     }
     const header = readHeader(request.headers, 'mcp-session-id')
@@ -82,18 +84,9 @@ export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fast
     if (found.kind === 'unavailable') {
       // issue #11 › Redis faults: a clear 503 (with the request's id when one can be read), never a hang.
       request.log.debug('session store unavailable')
-      return sendRefusal(reply, refusal('storeUnavailable', requestIdOf(request.body)))
+      return sendRefusal(reply, refusal('storeUnavailable', requestIdOf(inbound)))
     }
     request.mcpSession = found.session
   })
   fastify.addHook('onClose', async function endSessions () { await store.closeAll() })
 }, { name: 'mcpx-legacy-sessions', fastify: '5.x', dependencies: ['mcpx-era', 'mcpx-upstreams'] })
-
-/** The id of a POST body that is one readable request, else undefined (GET, DELETE, batches, notifications). */
-function requestIdOf (body: unknown): RequestId | undefined {
-  const parsed = body as Parsed | undefined
-  if (parsed === undefined || !parsed.ok || parsed.batch) return undefined
-  const item = classify(parsed.value)
-  if (item.kind === 'request') return item.message.id
-  return item.kind === 'invalid' ? item.id : undefined
-}

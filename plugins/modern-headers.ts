@@ -6,9 +6,9 @@
  * when it has one; its status comes from lib/status (modernStatus).
  */
 import fp from 'fastify-plugin'
-import { classify, encodeMessage, errorResponse, INVALID_REQUEST, type Parsed } from '../lib/jsonrpc.js'
+import { encodeMessage, errorResponse, INVALID_REQUEST } from '../lib/jsonrpc.js'
 import { modernStatus } from '../lib/status.js'
-import { checkModernHeaders, bodyProtocolVersion } from '../lib/modern-headers.js'
+import { checkModernHeaders } from '../lib/modern-headers.js'
 import { checkParamHeaders } from '../lib/param-headers.js'
 import { isUnservedModern, unsupportedVersion } from '../lib/revisions.js'
 import type { UpstreamRegistry } from '../lib/upstreams/types.js'
@@ -22,22 +22,22 @@ export default fp<ModernHeadersOptions>(async function mcpxModernHeaders (fastif
   const registry = opts.registry
   const batchRefused = encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Invalid Request: 2026-07-28 has no JSON-RPC batches'))
   fastify.addHook('preHandler', async function checkModernRequest (request, reply) {
-    if (request.method !== 'POST' || request.mcpEra !== 'modern') return
-    const parsed = request.body as Parsed & { ok: true }
+    const inbound = request.mcp
+    if (inbound === null || inbound.kind === 'bodiless' || inbound.kind === 'reject' || inbound.era !== 'modern') return
     // Seed › No batches: an array body is 400 -32600.
-    if (parsed.batch) return reply.code(modernStatus({ code: INVALID_REQUEST, message: '' })).type('application/json').send(batchRefused)
-    const item = classify(parsed.value)
+    if (inbound.kind === 'batch') return reply.code(modernStatus({ code: INVALID_REQUEST, message: '' })).type('application/json').send(batchRefused)
+    const item = inbound.item
     if (item.kind !== 'request' && item.kind !== 'notification') return // the route answers invalid bodies and responses
     const message = item.message
-    const id = item.kind === 'request' ? item.message.id : undefined
+    const id = inbound.id
     // A modern-era revision mcpx does not serve is -32022, whether the header or the body named it
     // (lib/revisions); anything else the header disagrees on is -32020 below (seed).
-    const requested = request.mcpProtocolVersion ?? bodyProtocolVersion(message.params)
+    const requested = inbound.headerRevision ?? inbound.bodyRevision
     if (isUnservedModern(requested)) {
       const refused = unsupportedVersion(id, requested)
       return reply.code(modernStatus(refused.error)).type('application/json').send(encodeMessage(refused))
     }
-    const rejection = checkModernHeaders(request.headers, message, item.kind) ??
+    const rejection = checkModernHeaders(request.headers, message, item.kind, inbound.bodyRevision) ??
       (message.method === 'tools/call' ? checkToolParams(registry, request.headers, message.params) : undefined)
     if (rejection === undefined) return
     const refused = errorResponse(id, rejection.code, rejection.message)

@@ -17,7 +17,7 @@
  */
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
-import { isObject, type Parsed } from '../lib/jsonrpc.js'
+import { eraOfInbound } from '../lib/inbound.js'
 import { upstreamOf, type McpxMetrics } from '../lib/metrics.js'
 import type { UpstreamRegistry } from '../lib/upstreams/types.js'
 
@@ -39,24 +39,6 @@ export interface RequestLogOptions {
 /** Status logged for a request whose client closed the connection first. */
 export const CLIENT_CLOSED_STATUS = 499
 
-interface RpcFacts { rpcMethod: string, name: string | undefined, bodyRevision: string | undefined }
-
-/** The JSON-RPC facts of a parsed /mcp body. Never throws. */
-function rpcFacts (body: unknown): RpcFacts {
-  const parsed = body as Parsed | undefined
-  if (parsed === undefined || parsed === null || typeof parsed !== 'object' || !('ok' in parsed) || !parsed.ok) return { rpcMethod: '', name: undefined, bodyRevision: undefined }
-  if (parsed.batch) return { rpcMethod: 'batch', name: undefined, bodyRevision: undefined }
-  const message = parsed.value
-  if (!isObject(message)) return { rpcMethod: '', name: undefined, bodyRevision: undefined }
-  if (typeof message.method !== 'string') return { rpcMethod: 'id' in message ? 'response' : '', name: undefined, bodyRevision: undefined }
-  const params = isObject(message.params) ? message.params : undefined
-  const name = typeof params?.name === 'string' ? params.name : undefined
-  const meta = isObject(params?._meta) ? params._meta : undefined
-  const revision = message.method === 'initialize' && typeof params?.protocolVersion === 'string'
-    ? params.protocolVersion
-    : typeof meta?.['io.modelcontextprotocol/protocolVersion'] === 'string' ? meta['io.modelcontextprotocol/protocolVersion'] as string : undefined
-  return { rpcMethod: message.method, name, bodyRevision: revision }
-}
 
 export default fp<RequestLogOptions>(async function mcpxRequestLog (fastify, opts) {
   const { metrics, upstreams } = opts
@@ -66,14 +48,17 @@ export default fp<RequestLogOptions>(async function mcpxRequestLog (fastify, opt
   function record (request: FastifyRequest, status: number, durationMs: number, aborted: boolean): void {
     if (request.mcpxLogged) return
     request.mcpxLogged = true
-    const facts = rpcFacts(request.body)
-    const era = request.mcpEra ?? ''
-    const revision = request.mcpSession?.revision ?? request.mcpProtocolVersion ?? facts.bodyRevision
-    const upstream = facts.rpcMethod === 'tools/call' || facts.rpcMethod === 'prompts/get' ? upstreamOf(upstreams, facts.name) : undefined
-    metrics.requestDone({ httpMethod: request.method, rpcMethod: facts.rpcMethod, era, status, durationMs })
+    // The facts mcpx-era classified once (lib/inbound); null when the request was refused before it ran.
+    const inbound = request.mcp
+    const message = inbound?.kind === 'message' ? inbound : undefined
+    const rpcMethod = inbound?.kind === 'batch' ? 'batch' : message?.logMethod ?? ''
+    const era = eraOfInbound(inbound) ?? ''
+    const revision = request.mcpSession?.revision ?? inbound?.headerRevision ?? message?.logRevision
+    const upstream = rpcMethod === 'tools/call' || rpcMethod === 'prompts/get' ? upstreamOf(upstreams, message?.name) : undefined
+    metrics.requestDone({ httpMethod: request.method, rpcMethod, era, status, durationMs })
     request.log.info({
       method: request.method,
-      rpcMethod: facts.rpcMethod === '' ? undefined : facts.rpcMethod,
+      rpcMethod: rpcMethod === '' ? undefined : rpcMethod,
       era: era === '' ? undefined : era,
       revision: revision ?? undefined,
       upstream,

@@ -7,6 +7,7 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { DELETE_REFUSAL, deleteStatus, refusal, type DeleteOutcome, type Refusal } from '../../lib/status.js'
 import { sendRefusal } from '../../plugins/send-refusal.js'
+import { eraOfInbound } from '../../lib/inbound.js'
 
 const deleteRoute: FastifyPluginAsync = async function (fastify) {
   // Built once: every DELETE refusal is id-less (DELETE has no body).
@@ -14,9 +15,10 @@ const deleteRoute: FastifyPluginAsync = async function (fastify) {
   const storeUnavailable = refusal('storeUnavailable')
   fastify.delete('/', async function endSession (request, reply) {
     const session = request.mcpSession
-    const ended = request.mcpEra !== 'modern' && session !== null ? await fastify.sessions.end(session.id) : undefined
+    const modern = eraOfInbound(request.mcp) === 'modern'
+    const ended = !modern && session !== null ? await fastify.sessions.end(session.id) : undefined
     if (ended === 'unavailable') return sendRefusal(reply, storeUnavailable)
-    const outcome: DeleteOutcome = request.mcpEra === 'modern' ? 'modern' : ended === undefined ? 'no-header' : ended
+    const outcome: DeleteOutcome = modern ? 'modern' : ended === undefined ? 'no-header' : ended
     const refusedWith = refused.get(outcome)
     if (refusedWith !== undefined) return sendRefusal(reply, refusedWith)
     return reply.code(deleteStatus(outcome)).send()

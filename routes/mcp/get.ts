@@ -7,6 +7,7 @@
  */
 import type { FastifyPluginAsync } from 'fastify'
 import { SseStream } from '../../lib/sse.js'
+import { eraOfInbound } from '../../lib/inbound.js'
 import { ALL_LISTS } from '../../lib/notify-hub.js'
 import { GET_REFUSAL, refusal, type GetOutcome, type Refusal } from '../../lib/status.js'
 import { sendRefusal } from '../../plugins/send-refusal.js'
@@ -19,7 +20,7 @@ const getRoute: FastifyPluginAsync<McpRouteDeps> = async function (fastify, opts
   const storeUnavailable = refusal('storeUnavailable')
   fastify.get('/', async function openNotificationStream (request, reply) {
     const session = request.mcpSession
-    const outcome: GetOutcome = request.mcpEra === 'modern'
+    const outcome: GetOutcome = eraOfInbound(request.mcp) === 'modern'
       ? 'modern'
       : session === null ? 'no-session'
         : session.stream !== undefined && !session.stream.isClosed ? 'busy'

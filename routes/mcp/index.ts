@@ -5,7 +5,8 @@
  * turns every framework error on /mcp into an id-less JSON-RPC error with a status from lib/status.
  */
 import type { FastifyPluginAsync, FastifyError } from 'fastify'
-import { parseBody, classify, type Parsed, type RequestId } from '../../lib/jsonrpc.js'
+import { parseBody } from '../../lib/jsonrpc.js'
+import { requestIdOf } from '../../lib/inbound.js'
 import { frameworkRefusal, refusal } from '../../lib/status.js'
 import { StreamSlots } from '../../lib/http-exchange.js'
 import { readAccept } from '../../lib/accept.js'
@@ -27,13 +28,6 @@ export type { McpRoutesOptions, McpRouteDeps } from './options.js'
 /** Methods /mcp answers (HEAD is Fastify's automatic twin of GET); any other is 405 (lib/status methodNotAllowed names them in Allow). */
 const MCP_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'DELETE', 'OPTIONS'])
 
-/** The id of a parsed single-message body, when it has a usable one (for the 503's `id`). Never throws. */
-function requestIdOf (body: unknown): RequestId | undefined {
-  const parsed = body as Parsed | undefined
-  if (parsed?.ok !== true || parsed.batch) return undefined
-  const item = classify(parsed.value)
-  return item.kind === 'request' ? item.message.id : item.kind === 'invalid' ? item.id : undefined
-}
 
 const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (fastify, opts) {
   fastify.removeAllContentTypeParsers()
@@ -75,7 +69,8 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
   fastify.addHook('preValidation', async function refusePostOverCapacity (request, reply) {
     if (!request.mcpOverCapacity) return
     request.log.debug({ maxConcurrentRequests: opts.maxConcurrentRequests }, 'too many requests in flight')
-    return sendRefusal(reply, refusal('tooManyConcurrentRequests', requestIdOf(request.body)))
+    // mcpx-era classified the body in its own preValidation hook, which runs before this one.
+    return sendRefusal(reply, refusal('tooManyConcurrentRequests', requestIdOf(request.mcp)))
   })
   fastify.setErrorHandler(function mcpError (error: FastifyError, request, reply) {
     const refused = frameworkRefusal(error, opts.maxBodyBytes)

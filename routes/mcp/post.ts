@@ -8,7 +8,6 @@ import { serveModernPost, serveLegacyPost, type ExchangeDeps, type PostChannel }
 import { SseStream } from '../../lib/sse.js'
 import { readAccept } from '../../lib/accept.js'
 import { isLegacyRevision } from '../../lib/revisions.js'
-import type { Parsed } from '../../lib/jsonrpc.js'
 import type { McpRouteDeps } from './options.js'
 
 /** Builds the PostChannel for one Fastify request/reply pair. */
@@ -50,15 +49,17 @@ const postRoute: FastifyPluginAsync<McpRouteDeps> = async function (fastify, opt
     streamSlots: opts.streamSlots
   }
   fastify.post('/', async function postMcp (request, reply) {
-    const parsed = request.body as Parsed & { ok: true }
+    // mcpx-era classified the body (and answered an unreadable one); mcpx-modern-headers refused a modern batch.
+    const inbound = request.mcp
+    if (inbound === null || (inbound.kind !== 'message' && inbound.kind !== 'batch')) return reply
     const channel = channelFor(request, reply, opts.keepAliveMs)
-    if (request.mcpEra === 'modern') {
-      await serveModernPost(deps, parsed.value, channel)
+    if (inbound.era === 'modern' && inbound.kind === 'message') {
+      await serveModernPost(deps, inbound, channel)
     } else {
-      const version = request.mcpProtocolVersion
-      await serveLegacyPost(deps, parsed.value, parsed.batch, {
+      const version = inbound.headerRevision
+      await serveLegacyPost(deps, inbound, {
         session: request.mcpSession ?? undefined,
-        headerRevision: version !== null && isLegacyRevision(version) ? version : undefined
+        headerRevision: version !== undefined && isLegacyRevision(version) ? version : undefined
       }, channel)
     }
     return reply
