@@ -17,8 +17,7 @@
  */
 import fp from 'fastify-plugin'
 import type { FastifyPluginAsync } from 'fastify'
-import { readFileSync } from 'node:fs'
-import { loadConfig, mrtrOptions, type McpxConfig, type McpxConfigInput } from './lib/config.js'
+import { loadConfig, type McpxConfig, type McpxConfigInput } from './lib/config.js'
 import { originPolicyFromConfig } from './lib/origin.js'
 import { createAuthenticator, type Authenticator } from './lib/authenticate.js'
 import { PRM_WELL_KNOWN } from './lib/oauth/metadata.js'
@@ -26,7 +25,6 @@ import protectedResourceRoutes from './routes/oauth/protected-resource.js'
 import { createRegistry, startUpstreams } from './lib/upstreams/registry.js'
 import type { UpstreamRegistry } from './lib/upstreams/types.js'
 import { createMetrics, type McpxMetrics } from './lib/metrics.js'
-import type { ServerInfo } from './lib/dispatch.js'
 import originPlugin from './plugins/origin.js'
 import corsPlugin from './plugins/cors.js'
 import authPlugin from './plugins/auth.js'
@@ -47,11 +45,8 @@ declare module 'fastify' {
   }
 }
 
-/** mcpx's own name and version, as `serverInfo`. */
-export const SERVER_INFO: ServerInfo = Object.freeze({
-  name: 'mcpx',
-  version: (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version
-})
+/** mcpx's own name and version, as `serverInfo` (read once, lib/version). */
+export { SERVER_INFO } from './lib/version.js'
 
 /** Options of the plugin: the config file's keys, plus a ready registry to share (tests, host apps). */
 export type McpxOptions = McpxConfigInput & {
@@ -72,14 +67,15 @@ interface ScopeOptions { config: McpxConfig, registry: UpstreamRegistry, metrics
  */
 const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fastify, { config, registry, metrics, authenticator }) {
   const policy = originPolicyFromConfig(config)
-  await fastify.register(requestLogPlugin, { metrics, upstreams: registry })
+  await fastify.register(requestLogPlugin, { metrics })
   await fastify.register(streamsPlugin)
   await fastify.register(originPlugin, { policy })
   await fastify.register(corsPlugin, { policy })
   await fastify.register(authPlugin, { authenticator })
-  await fastify.register(upstreamsPlugin, { registry, serverInfo: SERVER_INFO, closeRegistry: false, mrtr: mrtrOptions(config) })
+  // The one registry handle of this scope: fastify.mcp.registry (instrumented), read by every plugin and route below.
+  await fastify.register(upstreamsPlugin, { registry, config, closeRegistry: false })
   await fastify.register(eraPlugin)
-  await fastify.register(modernHeadersPlugin, { registry })
+  await fastify.register(modernHeadersPlugin)
   await fastify.register(legacySessionsPlugin, { idleTimeoutMs: config.transport.sessionIdleTimeout, maxSessions: config.transport.maxSessions, sessions: config.sessions })
   await fastify.register(mcpRoutes, {
     maxBodyBytes: config.transport.maxBodyBytes,

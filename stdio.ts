@@ -5,27 +5,11 @@
  * and upstream children's stderr goes into those log lines. This file never imports Fastify
  * (Fastify's logger writes to stdout).
  */
-import { readFileSync } from 'node:fs'
 import type { Logger } from './lib/log.js'
-import { mrtrOptions, type McpxConfig } from './lib/config.js'
-import { StateSealer } from './lib/mrtr.js'
-import { Dispatcher } from './lib/dispatch.js'
-import { NotificationHub } from './lib/notify-hub.js'
+import type { McpxConfig } from './lib/config.js'
+import { createCore } from './lib/core.js'
 import { startStdioServer } from './lib/stdio-server.js'
 import { createRegistry, startUpstreams } from './lib/upstreams/registry.js'
-
-/** mcpx's version from package.json (dist/stdio.js → ../package.json; stdio.ts run from source → ./package.json). */
-function packageVersion (): string {
-  for (const candidate of ['../package.json', './package.json']) {
-    try {
-      const pkg = JSON.parse(readFileSync(new URL(candidate, import.meta.url), 'utf8')) as { name?: string, version?: string }
-      if (pkg.name === 'mcpx' && typeof pkg.version === 'string') return pkg.version
-    } catch {
-      // try the next location
-    }
-  }
-  return '0.0.0'
-}
 
 /**
  * Serves MCP on process.stdin/process.stdout until stdin ends or SIGTERM/SIGINT arrives.
@@ -42,16 +26,8 @@ function packageVersion (): string {
  */
 export async function runStdio (config: McpxConfig, logger: Logger): Promise<number> {
   const registry = createRegistry(config.upstreams, { logger, defaultTimeoutMs: config.upstreamTimeout })
-  const hub = new NotificationHub(registry)
-  const mrtr = mrtrOptions(config)
-  const dispatcher = new Dispatcher({
-    registry,
-    serverInfo: { name: 'mcpx', version: packageVersion() },
-    logger,
-    sealer: new StateSealer(mrtr.stateKey),
-    parkTimeoutMs: mrtr.parkTimeoutMs,
-    stateTtlMs: mrtr.stateTtlMs
-  })
+  const core = createCore(config, registry, logger)
+  const { dispatcher, hub } = core
   let exitCode = 0
   // Signals are handled from the start: one during the upstream start wait must still reap the
   // children (the default action would exit at once and orphan them).
@@ -84,8 +60,7 @@ export async function runStdio (config: McpxConfig, logger: Logger): Promise<num
   }
   process.off('SIGTERM', onSignal)
   process.off('SIGINT', onSignal)
-  hub.close()
-  dispatcher.close()
+  core.close()
   try {
     await registry.close()
   } catch (err) {

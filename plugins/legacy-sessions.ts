@@ -43,7 +43,7 @@ export interface LegacySessionsOptions {
 }
 
 export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fastify, opts) {
-  const registry = fastify.mcp.dispatcher.registry
+  const registry = fastify.mcp.registry
   let store: SessionStore
   if (opts.sessions?.store === 'redis') {
     const redis = new RedisSessionStore({

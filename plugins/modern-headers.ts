@@ -13,13 +13,9 @@ import { checkParamHeaders } from '../lib/param-headers.js'
 import { isUnservedModern, unsupportedVersion } from '../lib/revisions.js'
 import type { UpstreamRegistry } from '../lib/upstreams/types.js'
 
-export interface ModernHeadersOptions {
-  /** Where the named tool's inputSchema (with its x-mcp-header annotations) is looked up. */
-  registry: UpstreamRegistry
-}
-
-export default fp<ModernHeadersOptions>(async function mcpxModernHeaders (fastify, opts) {
-  const registry = opts.registry
+export default fp(async function mcpxModernHeaders (fastify) {
+  // Where the named tool's inputSchema (with its x-mcp-header annotations) is looked up: the scope's one registry.
+  const registry = fastify.mcp.registry
   const batchRefused = encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Invalid Request: 2026-07-28 has no JSON-RPC batches'))
   fastify.addHook('preHandler', async function checkModernRequest (request, reply) {
     const inbound = request.mcp
@@ -43,7 +39,7 @@ export default fp<ModernHeadersOptions>(async function mcpxModernHeaders (fastif
     const refused = errorResponse(id, rejection.code, rejection.message)
     return reply.code(modernStatus(refused.error)).type('application/json').send(encodeMessage(refused))
   })
-}, { name: 'mcpx-modern-headers', fastify: '5.x', dependencies: ['mcpx-era'] })
+}, { name: 'mcpx-modern-headers', fastify: '5.x', dependencies: ['mcpx-era', 'mcpx-upstreams'] })
 
 function checkToolParams (registry: UpstreamRegistry, headers: Record<string, string | string[] | undefined>, params: Record<string, unknown> | undefined): { code: number, message: string } | undefined {
   const name = params?.name

@@ -19,7 +19,6 @@ import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import { eraOfInbound } from '../lib/inbound.js'
 import { upstreamOf, type McpxMetrics } from '../lib/metrics.js'
-import type { UpstreamRegistry } from '../lib/upstreams/types.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -32,8 +31,6 @@ declare module 'fastify' {
 
 export interface RequestLogOptions {
   metrics: McpxMetrics
-  /** Used to tell the upstream a tool or prompt name routes to. */
-  upstreams: UpstreamRegistry
 }
 
 /** Status logged for a request whose client closed the connection first. */
@@ -41,7 +38,7 @@ export const CLIENT_CLOSED_STATUS = 499
 
 
 export default fp<RequestLogOptions>(async function mcpxRequestLog (fastify, opts) {
-  const { metrics, upstreams } = opts
+  const { metrics } = opts
   fastify.decorateRequest('mcpxStartMs', 0)
   fastify.decorateRequest('mcpxLogged', false)
 
@@ -54,7 +51,8 @@ export default fp<RequestLogOptions>(async function mcpxRequestLog (fastify, opt
     const rpcMethod = inbound?.kind === 'batch' ? 'batch' : message?.logMethod ?? ''
     const era = eraOfInbound(inbound) ?? ''
     const revision = request.mcpSession?.revision ?? inbound?.headerRevision ?? message?.logRevision
-    const upstream = rpcMethod === 'tools/call' || rpcMethod === 'prompts/get' ? upstreamOf(upstreams, message?.name) : undefined
+    // The scope's one registry, decorated by mcpx-upstreams (registered after this plugin, ready before any request).
+    const upstream = rpcMethod === 'tools/call' || rpcMethod === 'prompts/get' ? upstreamOf(fastify.mcp.registry, message?.name) : undefined
     metrics.requestDone({ httpMethod: request.method, rpcMethod, era, status, durationMs })
     request.log.info({
       method: request.method,
