@@ -18,14 +18,16 @@ import { McpxError } from './lib/errors.js'
 import { STATUS_CODES } from 'node:http'
 import { readinessStatus, refusal } from './lib/status.js'
 import { sendRefusal } from './plugins/send-refusal.js'
-import type { McpxConfig } from './lib/config.js'
+import { httpServerTimeouts, type McpxConfig } from './lib/config.js'
+import type { Socket } from 'node:net'
 
 /** How often idle keep-alive connections are closed while shutting down, ms. */
 const SHUTDOWN_IDLE_SWEEP_MS = 100
 
-/** Answers to HTTP errors Node raises before any route runs (oversized headers, garbage requests), written raw. */
+/** Answers to HTTP errors Node raises before any route runs (oversized headers, garbage requests, late requests), written raw. */
 const HEADERS_TOO_LARGE = rawResponse(refusal('headersTooLarge'))
 const BAD_REQUEST = rawResponse(refusal('malformedHttp'))
+const REQUEST_TIMEOUT = rawResponse(refusal('requestTimeout'))
 
 /** A refusal as a whole HTTP/1.1 response on a socket that is then closed (no Fastify reply exists yet). */
 function rawResponse (refused: ReturnType<typeof refusal>): string {
@@ -35,10 +37,19 @@ function rawResponse (refused: ReturnType<typeof refusal>): string {
 /**
  * Fastify's clientErrorHandler: a request Node's parser refused gets an id-less JSON-RPC error
  * (431 for oversized headers, 400 otherwise), like every other refusal on the daemon, then the
- * socket closes. Never throws.
+ * socket closes. A request past transport.headersTimeout or bodyTimeout (Node's
+ * ERR_HTTP_REQUEST_TIMEOUT) is 408, unless the connection never sent a byte: that one is just
+ * closed (issue #20 › Connection timeouts). Nothing is written once a response has begun on the
+ * socket (an early refusal while the body still trickles): it is closed. Never throws.
  */
-function answerClientError (err: NodeJS.ErrnoException, socket: import('node:net').Socket): void {
-  if (!socket.writable) { socket.destroy(); return }
+function answerClientError (err: NodeJS.ErrnoException, socket: Socket): void {
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage
+  if (!socket.writable || inFlight?.headersSent === true) { socket.destroy(); return }
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    if (socket.bytesRead === 0) socket.destroy()
+    else socket.end(REQUEST_TIMEOUT)
+    return
+  }
   socket.end(err.code === 'HPE_HEADER_OVERFLOW' ? HEADERS_TOO_LARGE : BAD_REQUEST)
 }
 
@@ -58,6 +69,7 @@ async function refuseForeignHost (request: FastifyRequest, reply: FastifyReply):
  */
 export async function buildDaemon (config: McpxConfig, options: { logLevel?: string } = {}): Promise<FastifyInstance> {
   assertSafeBind(config, loadBearerTokens(config.auth))
+  const { headersTimeout, requestTimeout, keepAliveTimeout, connectionsCheckingInterval } = httpServerTimeouts(config.transport)
   const app = Fastify({
     logger: { name: 'mcpx', level: options.logLevel ?? process.env.MCPX_LOG_LEVEL ?? 'info', redact: REDACTED_PATHS },
     // Fastify's "incoming request" / "request completed" pairs are off (FSTDEP023: the top-level
@@ -68,8 +80,15 @@ export async function buildDaemon (config: McpxConfig, options: { logLevel?: str
     // listed proxy has its X-Forwarded-For believed; request.ip is then the client it names.
     trustProxy: config.daemon.trustProxy.length > 0 ? config.daemon.trustProxy : false,
     return503OnClosing: true,
-    clientErrorHandler: answerClientError
+    clientErrorHandler: answerClientError,
+    // transport.headersTimeout / bodyTimeout (issue #20): Node bounds sending a request, never the
+    // answer (lib/config httpServerTimeouts). connectionTimeout stays 0: a socket timeout would
+    // cut GET streams and long-running calls.
+    http: { headersTimeout, requestTimeout, connectionsCheckingInterval },
+    requestTimeout
   })
+  // Set on the server itself: Fastify reads keepAliveTimeout 0 (off) as "use my 72 s default".
+  app.server.keepAliveTimeout = keepAliveTimeout
   try {
     await app.register(mcpx, config as unknown as Record<string, unknown>)
   } catch (err) {

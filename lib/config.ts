@@ -54,7 +54,10 @@ export const CONFIG_SCHEMA = {
         maxSessions: { type: 'integer', minimum: 1, default: 10000, description: 'most legacy sessions open at once' },
         maxGetStreams: { type: 'integer', minimum: 1, default: 1000, description: 'most long-lived streams open at once: legacy GET notification streams and 2026-07-28 subscriptions/listen streams together (503 above)' },
         maxRequestsPerSession: { type: 'integer', minimum: 1, default: 64, description: 'most requests in flight per legacy session' },
-        maxConcurrentRequests: { type: 'integer', minimum: 1, default: 4096, description: 'most requests in flight across the daemon' }
+        maxConcurrentRequests: { type: 'integer', minimum: 1, default: 4096, description: 'most requests in flight across the daemon' },
+        headersTimeout: { ...DURATION, default: '10s', description: 'daemon: a connection that sends no complete request head within this (ms) is closed, with 408 when any byte came (0 disables)' },
+        bodyTimeout: { ...DURATION, default: '30s', description: 'daemon: a request body not complete within this (ms) after the head\'s bound gets 408 (0 disables)' },
+        keepAliveTimeout: { ...DURATION, default: '72s', description: 'daemon: an idle keep-alive connection closes after this (ms); above the 60 s idle timeout of nginx and common load balancers, so the proxy closes first' }
       }
     },
     auth: {
@@ -205,6 +208,12 @@ export interface McpxConfig {
     maxGetStreams: number
     maxRequestsPerSession: number
     maxConcurrentRequests: number
+    /** ms; 0 disables. Daemon only (a host app sets its own server options). */
+    headersTimeout: number
+    /** ms; 0 disables. Daemon only. */
+    bodyTimeout: number
+    /** ms; 0 disables. Daemon only. */
+    keepAliveTimeout: number
   }
   auth: {
     bearerTokens: string[]
@@ -249,6 +258,41 @@ const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_00
 
 /** The longest duration a Node timer can hold, ms (2^31 - 1). */
 export const MAX_DURATION_MS = 2_147_483_647
+
+/** Node http.Server timeouts of the daemon, all ms (0 = off), as {@link httpServerTimeouts} derives them. */
+export interface HttpServerTimeouts {
+  /** The request head must be complete within this, from the connection's or the message's first moment. */
+  headersTimeout: number
+  /** The whole request (head and body) must be complete within this; headersTimeout + bodyTimeout. */
+  requestTimeout: number
+  /** An idle keep-alive connection closes after this. */
+  keepAliveTimeout: number
+  /** How often Node looks for connections past headersTimeout or requestTimeout. */
+  connectionsCheckingInterval: number
+}
+
+/** Bounds of the expiry sweep's interval, ms: often enough to close late peers promptly, rarely enough to cost nothing. */
+const CHECK_INTERVAL_MIN_MS = 100
+const CHECK_INTERVAL_MAX_MS = 1_000
+
+/**
+ * The daemon's Node http.Server timeouts from transport.headersTimeout, bodyTimeout and
+ * keepAliveTimeout (issue #20 › Connection timeouts). Node 20 counts requestTimeout from the
+ * message's first byte (or the connection's start) until the request is fully read, never while
+ * the answer is written: so it bounds sending a request (head and body) and leaves long SSE
+ * replies, GET streams and long-running calls alone. requestTimeout is headersTimeout + bodyTimeout
+ * so that a request that meets both bounds is never cut (Node also requires headersTimeout ≤
+ * requestTimeout). A connection past either bound is found by a sweep every quarter of the
+ * shortest bound, between 100 ms and 1 s. Never throws.
+ */
+export function httpServerTimeouts (transport: Pick<McpxConfig['transport'], 'headersTimeout' | 'bodyTimeout' | 'keepAliveTimeout'>): HttpServerTimeouts {
+  const { headersTimeout, bodyTimeout, keepAliveTimeout } = transport
+  const requestTimeout = bodyTimeout > 0 ? Math.min(MAX_DURATION_MS, headersTimeout + bodyTimeout) : 0
+  const bounds = [headersTimeout, requestTimeout].filter(ms => ms > 0)
+  const shortest = bounds.length > 0 ? Math.min(...bounds) : CHECK_INTERVAL_MAX_MS * 4
+  const connectionsCheckingInterval = Math.min(CHECK_INTERVAL_MAX_MS, Math.max(CHECK_INTERVAL_MIN_MS, Math.floor(shortest / 4)))
+  return { headersTimeout, requestTimeout, keepAliveTimeout, connectionsCheckingInterval }
+}
 
 /**
  * The Dispatcher's MRTR options from config: the sealing key (base64, at least 32 bytes) and the
@@ -393,6 +437,9 @@ export function loadConfig (raw: unknown): McpxConfig {
   c.transport.sseKeepAlive = parseDuration(c.transport.sseKeepAlive, 'transport.sseKeepAlive')
   c.transport.stdioDrain = parseDuration(c.transport.stdioDrain, 'transport.stdioDrain')
   c.transport.sessionIdleTimeout = parseDuration(c.transport.sessionIdleTimeout, 'transport.sessionIdleTimeout')
+  c.transport.headersTimeout = parseDuration(c.transport.headersTimeout, 'transport.headersTimeout')
+  c.transport.bodyTimeout = parseDuration(c.transport.bodyTimeout, 'transport.bodyTimeout')
+  c.transport.keepAliveTimeout = parseDuration(c.transport.keepAliveTimeout, 'transport.keepAliveTimeout')
   c.sessions.streamLease = parseDuration(c.sessions.streamLease, 'sessions.streamLease')
   c.upstreamTimeout = parseDuration(c.upstreamTimeout, 'upstreamTimeout')
   c.mrtr.parkTimeout = parseDuration(c.mrtr.parkTimeout, 'mrtr.parkTimeout')

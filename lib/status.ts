@@ -117,6 +117,11 @@ export const REFUSALS = Object.freeze({
   headersTooLarge: { status: 431, code: INVALID_REQUEST, message: 'Request Header Fields Too Large' },
   /** Node's parser refused the request: anything else (raw socket, server.ts). */
   malformedHttp: { status: 400, code: INVALID_REQUEST, message: 'Bad Request: malformed HTTP request' },
+  /**
+   * The request head or body did not arrive within transport.headersTimeout / bodyTimeout (raw
+   * socket, server.ts; issue #20). A connection that sent nothing is closed without it.
+   */
+  requestTimeout: { status: 408, code: INVALID_REQUEST, message: 'Request Timeout: the request was not received in time' },
   /** A method /mcp does not serve (PUT, PATCH, …). */
   methodNotAllowed: { status: 405, code: INVALID_REQUEST, message: 'Method Not Allowed: /mcp takes GET, POST, DELETE and OPTIONS', allow: 'GET, POST, DELETE, OPTIONS' },
   /** A path under /mcp that is not /mcp itself. */

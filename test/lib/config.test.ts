@@ -3,7 +3,7 @@ import t from 'tap'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { loadConfig, parseDuration, resolveConfig, mrtrOptions, MAX_DURATION_MS } from '../../lib/config.js'
+import { loadConfig, parseDuration, resolveConfig, mrtrOptions, httpServerTimeouts, MAX_DURATION_MS } from '../../lib/config.js'
 import { McpxError } from '../../lib/errors.js'
 
 function configError (fn: () => unknown): string {
@@ -118,4 +118,14 @@ t.test('config/trust-proxy/addresses-or-cidrs', async t => {
       /^mcpx: daemon\.trustProxy\[1\] .* trusts every address: any client could forge X-Forwarded-For/, everyone)
   }
   t.match(configError(() => loadConfig({ daemon: { trustProxy: '127.0.0.1' } })), /daemon\.trustProxy: must be array/)
+})
+
+t.test('config/timeouts/server-options-derived', async t => {
+  t.same(httpServerTimeouts(loadConfig({}).transport), { headersTimeout: 10_000, requestTimeout: 40_000, keepAliveTimeout: 72_000, connectionsCheckingInterval: 1_000 },
+    'defaults: the whole request within head + body bounds, swept every second')
+  t.same(httpServerTimeouts(loadConfig({ transport: { headersTimeout: '1s', bodyTimeout: '2s', keepAliveTimeout: '5s' } }).transport),
+    { headersTimeout: 1_000, requestTimeout: 3_000, keepAliveTimeout: 5_000, connectionsCheckingInterval: 250 }, 'short bounds are swept every quarter of the shortest')
+  t.same(httpServerTimeouts({ headersTimeout: 200, bodyTimeout: 0, keepAliveTimeout: 0 }), { headersTimeout: 200, requestTimeout: 0, keepAliveTimeout: 0, connectionsCheckingInterval: 100 },
+    'bodyTimeout 0 leaves the request unbounded (Node: requestTimeout 0); the sweep is never under 100 ms')
+  t.equal(httpServerTimeouts({ headersTimeout: MAX_DURATION_MS, bodyTimeout: MAX_DURATION_MS, keepAliveTimeout: 1 }).requestTimeout, MAX_DURATION_MS, 'the sum stays within Node\'s timer limit')
 })
