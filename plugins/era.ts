@@ -5,15 +5,13 @@
  * are judged once parsed; GET and DELETE carry no body, so only the header can make them modern.
  *
  * The classification runs in `preValidation`, so that the cap on POSTs in flight (routes/mcp,
- * preValidation, registered after this plugin) can give its 503 the request's id. The answer to a
- * body that is not JSON waits for `preHandler`, as before: -32700 with no id (400); one nested
- * deeper than lib/jsonrpc MAX_NESTING_DEPTH, -32600 (400) with its id when readable.
+ * preValidation, registered after this plugin) can give its 503 the request's id. This plugin
+ * answers nothing: a body that could not be read (`kind: 'reject'`) is answered by routes/mcp,
+ * beside the JSON parser and the framework's body errors.
  */
 import fp from 'fastify-plugin'
 import { classifyBodiless, classifyPost, type Inbound } from '../lib/inbound.js'
 import type { Parsed } from '../lib/jsonrpc.js'
-import { refusal } from '../lib/status.js'
-import { sendRefusal } from './send-refusal.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -28,10 +26,5 @@ export default fp(async function mcpxEra (fastify) {
     request.mcp = request.method === 'POST'
       ? classifyPost({ headers: request.headers, parsed: request.body as Parsed | undefined })
       : classifyBodiless(request.headers)
-  })
-  fastify.addHook('preHandler', async function refuseUnreadableBody (request, reply) {
-    const inbound = request.mcp
-    // A too-deep body (-32600) was JSON, so its id may have been readable: the error carries it.
-    if (inbound?.kind === 'reject') return sendRefusal(reply, refusal('unreadableBody', inbound.id, inbound.error))
   })
 }, { name: 'mcpx-era', fastify: '5.x' })

@@ -1,8 +1,9 @@
 /**
  * The /mcp routes' scope: its own JSON parser (raw bytes → lib/jsonrpc parseBody, so invalid
  * UTF-8 and bad JSON become -32700 rather than Fastify's error shape), the body limit, the
- * Accept check (406), the daemon-wide cap on POSTs in flight (503), and an error handler that
- * turns every framework error on /mcp into an id-less JSON-RPC error with a status from lib/status.
+ * Accept check (406), the daemon-wide cap on POSTs in flight (503), the answer to a body that
+ * could not be read (400), and an error handler that turns every framework error on /mcp into an
+ * id-less JSON-RPC error. Every status comes from lib/status.
  */
 import type { FastifyPluginAsync, FastifyError } from 'fastify'
 import { parseBody } from '../../lib/jsonrpc.js'
@@ -71,6 +72,14 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
     request.log.debug({ maxConcurrentRequests: opts.maxConcurrentRequests }, 'too many requests in flight')
     // mcpx-era classified the body in its own preValidation hook, which runs before this one.
     return sendRefusal(reply, refusal('tooManyConcurrentRequests', requestIdOf(request.mcp)))
+  })
+  // Every unreadable body is answered here, whoever noticed it: the parser's verdict (lib/inbound
+  // `reject`: -32700 with no id, or -32600 with its id for a body nested too deep; 400) in this
+  // preHandler, which runs after the plugins' preHandlers (they pass rejects through), and the
+  // framework's body errors (413, 415, empty body) in the error handler below.
+  fastify.addHook('preHandler', async function refuseUnreadableBody (request, reply) {
+    const inbound = request.mcp
+    if (inbound?.kind === 'reject') return sendRefusal(reply, refusal('unreadableBody', inbound.id, inbound.error))
   })
   fastify.setErrorHandler(function mcpError (error: FastifyError, request, reply) {
     const refused = frameworkRefusal(error, opts.maxBodyBytes)
