@@ -6,13 +6,11 @@
  */
 import { Client } from '@modelcontextprotocol/client'
 import { isObject } from '../jsonrpc.js'
+import { SERVER_INFO } from '../version.js'
 import type { JsonObject } from './types.js'
 
-/**
- * mcpx's clientInfo upstream. The version is the package's; lib/version.ts (SERVER_VERSION) will be
- * its one home once it lands.
- */
-export const CLIENT_INFO = { name: 'mcpx', version: '0.1.0' }
+/** mcpx's clientInfo upstream: its serverInfo (lib/version.ts, the version read once from package.json). */
+export const CLIENT_INFO = SERVER_INFO
 
 /** Declared so legacy upstreams will ask; the questions are relayed to the downstream client. */
 export const CLIENT_CAPABILITIES = { elicitation: { form: {} }, sampling: {}, roots: {} }
