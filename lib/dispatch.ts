@@ -27,8 +27,8 @@ const CACHEABLE = new Set(['server/discover', 'tools/list', 'prompts/list', 'res
 /** Methods that exist only in the legacy era: a modern request for them is -32601 (404). */
 const LEGACY_ONLY = new Set(['initialize', 'ping', 'logging/setLevel', 'resources/subscribe', 'resources/unsubscribe'])
 
-/** Methods that exist only in the modern era. */
-const MODERN_ONLY = new Set(['server/discover', 'subscriptions/listen'])
+/** Methods that exist only in the modern era (served as modern on stdio even without `_meta`). */
+export const MODERN_ONLY: ReadonlySet<string> = new Set(['server/discover', 'subscriptions/listen'])
 
 const LOG_LEVELS = new Set(['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'])
 

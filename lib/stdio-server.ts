@@ -21,27 +21,24 @@
  */
 import type { Readable, Writable } from 'node:stream'
 import type { Logger } from './log.js'
-import {
-  parseBody, classify, encodeMessage, errorResponse, idKey, isObject, RawNumberId,
-  INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
-  type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse, type RequestId
-} from './jsonrpc.js'
-import { ASSUMED_LEGACY_REVISION, OLDEST_REVISION, FIRST_MODERN_REVISION, batchAllowed, type Revision } from './revisions.js'
-import { hasModernMeta, metaOf, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SUBSCRIPTION_ID } from './inbound.js'
-import type { Dispatcher } from './dispatch.js'
+import { parseBody, classify, encodeMessage, errorResponse, isObject, INTERNAL_ERROR, INVALID_REQUEST, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from './jsonrpc.js'
+import { OLDEST_REVISION, ASSUMED_LEGACY_REVISION } from './revisions.js'
+import { hasModernMeta, META_SUBSCRIPTION_ID } from './inbound.js'
+import { MODERN_ONLY, type Dispatcher } from './dispatch.js'
 import type { DispatchContext } from './dispatch-types.js'
 import { LOCAL_PRINCIPAL } from './principal.js'
-import { ALL_LISTS, acknowledgement, readListenFilter, tagWithSubscription, type NotificationHub } from './notify-hub.js'
-import { UpstreamRpcError, type JsonObject, type UpstreamQuestion } from './upstreams/types.js'
+import { ALL_LISTS, type NotificationHub } from './notify-hub.js'
+import { Listen, checkListen } from './listen.js'
+import {
+  Peer, QuestionFailed, batchRefusal, batchedInitialize, duplicateId, initializedState, modernContext, scopedNotify,
+  type InFlight, type MessageSink, type QuestionRoute
+} from './peer.js'
 
 /** Largest stdio line accepted, in bytes, when the options name none (the config's transport.maxBodyBytes default). */
 export const DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024
 
 /** After the drain cancels what is left, how long aborted requests get to settle, in ms. */
 const SETTLE_AFTER_ABORT_MS = 1000
-
-/** Methods that exist only in the modern era: served as modern even without `_meta`, so the envelope check explains what is missing. */
-const MODERN_ONLY = new Set(['server/discover', 'subscriptions/listen'])
 
 /** Options of {@link startStdioServer}. */
 export interface StdioServerOptions {
@@ -67,24 +64,6 @@ export interface StdioServer {
   readonly inFlight: number
 }
 
-/** One request being served. */
-interface Running {
-  id: RequestId
-  controller: AbortController
-  /** Cancelled by the client or by the drain: nothing more is written for it. */
-  cancelled: boolean
-  /** Answered: no progress after the reply. */
-  done: boolean
-  /** Set for a `subscriptions/listen` stream: how to end it. */
-  endListen?: (byServer: boolean) => void
-}
-
-/** A question mcpx asked the client and is waiting on. */
-interface Question {
-  resolve: (result: JsonObject) => void
-  reject: (err: Error) => void
-}
-
 /**
  * Serves MCP on a pair of byte streams.
  * @param input stdin (bytes or strings; read to EOF)
@@ -95,379 +74,132 @@ interface Question {
  * @returns the handle; the server starts reading immediately. Never throws.
  */
 export function startStdioServer (input: Readable, output: Writable, dispatcher: Dispatcher, hub: NotificationHub, options: StdioServerOptions): StdioServer {
-  const log = options.logger
   const drainMs = options.drainMs ?? 5000
   const maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES
-
-  /** Set by a successful legacy `initialize`. */
-  let legacy: { revision: Revision, clientCapabilities: JsonObject } | undefined
-  /** resources/subscribe URIs of this connection; the same Set is the legacy hub listener's `uris`. */
-  const subscriptions = new Set<string>()
-  let removeLegacyListener: (() => void) | undefined
-
-  const running = new Map<string, Running>()
-  /** Requests and batches whose replies are pending: what the drain waits for. Listens are not in here. */
-  const tasks = new Set<Promise<void>>()
-  const questions = new Map<string, Question>()
-  let questionSeq = 0
-
-  let stopping = false
-  let outputBroken = false
-  /** Set once closing is complete: nothing is written after that. */
-  let finished = false
-  let lastWrite: Promise<void> = Promise.resolve()
-  let stopReading: () => void = () => {}
-  const stopSignal = new Promise<'stop'>(resolve => { stopReading = () => resolve('stop') })
-
-  // ---- output -------------------------------------------------------------------------------
-
-  function onOutputError (err: NodeJS.ErrnoException): void {
-    if (outputBroken) return
-    outputBroken = true
-    // EPIPE: the host went away. Nothing can be answered any more; exit quietly.
-    log.debug({ err }, 'stdout failed; stopping')
-    void close(0)
+  let connection: StdioConnection | undefined
+  const writer = new StdioWriter(output, options.logger, () => { void connection?.close(0) })
+  connection = new StdioConnection(dispatcher, hub, writer, options.logger, drainMs)
+  const conn = connection
+  const reader = new LineReader(input, maxLineBytes, options.logger)
+  const reading = reader.read(
+    async line => { await conn.line(line) },
+    () => { writer.send(errorResponse(undefined, INVALID_REQUEST, `Invalid Request: line longer than ${maxLineBytes} bytes`)) }
+  )
+  conn.onStop(() => { reader.stop() })
+  const closed = reading.then(async () => { await conn.close(drainMs) })
+  return {
+    closed,
+    close: async () => { await conn.close(drainMs) },
+    get inFlight () { return conn.tasks }
   }
-  output.on('error', onOutputError)
+}
 
-  /** Writes one frame. Serialised: each call is one whole line handed to the stream in order. Never throws. */
-  function write (message: JsonRpcMessage | JsonRpcMessage[]): void {
-    if (outputBroken || finished) return
+// ---- framing: output ------------------------------------------------------------------------------
+
+/**
+ * The one place a stdio connection writes (its {@link MessageSink}): one whole `\n`-terminated
+ * frame per `write` call, in order. After an output error (EPIPE: the host went away) or once
+ * finished, nothing is written. Issue #20's high-water mark belongs in {@link send}, which today
+ * ignores `output.write`'s backpressure return value.
+ */
+class StdioWriter implements MessageSink {
+  /** The output failed: nothing can be answered any more. */
+  broken = false
+  /** Closing is complete: nothing is written after that. */
+  finished = false
+  /** Settles once every frame written so far has been handed to the OS. */
+  private last: Promise<void> = Promise.resolve()
+  private readonly onError = (err: NodeJS.ErrnoException): void => {
+    if (this.broken) return
+    this.broken = true
+    this.log.debug({ err }, 'stdout failed; stopping')
+    this.failed()
+  }
+
+  constructor (private readonly output: Writable, private readonly log: Logger, private readonly failed: () => void) {
+    output.on('error', this.onError)
+  }
+
+  /** Writes one frame. Returns false when nothing can be written any more. Never throws. */
+  send (message: JsonRpcMessage | JsonRpcMessage[]): boolean {
+    if (this.broken || this.finished) return false
     const frame = encodeMessage(message) + '\n'
-    lastWrite = new Promise<void>(resolve => {
+    this.last = new Promise<void>(resolve => {
       try {
-        output.write(frame, () => resolve())
+        this.output.write(frame, () => resolve())
       } catch (err) {
-        onOutputError(err as NodeJS.ErrnoException)
+        this.onError(err as NodeJS.ErrnoException)
         resolve()
       }
     })
+    return !this.broken
   }
 
-  // ---- requests -----------------------------------------------------------------------------
-
-  /** The context a request is served in: modern when it carries modern `_meta`, else the connection's legacy state. */
-  function contextFor (request: JsonRpcRequest, entry: Running): DispatchContext {
-    const notify = (notification: JsonRpcNotification): void => {
-      // Request-scoped notifications stop at the reply, and never follow a cancellation (DIGEST §6b).
-      if (!entry.cancelled && !entry.done) write(notification)
-    }
-    if (hasModernMeta(request) || MODERN_ONLY.has(request.method)) {
-      // After a legacy initialize a modern request is still served as modern: DIGEST A12 leaves it
-      // open, and a dual-era server accepts liberally (versioning.mdx allows both eras on one process).
-      const meta = metaOf(request)
-      const version = meta?.[META_PROTOCOL_VERSION]
-      const capabilities = meta?.[META_CLIENT_CAPABILITIES]
-      // No ask: a modern connection never gets server→client requests (DIGEST §6b).
-      return {
-        era: 'modern',
-        revision: typeof version === 'string' ? version : FIRST_MODERN_REVISION,
-        clientCapabilities: isObject(capabilities) ? capabilities : {},
-        signal: entry.controller.signal,
-        notify,
-        principal: LOCAL_PRINCIPAL.key // stdio has one caller: whoever started the process (issue #16)
-      }
-    }
-    return {
-      era: 'legacy',
-      revision: legacy?.revision ?? OLDEST_REVISION,
-      clientCapabilities: legacy?.clientCapabilities ?? {},
-      signal: entry.controller.signal,
-      notify,
-      ask,
-      subscriptions,
-      principal: LOCAL_PRINCIPAL.key
-    }
+  /** Stops writing and waits (at most `ms`) for what was written to be flushed. Never rejects. */
+  async finish (ms: number): Promise<void> {
+    this.finished = true
+    if (!this.broken) await within(this.last, ms)
+    this.output.off('error', this.onError)
+    // Late errors (EPIPE after we are done) must not crash the process.
+    this.output.on('error', () => {})
   }
+}
 
-  /** Registers a request as running; undefined when its id is already in flight. */
-  function track (request: JsonRpcRequest): Running | undefined {
-    const key = idKey(request.id)
-    if (running.has(key)) return undefined
-    const entry: Running = { id: request.id, controller: new AbortController(), cancelled: false, done: false }
-    running.set(key, entry)
-    return entry
-  }
+// ---- framing: input -------------------------------------------------------------------------------
 
-  function untrack (entry: Running): void {
-    const key = idKey(entry.id)
-    if (running.get(key) === entry) running.delete(key)
+/**
+ * Splits a byte stream into `\n`-terminated lines of at most `maxLineBytes` (a trailing `\r` is
+ * dropped, blank lines are skipped). A longer line is reported once and discarded up to its
+ * newline. A last line without its newline is still a line.
+ */
+class LineReader {
+  private stopping = false
+  private stopReading: () => void = () => {}
+  private readonly stopped = new Promise<'stop'>(resolve => { this.stopReading = () => resolve('stop') })
+
+  constructor (private readonly input: Readable, private readonly maxLineBytes: number, private readonly log: Logger) {}
+
+  /** Stops reading now (the pending read is abandoned; the input is released). */
+  stop (): void {
+    this.stopping = true
+    this.stopReading()
   }
 
   /**
-   * Serves one request that is not `initialize` and not a listen.
-   * @returns its reply, or undefined when it was cancelled (the reply is suppressed).
+   * Reads to EOF (or {@link stop}, or an input error, treated as EOF), awaiting `onLine` for each
+   * line before reading on. Never rejects.
    */
-  async function serve (request: JsonRpcRequest): Promise<JsonRpcResponse | undefined> {
-    const entry = track(request)
-    if (entry === undefined) {
-      log.debug({ id: String(request.id) }, 'request id already in flight')
-      return errorResponse(request.id, INVALID_REQUEST, 'Invalid Request: a request with this id is already in flight')
-    }
-    try {
-      const response = await dispatcher.handle(request, contextFor(request, entry))
-      return entry.cancelled ? undefined : response
-    } finally {
-      entry.done = true
-      untrack(entry)
-    }
-  }
-
-  /** Runs work the drain must wait for. */
-  function addTask (work: Promise<void>): void {
-    const task = work.catch(err => { log.error({ err }, 'stdio task failed') }).finally(() => { tasks.delete(task) })
-    tasks.add(task)
-  }
-
-  /** `initialize`, in line: settles the revision and capabilities of every later reply. */
-  async function initialize (request: JsonRpcRequest): Promise<void> {
-    const controller = new AbortController()
-    const entry: Running = { id: request.id, controller, cancelled: false, done: false }
-    const ctx = contextFor(request, entry)
-    const response = await dispatcher.handle(request, ctx)
-    entry.done = true
-    if (ctx.era === 'legacy' && 'result' in response) {
-      const params = request.params ?? {}
-      legacy = {
-        revision: typeof response.result.protocolVersion === 'string' ? response.result.protocolVersion : OLDEST_REVISION,
-        clientCapabilities: isObject(params.capabilities) ? params.capabilities : {}
-      }
-      // mcpx declares listChanged (and subscribe), so a legacy client gets them (seed › Found along the way).
-      removeLegacyListener ??= hub.add({ lists: ALL_LISTS, uris: subscriptions, send: write })
-      log.debug({ revision: legacy.revision }, 'legacy initialize')
-    }
-    write(response)
-  }
-
-  /** A modern `subscriptions/listen`: acknowledgement, then tagged notifications until cancelled (DIGEST §6f). */
-  function listen (request: JsonRpcRequest): void {
-    const rejected = dispatcher.checkModernEnvelope(request)
-    if (rejected !== undefined) { write(rejected); return }
-    const filter = readListenFilter(request.params)
-    if (!filter.ok) { write(errorResponse(request.id, INVALID_PARAMS, filter.message)); return }
-    const entry = track(request)
-    if (entry === undefined) {
-      write(errorResponse(request.id, INVALID_REQUEST, 'Invalid Request: a request with this id is already in flight'))
-      return
-    }
-    const id = request.id
-    const registry = dispatcher.registry
-    const subscribed: string[] = []
-    write(acknowledgement(id, filter.ack))
-    const remove = hub.add({
-      lists: filter.lists,
-      uris: filter.uris,
-      send: (notification) => { if (!entry.cancelled && !entry.done) write(tagWithSubscription(notification, id)) }
-    })
-    for (const uri of filter.uris) {
-      registry.subscribe(uri).then(
-        () => { if (entry.done) void registry.unsubscribe(uri).catch(() => {}); else subscribed.push(uri) },
-        (err: unknown) => { log.debug({ err, uri }, 'listen: upstream subscribe failed') }
-      )
-    }
-    entry.endListen = (byServer) => {
-      if (entry.done) return
-      entry.done = true
-      remove()
-      untrack(entry)
-      for (const uri of subscribed) registry.unsubscribe(uri).catch((err: unknown) => { log.debug({ err, uri }, 'listen: upstream unsubscribe failed') })
-      if (byServer && !outputBroken) {
-        // Server-ended listen on stdio: the result, then notifications/cancelled (DIGEST A10: do both on stdio).
-        write({ jsonrpc: '2.0', id, result: { resultType: 'complete', _meta: { [META_SUBSCRIPTION_ID]: id } } })
-        write({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'mcpx is shutting down' } })
-      }
-      // Ended by the client's notifications/cancelled: nothing further for it (DIGEST §6b).
-    }
-    entry.controller.signal.addEventListener('abort', () => { entry.endListen?.(false) }, { once: true })
-  }
-
-  // ---- questions to the client (legacy only) ------------------------------------------------
-
-  /** ctx.ask: a server→client request with an mcpx-minted id; resolves with the client's result. */
-  function ask (question: UpstreamQuestion, signal: AbortSignal): Promise<JsonObject> {
-    return new Promise<JsonObject>((resolve, reject) => {
-      if (stopping || outputBroken) { reject(new UpstreamRpcError(INTERNAL_ERROR, 'mcpx is shutting down')); return }
-      if (signal.aborted) { reject(new UpstreamRpcError(INTERNAL_ERROR, 'Request cancelled')); return }
-      const id = `mcpx-q-${++questionSeq}`
-      const key = idKey(id)
-      const onAbort = (): void => {
-        if (!questions.delete(key)) return
-        write({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'request cancelled' } })
-        reject(new UpstreamRpcError(INTERNAL_ERROR, 'Request cancelled'))
-      }
-      signal.addEventListener('abort', onAbort, { once: true })
-      questions.set(key, {
-        resolve: (result) => { signal.removeEventListener('abort', onAbort); resolve(result) },
-        reject: (err) => { signal.removeEventListener('abort', onAbort); reject(err) }
-      })
-      const message: JsonRpcRequest = question.params === undefined
-        ? { jsonrpc: '2.0', id, method: question.method }
-        : { jsonrpc: '2.0', id, method: question.method, params: question.params }
-      write(message)
-    })
-  }
-
-  /** A response line from the client: the answer to one of our questions. */
-  function deliver (response: JsonRpcResponse): void {
-    const key = idKey(response.id as RequestId)
-    const question = questions.get(key)
-    if (question === undefined) {
-      log.debug({ id: String(response.id) }, 'response for no question in flight; ignored')
-      return
-    }
-    questions.delete(key)
-    if ('error' in response) {
-      question.reject(new UpstreamRpcError(response.error.code, response.error.message, response.error.data))
-    } else {
-      question.resolve(isObject(response.result) ? response.result : {})
-    }
-  }
-
-  // ---- notifications ------------------------------------------------------------------------
-
-  /** Processes a notification fully, in line. Never answers, not even with an error. */
-  function notification (message: JsonRpcNotification): void {
-    if (message.method === 'notifications/cancelled') {
-      const entry = findRunning(message.params?.requestId)
-      if (entry === undefined) {
-        log.debug('cancellation for no request in flight; ignored')
-        return
-      }
-      entry.cancelled = true
-      entry.controller.abort(new Error('cancelled by the client'))
-      return
-    }
-    if (message.method === 'notifications/initialized') return
-    log.debug({ method: message.method }, 'notification ignored')
-  }
-
-  /** The running request a cancellation names. */
-  function findRunning (requestId: unknown): Running | undefined {
-    if (typeof requestId === 'string' || (typeof requestId === 'number' && Number.isFinite(requestId))) {
-      const entry = running.get(idKey(requestId))
-      if (entry !== undefined) return entry
-      // A huge numeric requestId was rounded by JSON.parse; match it against the exact ids in flight.
-      if (typeof requestId === 'number' && !Number.isSafeInteger(requestId)) {
-        for (const candidate of running.values()) {
-          if (candidate.id instanceof RawNumberId && Number(candidate.id.raw) === requestId) return candidate
-        }
-      }
-    }
-    return undefined
-  }
-
-  // ---- lines and batches ----------------------------------------------------------------------
-
-  /**
-   * True for an invalid element that must still get no reply: a notification in intent (a method,
-   * no id), or a response in intent (a result or error, no method; e.g. `id: null`). Answering a
-   * response could start an error ping-pong with the client.
-   */
-  function isNeverAnswered (value: unknown): boolean {
-    if (!isObject(value)) return false
-    if (Object.hasOwn(value, 'method')) return !Object.hasOwn(value, 'id')
-    return Object.hasOwn(value, 'result') || Object.hasOwn(value, 'error')
-  }
-
-  async function handleLine (line: Uint8Array): Promise<void> {
-    const parsed = parseBody(line)
-    if (!parsed.ok) {
-      log.debug({ code: parsed.error.code }, 'line refused at parse time (not JSON, or nested too deep)')
-      write(errorResponse(parsed.id, parsed.error.code, parsed.error.message))
-      return
-    }
-    if (parsed.batch) { batch(parsed.value); return }
-    const value = parsed.value
-    const element = classify(value)
-    switch (element.kind) {
-      case 'invalid':
-        if (isNeverAnswered(value)) { log.debug({ reason: element.error.message }, 'malformed notification or response ignored'); return }
-        write(errorResponse(element.id, element.error.code, element.error.message))
-        return
-      case 'notification':
-        notification(element.message)
-        return
-      case 'response':
-        deliver(element.message)
-        return
-      case 'request': {
-        const request = element.message
-        if (request.method === 'initialize' && !hasModernMeta(request)) { await initialize(request); return }
-        if (request.method === 'subscriptions/listen') { listen(request); return }
-        addTask(serve(request).then(response => { if (response !== undefined) write(response) }))
-      }
-    }
-  }
-
-  /** One batch line: judged by the connection's revision; elements run concurrently; one array reply. */
-  function batch (elements: unknown[]): void {
-    const revision = legacy?.revision ?? ASSUMED_LEGACY_REVISION
-    if (elements.length === 0) { write(errorResponse(undefined, INVALID_REQUEST, 'Invalid Request: empty batch')); return }
-    if (elements.some(hasModernMeta)) { write(errorResponse(undefined, INVALID_REQUEST, 'Invalid Request: batches do not exist in the modern era')); return }
-    if (!batchAllowed(revision)) { write(errorResponse(undefined, INVALID_REQUEST, `Invalid Request: batches are not allowed in revision ${revision}`)); return }
-    const replies: Array<Promise<JsonRpcResponse | undefined>> = []
-    for (const value of elements) {
-      const element = classify(value)
-      switch (element.kind) {
-        case 'invalid':
-          if (!isNeverAnswered(value)) replies.push(Promise.resolve(errorResponse(element.id, element.error.code, element.error.message)))
-          break
-        case 'notification':
-          notification(element.message)
-          break
-        case 'response':
-          deliver(element.message)
-          break
-        case 'request':
-          if (element.message.method === 'initialize') {
-            // 2025-03-26 lifecycle: initialize MUST NOT be batched. It initializes nothing.
-            replies.push(Promise.resolve(errorResponse(element.message.id, INVALID_REQUEST, 'Invalid Request: initialize must not be batched')))
-          } else if (element.message.method === 'subscriptions/listen') {
-            replies.push(Promise.resolve(errorResponse(element.message.id, INVALID_REQUEST, 'Invalid Request: subscriptions/listen must not be batched')))
-          } else {
-            replies.push(serve(element.message))
-          }
-      }
-    }
-    if (replies.length === 0) return
-    addTask(Promise.all(replies).then(all => {
-      const answered = all.filter((r): r is JsonRpcResponse => r !== undefined)
-      if (answered.length > 0) write(answered)
-    }))
-  }
-
-  // ---- reading ------------------------------------------------------------------------------
-
-  async function readLoop (): Promise<void> {
+  async read (onLine: (line: Uint8Array) => Promise<void>, onTooLong: () => void): Promise<void> {
+    const input = this.input
     const iterator = (input as AsyncIterable<Buffer | string>)[Symbol.asyncIterator]()
     let pending: Buffer[] = []
     let pendingBytes = 0
     let discarding = false
     const tooLong = (): void => {
-      log.debug({ maxLineBytes }, 'line too long; discarded')
-      write(errorResponse(undefined, INVALID_REQUEST, `Invalid Request: line longer than ${maxLineBytes} bytes`))
+      this.log.debug({ maxLineBytes: this.maxLineBytes }, 'line too long; discarded')
+      onTooLong()
     }
     const lineDone = async (line: Buffer): Promise<void> => {
       let end = line.length
       if (end > 0 && line[end - 1] === 0x0d) end-- // tolerate CRLF
       const body = line.subarray(0, end)
       if (isBlank(body)) return
-      await handleLine(body)
+      await onLine(body)
     }
     try {
-      while (!stopping) {
-        const next = await Promise.race([iterator.next(), stopSignal])
+      while (!this.stopping) {
+        const next = await Promise.race([iterator.next(), this.stopped])
         if (next === 'stop' || next.done === true) break
         const chunk = typeof next.value === 'string' ? Buffer.from(next.value, 'utf8') : next.value
         let start = 0
-        while (!stopping) {
+        while (!this.stopping) {
           const newline = chunk.indexOf(0x0a, start)
           if (newline === -1) {
             const rest = chunk.subarray(start)
             if (!discarding && rest.length > 0) {
               pending.push(rest)
               pendingBytes += rest.length
-              if (pendingBytes > maxLineBytes) { tooLong(); discarding = true; pending = []; pendingBytes = 0 }
+              if (pendingBytes > this.maxLineBytes) { tooLong(); discarding = true; pending = []; pendingBytes = 0 }
             }
             break
           }
@@ -477,64 +209,258 @@ export function startStdioServer (input: Readable, output: Writable, dispatcher:
           const line = pending.length === 0 ? piece : Buffer.concat([...pending, piece])
           pending = []
           pendingBytes = 0
-          if (line.length > maxLineBytes) { tooLong(); continue }
+          if (line.length > this.maxLineBytes) { tooLong(); continue }
           await lineDone(line)
         }
       }
       // A last line without its newline is still a message.
-      if (!stopping && !discarding && pending.length > 0) await lineDone(Buffer.concat(pending))
+      if (!this.stopping && !discarding && pending.length > 0) await lineDone(Buffer.concat(pending))
     } catch (err) {
-      log.debug({ err }, 'stdin failed; treating as EOF')
+      this.log.debug({ err }, 'stdin failed; treating as EOF')
     } finally {
       // Stopped before EOF (signal, EPIPE): release the input, so an open stdin does not keep the process alive.
       if (!input.readableEnded) input.destroy()
       void Promise.resolve(iterator.return?.()).catch(() => {})
     }
   }
+}
 
-  // ---- shutdown -----------------------------------------------------------------------------
+// ---- the connection -------------------------------------------------------------------------------
 
-  let closing: Promise<void> | undefined
+/**
+ * One stdio connection: what each line means, on top of its {@link Peer} (requests in flight,
+ * cancellation, questions, initialize state) and the shared {@link Dispatcher}.
+ */
+class StdioConnection {
+  /** Sequential question ids; a request id may be reused once its reply is out. */
+  private readonly peer = new Peer({ questionIds: 'sequential', duplicateIds: 'refuse' })
+  /** resources/subscribe URIs of this connection; the same Set is the legacy hub listener's `uris`. */
+  private readonly subscriptions = new Set<string>()
+  private removeLegacyListener: (() => void) | undefined
+  /** Requests and batches whose replies are pending: what the drain waits for. Listens are not in here. */
+  private readonly pending = new Set<Promise<void>>()
+  private stopping = false
+  private closing: Promise<void> | undefined
+  private readonly stopHandlers: Array<() => void> = []
+  private readonly ask: NonNullable<DispatchContext['ask']>
 
-  /** Stops reading, drains for `waitMs`, cancels what is left, ends listens and flushes. */
-  function close (waitMs: number): Promise<void> {
-    if (closing !== undefined) return closing
-    stopping = true
-    stopReading()
-    closing = (async () => {
-      // No line is read any more, so no task starts after this snapshot.
-      if (tasks.size > 0 && waitMs > 0 && !outputBroken) await within(Promise.allSettled([...tasks]), waitMs)
-      for (const entry of running.values()) {
-        if (entry.endListen !== undefined) { entry.endListen(true); continue }
-        entry.cancelled = true
-        entry.controller.abort(new Error('mcpx is shutting down'))
+  constructor (
+    private readonly dispatcher: Dispatcher,
+    private readonly hub: NotificationHub,
+    private readonly out: StdioWriter,
+    private readonly log: Logger,
+    private readonly drainMs: number
+  ) {
+    const route: QuestionRoute = {
+      send: (question) => out.send(question),
+      // The client is told when mcpx stops waiting for its answer.
+      withdrawn: (id) => { out.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'request cancelled' } }) }
+    }
+    this.ask = async (question, signal) => {
+      // Closing: reading has stopped, so no answer could arrive.
+      if (this.stopping) throw new QuestionFailed(INTERNAL_ERROR, 'mcpx is shutting down')
+      return await this.peer.ask(question, signal, route)
+    }
+  }
+
+  /** Requests (and batches) whose replies are pending, listens excluded. */
+  get tasks (): number { return this.pending.size }
+
+  /** Registers what stops the reading (called once, when closing starts). */
+  onStop (fn: () => void): void { this.stopHandlers.push(fn) }
+
+  /** One line: a message or a batch. Resolves once it is processed as far as the seed keeps it in line. */
+  async line (line: Uint8Array): Promise<void> {
+    const parsed = parseBody(line)
+    if (!parsed.ok) {
+      this.log.debug({ code: parsed.error.code }, 'line refused at parse time (not JSON, or nested too deep)')
+      this.out.send(errorResponse(parsed.id, parsed.error.code, parsed.error.message))
+      return
+    }
+    if (parsed.batch) { this.batch(parsed.value); return }
+    const value = parsed.value
+    const element = classify(value)
+    switch (element.kind) {
+      case 'invalid':
+        if (isNeverAnswered(value)) { this.log.debug({ reason: element.error.message }, 'malformed notification or response ignored'); return }
+        this.out.send(errorResponse(element.id, element.error.code, element.error.message))
+        return
+      case 'notification':
+        this.notification(element.message)
+        return
+      case 'response':
+        this.answer(element.message)
+        return
+      case 'request': {
+        const request = element.message
+        if (request.method === 'initialize' && !hasModernMeta(request)) { await this.initialize(request); return }
+        if (request.method === 'subscriptions/listen') { this.listen(request); return }
+        this.addTask(this.serve(request).then(response => { if (response !== undefined) this.out.send(response) }))
       }
-      for (const question of questions.values()) question.reject(new UpstreamRpcError(INTERNAL_ERROR, 'mcpx is shutting down'))
-      questions.clear()
-      removeLegacyListener?.()
-      for (const uri of subscriptions) dispatcher.registry.unsubscribe(uri).catch(() => {})
-      subscriptions.clear()
+    }
+  }
+
+  /** One batch line: judged by the connection's revision; elements run concurrently; one array reply. */
+  private batch (elements: unknown[]): void {
+    // Seed › stdio › Batches: "from the connection's negotiated version, or 2025-03-26 before any initialize".
+    const refused = batchRefusal(elements, this.peer.legacy?.revision ?? ASSUMED_LEGACY_REVISION)
+    if (refused !== undefined) { this.out.send(refused); return }
+    const replies: Array<Promise<JsonRpcResponse | undefined>> = []
+    for (const value of elements) {
+      const element = classify(value)
+      switch (element.kind) {
+        case 'invalid':
+          if (!isNeverAnswered(value)) replies.push(Promise.resolve(errorResponse(element.id, element.error.code, element.error.message)))
+          break
+        case 'notification':
+          this.notification(element.message)
+          break
+        case 'response':
+          this.answer(element.message)
+          break
+        case 'request':
+          if (element.message.method === 'initialize') {
+            replies.push(Promise.resolve(batchedInitialize(element.message.id)))
+          } else if (element.message.method === 'subscriptions/listen') {
+            replies.push(Promise.resolve(errorResponse(element.message.id, INVALID_REQUEST, 'Invalid Request: subscriptions/listen must not be batched')))
+          } else {
+            replies.push(this.serve(element.message))
+          }
+      }
+    }
+    if (replies.length === 0) return
+    this.addTask(Promise.all(replies).then(all => {
+      const answered = all.filter((r): r is JsonRpcResponse => r !== undefined)
+      if (answered.length > 0) this.out.send(answered)
+    }))
+  }
+
+  /** The context a request is served in: modern when it carries modern `_meta`, else the connection's legacy state. */
+  private contextFor (request: JsonRpcRequest, entry: InFlight): DispatchContext {
+    const notify = scopedNotify(entry, this.out)
+    // After a legacy initialize a modern request is still served as modern: DIGEST A12 leaves it
+    // open, and a dual-era server accepts liberally (versioning.mdx allows both eras on one process).
+    // A modern-only method without `_meta` is served as modern too, so the envelope check explains what is missing.
+    if (hasModernMeta(request) || MODERN_ONLY.has(request.method)) return modernContext(request, entry.controller.signal, notify, LOCAL_PRINCIPAL.key)
+    // Before initialize: the oldest revision's shapes (seed › stdio › Before initialize).
+    // stdio has one caller: whoever started the process (issue #16).
+    return this.peer.legacyContext(entry.controller.signal, OLDEST_REVISION, { notify, ask: this.ask, subscriptions: this.subscriptions, principal: LOCAL_PRINCIPAL.key })
+  }
+
+  /**
+   * Serves one request that is not `initialize` and not a listen.
+   * @returns its reply, or undefined when it was cancelled (the reply is suppressed).
+   */
+  private async serve (request: JsonRpcRequest): Promise<JsonRpcResponse | undefined> {
+    const entry = this.peer.track(request.id)
+    if (entry === undefined) {
+      this.log.debug({ id: String(request.id) }, 'request id already in flight')
+      return duplicateId(request.id)
+    }
+    try {
+      const response = await this.dispatcher.handle(request, this.contextFor(request, entry))
+      return entry.cancelled ? undefined : response
+    } finally {
+      this.peer.untrack(entry)
+    }
+  }
+
+  /** Runs work the drain must wait for. */
+  private addTask (work: Promise<void>): void {
+    const task = work.catch(err => { this.log.error({ err }, 'stdio task failed') }).finally(() => { this.pending.delete(task) })
+    this.pending.add(task)
+  }
+
+  /** `initialize`, in line: settles the revision and capabilities of every later reply. */
+  private async initialize (request: JsonRpcRequest): Promise<void> {
+    const entry: InFlight = { id: request.id, controller: new AbortController(), cancelled: false, done: false }
+    const response = await this.dispatcher.handle(request, this.contextFor(request, entry))
+    entry.done = true
+    const state = initializedState(request, response)
+    if (state !== undefined) {
+      this.peer.legacy = state
+      // mcpx declares listChanged (and subscribe), so a legacy client gets them (seed › Found along the way).
+      this.removeLegacyListener ??= this.hub.add({ lists: ALL_LISTS, uris: this.subscriptions, send: (n) => { this.out.send(n) } })
+      this.log.debug({ revision: state.revision }, 'legacy initialize')
+    }
+    this.out.send(response)
+  }
+
+  /** A modern `subscriptions/listen`: acknowledgement, then tagged notifications until cancelled (DIGEST §6f). */
+  private listen (request: JsonRpcRequest): void {
+    const checked = checkListen(this.dispatcher, request)
+    if (!checked.ok) { this.out.send(checked.error); return }
+    const entry = this.peer.track(request.id)
+    if (entry === undefined) { this.out.send(duplicateId(request.id)); return }
+    const id = request.id
+    const listen = new Listen(this.dispatcher, this.hub, this.log, id, checked.filter, (n) => { if (!entry.cancelled && !entry.done) this.out.send(n) })
+    this.out.send(listen.ack)
+    listen.start()
+    void listen.subscribeUpstream()
+    entry.endListen = (byServer) => {
+      if (entry.done) return
+      this.peer.untrack(entry)
+      void listen.end()
+      if (byServer && !this.out.broken) {
+        // Server-ended listen on stdio: the result, then notifications/cancelled (DIGEST A10: do both on stdio).
+        this.out.send({ jsonrpc: '2.0', id, result: { resultType: 'complete', _meta: { [META_SUBSCRIPTION_ID]: id } } })
+        this.out.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'mcpx is shutting down' } })
+      }
+      // Ended by the client's notifications/cancelled: nothing further for it (DIGEST §6b).
+    }
+    entry.controller.signal.addEventListener('abort', () => { entry.endListen?.(false) }, { once: true })
+  }
+
+  /** A response line from the client: the answer to one of our questions. */
+  private answer (response: JsonRpcResponse): void {
+    if (!this.peer.answer(response)) this.log.debug({ id: String(response.id) }, 'response for no question in flight; ignored')
+  }
+
+  /** Processes a notification fully, in line. Never answers, not even with an error. */
+  private notification (message: JsonRpcNotification): void {
+    if (message.method === 'notifications/cancelled') {
+      if (!this.peer.cancel(message.params?.requestId)) this.log.debug('cancellation for no request in flight; ignored')
+      return
+    }
+    if (message.method === 'notifications/initialized') return
+    this.log.debug({ method: message.method }, 'notification ignored')
+  }
+
+  /** Stops reading, drains for `waitMs`, cancels what is left, ends listens and flushes. Never rejects. */
+  close (waitMs: number): Promise<void> {
+    if (this.closing !== undefined) return this.closing
+    this.stopping = true
+    for (const stop of this.stopHandlers) stop()
+    this.closing = (async () => {
+      // No line is read any more, so no task starts after this snapshot.
+      if (this.pending.size > 0 && waitMs > 0 && !this.out.broken) await within(Promise.allSettled([...this.pending]), waitMs)
+      for (const entry of [...this.peer.requests()]) {
+        if (entry.endListen !== undefined) entry.endListen(true)
+      }
+      this.peer.cancelAll('mcpx is shutting down')
+      this.peer.end('mcpx is shutting down')
+      this.removeLegacyListener?.()
+      for (const uri of this.subscriptions) this.dispatcher.registry.unsubscribe(uri).catch(() => {})
+      this.subscriptions.clear()
       // Aborted requests settle promptly; a batch whose other elements answered in time still
       // gets its (partial) array out. Bounded, so a stuck upstream cannot hold the exit.
-      if (tasks.size > 0) await within(Promise.allSettled([...tasks]), SETTLE_AFTER_ABORT_MS)
-      finished = true
+      if (this.pending.size > 0) await within(Promise.allSettled([...this.pending]), SETTLE_AFTER_ABORT_MS)
       // Flush: the last write's callback runs once every earlier frame is handed to the OS.
-      if (!outputBroken) await within(lastWrite, Math.max(drainMs, SETTLE_AFTER_ABORT_MS))
-      output.off('error', onOutputError)
-      // Late errors (EPIPE after we are done) must not crash the process.
-      output.on('error', () => {})
+      await this.out.finish(Math.max(this.drainMs, SETTLE_AFTER_ABORT_MS))
     })()
-    return closing
+    return this.closing
   }
+}
 
-  const reading = readLoop()
-  const closed = reading.then(() => close(drainMs))
-
-  return {
-    closed,
-    close: () => close(drainMs),
-    get inFlight () { return tasks.size }
-  }
+/**
+ * True for an invalid element that must still get no reply: a notification in intent (a method,
+ * no id), or a response in intent (a result or error, no method; e.g. `id: null`). Answering a
+ * response could start an error ping-pong with the client.
+ */
+function isNeverAnswered (value: unknown): boolean {
+  if (!isObject(value)) return false
+  if (Object.hasOwn(value, 'method')) return !Object.hasOwn(value, 'id')
+  return Object.hasOwn(value, 'result') || Object.hasOwn(value, 'error')
 }
 
 /** Resolves when `work` settles or after `ms`, whichever comes first. Never rejects. */
