@@ -7,22 +7,23 @@
  * becomes an SSE stream; otherwise the response goes as one JSON body. Seed sections:
  * "Streamable HTTP, 2026-07-28" and "Streamable HTTP, 2025-03-26 … 2025-11-25".
  */
-import { randomBytes } from 'node:crypto'
 import {
-  classify, encodeMessage, errorResponse, idKey, isObject,
-  INVALID_REQUEST, INTERNAL_ERROR,
+  classify, encodeMessage, errorResponse, INVALID_REQUEST, INTERNAL_ERROR,
   type Classified, type JsonRpcErrorObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse
 } from './jsonrpc.js'
 import { modernStatus, legacyStatus, refusal, type Refusal } from './status.js'
-import { ASSUMED_LEGACY_REVISION, batchAllowed, type Revision } from './revisions.js'
-import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, type InboundBatch, type InboundMessage } from './inbound.js'
+import { ASSUMED_LEGACY_REVISION, type Revision } from './revisions.js'
 import type { NotificationHub } from './notify-hub.js'
-import { readListenFilter, acknowledgement, tagWithSubscription } from './listen.js'
+import type { InboundBatch, InboundMessage } from './inbound.js'
+import { Listen, checkListen } from './listen.js'
+import {
+  Peer, batchRefusal, batchedInitialize, initializedState, modernContext, scopedNotify,
+  type InFlight, type MessageSink, type QuestionRoute
+} from './peer.js'
 import type { Dispatcher } from './dispatch.js'
 import type { DispatchContext } from './dispatch-types.js'
-import type { Session, SessionStore, PendingQuestion } from './sessions.js'
+import type { Session, SessionStore } from './sessions.js'
 import type { SseStream } from './sse.js'
-import type { JsonObject, UpstreamQuestion } from './upstreams/types.js'
 import type { Logger } from './log.js'
 
 /** What a route supplies to write one reply. */
@@ -83,7 +84,7 @@ const ACCEPTED = 202
  * A reply that may turn from pending into an SSE stream. Sends nothing once finished or
  * withheld.
  */
-class Responder {
+class Responder implements MessageSink {
   private stream: SseStream | undefined
   private done = false
 
@@ -93,7 +94,7 @@ class Responder {
   get finished (): boolean { return this.done }
 
   /** Sends a message ahead of the response; switches to SSE when allowed. Returns false when it could not be sent. */
-  event (message: JsonRpcMessage): boolean {
+  send (message: JsonRpcMessage | JsonRpcMessage[]): boolean {
     if (this.done) return false
     if (this.stream === undefined) {
       if (!this.channel.acceptsSse) return false
@@ -149,93 +150,7 @@ function refuse (channel: PostChannel, statusOf: (error: JsonRpcErrorObject) => 
   reply(channel, statusOf(refused.error), refused)
 }
 
-/* ------------------------------------------------------------------ modern */
-
-/**
- * Serves one modern POST whose headers already passed the modern header checks.
- * @param inbound the body as lib/inbound classified it (never a batch: the modern-headers plugin refused those)
- * Never throws.
- */
-export async function serveModernPost (deps: ExchangeDeps, inbound: InboundMessage, channel: PostChannel): Promise<void> {
-  const item = inbound.item
-  switch (item.kind) {
-    case 'invalid':
-      return reply(channel, modernStatus(item.error), errorResponse(item.id, item.error.code, item.error.message))
-    case 'response':
-      // A modern client never answers (DIGEST §6c rule 4: no responses in a body).
-      return refuse(channel, modernStatus, 'Invalid Request: a 2026-07-28 POST carries one request or notification, never a response')
-    case 'notification':
-      // Seed › Notifications: 202 with no body; an unknown method is ignored (202).
-      return channel.json(ACCEPTED, undefined)
-    case 'request':
-      break
-  }
-  const request = item.message
-  if (request.method === 'subscriptions/listen') return await serveListen(deps, request, channel)
-  const controller = new AbortController()
-  // Seed › Closing the stream is cancellation: the request runs under the HTTP request's lifetime.
-  channel.onDisconnect(() => controller.abort())
-  const responder = new Responder(channel)
-  const meta = inbound.meta ?? {}
-  const ctx: DispatchContext = {
-    era: 'modern',
-    revision: String(meta[META_PROTOCOL_VERSION]),
-    clientCapabilities: isObject(meta[META_CLIENT_CAPABILITIES]) ? meta[META_CLIENT_CAPABILITIES] : {},
-    signal: controller.signal,
-    ...(channel.principal !== undefined ? { principal: channel.principal } : {}),
-    notify: (n) => { if (!controller.signal.aborted) responder.event(n) }
-  }
-  const response = await deps.dispatcher.handle(request, ctx)
-  if (controller.signal.aborted) { responder.abandon(); return } // nothing is written after a cancel
-  const status = modernStatus('error' in response ? response.error : undefined)
-  // Seed › Responses are JSON or SSE as Accept allows: a client that accepts only
-  // text/event-stream gets its 200 as an event stream. A 400/404 stays JSON: an SSE reply is a
-  // 200, and the status must stay a function of the response (modernStatus).
-  if (status === 200 && channel.acceptsJson === false && channel.acceptsSse) responder.startStream()
-  responder.finish(status, response)
-}
-
-async function serveListen (deps: ExchangeDeps, request: JsonRpcRequest, channel: PostChannel): Promise<void> {
-  const rejected = deps.dispatcher.checkModernEnvelope(request)
-  if (rejected !== undefined) return reply(channel, modernStatus(rejected.error), rejected)
-  const filter = readListenFilter(request.params)
-  if (!filter.ok) {
-    const error = errorResponse(request.id, -32_602, filter.message)
-    return reply(channel, modernStatus(error.error), error)
-  }
-  if (!channel.acceptsSse) {
-    const error = errorResponse(request.id, INVALID_REQUEST, 'Invalid Request: subscriptions/listen needs Accept: text/event-stream')
-    return reply(channel, modernStatus(error.error), error)
-  }
-  // transport.maxGetStreams is "most streams open at once": a listen stream is as long-lived as a
-  // GET stream, so it takes a slot from the same cap (503 with Retry-After and the request's id).
-  if (!deps.streamSlots.claim()) {
-    deps.logger.debug({ maxGetStreams: deps.streamSlots.max }, 'listen: too many open streams')
-    return sendRefusal(channel, refusal('tooManyStreams', request.id))
-  }
-  try {
-    const stream = channel.sse()
-    const subscribed: string[] = []
-    for (const uri of filter.uris) {
-      try {
-        await deps.dispatcher.registry.subscribe(uri)
-        subscribed.push(uri)
-      } catch (err) {
-        deps.logger.debug({ err, uri }, 'listen: resource subscription refused')
-      }
-    }
-    stream.send(acknowledgement(request.id, filter.ack))
-    const remove = deps.hub.add({ lists: filter.lists, uris: filter.uris, send: (n) => { stream.send(tagWithSubscription(n, request.id)) } })
-    await stream.closed
-    remove()
-    // Closing the stream releases upstream subscriptions that no one else needs (the registry refcounts).
-    for (const uri of subscribed) await deps.dispatcher.registry.unsubscribe(uri).catch(() => {})
-  } finally {
-    deps.streamSlots.release()
-  }
-}
-
-/* ------------------------------------------------------------------ legacy */
+/* ------------------------------------------------------------------ the exchange */
 
 /** Where a legacy POST belongs: its session (found by the legacy-sessions plugin) or none. */
 export interface LegacyPostContext {
@@ -244,187 +159,235 @@ export interface LegacyPostContext {
   headerRevision: Revision | undefined
 }
 
-/** Questions asked during sessionless requests, by minted id; answered by sessionless POSTs only. */
-const sessionlessQuestions = new Map<string, PendingQuestion>()
-
-/**
- * Serves one legacy POST (a message or a batch). Never throws.
- * The session, when named, was found by the legacy-sessions plugin (404s are answered there).
- */
-export async function serveLegacyPost (deps: ExchangeDeps, inbound: InboundMessage | InboundBatch, context: LegacyPostContext, channel: PostChannel): Promise<void> {
-  const { session } = context
-  // Seed: in a session the negotiated version governs; sessionless, the header or ASSUMED_LEGACY_REVISION.
-  const revision = session?.revision ?? context.headerRevision ?? ASSUMED_LEGACY_REVISION
-  if (inbound.kind === 'batch') return await serveLegacyBatch(deps, inbound.elements, revision, context, channel)
-  const item = inbound.item
-  if (item.kind === 'request' && item.message.method === 'initialize') return await serveInitialize(deps, item.message, channel)
-  const responder = new Responder(channel)
-  const outcome = await handleLegacyItem(deps, item, revision, context, responder, channel)
-  if (outcome.kind === 'reply') responder.finish(outcome.status, outcome.message)
-  else if (outcome.kind === 'accepted') responder.finish(ACCEPTED, undefined)
-  else if (outcome.kind === 'withheld') responder.withhold()
-  else responder.abandon()
-}
-
 type ItemOutcome =
   | { kind: 'reply', status: number, message: JsonRpcResponse }
   | { kind: 'accepted' }
   | { kind: 'withheld' }
   | { kind: 'gone' }
 
-async function serveInitialize (deps: ExchangeDeps, request: JsonRpcRequest, channel: PostChannel): Promise<void> {
-  const controller = new AbortController()
-  const response = await deps.dispatcher.handle(request, { era: 'legacy', revision: ASSUMED_LEGACY_REVISION, clientCapabilities: {}, signal: controller.signal })
-  if ('error' in response) return reply(channel, legacyStatus(response.error), response)
-  const capabilities = isObject(request.params?.capabilities) ? request.params.capabilities : {}
-  const minted = await deps.sessions.mint(String(response.result.protocolVersion), capabilities, channel.principal)
-  if (minted.kind === 'full') return sendRefusal(channel, refusal('tooManySessions', request.id))
-  if (minted.kind === 'unavailable') return sendRefusal(channel, refusal('storeUnavailable', request.id))
-  const session = minted.session
-  deps.logger.debug({ session: session.id, revision: session.revision }, 'session minted')
-  reply(channel, 200, response, { 'mcp-session-id': session.id })
-}
+/**
+ * The HTTP face of one /mcp scope: serves POSTs in either era on top of lib/peer.ts. A session's
+ * {@link Peer} lives in its {@link Session}; the sessionless legacy POSTs of this scope share one
+ * Peer of their own (questions asked during a sessionless request are answered by sessionless POSTs).
+ */
+export class HttpExchange {
+  /** Sessionless legacy requests' questions, by minted id: per instance, never shared across mcpx instances. */
+  private readonly sessionless = new Peer({ questionIds: 'random', duplicateIds: 'replace' })
 
-async function handleLegacyItem (deps: ExchangeDeps, item: Classified, revision: Revision, context: LegacyPostContext, responder: Responder, channel: PostChannel): Promise<ItemOutcome> {
-  const { session } = context
-  switch (item.kind) {
-    case 'invalid': {
-      const message = errorResponse(item.id, item.error.code, item.error.message)
-      return { kind: 'reply', status: legacyStatus(item.error), message }
-    }
-    case 'notification':
-      handleLegacyNotification(deps, item.message, session)
-      return { kind: 'accepted' }
-    case 'response':
-      return await deliverResponse(deps, item.message, session)
-    case 'request':
-      break
-  }
-  const request = item.message
-  if (request.method === 'initialize') {
-    // 2025-03-26 lifecycle: initialize MUST NOT be batched; it mints nothing here.
-    // Only ever a batch element (a lone initialize is served above): the batch's own status applies.
-    const message = errorResponse(request.id, INVALID_REQUEST, 'Invalid Request: initialize must not be part of a JSON-RPC batch')
-    return { kind: 'reply', status: legacyStatus(message.error), message }
-  }
-  const controller = new AbortController()
-  const key = idKey(request.id)
-  let cancelled = false
-  if (session !== undefined) {
-    if (session.inflight.size >= deps.maxRequestsPerSession) {
-      const refused = refusal('sessionBusy', request.id)
-      return { kind: 'reply', status: refused.status, message: refused.message }
-    }
-    // Seed: in a session a dropped connection is not a cancellation; notifications/cancelled is.
-    session.inflight.set(key, controller)
-    controller.signal.addEventListener('abort', () => { cancelled = true }, { once: true })
-  } else {
-    // Without a session no cancellation could ever reach the request, so the disconnect is the signal.
-    channel.onDisconnect(() => controller.abort())
-  }
-  const ctx: DispatchContext = {
-    era: 'legacy',
-    revision,
-    clientCapabilities: session?.clientCapabilities ?? {},
-    signal: controller.signal,
-    notify: (n) => { if (!controller.signal.aborted) responder.event(n) },
-    ask: async (question, signal) => await askClient(deps, session, responder, question, signal),
-    subscriptions: session === undefined ? undefined : deps.sessions.subscriptionsOf(session)
-  }
-  try {
-    const response = await deps.dispatcher.handle(request, ctx)
-    if (cancelled) return { kind: 'withheld' }
-    if (controller.signal.aborted) return { kind: 'gone' }
-    return { kind: 'reply', status: legacyStatus('error' in response ? response.error : undefined), message: response }
-  } finally {
-    if (session?.inflight.get(key) === controller) session.inflight.delete(key)
-  }
-}
+  constructor (private readonly deps: ExchangeDeps) {}
 
-function handleLegacyNotification (deps: ExchangeDeps, notification: JsonRpcNotification, session: Session | undefined): void {
-  if (notification.method === 'notifications/cancelled' && session !== undefined) {
-    const requestId = notification.params?.requestId
-    if (typeof requestId === 'string' || typeof requestId === 'number') {
+  /* ---------------------------------------------------------------- modern */
+
+  /**
+   * Serves one modern POST whose headers already passed the modern header checks.
+   * @param inbound the body as lib/inbound classified it (never a batch: the modern-headers plugin refused those)
+   * Never throws.
+   */
+  async serveModern (inbound: InboundMessage, channel: PostChannel): Promise<void> {
+    const item = inbound.item
+    switch (item.kind) {
+      case 'invalid':
+        return reply(channel, modernStatus(item.error), errorResponse(item.id, item.error.code, item.error.message))
+      case 'response':
+        // A modern client never answers (DIGEST §6c rule 4: no responses in a body).
+        return refuse(channel, modernStatus, 'Invalid Request: a 2026-07-28 POST carries one request or notification, never a response')
+      case 'notification':
+        // Seed › Notifications: 202 with no body; an unknown method is ignored (202).
+        return channel.json(ACCEPTED, undefined)
+      case 'request':
+        break
+    }
+    const request = item.message
+    if (request.method === 'subscriptions/listen') return await this.serveListen(request, channel)
+    // Modern requests are stateless: untracked, cancelled by closing their stream.
+    const entry = untracked(request)
+    // Seed › Closing the stream is cancellation: the request runs under the HTTP request's lifetime.
+    channel.onDisconnect(() => entry.controller.abort())
+    const responder = new Responder(channel)
+    const ctx = modernContext(inbound.meta, entry.controller.signal, scopedNotify(entry, responder), channel.principal)
+    const response = await this.deps.dispatcher.handle(request, ctx)
+    if (entry.controller.signal.aborted) { responder.abandon(); return } // nothing is written after a cancel
+    const status = modernStatus('error' in response ? response.error : undefined)
+    // Seed › Responses are JSON or SSE as Accept allows: a client that accepts only
+    // text/event-stream gets its 200 as an event stream. A 400/404 stays JSON: an SSE reply is a
+    // 200, and the status must stay a function of the response (modernStatus).
+    if (status === 200 && channel.acceptsJson === false && channel.acceptsSse) responder.startStream()
+    responder.finish(status, response)
+  }
+
+  private async serveListen (request: JsonRpcRequest, channel: PostChannel): Promise<void> {
+    const deps = this.deps
+    const checked = checkListen(deps.dispatcher, request)
+    if (!checked.ok) return reply(channel, modernStatus(checked.error.error), checked.error)
+    if (!channel.acceptsSse) {
+      const error = errorResponse(request.id, INVALID_REQUEST, 'Invalid Request: subscriptions/listen needs Accept: text/event-stream')
+      return reply(channel, modernStatus(error.error), error)
+    }
+    // transport.maxGetStreams is "most streams open at once": a listen stream is as long-lived as a
+    // GET stream, so it takes a slot from the same cap (503 with Retry-After and the request's id).
+    if (!deps.streamSlots.claim()) {
+      deps.logger.debug({ maxGetStreams: deps.streamSlots.max }, 'listen: too many open streams')
+      return sendRefusal(channel, refusal('tooManyStreams', request.id))
+    }
+    try {
+      const stream = channel.sse()
+      const listen = new Listen(deps.dispatcher, deps.hub, deps.logger, request.id, checked.filter, (n) => { stream.send(n) })
+      // Subscribed upstream before the acknowledgement: what the ack promises is delivered from then on.
+      await listen.subscribeUpstream()
+      stream.send(listen.ack)
+      listen.start()
+      await stream.closed
+      // Closing the stream releases upstream subscriptions that no one else needs (the registry refcounts).
+      await listen.end()
+    } finally {
+      deps.streamSlots.release()
+    }
+  }
+
+  /* ---------------------------------------------------------------- legacy */
+
+  /**
+   * Serves one legacy POST (a message or a batch). Never throws.
+   * The session, when named, was found by the legacy-sessions plugin (404s are answered there).
+   */
+  async serveLegacy (inbound: InboundMessage | InboundBatch, context: LegacyPostContext, channel: PostChannel): Promise<void> {
+    const { session } = context
+    // Seed: in a session the negotiated version governs; sessionless, the header or 2025-03-26.
+    const revision = session?.revision ?? context.headerRevision ?? ASSUMED_LEGACY_REVISION
+    if (inbound.kind === 'batch') return await this.serveBatch(inbound.elements, revision, context, channel)
+    const item = inbound.item
+    if (item.kind === 'request' && item.message.method === 'initialize') return await this.serveInitialize(item.message, channel)
+    const responder = new Responder(channel)
+    const outcome = await this.handleItem(item, revision, context, responder, channel)
+    if (outcome.kind === 'reply') responder.finish(outcome.status, outcome.message)
+    else if (outcome.kind === 'accepted') responder.finish(ACCEPTED, undefined)
+    else if (outcome.kind === 'withheld') responder.withhold()
+    else responder.abandon()
+  }
+
+  private async serveInitialize (request: JsonRpcRequest, channel: PostChannel): Promise<void> {
+    const deps = this.deps
+    const controller = new AbortController()
+    const response = await deps.dispatcher.handle(request, this.sessionless.legacyContext(controller.signal, ASSUMED_LEGACY_REVISION, {}))
+    const state = initializedState(request, response)
+    if (state === undefined || 'error' in response) return reply(channel, legacyStatus('error' in response ? response.error : undefined), response)
+    const minted = await deps.sessions.mint(state.revision, state.clientCapabilities, channel.principal)
+    if (minted.kind === 'full') return sendRefusal(channel, refusal('tooManySessions', request.id))
+    if (minted.kind === 'unavailable') return sendRefusal(channel, refusal('storeUnavailable', request.id))
+    const session = minted.session
+    deps.logger.debug({ session: session.id, revision: session.revision }, 'session minted')
+    reply(channel, 200, response, { 'mcp-session-id': session.id })
+  }
+
+  private async handleItem (item: Classified, revision: Revision, context: LegacyPostContext, responder: Responder, channel: PostChannel): Promise<ItemOutcome> {
+    const { session } = context
+    const deps = this.deps
+    switch (item.kind) {
+      case 'invalid': {
+        const message = errorResponse(item.id, item.error.code, item.error.message)
+        return { kind: 'reply', status: legacyStatus(item.error), message }
+      }
+      case 'notification':
+        this.notification(item.message, session)
+        return { kind: 'accepted' }
+      case 'response':
+        return await this.answer(item.message, session)
+      case 'request':
+        break
+    }
+    const request = item.message
+    // Only reached inside a batch: a lone initialize mints a session (serveInitialize).
+    // The batch's own status applies (200 with its array).
+    if (request.method === 'initialize') {
+      const message = batchedInitialize(request.id)
+      return { kind: 'reply', status: legacyStatus(message.error), message }
+    }
+    let entry: InFlight
+    if (session !== undefined) {
+      if (session.peer.inFlight >= deps.maxRequestsPerSession) {
+        const refused = refusal('sessionBusy', request.id)
+        return { kind: 'reply', status: refused.status, message: refused.message }
+      }
+      // Seed: in a session a dropped connection is not a cancellation; notifications/cancelled is.
+      entry = session.peer.track(request.id) ?? untracked(request)
+    } else {
+      // Without a session no cancellation could ever reach the request, so the disconnect is the signal.
+      entry = untracked(request)
+      channel.onDisconnect(() => entry.controller.abort())
+    }
+    const peer = session?.peer ?? this.sessionless
+    const route = this.questionRoute(session, responder)
+    const ctx: DispatchContext = peer.legacyContext(entry.controller.signal, revision, {
+      notify: scopedNotify(entry, responder),
+      ask: async (question, signal) => await peer.ask(question, signal, route),
+      subscriptions: session === undefined ? undefined : deps.sessions.subscriptionsOf(session)
+    })
+    try {
+      const response = await deps.dispatcher.handle(request, ctx)
+      if (entry.cancelled) return { kind: 'withheld' }
+      if (entry.controller.signal.aborted) return { kind: 'gone' }
+      return { kind: 'reply', status: legacyStatus('error' in response ? response.error : undefined), message: response }
+    } finally {
+      session?.peer.untrack(entry)
+    }
+  }
+
+  /**
+   * How a question reaches the client: on the request's own SSE stream, else on the session's GET
+   * stream (which another replica may hold: the Redis store records where the answer must go first).
+   */
+  private questionRoute (session: Session | undefined, responder: Responder): QuestionRoute {
+    if (session === undefined) return { send: (question) => responder.send(question) }
+    const sessions = this.deps.sessions
+    return {
+      asking: async (id) => await sessions.questionAsked(session, id),
+      send: (question) => responder.send(question) || sessions.sendToStream(session, question),
+      settled: (id) => { sessions.questionSettled(session, id) }
+    }
+  }
+
+  private notification (notification: JsonRpcNotification, session: Session | undefined): void {
+    if (notification.method === 'notifications/cancelled' && session !== undefined) {
       // Only this session's own requests can be cancelled: isolation by construction (the store
-      // looks the key up among this session's requests only, on whichever replica runs them).
-      deps.sessions.cancel(session, idKey(requestId))
+      // looks among this session's requests only, on whichever replica runs them).
+      this.deps.sessions.cancel(session, notification.params?.requestId)
     }
+    this.deps.logger.debug({ method: notification.method }, 'notification accepted')
   }
-  deps.logger.debug({ method: notification.method }, 'notification accepted')
-}
 
-async function deliverResponse (deps: ExchangeDeps, response: JsonRpcResponse, session: Session | undefined): Promise<ItemOutcome> {
-  const questions = session?.questions ?? sessionlessQuestions
-  const id = response.id
-  const pending = typeof id === 'string' ? questions.get(id) : undefined
-  if (pending === undefined || typeof id !== 'string') {
+  private async answer (response: JsonRpcResponse, session: Session | undefined): Promise<ItemOutcome> {
+    if ((session?.peer ?? this.sessionless).answer(response)) return { kind: 'accepted' }
     // A question asked by a request running on another replica (Redis store) is forwarded there.
-    if (session !== undefined && typeof id === 'string' && await deps.sessions.forwardAnswer(session, response)) return { kind: 'accepted' }
+    if (session !== undefined && typeof response.id === 'string' && await this.deps.sessions.forwardAnswer(session, response)) return { kind: 'accepted' }
     // Seed: a response nothing is waiting for is 400.
     const message = errorResponse(undefined, INVALID_REQUEST, 'Invalid Request: no question is waiting for this response')
     return { kind: 'reply', status: legacyStatus(message.error), message }
   }
-  questions.delete(id)
-  if ('error' in response) pending.reject(Object.assign(new Error(response.error.message), { code: response.error.code, data: response.error.data }))
-  else pending.resolve(isObject(response.result) ? response.result : {})
-  return { kind: 'accepted' }
+
+  private async serveBatch (elements: readonly unknown[], revision: Revision, context: LegacyPostContext, channel: PostChannel): Promise<void> {
+    // Seed › Batches: only 2025-03-26 has them.
+    const refused = batchRefusal(elements, revision)
+    if (refused !== undefined) return reply(channel, legacyStatus(refused.error), refused)
+    const responder = new Responder(channel)
+    const items = elements.map(classify)
+    const outcomes = await Promise.all(items.map(async item => await this.handleItem(item, revision, context, responder, channel)))
+    const replies = outcomes.flatMap(o => o.kind === 'reply' ? [o.message] : [])
+    const hasRequests = items.some(i => i.kind === 'request' || i.kind === 'invalid')
+    if (!hasRequests) {
+      // A batch of only notifications and responses: 202, unless a stray response made it 400.
+      const refusedItem = outcomes.find(o => o.kind === 'reply')
+      if (refusedItem !== undefined && refusedItem.kind === 'reply') return responder.finish(refusedItem.status, refusedItem.message)
+      return responder.finish(ACCEPTED, undefined)
+    }
+    if (replies.length === 0) {
+      if (outcomes.some(o => o.kind === 'withheld')) return responder.withhold()
+      return responder.abandon()
+    }
+    responder.finish(200, replies)
+  }
 }
 
-/**
- * Asks the client a question for an upstream: on the request's own SSE stream, else on the
- * session's GET stream; under an id mcpx mints (128 random bits, so no other client can answer it).
- */
-async function askClient (deps: ExchangeDeps, session: Session | undefined, responder: Responder, question: UpstreamQuestion, signal: AbortSignal): Promise<JsonObject> {
-  const questions = session?.questions ?? sessionlessQuestions
-  const id = 'mcpx-q-' + randomBytes(12).toString('base64url')
-  const message: JsonRpcRequest = { jsonrpc: '2.0', id, method: question.method, ...(question.params !== undefined ? { params: question.params } : {}) }
-  // The Redis store records where the answer must go before the client can see the question.
-  if (session !== undefined && !await deps.sessions.questionAsked(session, id)) {
-    throw Object.assign(new Error('the session store cannot be reached to record the question'), { code: -32_603 })
-  }
-  return await new Promise<JsonObject>((resolve, reject) => {
-    const cleanup = (): void => {
-      questions.delete(id)
-      signal.removeEventListener('abort', onAbort)
-      if (session !== undefined) deps.sessions.questionSettled(session, id)
-    }
-    const onAbort = (): void => { cleanup(); reject(Object.assign(new Error('question cancelled'), { code: -32_800 })) }
-    const noStream = (): void => {
-      cleanup()
-      reject(Object.assign(new Error('no stream to ask the client on: accept text/event-stream or open the GET stream'), { code: -32_603 }))
-    }
-    questions.set(id, {
-      resolve: (r) => { cleanup(); resolve(r) },
-      reject: (e) => { cleanup(); reject(e) }
-    })
-    signal.addEventListener('abort', onAbort, { once: true })
-    if (responder.event(message)) return
-    if (session === undefined) { noStream(); return }
-    // Else on the session's GET stream, which another replica may hold (Redis store).
-    deps.sessions.sendToStream(session, message).then(sent => { if (!sent && questions.has(id)) noStream() }, noStream)
-  })
-}
-
-async function serveLegacyBatch (deps: ExchangeDeps, elements: readonly unknown[], revision: Revision, context: LegacyPostContext, channel: PostChannel): Promise<void> {
-  // Seed › Batches: only 2025-03-26 has them.
-  if (!batchAllowed(revision)) {
-    return refuse(channel, legacyStatus, `Invalid Request: JSON-RPC batches are not allowed in revision ${revision}`)
-  }
-  if (elements.length === 0) return refuse(channel, legacyStatus, 'Invalid Request: empty batch')
-  const responder = new Responder(channel)
-  const items = elements.map(classify)
-  const outcomes = await Promise.all(items.map(async item => await handleLegacyItem(deps, item, revision, context, responder, channel)))
-  const replies = outcomes.flatMap(o => o.kind === 'reply' ? [o.message] : [])
-  const hasRequests = items.some(i => i.kind === 'request' || i.kind === 'invalid')
-  if (!hasRequests) {
-    // A batch of only notifications and responses: 202, unless a stray response made it 400.
-    const refused = outcomes.find(o => o.kind === 'reply')
-    if (refused !== undefined && refused.kind === 'reply') return responder.finish(refused.status, refused.message)
-    return responder.finish(ACCEPTED, undefined)
-  }
-  if (replies.length === 0) {
-    if (outcomes.some(o => o.kind === 'withheld')) return responder.withhold()
-    return responder.abandon()
-  }
-  responder.finish(200, replies)
+/** An in-flight entry for a request no Peer tracks (modern, sessionless legacy): cancelled only by its disconnect. */
+function untracked (request: JsonRpcRequest): InFlight {
+  return { id: request.id, controller: new AbortController(), cancelled: false, done: false }
 }

@@ -25,7 +25,7 @@ import {
   type JsonRpcErrorResponse, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse, type RequestId
 } from './jsonrpc.js'
 import { FIRST_MODERN_REVISION, OLDEST_REVISION, batchAllowed, type Revision } from './revisions.js'
-import { hasModernMeta, metaOf, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from './inbound.js'
+import { hasModernMeta, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from './inbound.js'
 import type { DispatchContext, SubscriptionSet } from './dispatch-types.js'
 import type { JsonObject, UpstreamQuestion } from './upstreams/types.js'
 
@@ -319,12 +319,11 @@ export function initializedState (request: JsonRpcRequest, response: JsonRpcResp
 }
 
 /**
- * The context of a modern request (stateless: everything comes from its `_meta`, DIGEST §6a). No
+ * The context of a modern request (stateless: everything comes from its `_meta`, as classified, DIGEST §6a). No
  * `ask`: a modern client never gets server→client requests (DIGEST §6b; the MRTR bridge asks instead).
  * A missing or malformed `_meta` is left to the dispatcher's envelope check (-32602).
  */
-export function modernContext (request: JsonRpcRequest, signal: AbortSignal, notify: DispatchContext['notify'], principal?: string): DispatchContext {
-  const meta = metaOf(request)
+export function modernContext (meta: Readonly<Record<string, unknown>> | undefined, signal: AbortSignal, notify: DispatchContext['notify'], principal?: string): DispatchContext {
   const version = meta?.[META_PROTOCOL_VERSION]
   const capabilities = meta?.[META_CLIENT_CAPABILITIES]
   return {
@@ -345,7 +344,7 @@ export function modernContext (request: JsonRpcRequest, signal: AbortSignal, not
  * has batches (2025-03-26: a connection's negotiated one, or the assumed one before initialize).
  * @returns the id-less -32600 refusal, or undefined when the batch is served
  */
-export function batchRefusal (elements: unknown[], revision: Revision): JsonRpcErrorResponse | undefined {
+export function batchRefusal (elements: readonly unknown[], revision: Revision): JsonRpcErrorResponse | undefined {
   if (elements.length === 0) return errorResponse(undefined, INVALID_REQUEST, 'Invalid Request: empty batch')
   if (elements.some(hasModernMeta)) return errorResponse(undefined, INVALID_REQUEST, 'Invalid Request: batches do not exist in the modern era')
   if (!batchAllowed(revision)) return errorResponse(undefined, INVALID_REQUEST, `Invalid Request: JSON-RPC batches are not allowed in revision ${revision}`)
@@ -365,7 +364,10 @@ export function duplicateId (id: RequestId): JsonRpcErrorResponse {
   return errorResponse(id, INVALID_REQUEST, 'Invalid Request: a request with this id is already in flight')
 }
 
-/** A request-scoped notification writer: nothing after the reply or a cancellation (DIGEST §6b). */
+/**
+ * A request's `notify` (progress, log lines): written to `sink` until the reply, and never after
+ * the request was cancelled or its client went away (DIGEST §6b).
+ */
 export function scopedNotify (entry: InFlight, sink: MessageSink): (notification: JsonRpcNotification) => void {
-  return (notification) => { if (!entry.cancelled && !entry.done) sink.send(notification) }
+  return (notification) => { if (!entry.done && !entry.controller.signal.aborted) sink.send(notification) }
 }

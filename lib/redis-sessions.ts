@@ -37,7 +37,7 @@ import { Redis, type RedisOptions } from 'ioredis'
 import type { Revision } from './revisions.js'
 import type { JsonObject } from './upstreams/types.js'
 import type { SseStream } from './sse.js'
-import { isObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcResponse } from './jsonrpc.js'
+import { idKey, isObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcResponse } from './jsonrpc.js'
 import type { Logger } from './log.js'
 import { LIST_CHANGED } from './notify-hub.js'
 import type { ListKind } from './upstreams/types.js'
@@ -354,11 +354,10 @@ export class RedisSessionStore implements SessionStore {
     }
   }
 
-  cancel (session: Session, key: string): void {
-    const local = session.inflight.get(key)
-    if (local !== undefined) { local.abort(); return }
+  cancel (session: Session, requestId: unknown): void {
+    if (session.peer.cancel(requestId)) return
     // The request may run on another replica: every replica looks among ITS requests of THIS session.
-    this.publishBus({ t: 'cancel', sid: session.id, key })
+    if (typeof requestId === 'string' || typeof requestId === 'number') this.publishBus({ t: 'cancel', sid: session.id, key: idKey(requestId) })
   }
 
   async questionAsked (session: Session, id: string): Promise<boolean> {
@@ -483,7 +482,7 @@ export class RedisSessionStore implements SessionStore {
         this.drop(shadow)
         return
       case 'cancel':
-        shadow.inflight.get(message.key)?.abort()
+        shadow.peer.cancelKey(message.key)
         return
       case 'sub':
         if (message.add) {
@@ -516,18 +515,14 @@ export class RedisSessionStore implements SessionStore {
       shadow.stream?.send(message.msg)
       return
     }
-    const pending = shadow.questions.get(message.qid)
-    if (pending === undefined) return
-    shadow.questions.delete(message.qid)
-    const response = message.res
-    if ('error' in response) pending.reject(Object.assign(new Error(response.error.message), { code: response.error.code, data: response.error.data }))
-    else pending.resolve(isObject(response.result) ? response.result : {})
+    // An answer relayed from the replica that received it: delivered by this replica's Peer.
+    shadow.peer.answer(message.res)
   }
 
   /** Every lease/3: refresh the leases of the streams held here and the TTLs of sessions busy here. */
   private async beat (): Promise<void> {
     if (this.closed) return
-    const busy = [...this.shadows.values()].filter(s => s.stream !== undefined || s.inflight.size > 0 || s.questions.size > 0)
+    const busy = [...this.shadows.values()].filter(s => s.stream !== undefined || s.peer.inFlight > 0 || s.peer.pendingQuestions > 0)
     if (busy.length === 0) return
     const pipeline = this.redis.pipeline()
     for (const shadow of busy) {
@@ -549,7 +544,7 @@ export class RedisSessionStore implements SessionStore {
     const now = Date.now()
     for (const shadow of [...this.shadows.values()]) {
       if (now - shadow.lastSeenMs <= this.options.idleTimeoutMs) continue
-      if (shadow.stream !== undefined || shadow.inflight.size > 0 || shadow.questions.size > 0) continue
+      if (shadow.stream !== undefined || shadow.peer.inFlight > 0 || shadow.peer.pendingQuestions > 0) continue
       this.drop(shadow)
     }
   }

@@ -24,19 +24,14 @@ import type { JsonObject } from './upstreams/types.js'
 import type { SseStream } from './sse.js'
 import type { JsonRpcMessage, JsonRpcResponse } from './jsonrpc.js'
 import type { SubscriptionSet } from './dispatch-types.js'
+import { Peer } from './peer.js'
 
 export type { SubscriptionSet }
 
-/** A question mcpx asked the client on a session's behalf, waiting for the client's response POST. */
-export interface PendingQuestion {
-  resolve: (result: JsonObject) => void
-  reject: (error: Error & { code?: number }) => void
-}
-
 /**
  * One legacy session as this process sees it. The facts (`revision`, `clientCapabilities`,
- * `subscriptions`) are the store's; the live objects (`stream`, `inflight`, `questions`) belong
- * to this process. With the Redis store, `subscriptions` mirrors the set kept in Redis.
+ * `subscriptions`) are the store's; the live objects (`stream`, `peer`) belong to this process.
+ * With the Redis store, `subscriptions` mirrors the set kept in Redis.
  */
 export interface Session {
   readonly id: string
@@ -48,10 +43,11 @@ export interface Session {
   stream: SseStream | undefined
   /** Resource URIs the client subscribed to with resources/subscribe (live set, read by the hub). */
   readonly subscriptions: Set<string>
-  /** In-flight requests served by this process, by idKey, for notifications/cancelled. */
-  readonly inflight: Map<string, AbortController>
-  /** Questions asked of this session's client by requests running in this process, by minted id. */
-  readonly questions: Map<string, PendingQuestion>
+  /**
+   * The connection core (lib/peer.ts) of this session in this process: its requests in flight here
+   * (for notifications/cancelled) and the questions they asked its client.
+   */
+  readonly peer: Peer
 }
 
 /** The part of the upstream registry a store uses: refcounted upstream resource subscriptions. */
@@ -96,8 +92,8 @@ export interface SessionStore {
   sendToStream: (session: Session, message: JsonRpcMessage) => Promise<boolean>
   /** The subscription set a request of this session acts on. */
   subscriptionsOf: (session: Session) => SubscriptionSet
-  /** notifications/cancelled: aborts the session's request `key` (idKey), wherever it runs. */
-  cancel: (session: Session, key: string) => void
+  /** notifications/cancelled: cancels the session's request `requestId` (the notification's param, as parsed), wherever it runs. */
+  cancel: (session: Session, requestId: unknown) => void
   /** Records that a question `id` asked here waits for this session's client. Resolves false when that could not be recorded. */
   questionAsked: (session: Session, id: string) => Promise<boolean>
   /** Forgets question `id` (answered, cancelled or failed). */
@@ -136,16 +132,17 @@ export function sessionBoundTo (id: string, principal = ''): boolean {
 
 /** A session object with empty live state. */
 export function newSession (id: string, revision: Revision, clientCapabilities: JsonObject, subscriptions: Iterable<string> = []): Session {
-  return { id, revision, clientCapabilities, lastSeenMs: Date.now(), stream: undefined, subscriptions: new Set(subscriptions), inflight: new Map(), questions: new Map() }
+  // Random question ids (no other client can answer one); a reused request id takes over cancellation.
+  const peer = new Peer({ questionIds: 'random', duplicateIds: 'replace', legacy: { revision, clientCapabilities } })
+  return { id, revision, clientCapabilities, lastSeenMs: Date.now(), stream: undefined, subscriptions: new Set(subscriptions), peer }
 }
 
-/** Ends a session's live state in this process: stream closed, requests aborted, questions failed. */
+/** Ends a session's live state in this process: stream closed, requests cancelled (replies withheld), questions failed. */
 export function releaseLive (session: Session): void {
   session.stream?.close()
   session.stream = undefined
-  for (const controller of session.inflight.values()) controller.abort()
-  for (const question of [...session.questions.values()]) question.reject(Object.assign(new Error('session ended'), { code: -32_603 }))
-  session.questions.clear()
+  session.peer.cancelAll('session ended')
+  session.peer.end('session ended')
 }
 
 /** True when a session holds an open GET stream in this process. */
@@ -216,9 +213,9 @@ export class MemorySessionStore implements SessionStore {
 
   subscriptionsOf (session: Session): SubscriptionSet { return session.subscriptions }
 
-  cancel (session: Session, key: string): void {
+  cancel (session: Session, requestId: unknown): void {
     // Only this session's own requests can be cancelled: isolation by construction.
-    session.inflight.get(key)?.abort()
+    session.peer.cancel(requestId)
   }
 
   async questionAsked (): Promise<boolean> { return true }
@@ -230,15 +227,8 @@ export class MemorySessionStore implements SessionStore {
     for (const id of [...this.sessions.keys()]) this.endNow(id)
   }
 
-  /** Number of open GET streams, for the cap and metrics. */
-  openStreams (): number {
-    let n = 0
-    for (const session of this.sessions.values()) if (session.stream !== undefined) n++
-    return n
-  }
-
   private idle (session: Session, now: number): boolean {
-    return now - session.lastSeenMs > this.options.idleTimeoutMs && session.stream === undefined && session.inflight.size === 0
+    return now - session.lastSeenMs > this.options.idleTimeoutMs && session.stream === undefined && session.peer.inFlight === 0
   }
 
   private endNow (id: string): boolean {

@@ -23,7 +23,7 @@ import type { Readable, Writable } from 'node:stream'
 import type { Logger } from './log.js'
 import { parseBody, classify, encodeMessage, errorResponse, isObject, INTERNAL_ERROR, INVALID_REQUEST, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from './jsonrpc.js'
 import { OLDEST_REVISION, ASSUMED_LEGACY_REVISION } from './revisions.js'
-import { hasModernMeta, META_SUBSCRIPTION_ID } from './inbound.js'
+import { hasModernMeta, metaOf, META_SUBSCRIPTION_ID } from './inbound.js'
 import { MODERN_ONLY, type Dispatcher } from './dispatch.js'
 import type { DispatchContext } from './dispatch-types.js'
 import { LOCAL_PRINCIPAL } from './principal.js'
@@ -341,7 +341,7 @@ class StdioConnection {
     // After a legacy initialize a modern request is still served as modern: DIGEST A12 leaves it
     // open, and a dual-era server accepts liberally (versioning.mdx allows both eras on one process).
     // A modern-only method without `_meta` is served as modern too, so the envelope check explains what is missing.
-    if (hasModernMeta(request) || MODERN_ONLY.has(request.method)) return modernContext(request, entry.controller.signal, notify, LOCAL_PRINCIPAL.key)
+    if (hasModernMeta(request) || MODERN_ONLY.has(request.method)) return modernContext(metaOf(request), entry.controller.signal, notify, LOCAL_PRINCIPAL.key)
     // Before initialize: the oldest revision's shapes (seed › stdio › Before initialize).
     // stdio has one caller: whoever started the process (issue #16).
     return this.peer.legacyContext(entry.controller.signal, OLDEST_REVISION, { notify, ask: this.ask, subscriptions: this.subscriptions, principal: LOCAL_PRINCIPAL.key })

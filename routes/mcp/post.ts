@@ -4,7 +4,7 @@
  * legacy sessions) have already answered everything they refuse.
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import { serveModernPost, serveLegacyPost, type ExchangeDeps, type PostChannel } from '../../lib/http-exchange.js'
+import { HttpExchange, type PostChannel } from '../../lib/http-exchange.js'
 import { SseStream } from '../../lib/sse.js'
 import { readAccept } from '../../lib/accept.js'
 import { isLegacyRevision } from '../../lib/revisions.js'
@@ -39,7 +39,7 @@ export function channelFor (request: FastifyRequest, reply: FastifyReply, keepAl
 }
 
 const postRoute: FastifyPluginAsync<McpRouteDeps> = async function (fastify, opts) {
-  const deps: ExchangeDeps = {
+  const exchange = new HttpExchange({
     dispatcher: fastify.mcp.dispatcher,
     hub: fastify.mcp.hub,
     sessions: fastify.sessions,
@@ -47,17 +47,17 @@ const postRoute: FastifyPluginAsync<McpRouteDeps> = async function (fastify, opt
     keepAliveMs: opts.keepAliveMs,
     maxRequestsPerSession: opts.maxRequestsPerSession,
     streamSlots: opts.streamSlots
-  }
+  })
   fastify.post('/', async function postMcp (request, reply) {
     // mcpx-era classified the body (and answered an unreadable one); mcpx-modern-headers refused a modern batch.
     const inbound = request.mcp
     if (inbound === null || (inbound.kind !== 'message' && inbound.kind !== 'batch')) return reply
     const channel = channelFor(request, reply, opts.keepAliveMs)
     if (inbound.era === 'modern' && inbound.kind === 'message') {
-      await serveModernPost(deps, inbound, channel)
+      await exchange.serveModern(inbound, channel)
     } else {
       const version = inbound.headerRevision
-      await serveLegacyPost(deps, inbound, {
+      await exchange.serveLegacy(inbound, {
         session: request.mcpSession ?? undefined,
         headerRevision: version !== undefined && isLegacyRevision(version) ? version : undefined
       }, channel)
