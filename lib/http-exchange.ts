@@ -8,7 +8,7 @@
  * "Streamable HTTP, 2026-07-28" and "Streamable HTTP, 2025-03-26 … 2025-11-25".
  */
 import {
-  classify, encodeMessage, errorResponse, INVALID_REQUEST, INTERNAL_ERROR,
+  classify, encodeMessage, errorResponse, INVALID_REQUEST,
   type Classified, type JsonRpcErrorObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse
 } from './jsonrpc.js'
 import { modernStatus, legacyStatus, refusal, type Refusal } from './status.js'

@@ -11,10 +11,16 @@
  *   to the client as an `InputRequiredResult`; the retry's `inputResponses` answer it. A parked
  *   call never resumed is cancelled upstream after `mrtr.parkTimeout`.
  *
+ * - {@link MrtrBridge}: the bridge itself, used by the dispatcher for tools/call, prompts/get and
+ *   resources/read, and the one capability rule for questions to a client.
+ *
  * The state is bound to the request, never to a session: modern traffic stays sessionless.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
-import type { JsonObject, UpstreamQuestion } from './upstreams/types.js'
+import { errorResponse, isObject, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY, type JsonRpcErrorResponse, type JsonRpcRequest, type RequestId } from './jsonrpc.js'
+import { UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamQuestion } from './upstreams/types.js'
+import type { DispatchContext } from './dispatch-types.js'
+import type { Logger } from './log.js'
 
 /** What mcpx's requestState carries. `k: 'park'` continues a parked call; `k: 'wrap'` carries a modern upstream's own state. */
 export interface StatePayload {
@@ -141,3 +147,255 @@ export class ParkedCall {
     this.timer = undefined
   }
 }
+
+// ---- the bridge ----------------------------------------------------------------------------------
+
+/** Most MRTR rounds mcpx drives for a legacy client before giving up on an upstream that keeps asking. */
+const MAX_INPUT_ROUNDS = 16
+
+/** The client capability a server→client question needs (2025-06-18 lifecycle capability keys). */
+const QUESTION_CAPABILITY = new Map<string, string>([
+  ['elicitation/create', 'elicitation'],
+  ['sampling/createMessage', 'sampling'],
+  ['roots/list', 'roots']
+])
+
+/** Options of {@link MrtrBridge}. */
+export interface MrtrBridgeOptions {
+  /** Seals and opens mcpx's requestState. */
+  sealer: StateSealer
+  /** A parked call not resumed within this many ms is cancelled upstream (config mrtr.parkTimeout). */
+  parkTimeoutMs: number
+  /** How long a requestState mcpx issues stays valid, ms. */
+  stateTtlMs: number
+  logger: Logger
+  /** The upstream call options of a request (signal, progress, log lines, questions, `_meta`): the dispatcher's. */
+  callOptions: (request: JsonRpcRequest, ctx: DispatchContext) => UpstreamCallOptions
+}
+
+/**
+ * The MRTR bridge between eras (issue #10) for the three methods that may need client input:
+ * - a legacy client in front of a modern upstream: the upstream's `input_required` becomes real
+ *   questions on the client's connection, then an upstream retry; the client sees one call;
+ * - a modern client in front of a legacy upstream: the upstream's question parks the call and
+ *   goes back as an `InputRequiredResult`; the retry's `inputResponses` answer it;
+ * - a modern client in front of a modern upstream: the upstream's requestState is wrapped in mcpx's.
+ * It also decides, once, whether a client can be asked a question at all ({@link refusal}).
+ */
+export class MrtrBridge {
+  /** Calls parked on a question, by id (issue #10: legacy upstream, modern client). */
+  private readonly parked = new Map<string, ParkedCall>()
+  /** Capabilities a modern request's upstream asked for and the client had not declared, per request. */
+  private readonly missing = new WeakMap<DispatchContext, JsonObject>()
+
+  constructor (private readonly options: MrtrBridgeOptions) {}
+
+  /** Number of calls parked on a question, for metrics and tests. */
+  get parkedCalls (): number { return this.parked.size }
+
+  /** Cancels every parked call upstream (shutdown). */
+  close (): void {
+    for (const parked of this.parked.values()) { parked.unpark(); parked.controller.abort() }
+    this.parked.clear()
+  }
+
+  /**
+   * The one "client does not support X" rule: a question may reach a client only when it declared
+   * the capability the question needs (2025-06-18 lifecycle capability keys). For a modern request
+   * the missing capability is remembered, so its reply becomes -32021 naming it (DIGEST §6a)
+   * whatever the upstream makes of the refusal ({@link takeMissing}).
+   * @returns the error the upstream gets (-32601), or undefined when the client can be asked
+   */
+  refusal (question: UpstreamQuestion, ctx: DispatchContext): UpstreamRpcError | undefined {
+    const capability = QUESTION_CAPABILITY.get(question.method)
+    if (capability !== undefined && isObject(ctx.clientCapabilities[capability])) return undefined
+    if (ctx.era === 'modern' && capability !== undefined) this.missing.set(ctx, { ...this.missing.get(ctx), [capability]: {} })
+    return new UpstreamRpcError(METHOD_NOT_FOUND, `Client does not support ${question.method}: it declared no "${capability ?? question.method}" capability`)
+  }
+
+  /** The capabilities {@link refusal} found missing for this request (then forgotten), or undefined. */
+  takeMissing (ctx: DispatchContext): JsonObject | undefined {
+    const required = this.missing.get(ctx)
+    this.missing.delete(ctx)
+    return required
+  }
+
+  /**
+   * The three methods that may need client input (DIGEST §6f: only tools/call, prompts/get and
+   * resources/read return input_required), bridged across eras (issue #10).
+   */
+  async call (request: JsonRpcRequest, ctx: DispatchContext, name: string, invoke: (options: UpstreamCallOptions) => Promise<JsonObject>): Promise<JsonObject> {
+    if (ctx.era === 'modern') return await this.modern(request, ctx, name, invoke)
+    // Legacy client: a modern upstream's input_required becomes real questions on the client's
+    // stream (under ids mcpx mints, capability-checked by onQuestion), then an upstream retry
+    // with inputResponses and the upstream's own requestState. The client sees one call.
+    const options = this.options.callOptions(request, ctx)
+    let result = await invoke(options)
+    for (let round = 1; result.resultType === 'input_required'; round++) {
+      if (round > MAX_INPUT_ROUNDS) throw new UpstreamRpcError(INTERNAL_ERROR, `upstream asked for client input more than ${MAX_INPUT_ROUNDS} times`)
+      const ask = options.onQuestion
+      if (ask === undefined) throw new UpstreamRpcError(INTERNAL_ERROR, 'the upstream needs client input, and this connection cannot carry questions')
+      const inputResponses: JsonObject = {}
+      for (const [key, inputRequest] of Object.entries(isObject(result.inputRequests) ? result.inputRequests : {})) {
+        if (!isObject(inputRequest) || typeof inputRequest.method !== 'string') throw new UpstreamRpcError(INTERNAL_ERROR, `upstream sent a malformed inputRequests.${key}`)
+        try {
+          inputResponses[key] = await ask({ method: inputRequest.method, params: isObject(inputRequest.params) ? inputRequest.params : undefined }, ctx.signal)
+        } catch (err) {
+          if (err instanceof UpstreamRpcError) throw err
+          const code = typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : INTERNAL_ERROR
+          throw new UpstreamRpcError(code, `the client did not answer ${inputRequest.method}: ${(err as Error).message}`)
+        }
+      }
+      const extraParams: JsonObject = { inputResponses }
+      if (typeof result.requestState === 'string') extraParams.requestState = result.requestState
+      result = await invoke({ ...options, extraParams })
+    }
+    return result
+  }
+
+  /** Modern client: a fresh call, a retry continuing a parked call, or a retry of a modern upstream's own input_required. */
+  private async modern (request: JsonRpcRequest, ctx: DispatchContext, name: string, invoke: (options: UpstreamCallOptions) => Promise<JsonObject>): Promise<JsonObject> {
+    const params = request.params ?? {}
+    const inputResponses = isObject(params.inputResponses) ? params.inputResponses : {}
+    if (params.requestState !== undefined) {
+      const opened = this.options.sealer.open(params.requestState)
+      if (!opened.ok) throw new UpstreamRpcError(INVALID_PARAMS, `Invalid params: requestState is ${opened.reason === 'expired' ? 'expired' : 'not one mcpx issued (tampered or malformed)'}`)
+      const state = opened.payload
+      if (state.m !== request.method || state.n !== name) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: requestState belongs to another request (method or name differs)')
+      if (state.a !== ctx.principal) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: requestState was issued to another caller')
+      if (state.k === 'wrap') {
+        const extraParams: JsonObject = { inputResponses }
+        if (state.u !== undefined) extraParams.requestState = state.u
+        return await this.fromModernUpstream(request.method, name, await invoke({ ...this.options.callOptions(request, ctx), extraParams }), ctx)
+      }
+      const parked = state.p === undefined ? undefined : this.parked.get(state.p)
+      const pending = parked?.pending
+      if (parked === undefined || pending === undefined) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: requestState refers to a call that is no longer waiting (completed, cancelled or timed out)')
+      if (state.r !== parked.round) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: requestState was already used (replayed)')
+      parked.round++
+      const answer = inputResponses[pending.key]
+      if (!isObject(answer)) {
+        // Inputs missing on retry: answer with another InputRequiredResult rather than an error (mrtr.mdx SHOULD).
+        parked.park(this.options.parkTimeoutMs, () => this.expire(parked))
+        return this.inputRequired(parked, pending.key, pending.question, ctx)
+      }
+      parked.unpark()
+      parked.pending = undefined
+      pending.answer(answer)
+      return await this.drive(parked, request, ctx)
+    }
+    const parked = new ParkedCall(request.method, name)
+    const options = this.options.callOptions(request, ctx)
+    // A first call may carry inputResponses (a server that sends no requestState gets none back,
+    // mrtr.mdx): the upstream reads them, and ignores what it does not recognise.
+    if (params.inputResponses !== undefined) options.extraParams = { inputResponses }
+    const leg = { onProgress: options.onProgress }
+    options.signal = parked.controller.signal
+    // Progress goes to whichever leg (original request or retry) is waiting now.
+    if (options.onProgress !== undefined) options.onProgress = (p) => leg.onProgress?.(p)
+    parked.progress = leg
+    options.onQuestion = async (question) => await new Promise<JsonObject>((resolve, reject) => {
+      parked.push({ kind: 'question', question, answer: resolve, refuse: reject })
+    })
+    invoke(options).then(result => parked.push({ kind: 'result', result }), (error: unknown) => parked.push({ kind: 'error', error }))
+    return await this.drive(parked, request, ctx)
+  }
+
+  /** Waits for the parked call's next event on behalf of one modern request (a leg). */
+  private async drive (parked: ParkedCall, request: JsonRpcRequest, ctx: DispatchContext): Promise<JsonObject> {
+    if (parked.progress !== undefined) parked.progress.onProgress = this.options.callOptions(request, ctx).onProgress
+    // Seed › Closing the stream is cancellation: a leg whose client goes away cancels the upstream call.
+    const onAbort = (): void => { parked.unpark(); parked.controller.abort(); this.parked.delete(parked.id) }
+    if (ctx.signal.aborted) onAbort()
+    ctx.signal.addEventListener('abort', onAbort, { once: true })
+    try {
+      for (;;) {
+        const event = await parked.next()
+        if (event.kind === 'result') { this.parked.delete(parked.id); return await this.fromModernUpstream(parked.method, parked.name, event.result, ctx) }
+        if (event.kind === 'error') { this.parked.delete(parked.id); throw event.error }
+        // Only questions the client declared a capability for are relayed; the upstream gets an
+        // error, and the client -32021 naming the capability (handle() reads takeMissing).
+        const refused = this.refusal(event.question, ctx)
+        if (refused !== undefined) { event.refuse(refused); continue }
+        const key = parked.nextKey()
+        parked.pending = { key, question: event.question, answer: event.answer, refuse: event.refuse }
+        this.parked.set(parked.id, parked)
+        parked.park(this.options.parkTimeoutMs, () => this.expire(parked))
+        return this.inputRequired(parked, key, event.question, ctx)
+      }
+    } finally {
+      ctx.signal.removeEventListener('abort', onAbort)
+    }
+  }
+
+  private inputRequired (parked: ParkedCall, key: string, question: UpstreamQuestion, ctx: DispatchContext): JsonObject {
+    const requestState = this.seal({ k: 'park', m: parked.method, n: parked.name, p: parked.id, r: parked.round }, ctx)
+    const inputRequest: JsonObject = { method: question.method }
+    if (question.params !== undefined) inputRequest.params = withoutProgressToken(question.params)
+    return { resultType: 'input_required', inputRequests: { [key]: inputRequest }, requestState }
+  }
+
+  /** A parked call never resumed: cancel it upstream and forget it (issue #10). */
+  private expire (parked: ParkedCall): void {
+    this.options.logger.debug({ method: parked.method, name: parked.name }, 'parked call expired: cancelling upstream')
+    parked.pending?.refuse(Object.assign(new Error('the client did not answer in time'), { code: INTERNAL_ERROR }))
+    parked.pending = undefined
+    parked.controller.abort()
+    this.parked.delete(parked.id)
+  }
+
+  /**
+   * A modern client's view of an upstream result. A modern upstream's input_required passes
+   * through with its requestState wrapped in mcpx's, so the retry reaches the same upstream with
+   * the state intact.
+   */
+  private async fromModernUpstream (method: string, name: string, result: JsonObject, ctx: DispatchContext): Promise<JsonObject> {
+    if (result.resultType !== 'input_required') return result
+    // Inputs the client declared no capability for become -32021 in handle() (missingCapabilities).
+    const wrapped: JsonObject = { resultType: 'input_required' }
+    if (isObject(result.inputRequests)) wrapped.inputRequests = result.inputRequests
+    wrapped.requestState = this.seal({ k: 'wrap', m: method, n: name, ...(typeof result.requestState === 'string' ? { u: result.requestState } : {}) }, ctx)
+    return wrapped
+  }
+
+  private seal (payload: Omit<StatePayload, 'x' | 'exp' | 'a'>, ctx: DispatchContext): string {
+    return this.options.sealer.seal({ ...payload, exp: Date.now() + this.options.stateTtlMs, ...(ctx.principal !== undefined ? { a: ctx.principal } : {}) })
+  }
+}
+
+/**
+ * The client capabilities an upstream's `input_required` result needs and the request did not
+ * declare (2026-07-28 mrtr.mdx: "The server MUST NOT request inputs the client lacks the capability
+ * for"): `{ elicitation: {} }` etc., or undefined when none is missing (or the result is complete).
+ * Never throws.
+ */
+export function missingCapabilities (result: JsonObject, clientCapabilities: JsonObject): JsonObject | undefined {
+  if (result.resultType !== 'input_required' || !isObject(result.inputRequests)) return undefined
+  let required: JsonObject | undefined
+  for (const input of Object.values(result.inputRequests)) {
+    const capability = isObject(input) && typeof input.method === 'string' ? QUESTION_CAPABILITY.get(input.method) : undefined
+    if (capability !== undefined && !isObject(clientCapabilities[capability])) (required ??= {})[capability] = {}
+  }
+  return required
+}
+
+/** The -32021 error (400) naming the capabilities in `data.requiredCapabilities` (DIGEST §6a, §6e). */
+export function missingCapabilityError (id: RequestId, required: JsonObject): JsonRpcErrorResponse {
+  return errorResponse(id, MISSING_REQUIRED_CLIENT_CAPABILITY, `Missing required client capability: ${Object.keys(required).join(', ')}`, { requiredCapabilities: required })
+}
+
+/**
+ * A legacy upstream's question params without `_meta.progressToken` (and without `_meta` once it
+ * is empty). The token belongs to mcpx's own upstream connection and means nothing to the modern
+ * client the question is relayed to in an InputRequiredResult (DIGEST §6f; mrtr.mdx: an
+ * inputRequest is the question, not a request on any connection). Other `_meta` keys stay.
+ * Returns `params` itself when there is nothing to drop. Never throws.
+ */
+function withoutProgressToken (params: JsonObject): JsonObject {
+  const meta = params._meta
+  if (!isObject(meta) || !('progressToken' in meta)) return params
+  const { progressToken: _token, ...keptMeta } = meta
+  const { _meta: _omit, ...rest } = params
+  return Object.keys(keptMeta).length === 0 ? rest : { ...rest, _meta: keptMeta }
+}
+
