@@ -68,7 +68,7 @@ interface ScopeOptions { config: McpxConfig, registry: UpstreamRegistry, metrics
 const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fastify, { config, registry, metrics, authenticator }) {
   const policy = originPolicyFromConfig(config)
   await fastify.register(requestLogPlugin, { metrics })
-  await fastify.register(streamsPlugin)
+  await fastify.register(streamsPlugin, { maxStreams: config.transport.maxGetStreams })
   await fastify.register(originPlugin, { policy })
   await fastify.register(corsPlugin, { policy })
   await fastify.register(authPlugin, { authenticator })

@@ -23,7 +23,7 @@ import {
 import type { Dispatcher } from './dispatch.js'
 import type { DispatchContext } from './dispatch-types.js'
 import type { Session, SessionStore } from './sessions.js'
-import type { SseStream } from './sse.js'
+import type { SseStream, StreamSlots } from './sse.js'
 import type { Logger } from './log.js'
 
 /** What a route supplies to write one reply. */
@@ -54,27 +54,6 @@ export interface ExchangeDeps {
   maxRequestsPerSession: number
   /** The long-lived streams' cap (transport.maxGetStreams), shared with GET /mcp. */
   streamSlots: StreamSlots
-}
-
-/**
- * Counts long-lived SSE streams open at once (legacy GET notification streams and 2026-07-28
- * subscriptions/listen streams) against transport.maxGetStreams, "most streams open at once".
- * One instance per /mcp scope, shared by GET and POST. Never throws.
- */
-export class StreamSlots {
-  private open = 0
-  /** @param max the cap (transport.maxGetStreams), streams */
-  constructor (readonly max: number) {}
-  /** True when no slot is free. */
-  get full (): boolean { return this.open >= this.max }
-  /** Takes a slot; false (nothing taken) when none is free. */
-  claim (): boolean {
-    if (this.open >= this.max) return false
-    this.open++
-    return true
-  }
-  /** Gives back a slot taken by {@link claim}. */
-  release (): void { if (this.open > 0) this.open-- }
 }
 
 /** The id-less 202 acknowledgement has no body (DIGEST §3d rule 6). */
@@ -231,6 +210,7 @@ export class HttpExchange {
     }
     try {
       const stream = channel.sse()
+      deps.streamSlots.track('listen', stream)
       const listen = new Listen(deps.dispatcher, deps.hub, deps.logger, request.id, checked.filter, (n) => { stream.send(n) })
       // Subscribed upstream before the acknowledgement: what the ack promises is delivered from then on.
       await listen.subscribeUpstream()

@@ -2,9 +2,13 @@
  * Server-Sent Events framing for /mcp (DIGEST §3d rules 7–12, §6c rule 9). Events carry no ids
  * (mcpx offers no resumption: seed › 2026-07-28 › "No Last-Event-ID, no SSE event ids"). Each
  * stream sends a `:` comment every keep-alive interval, so proxies keep it open.
+ *
+ * {@link StreamSlots} is the one tracker of long-lived streams (legacy GET streams and
+ * 2026-07-28 `subscriptions/listen` streams): their cap, their count and their end at shutdown.
  */
 import type { ServerResponse } from 'node:http'
 import { encodeMessage, type JsonRpcMessage } from './jsonrpc.js'
+import type { MessageSink } from './peer.js'
 
 /** Headers of every SSE response mcpx sends. `X-Accel-Buffering: no` stops nginx buffering it. */
 export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
@@ -25,7 +29,7 @@ export function sseEvent (message: JsonRpcMessage | JsonRpcMessage[]): string {
  * An open SSE response. Owns its keep-alive timer (unref'd) and stops writing once the
  * response is closed from either side.
  */
-export class SseStream {
+export class SseStream implements MessageSink {
   private timer: NodeJS.Timeout | undefined
   private ended = false
   /** Resolves when the stream is closed, by us or by the peer. */
@@ -40,8 +44,7 @@ export class SseStream {
   constructor (private readonly res: ServerResponse, keepAliveMs: number, extraHeaders: Record<string, string | number | string[]> = {}) {
     this.closed = new Promise(resolve => { this.resolveClosed = resolve })
     // setHeader, not writeHead(status, headers): headers given only to writeHead are invisible to
-    // res.getHeader(), and mcpx-streams recognises an open stream by its content-type when it ends
-    // streams at shutdown (without this a listen stream held app.close() open).
+    // res.getHeader() (and to Fastify's onSend/onResponse consumers of the raw response).
     for (const [name, value] of Object.entries({ ...extraHeaders, ...SSE_HEADERS })) res.setHeader(name, value)
     res.writeHead(200)
     res.flushHeaders()
@@ -55,7 +58,10 @@ export class SseStream {
   /** True once closed. */
   get isClosed (): boolean { return this.ended }
 
-  /** Writes one message as an event; a no-op once closed. Returns false when it was not written. */
+  /**
+   * Writes one message as an event; a no-op once closed. Returns false when it was not written.
+   * (Issue #20: `res.write`'s backpressure return value is where a high-water mark would start.)
+   */
   send (message: JsonRpcMessage | JsonRpcMessage[]): boolean {
     if (this.ended) return false
     this.res.write(sseEvent(message))
@@ -69,6 +75,20 @@ export class SseStream {
     this.finish()
   }
 
+  /**
+   * Ends the stream at shutdown: its final chunk (a clean end, not a reset), then its connection,
+   * since an idle keep-alive socket would hold the HTTP server's close. Resolves once the response
+   * has closed. Never rejects.
+   */
+  async shutdown (): Promise<void> {
+    if (this.res.writableEnded || this.res.destroyed) return
+    const socket = this.res.socket
+    await new Promise<void>(resolve => {
+      this.res.once('close', () => resolve())
+      this.res.end(() => { socket?.end() })
+    })
+  }
+
   private finish (): void {
     if (this.timer !== undefined) clearInterval(this.timer)
     this.timer = undefined
@@ -76,5 +96,54 @@ export class SseStream {
       this.ended = true
     }
     this.resolveClosed()
+  }
+}
+
+/** Kinds of long-lived streams. */
+export type StreamKind = 'get' | 'listen'
+
+/**
+ * The long-lived SSE streams of one /mcp scope (legacy GET notification streams and 2026-07-28
+ * subscriptions/listen streams): one cap for both, transport.maxGetStreams, "most streams open at
+ * once"; a count per kind (metrics); and their end at shutdown. One instance per scope (the
+ * mcpx-streams plugin), shared by GET and POST. Never throws.
+ */
+export class StreamSlots {
+  private claimed = 0
+  private readonly open: Record<StreamKind, Set<SseStream>> = { get: new Set(), listen: new Set() }
+  /** @param max the cap (transport.maxGetStreams), streams */
+  constructor (readonly max: number) {}
+  /** True when no slot is free. */
+  get full (): boolean { return this.claimed >= this.max }
+  /** Takes a slot; false (nothing taken) when none is free. */
+  claim (): boolean {
+    if (this.claimed >= this.max) return false
+    this.claimed++
+    return true
+  }
+
+  /** Gives back a slot taken by {@link claim}. */
+  release (): void { if (this.claimed > 0) this.claimed-- }
+
+  /** Records an open stream (in a claimed slot) until it closes. */
+  track (kind: StreamKind, stream: SseStream): void {
+    const set = this.open[kind]
+    set.add(stream)
+    void stream.closed.then(() => set.delete(stream))
+  }
+
+  /** Open streams of a kind. */
+  count (kind: StreamKind): number {
+    let n = 0
+    for (const stream of this.open[kind]) if (!stream.isClosed) n++
+    return n
+  }
+
+  /** Ends every open stream ({@link SseStream.shutdown}); resolves with how many, once all have closed. */
+  async shutdown (): Promise<number> {
+    const ending: Array<Promise<void>> = []
+    for (const set of Object.values(this.open)) for (const stream of set) if (!stream.isClosed) ending.push(stream.shutdown())
+    await Promise.all(ending)
+    return ending.length
   }
 }

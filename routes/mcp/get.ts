@@ -40,6 +40,7 @@ const getRoute: FastifyPluginAsync<McpRouteDeps> = async function (fastify, opts
       if (claim === 'unavailable') return sendRefusal(reply, storeUnavailable)
       if (claim === 'busy' || stream === undefined) return sendRefusal(reply, refusal(GET_REFUSAL.busy))
       const open = stream
+      slots.track('get', open)
       const remove = fastify.mcp.hub.add({ lists: ALL_LISTS, uris: session.subscriptions, send: (n) => { open.send(n) } })
       await open.closed
       remove()

@@ -9,7 +9,6 @@ import type { FastifyPluginAsync, FastifyError } from 'fastify'
 import { parseBody } from '../../lib/jsonrpc.js'
 import { requestIdOf } from '../../lib/inbound.js'
 import { frameworkRefusal, refusal } from '../../lib/status.js'
-import { StreamSlots } from '../../lib/http-exchange.js'
 import { readAccept } from '../../lib/accept.js'
 import { sendRefusal } from '../../plugins/send-refusal.js'
 import type { McpRoutesOptions } from './options.js'
@@ -87,8 +86,8 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
     if (reply.sent || reply.raw.headersSent) return
     sendRefusal(reply, refused)
   })
-  // One cap for every long-lived stream of this scope: GET streams and subscriptions/listen streams.
-  const streamSlots = new StreamSlots(opts.maxGetStreams)
+  // One cap for every long-lived stream of this scope: GET streams and subscriptions/listen streams (mcpx-streams).
+  const streamSlots = fastify.mcpStreams
   await fastify.register(postRoute, { ...opts, streamSlots })
   await fastify.register(getRoute, { ...opts, streamSlots })
   await fastify.register(deleteRoute, opts)

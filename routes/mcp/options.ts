@@ -2,7 +2,7 @@
  * The options of the /mcp routes' scope, in their own module so that index.ts (the scope) and
  * get.ts/post.ts (its routes) both import them without importing each other.
  */
-import type { StreamSlots } from '../../lib/http-exchange.js'
+import type { StreamSlots } from '../../lib/sse.js'
 
 export interface McpRoutesOptions {
   maxBodyBytes: number
