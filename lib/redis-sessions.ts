@@ -11,8 +11,9 @@
  * request, so nothing in mcpx times sessions out. `{<sid>}` is a hash tag: a session's keys
  * share a cluster slot, so each script below touches one slot.
  *
- * Live objects (GET streams, AbortControllers of in-flight requests, question resolvers) stay in
- * the replica that holds them. Replicas reach each other over pub/sub, one subscriber connection
+ * Live objects (GET streams, and each session's lib/peer.ts Peer: its requests in flight and the
+ * questions they asked) stay in the replica that holds them; this store only relays cancellations
+ * and answers to that replica's Peer, it does not re-implement them. Replicas reach each other over pub/sub, one subscriber connection
  * per replica, two channels each:
  *   `<prefix>bus`        every replica: session ended, cancellation, subscription added/removed,
  *                        upstream change events (list_changed, resources/updated)
@@ -30,6 +31,10 @@
  * Redis faults: commands fail fast (no offline queue, `commandTimeout`), every method reports
  * `unavailable` instead of throwing (the HTTP face answers 503), ioredis reconnects on its own,
  * and 'error' events are logged, never thrown.
+ *
+ * Length (~590 lines, over the ~500 house bound): the store's eight Lua scripts (about 70 lines,
+ * with their KEYS/ARGV contracts) sit beside the methods that run them, so each script and its
+ * caller are read together; the methods themselves are short.
  */
 import { randomBytes } from 'node:crypto'
 import type { EventEmitter } from 'node:events'
