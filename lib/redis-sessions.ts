@@ -32,7 +32,7 @@
  * `unavailable` instead of throwing (the HTTP face answers 503), ioredis reconnects on its own,
  * and 'error' events are logged, never thrown.
  *
- * Length (~590 lines, over the ~500 house bound): the store's eight Lua scripts (about 70 lines,
+ * Length (~580 lines, over the ~500 house bound): the store's eight Lua scripts (about 70 lines,
  * with their KEYS/ARGV contracts) sit beside the methods that run them, so each script and its
  * caller are read together; the methods themselves are short.
  */
