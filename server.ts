@@ -42,14 +42,19 @@ function rawResponse (refused: ReturnType<typeof refusal>): string {
  * closed (issue #20 › Connection timeouts). Nothing is written once a response has begun on the
  * socket (an early refusal while the body still trickles): it is closed. Never throws.
  */
-function answerClientError (err: NodeJS.ErrnoException, socket: Socket): void {
-  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage
-  if (!socket.writable || inFlight?.headersSent === true) { socket.destroy(); return }
+function answerClientError (this: FastifyInstance, err: NodeJS.ErrnoException, socket: Socket): void {
+  // Node's in-flight ServerResponse on this socket: set once a request head was parsed, until its response finished.
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-    if (socket.bytesRead === 0) socket.destroy()
+    const kind = socket.bytesRead === 0 ? 'silent' : inFlight != null ? 'body' : 'head'
+    // Bound to the daemon's instance by Fastify; mcpxMetrics exists once the plugin registered.
+    if (this.hasDecorator('mcpxMetrics')) this.mcpxMetrics.connectionTimedOut(kind)
+    this.log.debug({ kind, remoteAddress: socket.remoteAddress }, 'connection timed out sending its request')
+    if (kind === 'silent' || !socket.writable || inFlight?.headersSent === true) socket.destroy()
     else socket.end(REQUEST_TIMEOUT)
     return
   }
+  if (!socket.writable || inFlight?.headersSent === true) { socket.destroy(); return }
   socket.end(err.code === 'HPE_HEADER_OVERFLOW' ? HEADERS_TOO_LARGE : BAD_REQUEST)
 }
 

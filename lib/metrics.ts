@@ -61,7 +61,15 @@ export interface McpxMetrics {
   instrument: (upstreams: UpstreamRegistry) => UpstreamRegistry
   /** Lets the /mcp scope report its sessions and streams (called once, at registration). */
   bindScope: (gauges: ScopeGauges) => void
+  /** Counts one connection the daemon cut for sending its request too slowly (issue #20). Never throws. */
+  connectionTimedOut: (kind: ConnectionTimeoutKind) => void
 }
+
+/**
+ * Why a connection was cut: `silent` sent no byte within transport.headersTimeout (closed),
+ * `head` did not finish its request head in time (408), `body` did not finish its body (408).
+ */
+export type ConnectionTimeoutKind = 'silent' | 'head' | 'body'
 
 /**
  * The upstream that serves a prefixed tool or prompt name, where it can be told from the name:
@@ -130,6 +138,12 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
       this.set({ kind: 'listen' }, scope?.streams('listen') ?? 0)
     }
   })
+  const connectionTimeouts = new Counter({
+    name: 'mcpx_connection_timeouts_total',
+    help: 'Connections cut for sending a request too slowly (transport.headersTimeout, bodyTimeout), by kind: silent, head, body',
+    labelNames: ['kind'] as const,
+    registers
+  })
   const seenRestarts = new Map<string, number>()
   new Counter({
     name: 'mcpx_upstream_restarts_total',
@@ -196,6 +210,7 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
         }
       })
     },
-    bindScope (gauges) { scope = gauges }
+    bindScope (gauges) { scope = gauges },
+    connectionTimedOut (kind) { connectionTimeouts.inc({ kind }) }
   }
 }

@@ -126,6 +126,14 @@ t.test('all/limits/long-call-and-get-stream-outlive-timeouts', async t => {
   t.equal(await stream.ended, 'error', 'the stream ends only when the client leaves')
 })
 
+t.test('all/limits/connection-timeouts-counted', async t => {
+  const text = await (await fetch(`${daemon.base}/metrics`)).text()
+  const count = (kind: string): number => Number(new RegExp(`^mcpx_connection_timeouts_total\\{kind="${kind}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0)
+  t.ok(count('silent') >= 500, `silent connections counted (${count('silent')})`)
+  t.ok(count('head') >= 1, `the partial head counted (${count('head')})`)
+  t.ok(count('body') >= 1, `the trickled body counted (${count('body')})`)
+})
+
 t.test('all/limits/timeouts-leave-no-error-in-the-log', async t => {
   const errors = daemon.lines.filter(line => typeof line.level === 'number' && line.level >= 50)
   t.same(errors, [], 'no error or fatal line was logged for the hostile peers')
