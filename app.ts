@@ -21,6 +21,7 @@ import { loadConfig, type McpxConfig, type McpxConfigInput } from './lib/config.
 import { originPolicyFromConfig } from './lib/origin.js'
 import { createAuthenticator, type Authenticator } from './lib/authenticate.js'
 import { PRM_WELL_KNOWN } from './lib/oauth/metadata.js'
+import { createUpstreamHeaderProvider } from './lib/oauth/upstream-credentials.js'
 import protectedResourceRoutes from './routes/oauth/protected-resource.js'
 import { createRegistry, startUpstreams } from './lib/upstreams/registry.js'
 import type { UpstreamRegistry } from './lib/upstreams/types.js'
@@ -102,7 +103,9 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
   let registry = opts.registry
   if (registry === undefined) {
     const upstreamLog = fastify.log.child({ component: 'upstreams' })
-    const owned = createRegistry(config.upstreams, { logger: upstreamLog, defaultTimeoutMs: config.upstreamTimeout })
+    // mcpx's own credentials to HTTP upstreams with an `auth` (issue #16), through the registry's header seam.
+    const headerProvider = createUpstreamHeaderProvider(config.upstreams, upstreamLog)
+    const owned = createRegistry(config.upstreams, { logger: upstreamLog, defaultTimeoutMs: config.upstreamTimeout, ...(headerProvider !== undefined ? { headerProvider } : {}) })
     registry = owned
     fastify.addHook('onClose', async function closeUpstreams () { await owned.close() })
     // Bounded (well under Fastify's 10 s pluginTimeout): a silent or slow upstream must not keep

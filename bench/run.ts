@@ -12,6 +12,9 @@
  *   8 mcpx legacy  legacy sessions (2025-11-25) → a v1-SDK stdio server (bench/v1-stdio-upstream.ts)
  *   9 supergateway the same load, supergateway 4 (stdio → Streamable HTTP, --stateful) in front of the same server
  *  10 mcp-proxy    the same load, mcp-proxy 6 (--server stream) in front of the same server
+ *  11 static token as 3, each request with a static bearer token (auth.tokens)
+ *  12 OAuth JWT    as 3, each request with an RS256 at+jwt access token (auth.oauth, JWKS cached);
+ *                  11 and 12 share one daemon; also mcpx's JWT validation alone, in process, µs/token
  *
  * The load generator (autocannon, or the stdio client) runs in this process; every server runs in
  * its own child process (its own process group, its output in a log file under the run's temp
@@ -34,6 +37,7 @@ import {
 import { stdioLoad } from './stdio-load.js'
 import { measureMemory, type MemoryFigures } from './memory.js'
 import { INITIALIZED_BODY, INITIALIZE_BODY, LEGACY_BODY, MODERN_BODY, MODERN_HEADERS, legacyHeaders } from './wire.js'
+import { startBenchIssuer, verificationCostUs } from './auth.js'
 
 const { values: flags } = parseArgs({
   options: {
@@ -74,9 +78,9 @@ const LOAD_AT_START = loadAverage1m()
 const wanted = (n: number): boolean => ONLY === undefined || ONLY.has(String(n))
 
 /** Writes an mcpx config file for a daemon on `port` (or for `serve`), returning its path. */
-function writeConfig (name: string, port: number, upstream: Record<string, unknown>, transport: Record<string, unknown> = {}): string {
+function writeConfig (name: string, port: number, upstream: Record<string, unknown>, transport: Record<string, unknown> = {}, auth?: Record<string, unknown>): string {
   const file = join(LOG_DIR, `${name}.json`)
-  writeFileSync(file, JSON.stringify({ daemon: { address: `127.0.0.1:${port}` }, transport, upstreams: { fixture: upstream } }, null, 2))
+  writeFileSync(file, JSON.stringify({ daemon: { address: `127.0.0.1:${port}` }, transport, upstreams: { fixture: upstream }, ...(auth !== undefined ? { auth } : {}) }, null, 2))
   return file
 }
 
@@ -108,6 +112,7 @@ async function sanity (label: string, port: number, headers: Record<string, stri
 
 const rows = new Map<number, Row>()
 let memory: MemoryFigures | undefined
+let jwtValidation: { firstUs: number, repeatUs: number } | undefined
 const base = { connections: CONNECTIONS, durationS: DURATION_S, warmupS: WARMUP_S, check: echoCheck() }
 
 async function scenarioCeiling (): Promise<void> {
@@ -180,6 +185,33 @@ async function scenarioHttpUpstream (): Promise<void> {
       rows.set(5, await httpLoad({ ...base, serverPgid: child.pid, scenario: `5 mcpx modern → ${HTTP_UPSTREAM === 'fixture' ? 'fixture' : 'SDK peer'} (HTTP)`, url: `http://127.0.0.1:${port}/mcp`, headers: MODERN_HEADERS, body: MODERN_BODY }))
     } finally { await child.stop() }
   } finally { await upstream.child.stop() }
+}
+
+/** 11 and 12: one daemon with a static token and OAuth; the same modern call with each credential. */
+async function scenarioAuth (): Promise<void> {
+  const port = await freePort()
+  const resource = `http://127.0.0.1:${port}/mcp`
+  const issuer = await startBenchIssuer(resource)
+  const staticToken = `bench-static-${'x'.repeat(32)}`
+  process.env.MCPX_BENCH_STATIC_TOKEN = staticToken
+  const config = writeConfig('mcpx-auth', port, STDIO_UPSTREAM, {}, {
+    tokens: [{ name: 'bench', tokenEnv: 'MCPX_BENCH_STATIC_TOKEN' }],
+    oauth: { issuer: issuer.issuer, resource, jwksUri: issuer.jwksUri, requiredScopes: ['mcp:tools'] }
+  })
+  const child = await startDaemon('11-12-mcpx-auth', config, port)
+  const url = `http://127.0.0.1:${port}/mcp`
+  try {
+    for (const [n, label, token] of [[11, '11 mcpx modern, static bearer token', staticToken], [12, '12 mcpx modern, OAuth JWT (JWKS cached)', issuer.token]] as const) {
+      if (!wanted(n)) continue
+      const headers = { ...MODERN_HEADERS, authorization: `Bearer ${token}` }
+      await sanity(label, port, headers, MODERN_BODY)
+      rows.set(n, await httpLoad({ ...base, serverPgid: child.pid, scenario: label, url, headers, body: MODERN_BODY }))
+    }
+    if (wanted(12)) jwtValidation = await verificationCostUs(issuer, resource)
+  } finally {
+    await child.stop()
+    issuer.close()
+  }
 }
 
 async function scenarioStdio (): Promise<void> {
@@ -341,6 +373,11 @@ function report (startedAt: Date, elapsedS: number): string {
     lines.push(goal('8/9 req/s (against supergateway)', quotient(r(8)?.rps, r(9)?.rps), v => v >= 3, '≥ 3'))
     lines.push(goal('8/10 req/s (against mcp-proxy)', quotient(r(8)?.rps, r(10)?.rps), v => v >= 3, '≥ 3'))
   }
+  ratio(12, 11, 'OAuth JWT vs static token')
+  const r11 = rows.get(11)
+  const r12 = rows.get(12)
+  if (r11?.serverCpuUs !== undefined && r12?.serverCpuUs !== undefined) lines.push(`auth (12−11): an OAuth JWT costs ${fmt(r12.serverCpuUs - r11.serverCpuUs, 0)} µs more server CPU per request than a static token`)
+  if (jwtValidation !== undefined) lines.push(`auth: mcpx's JWT validation alone (RS256, cached JWKS, in process, CPU µs per request; target ≤ 40): ${fmt(jwtValidation.firstUs, 1)} for a token's first request (signature), ${fmt(jwtValidation.repeatUs, 1)} for its later ones (verdict cache)`)
   if (memory !== undefined) {
     lines.push('')
     lines.push(`memory (7): daemon RSS ${mib(memory.baselineRssBytes)} → ${mib(memory.afterSessionsRssBytes)} after ${memory.sessions} idle legacy sessions (minted in ${memory.mintSeconds.toFixed(1)} s) → ${mib(memory.afterStreamsRssBytes)} after ${memory.streams} open GET streams; errors ${memory.errors}`)
@@ -361,6 +398,7 @@ async function main (): Promise<number> {
   if (wanted(6)) await scenarioStdio()
   if (wanted(7)) await scenarioMemory()
   if (wanted(8) || wanted(9) || wanted(10)) await scenarioPeerProxies()
+  if (wanted(11) || wanted(12)) await scenarioAuth()
   const text = report(startedAt, (performance.now() - t0) / 1000)
   process.stdout.write(text + '\n')
   if (flags.out !== undefined) writeFileSync(flags.out, text + '\n')

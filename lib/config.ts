@@ -18,6 +18,25 @@ import { issuerProblem, resourceProblem } from './oauth/metadata.js'
 
 const DURATION = { anyOf: [{ type: 'number', minimum: 0 }, { type: 'string', pattern: '^\\s*\\d+(\\.\\d+)?\\s*(ms|s|m|h)?\\s*$' }] }
 
+/** The token endpoint and client of an HTTP upstream's own credentials (issue #16 › Outbound). */
+const UPSTREAM_CLIENT = {
+  issuer: { type: 'string', pattern: '^https?://', description: 'authorization server; its token_endpoint is discovered (RFC 8414, then OIDC)' },
+  tokenUrl: { type: 'string', pattern: '^https?://', description: 'token endpoint (instead of issuer)' },
+  clientId: { type: 'string', minLength: 1 },
+  clientSecretEnv: { type: 'string', minLength: 1, description: 'environment variable holding the client secret' },
+  clientSecretFile: { type: 'string', minLength: 1, description: 'file whose first line is the client secret' },
+  scope: { type: 'string' },
+  resource: { type: 'string', pattern: '^https?://', description: 'RFC 8707 resource indicator of the upstream' }
+}
+
+/** `upstreams.<name>.auth`: mcpx's own credentials to an HTTP upstream. */
+const UPSTREAM_AUTH = {
+  oneOf: [
+    { type: 'object', additionalProperties: false, required: ['type', 'clientId'], properties: { type: { const: 'client_credentials' }, ...UPSTREAM_CLIENT } },
+    { type: 'object', additionalProperties: false, required: ['type', 'clientId'], properties: { type: { const: 'token_exchange' }, audience: { type: 'string', minLength: 1 }, ...UPSTREAM_CLIENT } }
+  ]
+}
+
 /** The config JSON Schema. Every numeric field's description states its unit. */
 export const CONFIG_SCHEMA = {
   $id: 'https://mcpx.dev/config.schema.json',
@@ -174,6 +193,7 @@ export const CONFIG_SCHEMA = {
               url: { type: 'string', pattern: '^https?://[^/?#@]+([/?#].*)?$', description: 'http(s) URL of the upstream, without user:password@ (use headers)' },
               // Header values: HTAB, SP and visible ASCII only (lib/header-values.ts's set; no CR/LF, no obs-text).
               headers: { type: 'object', additionalProperties: { type: 'string', pattern: '^[\\t\\x20-\\x7e]*$' } },
+              auth: UPSTREAM_AUTH,
               prefix: { type: 'string' },
               timeout: DURATION,
               legacyConnection: {

@@ -35,6 +35,8 @@ export interface DispatchContext {
    * the state SHOULD bind the principal).
    */
   principal?: string
+  /** The caller's Principal itself (lib/principal.ts; issue #16): passed to upstream calls as their `principal`. */
+  caller?: unknown
   /** Legacy only: resource subscriptions of this connection/session (resources/subscribe adds, unsubscribe removes). */
   subscriptions?: SubscriptionSet
 }

@@ -40,6 +40,8 @@ export interface PostChannel {
   onDisconnect (fn: () => void): void
   /** The caller's opaque identity (lib/principal.ts Principal.key, made once by mcpx-auth), if any. */
   readonly principal?: string
+  /** The caller's Principal itself (issue #16), handed to upstream header providers (token exchange). */
+  readonly caller?: unknown
 }
 
 /** Shared state of the HTTP face. */
@@ -184,6 +186,7 @@ export class HttpExchange {
     channel.onDisconnect(() => entry.controller.abort())
     const responder = new Responder(channel)
     const ctx = modernContext(inbound.meta, entry.controller.signal, scopedNotify(entry, responder), channel.principal)
+    if (channel.caller !== undefined) ctx.caller = channel.caller // per-caller upstream credentials (issue #16)
     const response = await this.deps.dispatcher.handle(request, ctx)
     if (entry.controller.signal.aborted) { responder.abandon(); return } // nothing is written after a cancel
     const status = modernStatus('error' in response ? response.error : undefined)
@@ -302,6 +305,7 @@ export class HttpExchange {
       ask: async (question, signal) => await peer.ask(question, signal, route),
       subscriptions: session === undefined ? undefined : deps.sessions.subscriptionsOf(session)
     })
+    if (channel.caller !== undefined) ctx.caller = channel.caller // per-caller upstream credentials (issue #16)
     try {
       const response = await deps.dispatcher.handle(request, ctx)
       if (entry.cancelled) return { kind: 'withheld' }

@@ -6,6 +6,7 @@
  * refresh (same issuer and subject, new token) and refuses another subject.
  */
 import { createHash } from 'node:crypto'
+import type { Secret } from './secret.js'
 
 /** Fields every principal has. */
 interface PrincipalBase {
@@ -31,6 +32,8 @@ export interface OAuthPrincipal extends PrincipalBase {
   readonly clientId?: string
   /** Every claim of the token (or introspection response), frozen. */
   readonly claims: Readonly<Record<string, unknown>>
+  /** The access token itself, for RFC 8693 exchange at the authorization server only (prints as [redacted]). */
+  readonly token?: Secret
 }
 
 /** A caller authenticated by a configured static token: named (`auth.tokens`) or a legacy `bearerTokens*` one. */
@@ -56,8 +59,9 @@ function keyOf (id: string): string {
  * The principal of a verified OAuth access token. Never throws.
  * @param claims the verified claims; `iss` and `sub` must be strings (the verifier checked them)
  * @param scopes the granted scopes, already split
+ * @param token the access token, kept for token exchange (never printed)
  */
-export function oauthPrincipal (claims: Record<string, unknown>, scopes: readonly string[]): OAuthPrincipal {
+export function oauthPrincipal (claims: Record<string, unknown>, scopes: readonly string[], token?: Secret): OAuthPrincipal {
   const issuer = String(claims.iss)
   const subject = String(claims.sub)
   const clientId = typeof claims.client_id === 'string' ? claims.client_id : typeof claims.azp === 'string' ? claims.azp : undefined
@@ -71,7 +75,8 @@ export function oauthPrincipal (claims: Record<string, unknown>, scopes: readonl
     subject,
     ...(clientId !== undefined ? { clientId } : {}),
     scopes: Object.freeze([...scopes]),
-    claims: Object.freeze({ ...claims })
+    claims: Object.freeze({ ...claims }),
+    ...(token !== undefined ? { token } : {})
   })
 }
 

@@ -8,10 +8,9 @@
  * tolerance, and a subject. Any other token is introspected (RFC 7662) when introspection is
  * configured, else refused. The verdict never carries token text.
  */
-import { createHash } from 'node:crypto'
 import { errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose'
 import type { Logger } from '../log.js'
-import type { Secret } from '../secret.js'
+import { Secret } from '../secret.js'
 import { oauthPrincipal, scopesOf, type OAuthPrincipal } from '../principal.js'
 import { createKeyResolver, KeysUnavailableError } from './jwks.js'
 import { issuerMetadataUrls } from './metadata.js'
@@ -65,9 +64,33 @@ const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256
 /** Three base64url segments (the signature may be empty, as in `alg: none`). */
 const JWS_COMPACT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/
 
-/** Most introspection verdicts kept; they live until the token expires, at most {@link INTROSPECTION_CACHE_MS}. */
-const INTROSPECTION_CACHE_SIZE = 10_000
+/** Most accepted tokens remembered (oldest dropped first): a client reuses its token for many requests. */
+const VERDICT_CACHE_SIZE = 10_000
+/** An accepted JWT is remembered until it expires, at most this long, ms (a key removed from the JWKS stops counting within it). */
+const JWT_CACHE_MS = 300_000
+/** An introspected token is remembered until it expires, at most this long, ms (a revoked token is refused within it). */
 const INTROSPECTION_CACHE_MS = 60_000
+
+/**
+ * Accepted tokens and their verdicts, keyed by the whole token text, each until a deadline.
+ * Bounded: past {@link VERDICT_CACHE_SIZE} the oldest entry goes. Never throws.
+ */
+class VerdictCache {
+  readonly #entries = new Map<string, { verdict: TokenVerdict, untilMs: number }>()
+
+  get (token: string, now: number): TokenVerdict | undefined {
+    const hit = this.#entries.get(token)
+    if (hit === undefined) return undefined
+    if (now < hit.untilMs) return hit.verdict
+    this.#entries.delete(token)
+    return undefined
+  }
+
+  set (token: string, verdict: TokenVerdict, untilMs: number): void {
+    if (this.#entries.size >= VERDICT_CACHE_SIZE) this.#entries.delete(this.#entries.keys().next().value as string)
+    this.#entries.set(token, { verdict, untilMs })
+  }
+}
 
 /** Maps jose's errors to a reason. Never throws. */
 function reasonOf (err: unknown): InvalidTokenReason {
@@ -114,7 +137,7 @@ export class OAuthVerifier {
   readonly #clockToleranceSec: number
   #metadata: Promise<Record<string, unknown>> | undefined
   #metadataFailedAt = -Infinity
-  readonly #introspected = new Map<string, { verdict: TokenVerdict, untilMs: number }>()
+  readonly #accepted = new VerdictCache()
 
   constructor (options: OAuthVerifierOptions) {
     this.#options = options
@@ -139,6 +162,11 @@ export class OAuthVerifier {
   }
 
   async #verifyJwt (token: string): Promise<TokenVerdict> {
+    // A client sends the same token for many requests: the signature is checked once, then the
+    // verdict is remembered until the token expires (plus the tolerance), at most JWT_CACHE_MS.
+    const now = Date.now()
+    const known = this.#accepted.get(token, now)
+    if (known !== undefined) return known
     let payload: JWTPayload
     let typ: unknown
     try {
@@ -157,24 +185,22 @@ export class OAuthVerifier {
       return { kind: 'invalid', reason }
     }
     if (!typeAccepted(typ)) return { kind: 'invalid', reason: 'type' }
-    return this.#principal(payload as Record<string, unknown>)
+    const verdict = this.#principal(payload as Record<string, unknown>, token)
+    if (verdict.kind === 'ok') this.#accepted.set(token, verdict, Math.min((payload.exp as number) * 1000 + this.#options.clockToleranceMs, now + JWT_CACHE_MS))
+    return verdict
   }
 
-  #principal (claims: Record<string, unknown>): TokenVerdict {
+  #principal (claims: Record<string, unknown>, token: string): TokenVerdict {
     const subject = subjectOf(claims)
     if (subject === undefined) return { kind: 'invalid', reason: 'claims' }
-    return { kind: 'ok', principal: oauthPrincipal({ ...claims, iss: this.#options.issuer, sub: subject }, scopesOf(claims)) }
+    return { kind: 'ok', principal: oauthPrincipal({ ...claims, iss: this.#options.issuer, sub: subject }, scopesOf(claims), new Secret(token)) }
   }
 
   /** RFC 7662 §2: POST token=…; the client authenticates with HTTP Basic (RFC 6749 §2.3.1). */
   async #introspect (token: string): Promise<TokenVerdict> {
-    const cacheKey = createHash('sha256').update(token).digest('base64url')
     const now = Date.now()
-    const hit = this.#introspected.get(cacheKey)
-    if (hit !== undefined) {
-      if (hit.untilMs > now) return hit.verdict
-      this.#introspected.delete(cacheKey)
-    }
+    const known = this.#accepted.get(token, now)
+    if (known !== undefined) return known
     const { url, clientId, clientSecret } = this.#options.introspection as NonNullable<OAuthVerifierOptions['introspection']>
     let body: Record<string, unknown>
     try {
@@ -191,16 +217,15 @@ export class OAuthVerifier {
       this.#options.logger.warn({ err, url }, 'oauth: token introspection failed')
       return { kind: 'invalid', reason: 'unavailable' }
     }
-    const verdict = this.#judgeIntrospection(body, now)
+    const verdict = this.#judgeIntrospection(body, now, token)
     if (verdict.kind === 'ok') {
       const expMs = typeof body.exp === 'number' ? body.exp * 1000 : Infinity
-      if (this.#introspected.size >= INTROSPECTION_CACHE_SIZE) this.#introspected.delete(this.#introspected.keys().next().value as string)
-      this.#introspected.set(cacheKey, { verdict, untilMs: Math.min(expMs, now + INTROSPECTION_CACHE_MS) })
+      this.#accepted.set(token, verdict, Math.min(expMs, now + INTROSPECTION_CACHE_MS))
     }
     return verdict
   }
 
-  #judgeIntrospection (body: Record<string, unknown>, now: number): TokenVerdict {
+  #judgeIntrospection (body: Record<string, unknown>, now: number, token: string): TokenVerdict {
     const tolerance = this.#options.clockToleranceMs
     if (body.active !== true) return { kind: 'invalid', reason: 'inactive' }
     if (body.iss !== undefined && body.iss !== this.#options.issuer) return { kind: 'invalid', reason: 'issuer' }
@@ -210,7 +235,7 @@ export class OAuthVerifier {
     }
     if (typeof body.exp === 'number' && body.exp * 1000 + tolerance <= now) return { kind: 'invalid', reason: 'expired' }
     if (typeof body.nbf === 'number' && body.nbf * 1000 - tolerance > now) return { kind: 'invalid', reason: 'notYetValid' }
-    return this.#principal(body)
+    return this.#principal(body, token)
   }
 
   /** Starts discovery early (when jwksUri is not configured), so the first request does not wait. Never throws. */

@@ -29,6 +29,22 @@ function lowercased (headers: Record<string, string> | undefined): Record<string
   return out
 }
 
+/**
+ * The SDK transport's `authProvider` for the connection's own traffic (handshake, GET and listen
+ * streams): the header provider asked with `own: true`, its `authorization` as the bearer token;
+ * after a 401 it is asked again with `afterUnauthorized` and the SDK retries once.
+ */
+function ownTrafficAuth (upstream: string, provider: UpstreamHeaderProvider): { token: () => Promise<string | undefined>, onUnauthorized: () => Promise<void> } {
+  const bearer = (headers: Record<string, string> | undefined): string | undefined => {
+    const value = headers?.authorization ?? headers?.Authorization
+    return value === undefined ? undefined : value.replace(/^Bearer\s+/i, '')
+  }
+  return {
+    token: async () => bearer(await provider({ upstream, principal: undefined, own: true, afterUnauthorized: false })),
+    onUnauthorized: async () => { await provider({ upstream, principal: undefined, own: true, afterUnauthorized: true }) }
+  }
+}
+
 /** The SDK Streamable HTTP transport plus a lean POST path for calls (see module comment). */
 export class HttpUpstreamTransport extends StreamableHTTPClientTransport {
   private readonly pool: Pool
@@ -43,7 +59,7 @@ export class HttpUpstreamTransport extends StreamableHTTPClientTransport {
    * @param headerProvider per-call headers (see UpstreamHeaderProvider), or undefined
    */
   constructor (url: URL, headers: Record<string, string> | undefined, readonly upstream: string, readonly headerProvider: UpstreamHeaderProvider | undefined) {
-    super(url, { requestInit: { headers: headers ?? {} } })
+    super(url, { requestInit: { headers: headers ?? {} }, ...(headerProvider !== undefined ? { authProvider: ownTrafficAuth(upstream, headerProvider) } : {}) })
     this.path = url.pathname + url.search
     this.pool = new Pool(url.origin, { keepAliveTimeout: HTTP_KEEP_ALIVE_MS, headersTimeout: 0, bodyTimeout: 0 })
     const base = lowercased(headers)
@@ -63,8 +79,12 @@ export class HttpUpstreamTransport extends StreamableHTTPClientTransport {
    */
   post (call: UpstreamCall, body: string, headers: Record<string, string> | undefined, modern: boolean, afterUnauthorized = false, challenge?: string): void {
     const provider = this.headerProvider
-    if (provider === undefined || call.setup) { this.dispatchPost(call, body, headers, this.headersFor(undefined, headers, modern), modern, afterUnauthorized); return }
-    provider({ upstream: this.upstream, principal: call.options.principal, afterUnauthorized, ...(challenge === undefined ? {} : { challenge }) }).then(
+    if (provider === undefined) { this.dispatchPost(call, body, headers, this.headersFor(undefined, headers, modern), modern, afterUnauthorized); return }
+    // The connection's own calls (lists, subscriptions) ask for mcpx's own credentials (`own`).
+    const request = call.setup
+      ? { upstream: this.upstream, principal: undefined, own: true, afterUnauthorized }
+      : { upstream: this.upstream, principal: call.options.principal, afterUnauthorized }
+    provider(challenge === undefined ? request : { ...request, challenge }).then(
       extra => { if (!call.done) this.dispatchPost(call, body, headers, this.headersFor(extra, headers, modern), modern, afterUnauthorized) },
       (error: unknown) => call.fail(new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.upstream}: ${call.method} failed: request headers: ${redactText((error as Error).message)}`))
     )

@@ -9,6 +9,7 @@
 import type { EventEmitter } from 'node:events'
 import type { Logger } from '../log.js'
 import type { Era, Revision } from '../revisions.js'
+import type { UpstreamAuthConfig } from '../oauth/upstream-credentials.js'
 
 /** Any JSON object, as it crossed the wire. */
 export type JsonObject = Record<string, unknown>
@@ -100,6 +101,11 @@ export interface UpstreamHeaderRequest {
   principal: unknown
   /** true on the one retry after the upstream answered 401 to the headers of the first try. */
   afterUnauthorized: boolean
+  /**
+   * true for the connection's own traffic (handshake, lists, subscriptions, the GET and listen
+   * streams), where `principal` is undefined: the provider answers for mcpx itself, or nothing.
+   */
+  own?: boolean
   /** On that retry: the 401's `WWW-Authenticate` value, when it had one. */
   challenge?: string
 }
@@ -112,8 +118,10 @@ export interface UpstreamHeaderRequest {
  * call's error). Its headers go after the config's `headers` and before the ones mcpx owns
  * (`content-type`, `accept`, `mcp-session-id`, `mcp-protocol-version`, `mcp-method`, `mcp-name`,
  * `mcp-param-*`), which it cannot override. Undefined or `{}`: nothing added. A rejection fails the
- * call with UPSTREAM_ERROR (-31000). Not asked for the connection's own traffic (handshake, lists,
- * listen streams), which keeps the config's headers.
+ * call with UPSTREAM_ERROR (-31000). Also asked, with `own: true` and no principal, for the
+ * connection's own traffic (lists and subscriptions on the call path; the handshake and streams
+ * through the SDK transport, whose `authProvider` takes the `authorization` it returns), so an
+ * upstream that demands mcpx's own token (issue #16 client_credentials) can be connected at all.
  */
 export type UpstreamHeaderProvider = (request: UpstreamHeaderRequest) => Promise<Record<string, string> | undefined>
 
@@ -131,7 +139,7 @@ export class UpstreamRpcError extends Error {
 /** One upstream as configured. */
 export type UpstreamConfig =
   | { command: string, args?: string[], env?: Record<string, string>, cwd?: string, prefix?: string, timeout?: number, legacyConnection?: boolean }
-  | { url: string, headers?: Record<string, string>, prefix?: string, timeout?: number, legacyConnection?: boolean }
+  | { url: string, headers?: Record<string, string>, prefix?: string, timeout?: number, legacyConnection?: boolean, auth?: UpstreamAuthConfig }
 
 /**
  * Whether a dual-era upstream gets its second, legacy connection for legacy-era calls

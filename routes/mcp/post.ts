@@ -16,9 +16,9 @@ export function channelFor (request: FastifyRequest, reply: FastifyReply, keepAl
   // only a client that names text/event-stream (q > 0) is answered with a stream (seed › Streamable
   // HTTP, 2026-07-28: responses are JSON or SSE as Accept allows).
   const accept = readAccept(request.headers.accept)
-  const principal = request.mcpPrincipal?.key // made once by mcpx-auth
+  const caller = request.mcpPrincipal // made once by mcpx-auth
   return {
-    ...(principal !== undefined ? { principal } : {}),
+    ...(caller !== null ? { principal: caller.key, caller } : {}),
     acceptsSse: accept.sse,
     acceptsJson: accept.json,
     json (status, body, headers) {

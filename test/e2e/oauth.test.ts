@@ -413,3 +413,16 @@ t.test('auth/tokens/named-static-tokens-beside-oauth', async t => {
   t.match(wrong.headers.get('www-authenticate'), /^Bearer error="invalid_token"/)
   await wrong.text()
 })
+
+t.test('auth/oauth/remembered-token-still-expires', async t => {
+  const as = await startAuthServer(t)
+  const s = await serve(t, as, { clockTolerance: 0 })
+  const now = Math.floor(Date.now() / 1000)
+  const shortLived = await as.sign({ iss: as.issuer, sub: 'carol', aud: s.resource, scope: 'mcp:tools', exp: now + 2 })
+  t.equal((await modernList(s, shortLived)).status, 200, 'accepted (and remembered)')
+  await new Promise(resolve => setTimeout(resolve, 3_100))
+  const later = await modernList(s, shortLived)
+  t.equal(later.status, 401, 'the remembered verdict ends when the token expires')
+  t.match(later.headers.get('www-authenticate'), /The access token is expired/)
+  await later.text()
+})

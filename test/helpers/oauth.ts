@@ -10,7 +10,7 @@
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http'
 import { once } from 'node:events'
 import { randomUUID } from 'node:crypto'
-import { SignJWT, exportJWK, generateKeyPair, type JWK, type JWTPayload } from 'jose'
+import { SignJWT, createLocalJWKSet, exportJWK, generateKeyPair, jwtVerify, type JWK, type JWTPayload } from 'jose'
 import Provider from 'oidc-provider'
 import type { Teardown } from './app.js'
 
@@ -22,8 +22,14 @@ export const CLIENTS = {
   alice: { clientId: 'alice', clientSecret: 'alice-secret-0123456789' },
   bob: { clientId: 'bob', clientSecret: 'bob-secret-0123456789' },
   opaque: { clientId: 'opaque', clientSecret: 'opaque-secret-0123456789' },
-  mcpx: { clientId: 'mcpx', clientSecret: 'mcpx-introspection-secret-0123456789' }
+  mcpx: { clientId: 'mcpx', clientSecret: 'mcpx-introspection-secret-0123456789' },
+  /** mcpx's own client towards protected upstreams: client credentials and token exchange. */
+  gateway: { clientId: 'gateway', clientSecret: 'gateway-secret-0123456789' }
 } as const
+
+/** RFC 8693 grant type and token type. */
+export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange'
+const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token'
 
 /** The public client of the authorization-code tests, and its redirect URI. */
 export const PUBLIC_CLIENT = { clientId: 'mcp-app', redirectUri: 'http://127.0.0.1/callback' }
@@ -40,6 +46,8 @@ export interface AuthServer {
   key: SigningKey
   /** GET requests to the JWKS endpoint so far. */
   jwksFetches: () => number
+  /** Tokens issued so far, by grant type (client_credentials, the RFC 8693 URN, …). */
+  issued: (grantType: string) => number
   /** A client-credentials access token for `resource` (JWT unless the client is `opaque`). */
   clientCredentials: (client: TestClient, options: { resource: string, scope?: string }) => Promise<string>
   /** Signs a token with the current key (or `key`), `typ: at+jwt` unless `header.typ` says otherwise. */
@@ -86,6 +94,7 @@ export async function startAuthServer (t: Teardown, options: { ttlSeconds?: numb
           client_id: c.clientId, client_secret: c.clientSecret, grant_types: ['client_credentials'], redirect_uris: [], response_types: [], scope: SCOPES.join(' ')
         })),
         { client_id: CLIENTS.mcpx.clientId, client_secret: CLIENTS.mcpx.clientSecret, grant_types: [], redirect_uris: [], response_types: [] },
+        { client_id: CLIENTS.gateway.clientId, client_secret: CLIENTS.gateway.clientSecret, grant_types: ['client_credentials', TOKEN_EXCHANGE], redirect_uris: [], response_types: [], scope: SCOPES.join(' ') },
         { client_id: PUBLIC_CLIENT.clientId, token_endpoint_auth_method: 'none', redirect_uris: [PUBLIC_CLIENT.redirectUri], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], scope: ['openid', 'offline_access', ...SCOPES].join(' ') }
       ],
       jwks: { keys: keys.map(k => k.privateJwk) },
@@ -113,9 +122,45 @@ export async function startAuthServer (t: Teardown, options: { ttlSeconds?: numb
       pkce: { required: () => true },
       ttl: { AccessToken: ttl, ClientCredentials: ttl }
     })
+    provider.on('grant.success', (ctx: { oidc: { params: { grant_type: string } } }) => {
+      const grant = ctx.oidc.params.grant_type
+      issued.set(grant, (issued.get(grant) ?? 0) + 1)
+    })
+    // RFC 8693 token exchange: oidc-provider has no built-in handler; registerGrantType adds one.
+    // The client is authenticated by oidc-provider; the subject token must be one this server
+    // signed; the new token names the subject, the requested resource, and mcpx as the actor.
+    provider.registerGrantType(TOKEN_EXCHANGE, async function tokenExchange (ctx: { status: number, body: unknown, oidc: { params: Record<string, string | undefined>, client: { clientId: string } } }) {
+      const params = ctx.oidc.params
+      if (params.subject_token === undefined || params.subject_token_type !== ACCESS_TOKEN_TYPE) {
+        ctx.status = 400
+        ctx.body = { error: 'invalid_request', error_description: 'subject_token of type access_token required' }
+        return
+      }
+      let subject: JWTPayload
+      try {
+        subject = (await jwtVerify(params.subject_token, createLocalJWKSet({ keys: keys.map(k => k.publicJwk) }), { issuer })).payload
+      } catch {
+        ctx.status = 400
+        ctx.body = { error: 'invalid_grant', error_description: 'subject_token not accepted' }
+        return
+      }
+      const now = Math.floor(Date.now() / 1000)
+      const clientId = ctx.oidc.client.clientId
+      const accessToken = await signWith(keys[0], {
+        iss: issuer, sub: subject.sub, aud: params.resource ?? params.audience, client_id: clientId, act: { sub: clientId },
+        scope: params.scope ?? (typeof subject.scope === 'string' ? subject.scope : undefined), iat: now, exp: now + ttl, jti: randomUUID()
+      })
+      ctx.body = { access_token: accessToken, issued_token_type: ACCESS_TOKEN_TYPE, token_type: 'Bearer', expires_in: ttl }
+    }, ['subject_token', 'subject_token_type', 'requested_token_type', 'audience', 'resource', 'scope', 'actor_token', 'actor_token_type'])
     return provider
   }
 
+  async function signWith (key: SigningKey, claims: JWTPayload, extraHeader: Record<string, unknown> = {}): Promise<string> {
+    const header = { alg: 'RS256', kid: key.kid, typ: 'at+jwt', ...extraHeader }
+    return await new SignJWT(claims).setProtectedHeader(header as { alg: string }).sign({ ...key.privateJwk, alg: header.alg })
+  }
+
+  const issued = new Map<string, number>()
   let keys = [await newSigningKey()]
   handler = makeProvider(keys).callback()
 
@@ -135,11 +180,10 @@ export async function startAuthServer (t: Teardown, options: { ttlSeconds?: numb
     issuer,
     get key () { return keys[0] },
     jwksFetches: () => jwksFetches,
+    issued: grantType => issued.get(grantType) ?? 0,
     clientCredentials,
     async sign (claims, opts = {}) {
-      const key = opts.key ?? keys[0]
-      const header = { alg: 'RS256', kid: key.kid, typ: 'at+jwt', ...opts.header }
-      return await new SignJWT(claims).setProtectedHeader(header as { alg: string }).sign({ ...key.privateJwk, alg: header.alg })
+      return await signWith(opts.key ?? keys[0], claims, opts.header)
     },
     async rotate (keepOld = true) {
       const fresh = await newSigningKey()
