@@ -9,7 +9,6 @@
  * event (a log line, a process exit, a registry event), never a sleep.
  */
 import t from 'tap'
-import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { pino } from 'pino'
 import { Dispatcher } from '../../lib/dispatch.js'
@@ -17,7 +16,7 @@ import type { DispatchContext } from '../../lib/dispatch-types.js'
 import type { JsonRpcNotification, JsonRpcRequest } from '../../lib/jsonrpc.js'
 import type { JsonObject, UpstreamConfig, UpstreamQuestion } from '../../lib/upstreams/types.js'
 import { UPSTREAM_ERROR } from '../../lib/jsonrpc.js'
-import { fixtureCommand } from '../helpers/fixture.js'
+import { fixtureCommand, startHttpFixture } from '../helpers/fixture.js'
 import { startRegistry } from '../helpers/registry.js'
 
 const LEGACY_REVISIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25']
@@ -165,23 +164,7 @@ t.test('upstreams/eras/legacy-upstream-one-connection', async t => {
 })
 
 t.test('upstreams/eras/legacy-connection-http', async t => {
-  const { command, args } = fixtureCommand('--http', '0')
-  const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] })
-  t.teardown(async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return
-    const exited = once(child, 'exit')
-    child.kill('SIGTERM')
-    await exited
-  })
-  const url = await new Promise<string>((resolve, reject) => {
-    let buffered = ''
-    child.once('exit', code => reject(new Error(`http fixture exited early (${String(code)})`)))
-    child.stderr.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString('utf8')
-      const match = /listening (\d+)/.exec(buffered)
-      if (match !== null) resolve(`http://127.0.0.1:${match[1]}/mcp`)
-    })
-  })
+  const { url } = await startHttpFixture(t)
   const { registry } = await startRegistry(t, { remote: { url } })
   t.match(await registry.callTool('echo', { text: 'legacy over http' }, legacyCall()), { content: [{ text: 'legacy over http' }] })
   const [status] = registry.status()

@@ -4,12 +4,11 @@
  * (a log line, a registry event, a process exit), never a sleep.
  */
 import t, { type Test } from 'tap'
-import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { createRegistry } from '../../lib/upstreams/registry.js'
 import type { UpstreamConfig, JsonObject, UpstreamQuestion } from '../../lib/upstreams/types.js'
 import { RESOURCE_NOT_FOUND, UPSTREAM_ERROR } from '../../lib/jsonrpc.js'
-import { everythingCommand, fixtureCommand } from '../helpers/fixture.js'
+import { everythingCommand, fixtureCommand, startHttpFixture } from '../helpers/fixture.js'
 import { captureLogger, startRegistry, waitForState } from '../helpers/registry.js'
 
 const stderrLine = (text: RegExp) => (line: JsonObject): boolean => typeof line.stderr === 'string' && text.test(line.stderr)
@@ -17,26 +16,9 @@ const textOf = (result: JsonObject, index = 0): string => ((result.content as Ar
 const noSignal = (): { signal: AbortSignal } => ({ signal: new AbortController().signal })
 function fixture (...flags: string[]): UpstreamConfig { return fixtureCommand(...flags) }
 
-/** Spawns the fixture with --http 0; resolves with its URL once it printed `listening <port>`. */
+/** The fixture over HTTP (test/helpers/fixture.ts startHttpFixture); resolves with its URL. */
 async function httpFixture (t: Test, ...flags: string[]): Promise<string> {
-  const { command, args } = fixtureCommand('--http', '0', ...flags)
-  const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] })
-  t.teardown(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = once(child, 'exit')
-      child.kill('SIGTERM')
-      await exited
-    }
-  })
-  let buffered = ''
-  return await new Promise((resolve, reject) => {
-    child.once('exit', code => reject(new Error(`http fixture exited early (${String(code)}): ${buffered}`)))
-    child.stderr.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString('utf8')
-      const match = /listening (\d+)/.exec(buffered)
-      if (match !== null) resolve(`http://127.0.0.1:${match[1]}/mcp`)
-    })
-  })
+  return (await startHttpFixture(t, ...flags)).url
 }
 
 const HEADERS_SCHEMA = {
