@@ -56,6 +56,18 @@ function keyOf (id: string): string {
 }
 
 /**
+ * The binding key of a request when mcpx authenticates nobody (no `auth` configured), e.g. behind a
+ * proxy that authenticates: the first 128 bits of SHA-256 of the raw Authorization value, hex. A
+ * session or requestState minted under one header value is then unknown (404, -32602) to another,
+ * as before issue #16 (issue #4 review: a leaked session id is useless to another caller). Not a
+ * Principal: it names nobody and grants nothing.
+ * @param authorization the raw header; undefined or '' gives undefined (nothing to bind to). Never throws.
+ */
+export function headerBindingKey (authorization: string | undefined): string | undefined {
+  return authorization === undefined || authorization === '' ? undefined : keyOf('header:' + authorization)
+}
+
+/**
  * The principal of a verified OAuth access token. Never throws.
  * @param claims the verified claims; `iss` and `sub` must be strings (the verifier checked them)
  * @param scopes the granted scopes, already split

@@ -17,8 +17,10 @@ export function channelFor (request: FastifyRequest, reply: FastifyReply, keepAl
   // HTTP, 2026-07-28: responses are JSON or SSE as Accept allows).
   const accept = readAccept(request.headers.accept)
   const caller = request.mcpPrincipal // made once by mcpx-auth
+  const bindingKey = request.mcpBindingKey // the principal's key, or the header's hash without auth
   return {
-    ...(caller !== null ? { principal: caller.key, caller } : {}),
+    ...(bindingKey !== null ? { principal: bindingKey } : {}),
+    ...(caller !== null ? { caller } : {}),
     acceptsSse: accept.sse,
     acceptsJson: accept.json,
     json (status, body, headers) {

@@ -342,3 +342,19 @@ t.test('auth/bearer/session-bound-to-its-caller', async t => {
   t.equal(del.statusCode, 404, 'another caller cannot end it')
   t.equal((await as('token-a', { jsonrpc: '2.0', id: 4, method: 'tools/list' }, sid)).statusCode, 200, 'it lives on for its caller')
 })
+
+t.test('auth/bearer/session-bound-to-its-header-without-auth', async t => {
+  // No auth configured (a proxy in front authenticates): the session still binds to the Authorization
+  // header it was minted under, hashed (lib/principal headerBindingKey).
+  const app = await build(t, { upstreams: fixtureUpstreams() })
+  const as = (authorization: string | undefined, body: unknown, sid?: string): Promise<{ statusCode: number, headers: Record<string, unknown> }> =>
+    app.inject({ method: 'POST', url: '/mcp', headers: { ...legacyHeaders(), ...(authorization !== undefined ? { authorization } : {}), ...(sid !== undefined ? { 'mcp-session-id': sid } : {}) }, payload: JSON.stringify(body) }) as never
+  const init = await as('Bearer proxy-user-a', initializeBody('2025-11-25'))
+  const sid = String(init.headers['mcp-session-id'])
+  t.equal((await as('Bearer proxy-user-a', { jsonrpc: '2.0', id: 2, method: 'tools/list' }, sid)).statusCode, 200, 'the same header uses it')
+  t.equal((await as('Bearer proxy-user-b', { jsonrpc: '2.0', id: 3, method: 'tools/list' }, sid)).statusCode, 404, 'another header with the leaked id: unknown session')
+  t.equal((await as(undefined, { jsonrpc: '2.0', id: 4, method: 'tools/list' }, sid)).statusCode, 404, 'no header with the leaked id: unknown session')
+  const open = await as(undefined, initializeBody('2025-11-25'))
+  const openSid = String(open.headers['mcp-session-id'])
+  t.equal((await as(undefined, { jsonrpc: '2.0', id: 5, method: 'tools/list' }, openSid)).statusCode, 200, 'a session minted with no header serves requests with none')
+})
