@@ -80,7 +80,7 @@ export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fast
     // A session is usable only by the principal that minted it (same issuer and subject, or the
     // same static token; a refreshed token keeps it): anyone else, even holding a leaked id, is
     // told the session does not exist.
-    if (found.kind === 'unknown' || (found.kind !== 'unavailable' && !sessionBoundTo(header.value, request.mcpPrincipal?.key))) return sendRefusal(reply, unknownSession)
+    if (found.kind === 'unknown' || (found.kind !== 'unavailable' && !sessionBoundTo(header.value, request.mcpBindingKey ?? undefined))) return sendRefusal(reply, unknownSession)
     if (found.kind === 'unavailable') {
       // issue #11 › Redis faults: a clear 503 (with the request's id when one can be read), never a hang.
       request.log.debug('session store unavailable')
