@@ -6,6 +6,9 @@
  *
  * Resolution (issue #2 › Config): `--config PATH`, else `MCPX_CONFIG`, else `./mcpx.config.json`,
  * else the embedded default ({@link defaultConfig}).
+ *
+ * Over ~500 lines on purpose: the schema is one literal (every key with its default, unit and
+ * description beside it, as STYLE › Config asks), and splitting it would scatter the one contract.
  */
 import { readFileSync, existsSync } from 'node:fs'
 import { resolve as resolvePath } from 'node:path'
