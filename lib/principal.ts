@@ -56,14 +56,17 @@ function keyOf (id: string): string {
 }
 
 /**
- * The binding key of a request when mcpx authenticates nobody (no `auth` configured), e.g. behind a
- * proxy that authenticates: the first 128 bits of SHA-256 of the raw Authorization value, hex. A
- * session or requestState minted under one header value is then unknown (404, -32602) to another,
- * as before issue #16 (issue #4 review: a leaked session id is useless to another caller). Not a
- * Principal: it names nobody and grants nothing.
- * @param authorization the raw header; undefined or '' gives undefined (nothing to bind to). Never throws.
+ * What sessions, GET streams and MRTR requestState bind to: the principal's key when mcpx-auth made
+ * one (authentication on: every admitted request has one). With no authentication configured (e.g.
+ * behind a proxy that authenticates) there is no principal, and the binding falls back to the first
+ * 128 bits of SHA-256 of the raw Authorization value, hex, as before issue #16 (issue #4 review: a
+ * leaked session id is useless to another caller). That fallback names nobody and grants nothing.
+ * @param principal `request.mcpPrincipal`, or null
+ * @param authorization the raw header; undefined or '' with no principal gives undefined (nothing to bind to)
+ * @returns a 32-character hex key, or undefined. Never throws.
  */
-export function headerBindingKey (authorization: string | undefined): string | undefined {
+export function bindingKeyOf (principal: Principal | null, authorization: string | undefined): string | undefined {
+  if (principal !== null) return principal.key
   return authorization === undefined || authorization === '' ? undefined : keyOf('header:' + authorization)
 }
 

@@ -1,7 +1,7 @@
 /**
  * mcpx-auth: the front door (issues #6, #16). One `onRequest` hook turns the Authorization header
  * into a Principal, once, through lib/authenticate, and stores it in `request.mcpPrincipal`; nothing
- * after it reads the header. A refusal is sent as lib/authenticate built it: 401 with
+ * after it reads the header for identity (only lib/principal bindingKeyOf hashes it, with auth off). A refusal is sent as lib/authenticate built it: 401 with
  * `WWW-Authenticate` (and `resource_metadata` with OAuth), or 403 for missing scopes, with an id-less
  * JSON-RPC body. OPTIONS passes: a CORS preflight carries no Authorization (mcpx-cors has normally
  * answered it already). With no authentication configured, no hook is added at all.
@@ -12,7 +12,7 @@
  * session lookup (mcpx-legacy-sessions, preHandler): no token is 401, never 404.
  */
 import fp from 'fastify-plugin'
-import { headerBindingKey, type Principal } from '../lib/principal.js'
+import type { Principal } from '../lib/principal.js'
 import { createAuthenticator, type Authenticator } from '../lib/authenticate.js'
 import { loadConfig } from '../lib/config.js'
 
@@ -20,12 +20,6 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Who is calling; null when authentication is off (or before mcpx-auth ran). */
     mcpPrincipal: Principal | null
-    /**
-     * What sessions, GET streams and requestState bind to: the principal's key, or with no
-     * authentication configured a hash of the raw Authorization header (lib/principal
-     * headerBindingKey); null when there is neither.
-     */
-    mcpBindingKey: string | null
   }
 }
 
@@ -43,23 +37,13 @@ export default fp<AuthOptions>(async function mcpxAuth (fastify, opts) {
     authenticator = createAuthenticator(loadConfig({ auth: { bearerTokens: [...opts.tokens] } }).auth, { logger: fastify.log })
   }
   fastify.decorateRequest('mcpPrincipal', null)
-  fastify.decorateRequest('mcpBindingKey', null)
-  if (!authenticator.enabled) {
-    // No authentication here (perhaps a proxy in front does it): still bind sessions and requestState
-    // to whatever Authorization the caller sent, so a leaked session id is useless to another caller.
-    fastify.addHook('onRequest', async function bindToAuthorizationHeader (request) {
-      const header = request.headers.authorization
-      if (header !== undefined) request.mcpBindingKey = headerBindingKey(header) ?? null
-    })
-    return
-  }
+  if (!authenticator.enabled) return // zero cost when authentication is off (binding: lib/principal bindingKeyOf)
   const { authenticate } = authenticator
   fastify.addHook('onRequest', async function checkBearerToken (request, reply) {
     if (request.method === 'OPTIONS') return
     const outcome = await authenticate(request.headers.authorization)
     if (outcome.kind === 'ok') {
       request.mcpPrincipal = outcome.principal
-      request.mcpBindingKey = outcome.principal.key
       return
     }
     const { refusal } = outcome

@@ -7,6 +7,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { HttpExchange, type PostChannel } from '../../lib/http-exchange.js'
 import { SseStream } from '../../lib/sse.js'
 import { readAccept } from '../../lib/accept.js'
+import { bindingKeyOf } from '../../lib/principal.js'
 import { isLegacyRevision } from '../../lib/revisions.js'
 import type { McpRouteDeps } from './options.js'
 
@@ -17,9 +18,9 @@ export function channelFor (request: FastifyRequest, reply: FastifyReply, keepAl
   // HTTP, 2026-07-28: responses are JSON or SSE as Accept allows).
   const accept = readAccept(request.headers.accept)
   const caller = request.mcpPrincipal // made once by mcpx-auth
-  const bindingKey = request.mcpBindingKey // the principal's key, or the header's hash without auth
+  const bindingKey = bindingKeyOf(caller, request.headers.authorization) // the principal's key, or the header's hash without auth
   return {
-    ...(bindingKey !== null ? { principal: bindingKey } : {}),
+    ...(bindingKey !== undefined ? { principal: bindingKey } : {}),
     ...(caller !== null ? { caller } : {}),
     acceptsSse: accept.sse,
     acceptsJson: accept.json,
