@@ -103,6 +103,8 @@ export class ParkedCall {
   private parkedId: string | undefined
   /** The id a requestState names; minted on first use, since most calls never park. */
   get id (): string { return (this.parkedId ??= randomBytes(12).toString('base64url')) }
+  /** The id if one was minted (the call parked at least once), else undefined: reading it costs nothing. */
+  get mintedId (): string | undefined { return this.parkedId }
   /** The round the next valid requestState must name; advanced on every question asked. */
   round = 0
   /** The question the client was asked and has not answered yet. */
@@ -305,14 +307,14 @@ export class MrtrBridge {
   private async drive (parked: ParkedCall, request: JsonRpcRequest, ctx: DispatchContext): Promise<JsonObject> {
     if (parked.progress !== undefined) parked.progress.onProgress = this.options.callOptions(request, ctx).onProgress
     // Seed › Closing the stream is cancellation: a leg whose client goes away cancels the upstream call.
-    const onAbort = (): void => { parked.unpark(); parked.controller.abort(); this.parked.delete(parked.id) }
+    const onAbort = (): void => { parked.unpark(); parked.controller.abort(); this.forget(parked) }
     if (ctx.signal.aborted) onAbort()
     ctx.signal.addEventListener('abort', onAbort, { once: true })
     try {
       for (;;) {
         const event = await parked.next()
-        if (event.kind === 'result') { this.parked.delete(parked.id); return await this.fromModernUpstream(parked.method, parked.name, event.result, ctx) }
-        if (event.kind === 'error') { this.parked.delete(parked.id); throw event.error }
+        if (event.kind === 'result') { this.forget(parked); return await this.fromModernUpstream(parked.method, parked.name, event.result, ctx) }
+        if (event.kind === 'error') { this.forget(parked); throw event.error }
         // Only questions the client declared a capability for are relayed; the upstream gets an
         // error, and the client -32021 naming the capability (handle() reads takeMissing).
         const refused = this.refusal(event.question, ctx)
@@ -326,6 +328,12 @@ export class MrtrBridge {
     } finally {
       ctx.signal.removeEventListener('abort', onAbort)
     }
+  }
+
+  /** Drops a call from the parked table; a call that never parked has no id and is not there (no random bytes read). */
+  private forget (parked: ParkedCall): void {
+    const id = parked.mintedId
+    if (id !== undefined) this.parked.delete(id)
   }
 
   private inputRequired (parked: ParkedCall, key: string, question: UpstreamQuestion, ctx: DispatchContext): JsonObject {
