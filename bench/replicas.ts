@@ -133,7 +133,7 @@ async function main (): Promise<void> {
       results.push(await load('1 replica, memory store', [memory], await mint(memory.port, CONNECTIONS), undefined))
     } finally { await memory.child.stop() }
 
-    const redisSessions = { store: 'redis', redisUrl: REDIS_URL, keyPrefix: PREFIX }
+    const redisSessions = { store: 'redis', redis: REDIS_URL, keyPrefix: PREFIX }
     const single = await startDaemon('redis-1', redisSessions)
     try {
       results.push(await load('1 replica, Redis store', [single], await mint(single.port, CONNECTIONS), redis))

@@ -18,6 +18,10 @@ import { Ajv, type ErrorObject } from 'ajv'
 import { McpxError } from './errors.js'
 import type { UpstreamConfig } from './upstreams/types.js'
 import { issuerProblem, resourceProblem } from './oauth/metadata.js'
+import { REDIS_TARGET_SCHEMA, type RedisTarget } from './redis-client.js'
+
+/** The Redis of `sessions.store: "redis"` when neither sessions.redis nor sessions.redisUrl is given. */
+export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379'
 
 const DURATION = { anyOf: [{ type: 'number', minimum: 0 }, { type: 'string', pattern: '^\\s*\\d+(\\.\\d+)?\\s*(ms|s|m|h)?\\s*$' }] }
 
@@ -144,8 +148,10 @@ export const CONFIG_SCHEMA = {
       default: {},
       properties: {
         store: { enum: ['memory', 'redis'], default: 'memory', description: 'where legacy sessions live: this process, or Redis shared by several replicas (README › Running several replicas)' },
-        redisUrl: { type: 'string', default: 'redis://127.0.0.1:6379', description: 'Redis URL for sessions.store "redis"' },
-        keyPrefix: { type: 'string', default: 'mcpx:', description: 'prefix of every Redis key and pub/sub channel mcpx uses' },
+        redis: { ...REDIS_TARGET_SCHEMA, description: 'for sessions.store "redis": a URL, { sentinels: ["host:port", …], name }, or { cluster: ["host:port", …] } (lib/redis-client.ts); default redis://127.0.0.1:6379' },
+        redisUrl: { type: 'string', description: 'the earlier spelling of sessions.redis (a URL only); not together with it' },
+        // No braces: the first {…} of a key is its Cluster hash tag, and the session keys' tag must be the session id.
+        keyPrefix: { type: 'string', pattern: '^[^{}]*$', default: 'mcpx:', description: 'prefix of every Redis key and pub/sub channel mcpx uses (no { or })' },
         streamLease: { ...DURATION, default: '10s', description: 'TTL of the GET-stream owner key, refreshed by its replica; how long a dead replica can block a reopened GET stream (ms)' }
       }
     },
@@ -248,7 +254,8 @@ export interface McpxConfig {
     /** mcpx as an OAuth resource server (issue #16); durations in ms after loading. */
     oauth?: OAuthConfig
   }
-  sessions: { store: 'memory' | 'redis', redisUrl: string, keyPrefix: string, streamLease: number }
+  /** After loading, `redis` is always set: from `redisUrl` (its earlier spelling, then removed), else {@link DEFAULT_REDIS_URL}. */
+  sessions: { store: 'memory' | 'redis', redis: RedisTarget, keyPrefix: string, streamLease: number }
   /** The MRTR bridge (issue #10): requestState sealing and parked calls. */
   mrtr: { stateKey?: string, parkTimeout: number, stateTtl: number }
   upstreamTimeout: number
@@ -464,6 +471,12 @@ export function loadConfig (raw: unknown): McpxConfig {
   c.transport.bodyTimeout = parseDuration(c.transport.bodyTimeout, 'transport.bodyTimeout')
   c.transport.keepAliveTimeout = parseDuration(c.transport.keepAliveTimeout, 'transport.keepAliveTimeout')
   c.sessions.streamLease = parseDuration(c.sessions.streamLease, 'sessions.streamLease')
+  const sessions = c.sessions as McpxConfig['sessions'] & { redis?: RedisTarget, redisUrl?: string }
+  if (sessions.redis !== undefined && sessions.redisUrl !== undefined) {
+    throw new McpxError('MCPX_ERR_CONFIG', 'mcpx: invalid config:\n  sessions: give sessions.redis or sessions.redisUrl (its earlier spelling), not both')
+  }
+  sessions.redis ??= sessions.redisUrl ?? DEFAULT_REDIS_URL
+  delete sessions.redisUrl // loading a loaded config again (the daemon, then the plugin) is then a no-op
   c.upstreamTimeout = parseDuration(c.upstreamTimeout, 'upstreamTimeout')
   c.mrtr.parkTimeout = parseDuration(c.mrtr.parkTimeout, 'mrtr.parkTimeout')
   c.mrtr.stateTtl = parseDuration(c.mrtr.stateTtl, 'mrtr.stateTtl')

@@ -30,7 +30,11 @@
  *
  * Redis faults: commands fail fast (no offline queue, `commandTimeout`), every method reports
  * `unavailable` instead of throwing (the HTTP face answers 503), ioredis reconnects on its own,
- * and 'error' events are logged, never thrown.
+ * and 'error' events are logged, never thrown. Redis itself may be one server, a Sentinel set-up
+ * or a Cluster (`sessions.redis`, lib/redis-client.ts; issue #15): with Sentinel a failover is an
+ * outage of a few seconds (503s) after which the sessions carry on on the promoted replica; on a
+ * Cluster each script runs on the node of its session's slot, and the channels (classic pub/sub)
+ * reach every node, so they carry no hash tag.
  *
  * Length (~580 lines, over the ~500 house bound): the store's eight Lua scripts (about 70 lines,
  * with their KEYS/ARGV contracts) sit beside the methods that run them, so each script and its
@@ -38,7 +42,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { EventEmitter } from 'node:events'
-import { Redis, type RedisOptions } from 'ioredis'
+import { createRedisConnection, describeRedisTarget, type RedisConnection, type RedisTarget } from './redis-client.js'
 import type { Revision } from './revisions.js'
 import type { JsonObject } from './upstreams/types.js'
 import type { SseStream } from './sse.js'
@@ -46,7 +50,6 @@ import { idKey, isObject, type JsonRpcMessage, type JsonRpcNotification, type Js
 import type { Logger } from './log.js'
 import { LIST_CHANGED } from './notify-hub.js'
 import type { ListKind } from './upstreams/types.js'
-import { redactUrl } from './upstreams/redact.js'
 import {
   newSession, newSessionId, releaseLive,
   type EndOutcome, type FindOutcome, type MintOutcome, type Session, type SessionStore, type StreamOutcome,
@@ -54,8 +57,8 @@ import {
 } from './sessions.js'
 
 export interface RedisSessionStoreOptions {
-  /** `redis://host:port[/db]` (sessions.redisUrl). */
-  redisUrl: string
+  /** Where Redis is: a URL, a Sentinel set-up or a Cluster (sessions.redis; lib/redis-client.ts). */
+  redis: RedisTarget
   /** Prefix of every key and channel (sessions.keyPrefix, default `mcpx:`). */
   keyPrefix: string
   /** A session idle this long expires (Redis TTL), ms. */
@@ -164,31 +167,13 @@ const SCRIPTS = {
 type ScriptName = keyof typeof SCRIPTS
 type ScriptRunner = (...keysAndArgs: Array<string | number>) => Promise<unknown>
 
-/**
- * Connection options: fail fast rather than queue (issue #11 › Redis faults). ioredis keeps
- * reconnecting in the background with this backoff.
- */
-function connectionOptions (commandTimeoutMs: number): RedisOptions {
-  return {
-    lazyConnect: true,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    connectTimeout: 1_000,
-    commandTimeout: commandTimeoutMs,
-    autoResubscribe: false, // we subscribe on every 'ready' ourselves
-    // Concurrent requests' lookups leave in one write (fewer syscalls under load; same round trips).
-    enableAutoPipelining: true,
-    retryStrategy: (times: number) => Math.min(50 * times, 1_000)
-  }
-}
-
 /** See the module comment. Never throws from a public method. */
 export class RedisSessionStore implements SessionStore {
   readonly kind = 'redis' as const
   /** This replica's id (random, per process): the value of the stream and question keys it owns. */
   readonly replicaId = randomBytes(9).toString('base64url')
-  private readonly redis: Redis
-  private readonly sub: Redis
+  private readonly redis: RedisConnection
+  private readonly sub: RedisConnection
   private readonly shadows = new Map<string, Shadow>()
   /** Sessions whose GET-stream lease this replica holds (or is releasing). */
   private readonly leases = new Set<string>()
@@ -212,9 +197,10 @@ export class RedisSessionStore implements SessionStore {
 
   constructor (private readonly options: RedisSessionStoreOptions) {
     this.log = options.logger.child({ component: 'sessions', replica: this.replicaId })
-    const connection = connectionOptions(options.commandTimeoutMs ?? 1_000)
-    this.redis = new Redis(options.redisUrl, connection)
-    this.sub = new Redis(options.redisUrl, connection)
+    // Fail fast rather than queue (issue #11 › Redis faults); we subscribe on every 'ready' ourselves.
+    const connection = { commandTimeoutMs: options.commandTimeoutMs ?? 1_000, autoResubscribe: false }
+    this.redis = createRedisConnection(options.redis, connection)
+    this.sub = createRedisConnection(options.redis, connection)
     for (const [name, script] of Object.entries(SCRIPTS)) this.redis.defineCommand(name, script)
     this.busChannel = `${options.keyPrefix}bus`
     this.replicaPrefix = `${options.keyPrefix}r:`
@@ -248,7 +234,7 @@ export class RedisSessionStore implements SessionStore {
   async connect (): Promise<boolean> {
     const results = await Promise.allSettled([this.redis.connect(), this.sub.connect()])
     const ok = results.every(r => r.status === 'fulfilled')
-    if (!ok) this.log.warn({ redisUrl: redactUrl(this.options.redisUrl) }, 'session store (Redis) unreachable at startup: session requests get 503 until it is')
+    if (!ok) this.log.warn({ redis: describeRedisTarget(this.options.redis) }, 'session store (Redis) unreachable at startup: session requests get 503 until it is')
     return ok
   }
 
@@ -529,18 +515,18 @@ export class RedisSessionStore implements SessionStore {
     if (this.closed) return
     const busy = [...this.shadows.values()].filter(s => s.stream !== undefined || s.peer.inFlight > 0 || s.peer.pendingQuestions > 0)
     if (busy.length === 0) return
-    const pipeline = this.redis.pipeline()
-    for (const shadow of busy) {
+    // One script call per session, not one pipeline: on a Cluster a pipeline must stay in one slot,
+    // and auto-pipelining batches these calls per node anyway.
+    const heartbeat = this.script('mcpxHeartbeat')
+    const results = await Promise.allSettled(busy.map(shadow => {
       const [sessionKey, subsKey, streamKey] = this.keys(shadow.id)
-      ;(pipeline as unknown as Record<string, (...a: Array<string | number>) => unknown>).mcpxHeartbeat(sessionKey, subsKey, streamKey, this.replicaId, this.options.streamLeaseMs, this.options.idleTimeoutMs, shadow.stream !== undefined ? '1' : '0')
-    }
-    let results: Array<[Error | null, unknown]> | null
-    try { results = await pipeline.exec() } catch { return }
-    results?.forEach(([err, value], i) => {
-      if (err !== null) return
+      return heartbeat(sessionKey, subsKey, streamKey, this.replicaId, this.options.streamLeaseMs, this.options.idleTimeoutMs, shadow.stream !== undefined ? '1' : '0')
+    }))
+    results.forEach((result, i) => {
+      if (result.status !== 'fulfilled') return
       const shadow = busy[i]
-      if (value === -1) this.drop(shadow) // expired or deleted while we missed the news
-      else if (value === 0) { shadow.stream?.close(); shadow.stream = undefined } // another replica took the slot
+      if (result.value === -1) this.drop(shadow) // expired or deleted while we missed the news
+      else if (result.value === 0) { shadow.stream?.close(); shadow.stream = undefined } // another replica took the slot
     })
   }
 
@@ -572,7 +558,7 @@ function parseCaps (text: string | null): JsonObject {
   }
 }
 
-async function quit (connection: Redis): Promise<void> {
+async function quit (connection: RedisConnection): Promise<void> {
   if (connection.status === 'ready') {
     await Promise.race([connection.quit().catch(() => {}), new Promise(resolve => setTimeout(resolve, 500).unref())])
   }

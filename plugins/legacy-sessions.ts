@@ -39,7 +39,7 @@ export interface LegacySessionsOptions {
   idleTimeoutMs: number
   /** Most sessions open at once (memory store). */
   maxSessions: number
-  /** The `sessions` config: store kind, Redis URL, key prefix, stream lease (ms). Default: memory. */
+  /** The `sessions` config: store kind, Redis (URL, Sentinel or Cluster), key prefix, stream lease (ms). Default: memory. */
   sessions?: McpxConfig['sessions']
 }
 
@@ -48,7 +48,7 @@ export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fast
   let store: SessionStore
   if (opts.sessions?.store === 'redis') {
     const redis = new RedisSessionStore({
-      redisUrl: opts.sessions.redisUrl,
+      redis: opts.sessions.redis,
       keyPrefix: opts.sessions.keyPrefix,
       streamLeaseMs: opts.sessions.streamLease,
       idleTimeoutMs: opts.idleTimeoutMs,

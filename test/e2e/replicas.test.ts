@@ -56,7 +56,7 @@ async function cluster (t: Test, options: { flags?: string[], log?: string, redi
     const { base, app } = await listen(t, {
       upstreams: fixtureUpstreams(options.flags ?? [], options.log !== undefined ? { FIXTURE_LOG: options.log } : undefined),
       transport: { sseKeepAlive: KEEP_ALIVE_MS },
-      sessions: { store: 'redis', redisUrl: options.redisUrl ?? REDIS_URL, keyPrefix: prefix, streamLease: options.streamLease ?? '10s' }
+      sessions: { store: 'redis', redis: options.redisUrl ?? REDIS_URL, keyPrefix: prefix, streamLease: options.streamLease ?? '10s' }
     })
     apps.push(app)
     bases.push(base)
@@ -385,7 +385,7 @@ async function expect503 (t: Test, res: Response, id: unknown, what: string): Pr
 
 t.test('replicas/redis/unreachable-503-modern-keeps-working', async t => {
   const port = await freePort()
-  const { base } = await listen(t, { upstreams: fixtureUpstreams(), sessions: { store: 'redis', redisUrl: `redis://127.0.0.1:${port}`, keyPrefix: uniquePrefix() } })
+  const { base } = await listen(t, { upstreams: fixtureUpstreams(), sessions: { store: 'redis', redis: `redis://127.0.0.1:${port}`, keyPrefix: uniquePrefix() } })
   await expect503(t, await post(base, initializeBody(REVISION, {}, 'init-1')), 'init-1', 'initialize')
   const sid = randomBytes(16).toString('base64url')
   await expect503(t, await post(base, ping('p-1'), sessionHeaders(sid, REVISION)), 'p-1', 'a session request')
