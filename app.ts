@@ -80,6 +80,8 @@ const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fa
   await fastify.register(legacySessionsPlugin, { idleTimeoutMs: config.transport.sessionIdleTimeout, maxSessions: config.transport.maxSessions, sessions: config.sessions })
   await fastify.register(mcpRoutes, {
     maxBodyBytes: config.transport.maxBodyBytes,
+    // The 413's drain is bounded by transport.bodyTimeout (30 s when that is off).
+    drainTimeoutMs: config.transport.bodyTimeout > 0 ? config.transport.bodyTimeout : 30_000,
     keepAliveMs: config.transport.sseKeepAlive,
     maxRequestsPerSession: config.transport.maxRequestsPerSession,
     maxGetStreams: config.transport.maxGetStreams,

@@ -10,6 +10,7 @@ import { parseBody } from '../../lib/jsonrpc.js'
 import { requestIdOf } from '../../lib/inbound.js'
 import { frameworkRefusal, refusal } from '../../lib/status.js'
 import { readAccept } from '../../lib/accept.js'
+import { DRAIN_FACTOR, drainRequest } from '../../lib/drain.js'
 import { sendRefusal } from '../../plugins/send-refusal.js'
 import type { McpRoutesOptions } from './options.js'
 import postRoute from './post.js'
@@ -80,11 +81,18 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
     const inbound = request.mcp
     if (inbound?.kind === 'reject') return sendRefusal(reply, refusal('unreadableBody', inbound.id, inbound.error))
   })
-  fastify.setErrorHandler(function mcpError (error: FastifyError, request, reply) {
+  fastify.setErrorHandler(async function mcpError (error: FastifyError, request, reply) {
     const refused = frameworkRefusal(error, opts.maxBodyBytes)
     if (refused.status >= 500) request.log.error({ err: error }, 'mcp route failed')
     if (reply.sent || reply.raw.headersSent) return
-    sendRefusal(reply, refused)
+    if (refused.status === 413) {
+      // Read the rest of the body first (bounded), so the client has finished sending when the
+      // 413 and Connection: close come, and reads them instead of EPIPE (lib/drain.ts).
+      const how = await drainRequest(request.raw, DRAIN_FACTOR * opts.maxBodyBytes, opts.drainTimeoutMs)
+      if (how === 'closed' || reply.sent) return
+      reply.header('connection', 'close')
+    }
+    return sendRefusal(reply, refused)
   })
   // One cap for every long-lived stream of this scope: GET streams and subscriptions/listen streams (mcpx-streams).
   const streamSlots = fastify.mcpStreams

@@ -6,6 +6,8 @@ import type { StreamSlots } from '../../lib/sse.js'
 
 export interface McpRoutesOptions {
   maxBodyBytes: number
+  /** Longest wait (ms) reading the rest of a body over maxBodyBytes before its 413 (lib/drain.ts). */
+  drainTimeoutMs: number
   keepAliveMs: number
   maxRequestsPerSession: number
   /** Most long-lived streams open at once, GET and subscriptions/listen together (transport.maxGetStreams). */
