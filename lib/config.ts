@@ -36,6 +36,12 @@ const UPSTREAM_CLIENT = {
   resource: { type: 'string', pattern: '^https?://', description: 'RFC 8707 resource indicator of the upstream' }
 }
 
+/** Keys of every upstream, stdio or HTTP (issue #18: progress and timeouts). */
+const UPSTREAM_COMMON = {
+  resetTimeoutOnProgress: { type: 'boolean', description: 'default false. true: restart the call\'s timeout each time the upstream sends progress for it' },
+  maxTotalTimeout: { ...DURATION, description: 'bound of a whole call (ms), however much progress it sends; default none' }
+} as const
+
 /** `upstreams.<name>.auth`: mcpx's own credentials to an HTTP upstream. */
 const UPSTREAM_AUTH = {
   oneOf: [
@@ -183,6 +189,7 @@ export const CONFIG_SCHEMA = {
               cwd: { type: 'string' },
               prefix: { type: 'string' },
               timeout: DURATION,
+              ...UPSTREAM_COMMON,
               legacyConnection: {
                 type: 'boolean',
                 description: 'default false. true: legacy-era calls (tools/call, prompts/get, resources/read, completion/complete) of a ' +
@@ -205,6 +212,7 @@ export const CONFIG_SCHEMA = {
               auth: UPSTREAM_AUTH,
               prefix: { type: 'string' },
               timeout: DURATION,
+              ...UPSTREAM_COMMON,
               legacyConnection: {
                 type: 'boolean',
                 description: 'default true. Legacy-era calls of a dual-era upstream that negotiated 2026-07-28 go over a second client ' +
@@ -490,6 +498,7 @@ export function loadConfig (raw: unknown): McpxConfig {
   }
   for (const [name, upstream] of Object.entries(c.upstreams)) {
     if (upstream.timeout !== undefined) upstream.timeout = parseDuration(upstream.timeout, `upstreams.${name}.timeout`)
+    if (upstream.maxTotalTimeout !== undefined) upstream.maxTotalTimeout = parseDuration(upstream.maxTotalTimeout, `upstreams.${name}.maxTotalTimeout`)
   }
   return c
 }

@@ -33,6 +33,14 @@ export class UpstreamCall {
   /** A request of the connection's own (lists, subscriptions): no caller, no header provider. */
   setup = false
   timer: NodeJS.Timeout | undefined = undefined
+  /** The call's timeout (ms): its timer's bound, restarted on progress when `resetOnProgress`. */
+  timeoutMs = 0
+  /** Config resetTimeoutOnProgress: progress from the upstream restarts the timeout. */
+  resetOnProgress = false
+  /** Config maxTotalTimeout: when the whole call must end (performance.now() ms), however much progress it sends. */
+  deadline: number | undefined = undefined
+  /** Which bound the running timer stands for: the call's timeout, or its maxTotalTimeout. */
+  timerBound: 'timeout' | 'total' = 'timeout'
   /** Set by the HTTP transport while its request runs (undici's controller): aborting it closes the call's stream. */
   httpRequest: { abort: (reason: Error) => void } | undefined = undefined
   /** Aborted when the call settles; made only when the upstream asks a question during the call. */
@@ -84,8 +92,25 @@ export class UpstreamCall {
     this.reject(error)
   }
 
+  /**
+   * Starts (or, on progress with `resetOnProgress`, restarts) the call's timer: `timeoutMs` from
+   * now, or less when the call's `deadline` (maxTotalTimeout) comes first. Either ends the call
+   * with UPSTREAM_ERROR and `notifications/cancelled` upstream ({@link timeOut}).
+   */
+  arm (): void {
+    clearTimeout(this.timer)
+    let ms = this.timeoutMs
+    this.timerBound = 'timeout'
+    if (this.deadline !== undefined) {
+      const left = Math.max(0, this.deadline - performance.now())
+      if (left <= ms) { ms = left; this.timerBound = 'total' }
+    }
+    this.timer = setTimeout(timeOut, ms, this)
+  }
+
   /** Hands one `notifications/progress` params to the caller, in the shape UpstreamCallOptions promises. */
   onProgress (params: JsonObject): void {
+    if (this.resetOnProgress && !this.done) this.arm()
     const onProgress = this.options.onProgress
     if (onProgress === undefined || typeof params.progress !== 'number') return
     const progress: { progress: number, total?: number, message?: string } = { progress: params.progress }
@@ -111,7 +136,10 @@ export class UpstreamCall {
   }
 }
 
-/** Timer callback: the call ran out of time (ms in the message). */
-export function timeOut (call: UpstreamCall, timeoutMs: number): void {
-  call.abandon(new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${call.upstream} timed out after ${timeoutMs} ms (${call.method})`))
+/** Timer callback: the call ran out of time, its timeout or its maxTotalTimeout (ms in the message). */
+export function timeOut (call: UpstreamCall): void {
+  const message = call.timerBound === 'total'
+    ? `upstream ${call.upstream}: ${call.method} exceeded its maxTotalTimeout of ${Math.round((call.deadline ?? performance.now()) - call.startedAt)} ms`
+    : `upstream ${call.upstream} timed out after ${call.timeoutMs} ms (${call.method})`
+  call.abandon(new UpstreamRpcError(UPSTREAM_ERROR, message))
 }

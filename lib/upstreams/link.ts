@@ -11,7 +11,7 @@ import { INTERNAL_ERROR, METHOD_NOT_FOUND, UPSTREAM_ERROR, isObject } from '../j
 import { encodeHeaderValue } from '../header-values.js'
 import { buildParamHeaders } from './mirror-headers.js'
 import type { Era, Revision } from '../revisions.js'
-import { UpstreamCall, timeOut, type CallLink } from './call.js'
+import { UpstreamCall, type CallLink } from './call.js'
 import { CLIENT_CAPABILITIES, CLIENT_INFO } from './client.js'
 import type { HttpUpstreamTransport } from './http-transport.js'
 import { StdioUpstreamTransport } from './stdio-transport.js'
@@ -23,6 +23,14 @@ interface ClientInternals {
   _requestMessageId?: number
   /** The modern `_meta` envelope the client adds to every request and notification. */
   _outboundMetaEnvelope?: () => JsonObject | undefined
+}
+
+/** How a caller's call is timed beyond its timeout (config resetTimeoutOnProgress, maxTotalTimeout). */
+export interface CallTiming {
+  /** Progress from the upstream restarts the call's timeout. */
+  resetOnProgress: boolean
+  /** Bound of the whole call (ms), whatever its progress; undefined: none. */
+  maxTotalMs: number | undefined
 }
 
 /** The body field `Mcp-Name` mirrors, per method (DIGEST §6d). */
@@ -93,9 +101,10 @@ export class Link implements CallLink {
    * @param timeoutMs the call's bound (ms); past it the call fails and is cancelled upstream
    * @param tool the upstream's own tool definition, for Mcp-Param-* on a modern HTTP `tools/call`
    * @param setup true for the connection's own requests (lists, subscriptions): no header provider
+   * @param timing the upstream's resetTimeoutOnProgress and maxTotalTimeout (ms), for callers' calls
    * @returns the result; rejects with UpstreamRpcError (the upstream's error unchanged, or UPSTREAM_ERROR)
    */
-  async call (method: string, params: JsonObject, options: UpstreamCallOptions, timeoutMs: number, tool?: JsonObject, setup = false): Promise<JsonObject> {
+  async call (method: string, params: JsonObject, options: UpstreamCallOptions, timeoutMs: number, tool?: JsonObject, setup = false, timing?: CallTiming): Promise<JsonObject> {
     if (options.signal.aborted) throw new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.upstream}: ${method} cancelled`)
     if (options.extraParams !== undefined) params = { ...options.extraParams, ...params }
     const call = new UpstreamCall(this, this.upstream, method, options)
@@ -114,7 +123,12 @@ export class Link implements CallLink {
     call.id = id
     this.calls.set(id, call)
     options.signal.addEventListener('abort', call)
-    call.timer = setTimeout(timeOut, timeoutMs, call, timeoutMs)
+    call.timeoutMs = timeoutMs
+    if (timing !== undefined) {
+      call.resetOnProgress = timing.resetOnProgress
+      if (timing.maxTotalMs !== undefined) call.deadline = call.startedAt + timing.maxTotalMs
+    }
+    call.arm()
     const body = JSON.stringify({ method, params, jsonrpc: '2.0', id })
     const transport = this.transport
     if (transport instanceof StdioUpstreamTransport) {

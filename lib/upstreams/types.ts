@@ -136,10 +136,22 @@ export class UpstreamRpcError extends Error {
   }
 }
 
+/** The keys every upstream has, stdio or HTTP; durations in ms after loading. */
+export interface UpstreamCommonConfig {
+  prefix?: string
+  /** Bound of one call (ms); default the config's upstreamTimeout. */
+  timeout?: number
+  legacyConnection?: boolean
+  /** Restart the call's `timeout` each time the upstream sends progress for it (default false). */
+  resetTimeoutOnProgress?: boolean
+  /** Bound of a whole call (ms), progress or not; default none. */
+  maxTotalTimeout?: number
+}
+
 /** One upstream as configured. */
 export type UpstreamConfig =
-  | { command: string, args?: string[], env?: Record<string, string>, cwd?: string, prefix?: string, timeout?: number, legacyConnection?: boolean }
-  | { url: string, headers?: Record<string, string>, prefix?: string, timeout?: number, legacyConnection?: boolean, auth?: UpstreamAuthConfig }
+  | UpstreamCommonConfig & { command: string, args?: string[], env?: Record<string, string>, cwd?: string }
+  | UpstreamCommonConfig & { url: string, headers?: Record<string, string>, auth?: UpstreamAuthConfig }
 
 /**
  * Whether a dual-era upstream gets its second, legacy connection for legacy-era calls

@@ -9,7 +9,7 @@
  */
 import { UPSTREAM_ERROR } from '../jsonrpc.js'
 import { EMPTY_CATALOGUE, SupervisedConnection, type ConnectionHost, type ConnectionState } from './connection.js'
-import type { Link } from './link.js'
+import type { CallTiming, Link } from './link.js'
 import {
   UpstreamRpcError, wantsLegacyConnection, type JsonObject, type UpstreamCallOptions, type UpstreamCatalogue, type UpstreamConfig,
   type UpstreamEvents, type UpstreamHeaderProvider, type UpstreamLogger, type UpstreamStatus
@@ -42,6 +42,8 @@ export interface UpstreamOptions {
 export class Upstream implements ConnectionHost {
   readonly kind: 'stdio' | 'http'
   readonly timeoutMs: number
+  /** Config resetTimeoutOnProgress and maxTotalTimeout, for callers' calls. */
+  readonly timing: CallTiming
   readonly setupTimeoutMs: number
   readonly subscriptions = new Set<string>()
   closing = false
@@ -56,6 +58,7 @@ export class Upstream implements ConnectionHost {
   constructor (readonly name: string, readonly config: UpstreamConfig, private readonly options: UpstreamOptions) {
     this.kind = 'command' in config ? 'stdio' : 'http'
     this.timeoutMs = config.timeout ?? options.defaultTimeoutMs
+    this.timing = { resetOnProgress: config.resetTimeoutOnProgress === true, maxTotalMs: config.maxTotalTimeout }
     this.setupTimeoutMs = Math.max(this.timeoutMs, SETUP_TIMEOUT_MS)
     this.legacyConnectionEnabled = wantsLegacyConnection(config)
     this.primary = new SupervisedConnection('primary', this)
@@ -177,7 +180,7 @@ export class Upstream implements ConnectionHost {
     if (options.era === 'legacy' && link.era === 'modern' && this.legacyConnectionEnabled && LEGACY_ROUTED_METHODS.has(method)) {
       link = await this.legacyLink(method, options.signal) ?? link
     }
-    return await link.call(method, params, options, this.timeoutMs, tool)
+    return await link.call(method, params, options, this.timeoutMs, tool, false, this.timing)
   }
 
   /**

@@ -129,3 +129,11 @@ t.test('config/timeouts/server-options-derived', async t => {
     'bodyTimeout 0 leaves the request unbounded (Node: requestTimeout 0); the sweep is never under 100 ms')
   t.equal(httpServerTimeouts({ headersTimeout: MAX_DURATION_MS, bodyTimeout: MAX_DURATION_MS, keepAliveTimeout: 1 }).requestTimeout, MAX_DURATION_MS, 'the sum stays within Node\'s timer limit')
 })
+
+t.test('config/upstreams/timeout-keys', async t => {
+  const config = loadConfig({ upstreams: { a: { command: 'x', maxTotalTimeout: '5m', resetTimeoutOnProgress: true }, b: { url: 'http://127.0.0.1:1/mcp' } } })
+  t.match(config.upstreams.a, { resetTimeoutOnProgress: true, maxTotalTimeout: 300_000 }, 'maxTotalTimeout is a duration (ms)')
+  t.notOk(config.upstreams.b.resetTimeoutOnProgress, 'resetTimeoutOnProgress is off unless set, on HTTP upstreams too')
+  t.equal(config.upstreams.b.maxTotalTimeout, undefined, 'no maxTotalTimeout by default')
+  t.throws(() => loadConfig({ upstreams: { a: { command: 'x', maxTotalTimeout: 'soon' } } }), McpxError, 'a bad maxTotalTimeout is refused')
+})
