@@ -7,7 +7,10 @@
  * and the upstream's name when there are several; an explicit `prefix` wins (`""` = none). A
  * prefixed name is `<prefix>__<name>` (e.g. `everything__echo`). Tool and prompt names are
  * prefixed; resource URIs never are. A name (or URI) claimed twice keeps the first upstream in
- * config order; the other is dropped with a warning naming both.
+ * config order; the other is dropped with a warning naming both. A tool or prompt name collision
+ * is warned once; a resource URI or template collision is warned whenever it appears (at start,
+ * when an upstream comes back) and again on every re-list an upstream announces, since a client
+ * reading that URI silently gets the first upstream's resource (issue #18 › Small cases).
  */
 import { EventEmitter } from 'node:events'
 import { INVALID_PARAMS, RESOURCE_NOT_FOUND, UPSTREAM_ERROR, isObject } from '../jsonrpc.js'
@@ -73,6 +76,8 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   private resourceRoutes = new Map<string, Upstream>()
   private templateRoutes: TemplateRoute[] = []
   private readonly warned = new Set<string>()
+  /** The resource URI and template collisions of the last resources rebuild (keys as warned). */
+  private resourceCollisions = new Set<string>()
   private readonly subscriptionCounts = new Map<string, { upstream: Upstream, count: number }>()
   private started: Promise<void> | undefined
 
@@ -264,6 +269,13 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     const resources: JsonObject[] = []
     const templateRoutes: TemplateRoute[] = []
     const templates: JsonObject[] = []
+    const collisions = new Set<string>()
+    const previous = this.resourceCollisions
+    // Warned when new since the last rebuild, or on a re-list an upstream announced.
+    const collide = (key: string, message: string, fields: Record<string, unknown>): void => {
+      collisions.add(key)
+      if (announced || !previous.has(key)) this.options.logger.warn(fields, message)
+    }
     for (const upstream of this.upstreams) {
       const lists = upstream.lists()
       for (const item of lists.resources) {
@@ -271,7 +283,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
         const owner = resourceRoutes.get(item.uri)
         if (owner !== undefined) {
           if (owner !== upstream) {
-            this.warnOnce(`resource\0${item.uri}\0${upstream.name}`, `resource URI collision: ${item.uri} of upstream ${upstream.name} dropped, ${owner.name} keeps it`,
+            collide(`resource\0${item.uri}\0${upstream.name}`, `resource URI collision: ${item.uri} of upstream ${upstream.name} dropped, ${owner.name} keeps it`,
               { kind: 'resources', uri: item.uri, kept: owner.name, dropped: upstream.name })
           }
           continue
@@ -285,7 +297,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
         const owner = templateRoutes.find(route => route.uriTemplate === uriTemplate)
         if (owner !== undefined) {
           if (owner.upstream !== upstream) {
-            this.warnOnce(`template\0${uriTemplate}\0${upstream.name}`, `resource template collision: ${uriTemplate} of upstream ${upstream.name} dropped, ${owner.upstream.name} keeps it`,
+            collide(`template\0${uriTemplate}\0${upstream.name}`, `resource template collision: ${uriTemplate} of upstream ${upstream.name} dropped, ${owner.upstream.name} keeps it`,
               { kind: 'resourceTemplates', uriTemplate, kept: owner.upstream.name, dropped: upstream.name })
           }
           continue
@@ -294,6 +306,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
         templates.push(item)
       }
     }
+    this.resourceCollisions = collisions
     const before = JSON.stringify([this.resources_, this.templates_])
     this.resources_ = resources
     this.templates_ = templates

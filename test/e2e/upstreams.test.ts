@@ -81,6 +81,26 @@ t.test('upstreams/lists/collision-first-wins', async t => {
   t.match(await registry.callTool('same__echo', { text: 'x' }, noSignal()), { resultType: 'complete' }, 'the first (modern) upstream answers')
 })
 
+t.test('upstreams/lists/resource-collision-warned-on-relist', async t => {
+  const { registry, lines, waitFor } = await startRegistry(t, { first: fixture(), second: fixture('--era', 'legacy') })
+  const isCollision = (line: JsonObject): boolean => line.level === 40 && /^resource URI collision: fixture:\/\/counter/.test(String(line.msg))
+  t.match(lines.find(isCollision), { kept: 'first', dropped: 'second', uri: 'fixture://counter' }, 'warned at start, naming both')
+  t.equal(registry.resources().filter(r => r.uri === 'fixture://counter').length, 1, 'listed once')
+  // Each fixture child has its own counter: bump the second's twice, the first's once.
+  await registry.callTool('second__bump', {}, noSignal())
+  await registry.callTool('second__bump', {}, noSignal())
+  await registry.callTool('first__bump', {}, noSignal())
+  const read = await registry.readResource('fixture://counter', noSignal())
+  t.match(read, { contents: [{ text: '1' }] }, 'the first upstream in config order serves the URI')
+  // The second upstream goes away and comes back: re-listed, the collision is warned again.
+  const second = registry.status().find(s => s.name === 'second')
+  if (second?.pid === undefined) throw new Error('no pid')
+  const since = lines.length
+  process.kill(second.pid)
+  await waitForState(registry, s => s.name === 'second' && s.state === 'ready' && s.pid !== second.pid)
+  t.match(await waitFor(isCollision, since), { kept: 'first', dropped: 'second' }, 'warned again on the re-list')
+})
+
 for (const era of ['dual', 'legacy']) {
   t.test(`upstreams/calls/progress-and-abort-${era}`, async t => {
     const { registry, waitFor, lines } = await startRegistry(t, { fixture: fixture('--era', era) })
