@@ -37,6 +37,14 @@ export interface DispatchContext {
   principal?: string
   /** The caller's Principal itself (lib/principal.ts; issue #16): passed to upstream calls as their `principal`. */
   caller?: unknown
+  /**
+   * The client connection the request belongs to, when it is one client's: the legacy HTTP
+   * session id, or {@link STDIO_SESSION} on stdio. Undefined for sessionless legacy POSTs and
+   * 2026-07-28 HTTP requests. Upstream calls carry it as their `owner` (issue #18: a question or
+   * log line goes to a caller only when it can be tied to one), and isolated upstreams key
+   * per-session instances by it.
+   */
+  sessionId?: string
   /** Legacy only: resource subscriptions of this connection/session (resources/subscribe adds, unsubscribe removes). */
   subscriptions?: SubscriptionSet
 }
@@ -53,3 +61,6 @@ export interface SubscriptionSet {
   add: (uri: string) => unknown
   delete: (uri: string) => boolean | Promise<boolean>
 }
+
+/** {@link DispatchContext.sessionId} of every request on a stdio connection (one client per `mcpx serve`). */
+export const STDIO_SESSION = 'stdio'

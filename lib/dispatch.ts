@@ -224,6 +224,7 @@ export class Dispatcher {
     const progressToken = isObject(meta) ? meta.progressToken : undefined
     const options: UpstreamCallOptions = { signal: ctx.signal, era: ctx.era }
     if (ctx.caller !== undefined) options.principal = ctx.caller // per-caller upstream credentials (issue #16)
+    if (ctx.sessionId !== undefined) options.owner = ctx.sessionId // whose questions and log lines (issue #18)
     const notify = ctx.notify
     // Log lines go to a legacy client as they come (it opted in by declaring nothing: legacy servers
     // send logs unless logging/setLevel says otherwise); a modern client gets them only when its

@@ -306,6 +306,7 @@ export class HttpExchange {
       subscriptions: session === undefined ? undefined : deps.sessions.subscriptionsOf(session)
     })
     if (channel.caller !== undefined) ctx.caller = channel.caller // per-caller upstream credentials (issue #16)
+    if (session !== undefined) ctx.sessionId = session.id
     try {
       const response = await deps.dispatcher.handle(request, ctx)
       if (entry.cancelled) return { kind: 'withheld' }

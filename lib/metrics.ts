@@ -11,6 +11,8 @@
  *   readResource and complete, timed at the registry boundary (the registry itself is untouched).
  * - `mcpx_open_sessions`, `mcpx_open_streams{kind}` (kind: `get` | `listen`).
  * - `mcpx_upstream_restarts_total{upstream}`, `mcpx_upstream_up{upstream}`: from `status()`.
+ * - `mcpx_upstream_unrouted_total{upstream, kind}`: an upstream's questions refused (`question`) and
+ *   log lines dropped (`log`) because they could not be tied to one call (issue #18; the registry's 'unrouted' event).
  *
  * Label values that come from the wire are bounded: an unknown JSON-RPC method counts as `other`.
  * lib/ imports nothing from Fastify.
@@ -144,6 +146,14 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
     labelNames: ['kind'] as const,
     registers
   })
+  const unrouted = new Counter({
+    name: 'mcpx_upstream_unrouted_total',
+    help: 'Questions refused (kind=question) and log lines dropped (kind=log) because they could not be tied to exactly one call of a shared upstream',
+    labelNames: ['upstream', 'kind'] as const,
+    registers
+  })
+  // Upstream names come from the config (bounded); kind is question | log.
+  upstreams.on('unrouted', (upstream: string, kind: string) => { unrouted.inc({ upstream, kind }) })
   const seenRestarts = new Map<string, number>()
   new Counter({
     name: 'mcpx_upstream_restarts_total',

@@ -25,7 +25,7 @@ import { parseBody, classify, encodeMessage, errorResponse, isObject, INTERNAL_E
 import { OLDEST_REVISION, ASSUMED_LEGACY_REVISION } from './revisions.js'
 import { hasModernMeta, metaOf, META_SUBSCRIPTION_ID } from './inbound.js'
 import { MODERN_ONLY, type Dispatcher } from './dispatch.js'
-import type { DispatchContext } from './dispatch-types.js'
+import { STDIO_SESSION, type DispatchContext } from './dispatch-types.js'
 import { LOCAL_PRINCIPAL } from './principal.js'
 import { ALL_LISTS, type NotificationHub } from './notify-hub.js'
 import { Listen, checkListen } from './listen.js'
@@ -341,10 +341,16 @@ class StdioConnection {
     // After a legacy initialize a modern request is still served as modern: DIGEST A12 leaves it
     // open, and a dual-era server accepts liberally (versioning.mdx allows both eras on one process).
     // A modern-only method without `_meta` is served as modern too, so the envelope check explains what is missing.
-    if (hasModernMeta(request) || MODERN_ONLY.has(request.method)) return modernContext(metaOf(request), entry.controller.signal, notify, LOCAL_PRINCIPAL.key)
+    // stdio has one caller: whoever started the process (issue #16), one client (STDIO_SESSION).
+    if (hasModernMeta(request) || MODERN_ONLY.has(request.method)) {
+      const ctx = modernContext(metaOf(request), entry.controller.signal, notify, LOCAL_PRINCIPAL.key)
+      ctx.sessionId = STDIO_SESSION
+      return ctx
+    }
     // Before initialize: the oldest revision's shapes (seed › stdio › Before initialize).
-    // stdio has one caller: whoever started the process (issue #16).
-    return this.peer.legacyContext(entry.controller.signal, OLDEST_REVISION, { notify, ask: this.ask, subscriptions: this.subscriptions, principal: LOCAL_PRINCIPAL.key })
+    const ctx = this.peer.legacyContext(entry.controller.signal, OLDEST_REVISION, { notify, ask: this.ask, subscriptions: this.subscriptions, principal: LOCAL_PRINCIPAL.key })
+    ctx.sessionId = STDIO_SESSION
+    return ctx
   }
 
   /**

@@ -23,17 +23,18 @@ const QUESTIONS = ['elicitation/create', 'sampling/createMessage', 'roots/list']
 
 /**
  * A client for one connection attempt. `ask` answers the upstream's questions (the link's
- * answerQuestion); it may throw a ProtocolError, which becomes the upstream's error response.
+ * answerQuestion), given the question's upstream request id; it may throw a ProtocolError, which
+ * becomes the upstream's error response.
  */
-export function createUpstreamClient (ask: (method: string, params: JsonObject | undefined, signal: AbortSignal) => Promise<JsonObject>): Client {
+export function createUpstreamClient (ask: (method: string, params: JsonObject | undefined, signal: AbortSignal, id: string | number) => Promise<JsonObject>): Client {
   const client = new Client(CLIENT_INFO, {
     capabilities: CLIENT_CAPABILITIES,
     versionNegotiation: { mode: 'auto', probe: { timeoutMs: STDIO_PROBE_TIMEOUT_MS } },
     inputRequired: { autoFulfill: false }
   })
   for (const method of QUESTIONS) {
-    client.setRequestHandler(method, async (request: { params?: unknown }, ctx: { mcpReq: { signal: AbortSignal } }) =>
-      await ask(method, isObject(request.params) ? request.params : undefined, ctx.mcpReq.signal) as never)
+    client.setRequestHandler(method, async (request: { params?: unknown }, ctx: { mcpReq: { signal: AbortSignal, id: string | number } }) =>
+      await ask(method, isObject(request.params) ? request.params : undefined, ctx.mcpReq.signal, ctx.mcpReq.id) as never)
   }
   return client
 }

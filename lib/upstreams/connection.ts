@@ -11,7 +11,7 @@ import { ProtocolError, SdkError, SdkErrorCode, type McpSubscription } from '@mo
 import { UPSTREAM_ERROR, isObject } from '../jsonrpc.js'
 import { createUpstreamClient } from './client.js'
 import type { HttpUpstreamTransport } from './http-transport.js'
-import { Link } from './link.js'
+import { Link, type UnroutedKind } from './link.js'
 import { redactText } from './redact.js'
 import { KILL_GRACE_MS, StdioUpstreamTransport } from './stdio-transport.js'
 import {
@@ -47,6 +47,11 @@ export interface ConnectionHost {
   readonly closing: boolean
   /** A connection's state changed: report the upstream's status. */
   stateChanged: () => void
+  /**
+   * A question (`question`) or log line (`log`) the upstream sent could not be tied to exactly one
+   * call, so it was refused or dropped (issue #18 › Shared upstreams stop guessing). Never throws.
+   */
+  unrouted: (kind: UnroutedKind) => void
 }
 
 /** A connection's state: `idle` (legacy role, never needed yet) and `unavailable` (legacy refused) are the legacy role's. */
@@ -243,11 +248,11 @@ export class SupervisedConnection {
       transport = new Http(new URL(config.url), config.headers, host.name, host.headerProvider)
     }
     const holder: { link?: Link } = {}
-    const client = createUpstreamClient(async (method, params, signal) => {
+    const client = createUpstreamClient(async (method, params, signal, id) => {
       if (holder.link === undefined) throw new ProtocolError(-32_601, `mcpx: no request in flight on upstream ${host.name} can relay ${method}`)
-      return await holder.link.answerQuestion(method, params, signal)
+      return await holder.link.answerQuestion(method, params, signal, id)
     })
-    holder.link = new Link(this.role, host.name, client, transport, host.logger, this.logFields)
+    holder.link = new Link(this.role, host.name, client, transport, host.logger, this.logFields, kind => host.unrouted(kind))
     return holder.link
   }
 

@@ -121,9 +121,21 @@ export class HttpUpstreamTransport extends StreamableHTTPClientTransport {
     }
   }
 
-  /** Hands one message of a call's reply on (connection.ts routes it). */
-  deliver (message: unknown): void {
-    if (isObject(message)) this.onmessage?.(message as JSONRPCMessage)
+  /**
+   * The call whose reply stream carried the message being delivered, while `onmessage` runs (so
+   * the link can tie a question or a log line on that stream to exactly that call; issue #18).
+   */
+  replyCall: UpstreamCall | undefined = undefined
+
+  /** Hands one message of `call`'s reply on (connection.ts routes it). */
+  deliver (message: unknown, call: UpstreamCall): void {
+    if (!isObject(message)) return
+    this.replyCall = call
+    try {
+      this.onmessage?.(message as JSONRPCMessage)
+    } finally {
+      this.replyCall = undefined
+    }
   }
 }
 
@@ -158,7 +170,7 @@ class CallReply implements Dispatcher.DispatchHandler {
       this.challenge = Array.isArray(challenge) ? challenge.join(', ') : challenge
     } else if (status < 200 || status >= 300) this.mode = 'error'
     else if (status === 202) this.mode = 'ignore'
-    else if (type === 'text/event-stream') { this.mode = 'sse'; this.sse = new SseReader(this.transport) }
+    else if (type === 'text/event-stream') { this.mode = 'sse'; this.sse = new SseReader(this.transport, this.call) }
     else if (type === 'application/json') this.mode = 'json'
     else this.fail(`Unexpected content type: ${type}`)
   }
@@ -175,15 +187,15 @@ class CallReply implements Dispatcher.DispatchHandler {
     if (this.mode === 'json') {
       let data: unknown
       try { data = JSON.parse(Buffer.concat(this.chunks).toString('utf8')) } catch { this.fail('the reply is not JSON'); return }
-      if (Array.isArray(data)) for (const message of data) this.transport.deliver(message)
-      else this.transport.deliver(data)
+      if (Array.isArray(data)) for (const message of data) this.transport.deliver(message, call)
+      else this.transport.deliver(data, call)
     } else if (this.mode === 'error') {
       const text = Buffer.concat(this.chunks).toString('utf8')
       if (this.status === 400 && this.modern) {
         // A modern upstream's JSON-RPC error for this request arrives with 400 (SEP-2243): deliver it.
         try {
           const parsed: unknown = JSON.parse(text)
-          if (isObject(parsed) && parsed.id === call.id && isObject(parsed.error)) { this.transport.deliver(parsed); return }
+          if (isObject(parsed) && parsed.id === call.id && isObject(parsed.error)) { this.transport.deliver(parsed, call); return }
         } catch {}
       }
       this.fail(`Error POSTing to endpoint: ${text}`)
@@ -216,7 +228,7 @@ class SseReader {
   private data: string | undefined
   private event = ''
 
-  constructor (private readonly transport: HttpUpstreamTransport) {}
+  constructor (private readonly transport: HttpUpstreamTransport, private readonly call: UpstreamCall) {}
 
   push (chunk: Buffer): void {
     this.buffer += this.decoder.write(chunk)
@@ -244,8 +256,8 @@ class SseReader {
       if (data === undefined || (event !== '' && event !== 'message')) return
       let message: unknown
       try { message = JSON.parse(data) } catch { return }
-      if (Array.isArray(message)) for (const m of message) this.transport.deliver(m)
-      else this.transport.deliver(message)
+      if (Array.isArray(message)) for (const m of message) this.transport.deliver(m, this.call)
+      else this.transport.deliver(message, this.call)
       return
     }
     const colon = line.indexOf(':')

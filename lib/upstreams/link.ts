@@ -33,6 +33,9 @@ export interface CallTiming {
   maxTotalMs: number | undefined
 }
 
+/** What the link could not tie to one call: a question (refused upstream) or a log line (dropped). */
+export type UnroutedKind = 'question' | 'log'
+
 /** The body field `Mcp-Name` mirrors, per method (DIGEST §6d). */
 const NAME_FIELD: ReadonlyMap<string, string> = new Map([['tools/call', 'name'], ['prompts/get', 'name'], ['resources/read', 'uri']])
 
@@ -53,13 +56,21 @@ export class Link implements CallLink {
    * @param role `primary` (the negotiated connection: catalogue, subscriptions) or `legacy` (a dual-era upstream's second one)
    * @param logFields `{ upstream }`, plus `{ connection: 'legacy' }` for the legacy role
    */
+  /** Questions that came on a call's own HTTP reply stream: their upstream request id → that call. */
+  private readonly questionCalls = new Map<string | number, UpstreamCall>()
+
+  /**
+   * @param unrouted told of each question refused and log line dropped because it could not be
+   *        tied to exactly one call (issue #18)
+   */
   constructor (
     readonly role: 'primary' | 'legacy',
     readonly upstream: string,
     readonly client: Client,
     readonly transport: StdioUpstreamTransport | HttpUpstreamTransport,
     private readonly logger: UpstreamLogger,
-    private readonly logFields: JsonObject
+    private readonly logFields: JsonObject,
+    private readonly unrouted: (kind: UnroutedKind) => void = () => {}
   ) {}
 
   /** The child's pid (stdio) while it runs. */
@@ -159,18 +170,29 @@ export class Link implements CallLink {
   }
 
   /**
-   * Routes a server→client question (legacy era) to a call in flight on this link. Over stdio
-   * nothing on the wire ties a question to a call, so: the one call with `onQuestion`, or, when
-   * there are several, the most recently started one (right for sequential use and for the common
-   * "one interactive tool at a time" case). None → -32601 upstream, but `roots/list`, which mcpx
-   * answers itself (it exposes no roots; server-everything asks right after initialize).
+   * Routes a server→client question (legacy era) to the call it belongs to, never guessing
+   * (issue #18 › Shared upstreams stop guessing): the call whose HTTP reply stream carried it;
+   * else, when every caller's call in flight on this link serves one owner
+   * (UpstreamCallOptions.owner: one session, one stdio client, or an isolated instance's owner),
+   * that owner's latest call. With calls of several owners (or of none) in flight, nothing on the
+   * wire says whose question it is: it is refused upstream (-32603) and counted. With no call in
+   * flight: -32601, but `roots/list`, which mcpx answers itself with no roots (server-everything
+   * asks right after initialize).
+   * @param id the question's upstream request id
    * @returns the client's answer; throws ProtocolError for the upstream's error response
    */
-  async answerQuestion (method: string, params: JsonObject | undefined, upstreamSignal: AbortSignal): Promise<JsonObject> {
-    const target = this.latest('onQuestion')
+  async answerQuestion (method: string, params: JsonObject | undefined, upstreamSignal: AbortSignal, id?: string | number): Promise<JsonObject> {
+    const via = id === undefined ? undefined : this.questionCalls.get(id)
+    if (id !== undefined) this.questionCalls.delete(id)
+    const found = this.owning(via, 'onQuestion')
+    if (found === 'ambiguous') {
+      this.unrouted('question')
+      throw new ProtocolError(INTERNAL_ERROR, `mcpx: ${method} cannot be tied to one of the calls in flight on upstream ${this.upstream} (several callers share it); refused rather than guessed. Configure the upstream with isolation "per-session" or "per-principal"`)
+    }
+    const target = found
     const onQuestion = target?.options.onQuestion
     if (target === undefined || onQuestion === undefined) {
-      if (method === 'roots/list') return { roots: [] }
+      if (method === 'roots/list' && this.callerCalls() === 0) return { roots: [] }
       throw new ProtocolError(METHOD_NOT_FOUND, `mcpx: no request in flight on upstream ${this.upstream} can relay ${method}`)
     }
     const question = params === undefined ? { method } : { method, params }
@@ -184,9 +206,10 @@ export class Link implements CallLink {
   }
 
   /**
-   * Takes a message that belongs to a call: its response, its `notifications/progress`, or a
-   * `notifications/message` (routed like a question). @returns false for anything else, which the
-   * SDK client handles (its own responses, the upstream's requests, list_changed…).
+   * Takes a message that belongs to a call: its response, its `notifications/progress` (by our
+   * progressToken), or a `notifications/message` (routed like a question). A question that came
+   * on a call's reply stream is noted for answerQuestion and left to the SDK client. @returns
+   * false for anything the SDK client handles (its own responses, the upstream's requests, list_changed…).
    */
   private intercept (message: JsonObject): boolean {
     const method = message.method
@@ -197,7 +220,12 @@ export class Link implements CallLink {
       call.settle(message)
       return true
     }
-    if (message.id !== undefined) return false
+    const via = this.transport instanceof StdioUpstreamTransport ? undefined : this.transport.replyCall
+    if (message.id !== undefined) {
+      const id = message.id
+      if (via !== undefined && (typeof id === 'string' || typeof id === 'number')) this.questionCalls.set(id, via)
+      return false
+    }
     if (method === 'notifications/progress') {
       const params = isObject(message.params) ? message.params : undefined
       const token = params?.progressToken
@@ -207,15 +235,23 @@ export class Link implements CallLink {
       return true
     }
     if (method === 'notifications/message') {
-      this.routeNotification(isObject(message.params) ? { method, params: message.params } : { method: method as string })
+      this.routeNotification(isObject(message.params) ? { method, params: message.params } : { method: method as string }, via)
       return true
     }
     return false
   }
 
-  /** A request-scoped notification to the call it belongs to (see answerQuestion); none → dropped (debug). */
-  private routeNotification (notification: { method: string, params?: JsonObject }): void {
-    const onNotification = this.latest('onNotification')?.options.onNotification
+  /**
+   * A request-scoped notification to the call it belongs to, found as for questions (see
+   * answerQuestion). None → dropped (debug); not tied to one call → dropped and counted.
+   */
+  private routeNotification (notification: { method: string, params?: JsonObject }, via: UpstreamCall | undefined): void {
+    const found = this.owning(via, 'onNotification')
+    if (found === 'ambiguous') {
+      this.unrouted('log')
+      return
+    }
+    const onNotification = found?.options.onNotification
     if (onNotification === undefined) {
       this.logger.debug({ ...this.logFields, method: notification.method }, 'upstream notification with no call to take it: dropped')
       return
@@ -227,10 +263,29 @@ export class Link implements CallLink {
     }
   }
 
-  /** The call in flight that has `key`, most recently started first. */
-  private latest (key: 'onQuestion' | 'onNotification'): UpstreamCall | undefined {
+  /** How many callers' calls (not the connection's own lists and subscriptions) are in flight. */
+  private callerCalls (): number {
+    let count = 0
+    for (const call of this.calls.values()) if (!call.setup) count++
+    return count
+  }
+
+  /**
+   * The call a question or log line belongs to: `via` (the call whose reply stream carried it)
+   * while it runs; else, when the callers' calls in flight all serve one owner, that owner's most
+   * recently started call that has `key` (undefined when none has it); `'ambiguous'` when calls of
+   * several owners, or several calls without an owner, are in flight.
+   */
+  private owning (via: UpstreamCall | undefined, key: 'onQuestion' | 'onNotification'): UpstreamCall | 'ambiguous' | undefined {
+    if (via !== undefined && !via.done) return via
     let target: UpstreamCall | undefined
+    let owner: string | undefined
+    let count = 0
     for (const call of this.calls.values()) {
+      if (call.setup) continue
+      const callOwner = call.options.owner
+      if (count++ === 0) owner = callOwner
+      else if (owner === undefined || callOwner !== owner) return 'ambiguous'
       if (call.options[key] !== undefined && (target === undefined || call.startedAt >= target.startedAt)) target = call
     }
     return target

@@ -93,7 +93,8 @@ class Registry extends EventEmitter implements UpstreamRegistry {
         events: {
           catalogueChanged: (kind, announced) => this.rebuild(kind, announced),
           resourceUpdated: uri => this.emit('resource_updated', uri),
-          stateChanged: status => this.emit('upstream_state', status)
+          stateChanged: status => this.emit('upstream_state', status),
+          unrouted: kind => this.emit('unrouted', name, kind)
         }
       })
       this.upstreams.push(upstream)

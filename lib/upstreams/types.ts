@@ -36,6 +36,11 @@ export interface UpstreamEvents {
   resourceUpdated: (uri: string) => void
   /** State changed (connecting, ready, down, closed). */
   stateChanged: (status: UpstreamStatus) => void
+  /**
+   * A question it asked was refused (`question`) or a log line it sent was dropped (`log`)
+   * because it could not be tied to exactly one call (issue #18).
+   */
+  unrouted: (kind: 'question' | 'log') => void
 }
 
 /** The logger methods the upstream layer uses: a pino Logger, or Fastify's `log`, fits. */
@@ -74,10 +79,17 @@ export interface UpstreamCallOptions {
   extraParams?: JsonObject
   /**
    * Called for request-scoped notifications the upstream sends while serving this call
-   * (`notifications/message` log lines). Routed like questions: over stdio nothing on the wire
-   * ties them to a call, so they go to the most recently started in-flight call that has this.
+   * (`notifications/message` log lines). Routed like questions (see `owner`).
    */
   onNotification?: (notification: { method: string, params?: JsonObject }) => void
+  /**
+   * Whom the call serves (one legacy session, one stdio client; opaque). A question or log line
+   * the upstream sends is delivered only when it can be tied to one call: the call whose HTTP
+   * reply stream carried it, else the calls in flight on that connection when they all have this
+   * same owner (then the latest that can take it). Calls of several owners, or several without
+   * one, in flight: the question is refused upstream and the log line dropped (issue #18).
+   */
+  owner?: string
   /**
    * The era of the downstream client this call serves. A dual-era upstream serves server→client
    * questions and log notifications only in a legacy session (its SDK pins the era per
@@ -214,6 +226,8 @@ export interface UpstreamLegacyStatus {
  * - `'resource_updated'` (uri: string): an upstream sent `notifications/resources/updated`
  *   for a URI (downstream form, i.e. as mcpx lists it).
  * - `'upstream_state'` (status: UpstreamStatus): an upstream came up, went down or restarted.
+ * - `'unrouted'` (upstream: string, kind: 'question' | 'log'): a question of that upstream was
+ *   refused, or a log line dropped, because it could not be tied to exactly one call (issue #18).
  */
 export interface UpstreamRegistry extends EventEmitter {
   /** Connects every upstream (failures leave it 'down' and retrying; never rejects for one upstream). */

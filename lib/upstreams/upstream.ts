@@ -9,7 +9,7 @@
  */
 import { UPSTREAM_ERROR } from '../jsonrpc.js'
 import { EMPTY_CATALOGUE, SupervisedConnection, type ConnectionHost, type ConnectionState } from './connection.js'
-import type { CallTiming, Link } from './link.js'
+import type { CallTiming, Link, UnroutedKind } from './link.js'
 import {
   UpstreamRpcError, wantsLegacyConnection, type JsonObject, type UpstreamCallOptions, type UpstreamCatalogue, type UpstreamConfig,
   type UpstreamEvents, type UpstreamHeaderProvider, type UpstreamLogger, type UpstreamStatus
@@ -73,6 +73,21 @@ export class Upstream implements ConnectionHost {
   async start (): Promise<void> {
     this.firstAttempt ??= this.primary.open()
     await this.firstAttempt
+  }
+
+  private warnedUnrouted = false
+
+  /**
+   * A question refused or a log line dropped because it could not be tied to one call (link.ts
+   * `owning`): counted (the registry's 'unrouted' event, mcpx_upstream_unrouted_total), and warned
+   * once per upstream, since the fix is the upstream's `isolation`. Never throws.
+   */
+  unrouted (kind: UnroutedKind): void {
+    if (!this.warnedUnrouted) {
+      this.warnedUnrouted = true
+      this.logger.warn({ upstream: this.name, kind }, 'upstream sent a question or log line that cannot be tied to one caller (several share it): refused/dropped; configure isolation "per-session" or "per-principal" for it')
+    }
+    this.options.events.unrouted(kind)
   }
 
   /** Reports the upstream's status to the registry. Never throws. */

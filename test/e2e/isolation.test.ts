@@ -1,0 +1,81 @@
+/**
+ * Isolated upstreams and shared upstreams that stop guessing (issue #18), on a REAL daemon with
+ * real fixture children and real legacy HTTP sessions.
+ *
+ * A shared stdio upstream (the fixture in its legacy era: its `elicit` tool sends a real
+ * `elicitation/create`, its `log` tool real `notifications/message`) serves two sessions at once.
+ * Nothing on the stdio wire says which call a question or log line belongs to, so with both
+ * sessions' calls in flight mcpx must deliver it to neither: the question is refused upstream,
+ * the log line dropped, both counted (mcpx_upstream_unrouted_total), warned once.
+ */
+import t from 'tap'
+import { startDaemon } from '../helpers/daemon.js'
+import { fixtureCommand } from '../helpers/fixture.js'
+import { sseMessages } from '../helpers/app.js'
+import { callBody, fetchSession, fixtureEvents, fixtureLogPath, pollUntil, post, sessionHeaders, SseReader } from '../helpers/legacy.js'
+
+const REVISION = '2025-06-18'
+const isMethod = (method: string) => (m: Record<string, unknown>): boolean => m.method === method
+
+/** Every message of a reply, whether it came as JSON or as an SSE stream (read to its end). */
+async function replyMessages (res: Response): Promise<any[]> {
+  const text = await res.text()
+  return res.headers.get('content-type') === 'text/event-stream' ? sseMessages(text) : [JSON.parse(text)]
+}
+
+/** The value of one sample of /metrics, or 0 when absent. */
+async function metric (base: string, sample: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text()
+  const line = text.split('\n').find(l => l.startsWith(sample + ' '))
+  return line === undefined ? 0 : Number(line.slice(sample.length + 1))
+}
+
+t.test('isolation/shared/question-never-guessed', async t => {
+  const daemon = await startDaemon(t, { upstreams: { fixture: fixtureCommand('--era', 'legacy') } })
+  const base = daemon.base
+  const a = await fetchSession(base, REVISION, { elicitation: {} })
+  const b = await fetchSession(base, REVISION, { elicitation: {} })
+  // A's call asks while it is the only call in flight: tied to A, relayed to A.
+  const streamA = new SseReader(await post(base, callBody(21, 'elicit'), sessionHeaders(a, REVISION)))
+  const questionA = await streamA.message('A\'s question', isMethod('elicitation/create'))
+  // B's call asks while A's is still in flight (A has not answered): whose question is it? mcpx cannot tell.
+  const messagesB = await replyMessages(await post(base, callBody(22, 'elicit'), sessionHeaders(b, REVISION)))
+  const replyB = messagesB.find(m => m.id === 22)
+  t.same(messagesB.filter(m => m.method !== undefined).map(m => m.method), [], 'B received no question')
+  t.ok(replyB.error !== undefined || replyB.result?.isError === true, 'B\'s call failed: the upstream got an error for its question')
+  t.match(JSON.stringify(replyB), /cannot be tied to one of the calls in flight on upstream fixture/, 'the error the upstream got is mcpx\'s refusal')
+  t.equal(streamA.messages.filter(isMethod('elicitation/create')).length, 1, 'A received only its own question')
+  // A answers its own question and gets its result.
+  const answer = await post(base, { jsonrpc: '2.0', id: questionA.id, result: { action: 'accept', content: { name: 'Ada' } } }, sessionHeaders(a, REVISION))
+  t.equal(answer.status, 202)
+  const replyA = await streamA.message('A\'s reply', m => m.id === 21) as any
+  t.match(replyA.result.content[0].text, /Ada/, 'A\'s call completes with A\'s answer')
+  t.equal(await metric(base, 'mcpx_upstream_unrouted_total{upstream="fixture",kind="question"}'), 1, 'the refused question is counted')
+  const warnings = daemon.lines.filter(l => /cannot be tied to one caller/.test(String(l.msg)))
+  t.equal(warnings.length, 1, 'warned once for the upstream')
+  t.match(warnings[0], { upstream: 'fixture', level: 40 })
+})
+
+t.test('isolation/shared/log-line-never-guessed', async t => {
+  const log = fixtureLogPath()
+  const daemon = await startDaemon(t, { upstreams: { fixture: { ...fixtureCommand('--era', 'legacy'), env: { FIXTURE_LOG: log } } } })
+  const base = daemon.base
+  const a = await fetchSession(base, REVISION)
+  const b = await fetchSession(base, REVISION)
+  // A's long call is in flight while B's call logs.
+  const abortA = new AbortController()
+  const pendingA = post(base, callBody(31, 'slow', { ms: 60_000, steps: 1 }), sessionHeaders(a, REVISION), abortA.signal)
+  pendingA.catch(() => {})
+  await pollUntil('A\'s call to start upstream', () => fixtureEvents(log).some(e => e.event === 'started'), 20_000)
+  const messagesB = await replyMessages(await post(base, callBody(32, 'log'), sessionHeaders(b, REVISION)))
+  t.match(messagesB.find(m => m.id === 32)?.result.content[0].text, 'logged 2', 'B\'s call itself succeeds')
+  t.same(messagesB.filter(isMethod('notifications/message')), [], 'B received no log line (it cannot be told whose they are)')
+  t.equal(await metric(base, 'mcpx_upstream_unrouted_total{upstream="fixture",kind="log"}'), 2, 'both dropped lines are counted')
+  // A's call ends (cancelled); alone in flight, B's next call gets its log lines.
+  await post(base, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 31 } }, sessionHeaders(a, REVISION))
+  abortA.abort()
+  await pollUntil('A\'s call to be cancelled upstream', () => fixtureEvents(log).some(e => e.event === 'cancelled'), 20_000)
+  const again = await replyMessages(await post(base, callBody(33, 'log'), sessionHeaders(b, REVISION)))
+  t.ok(again.some(m => m.id === 33), 'B\'s second call answered')
+  t.equal(again.filter(isMethod('notifications/message')).length, 2, 'with one caller in flight, its log lines reach it')
+})
