@@ -18,8 +18,14 @@ export const CLIENT_CAPABILITIES = { elicitation: { form: {} }, sampling: {}, ro
 /** Longest wait for the `server/discover` probe on stdio before falling back to `initialize` (ms). */
 export const STDIO_PROBE_TIMEOUT_MS = 5_000
 
-/** The upstream questions mcpx relays to its own client. */
-const QUESTIONS = ['elicitation/create', 'sampling/createMessage', 'roots/list'] as const
+/** The upstream questions mcpx relays to its own client (each reaches the link's answerQuestion). */
+export const QUESTIONS = ['elicitation/create', 'sampling/createMessage', 'roots/list'] as const
+const QUESTION_SET: ReadonlySet<string> = new Set(QUESTIONS)
+
+/** Whether `method` is one of {@link QUESTIONS}. */
+export function isQuestion (method: unknown): boolean {
+  return typeof method === 'string' && QUESTION_SET.has(method)
+}
 
 /**
  * A client for one connection attempt. `ask` answers the upstream's questions (the link's

@@ -12,7 +12,7 @@ import { encodeHeaderValue } from '../header-values.js'
 import { buildParamHeaders } from './mirror-headers.js'
 import type { Era, Revision } from '../revisions.js'
 import { UpstreamCall, type CallLink } from './call.js'
-import { CLIENT_CAPABILITIES, CLIENT_INFO } from './client.js'
+import { CLIENT_CAPABILITIES, CLIENT_INFO, isQuestion } from './client.js'
 import type { HttpUpstreamTransport } from './http-transport.js'
 import { StdioUpstreamTransport } from './stdio-transport.js'
 import { UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamLogger } from './types.js'
@@ -223,7 +223,8 @@ export class Link implements CallLink {
     const via = this.transport instanceof StdioUpstreamTransport ? undefined : this.transport.replyCall
     if (message.id !== undefined) {
       const id = message.id
-      if (via !== undefined && (typeof id === 'string' || typeof id === 'number')) this.questionCalls.set(id, via)
+      // Only questions: each reaches answerQuestion, which takes its entry out (the map stays bounded).
+      if (via !== undefined && isQuestion(method) && (typeof id === 'string' || typeof id === 'number')) this.questionCalls.set(id, via)
       return false
     }
     if (method === 'notifications/progress') {
