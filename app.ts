@@ -85,7 +85,15 @@ const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fa
     keepAliveMs: config.transport.sseKeepAlive,
     maxRequestsPerSession: config.transport.maxRequestsPerSession,
     maxGetStreams: config.transport.maxGetStreams,
-    maxConcurrentRequests: config.transport.maxConcurrentRequests
+    maxConcurrentRequests: config.transport.maxConcurrentRequests,
+    // Every outgoing SSE stream's limits (lib/flow.ts, issue #20), counted on this instance's metrics.
+    flow: {
+      highWaterBytes: config.transport.streamBufferBytes,
+      maxBytes: config.transport.streamBufferMaxBytes,
+      dropped: metrics.streamDropped,
+      overflowed: metrics.streamOverflowed,
+      logger: fastify.log
+    }
   })
   metrics.bindScope({ sessions: () => fastify.sessions.size, streams: kind => fastify.mcpStreams.count(kind) })
 }

@@ -53,6 +53,8 @@ export async function runStdio (config: McpxConfig, logger: Logger): Promise<num
     server = startStdioServer(process.stdin, process.stdout, dispatcher, hub, {
       drainMs: config.transport.stdioDrain,
       maxLineBytes: config.transport.maxBodyBytes,
+      streamBufferBytes: config.transport.streamBufferBytes,
+      streamBufferMaxBytes: config.transport.streamBufferMaxBytes,
       logger
     })
     logger.info({ upstreams: Object.keys(config.upstreams) }, 'serving MCP on stdio')

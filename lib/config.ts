@@ -87,6 +87,8 @@ export const CONFIG_SCHEMA = {
         maxGetStreams: { type: 'integer', minimum: 1, default: 1000, description: 'most long-lived streams open at once: legacy GET notification streams and 2026-07-28 subscriptions/listen streams together (503 above)' },
         maxRequestsPerSession: { type: 'integer', minimum: 1, default: 64, description: 'most requests in flight per legacy session' },
         maxConcurrentRequests: { type: 'integer', minimum: 1, default: 4096, description: 'most requests in flight across the daemon' },
+        streamBufferBytes: { type: 'integer', minimum: 1, default: 1048576, description: 'high-water mark of every outgoing stream to a client (SSE replies, GET and listen streams, stdout of mcpx serve), bytes waiting to be written: past it progress is coalesced per token and log notifications are dropped (and counted); mcpx serve stops reading stdin until stdout drains' },
+        streamBufferMaxBytes: { type: 'integer', minimum: 1, default: 8388608, description: 'hard limit of every outgoing stream, bytes (at least streamBufferBytes): past it the stream is ended (a reply stream\'s call is cancelled upstream); a response never ends a stream' },
         headersTimeout: { ...DURATION, default: '10s', description: 'daemon: a connection that sends no complete request head within this (ms) is closed, with 408 when any byte came (0 disables)' },
         bodyTimeout: { ...DURATION, default: '30s', description: 'daemon: a request body not complete within this (ms) after the head\'s bound gets 408 (0 disables)' },
         keepAliveTimeout: { ...DURATION, default: '72s', description: 'daemon: an idle keep-alive connection closes after this (ms); above the 60 s idle timeout of nginx and common load balancers, so the proxy closes first' }
@@ -245,6 +247,10 @@ export interface McpxConfig {
     maxGetStreams: number
     maxRequestsPerSession: number
     maxConcurrentRequests: number
+    /** bytes: the high-water mark of every outgoing stream (lib/flow.ts). */
+    streamBufferBytes: number
+    /** bytes: the hard limit of every outgoing stream, ≥ streamBufferBytes (lib/flow.ts). */
+    streamBufferMaxBytes: number
     /** ms; 0 disables. Daemon only (a host app sets its own server options). */
     headersTimeout: number
     /** ms; 0 disables. Daemon only. */
@@ -478,6 +484,9 @@ export function loadConfig (raw: unknown): McpxConfig {
   c.transport.headersTimeout = parseDuration(c.transport.headersTimeout, 'transport.headersTimeout')
   c.transport.bodyTimeout = parseDuration(c.transport.bodyTimeout, 'transport.bodyTimeout')
   c.transport.keepAliveTimeout = parseDuration(c.transport.keepAliveTimeout, 'transport.keepAliveTimeout')
+  if (c.transport.streamBufferMaxBytes < c.transport.streamBufferBytes) {
+    throw new McpxError('MCPX_ERR_CONFIG', `mcpx: invalid config:\n  transport.streamBufferMaxBytes: must be at least transport.streamBufferBytes (${c.transport.streamBufferBytes})`)
+  }
   c.sessions.streamLease = parseDuration(c.sessions.streamLease, 'sessions.streamLease')
   const sessions = c.sessions as McpxConfig['sessions'] & { redis?: RedisTarget, redisUrl?: string }
   if (sessions.redis !== undefined && sessions.redisUrl !== undefined) {

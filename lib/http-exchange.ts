@@ -34,8 +34,11 @@ export interface PostChannel {
   readonly acceptsJson?: boolean
   /** Sends a whole reply. `body` undefined sends no body (202). */
   json (status: number, body: string | undefined, headers?: Record<string, string>): void
-  /** Starts an SSE reply (status 200) and returns the stream. */
-  sse (headers?: Record<string, string>): SseStream
+  /**
+   * Starts an SSE reply (status 200) and returns the stream.
+   * @param kind `reply` (default) for a POST's reply stream, `listen` for a subscriptions/listen stream (flow metrics)
+   */
+  sse (headers?: Record<string, string>, kind?: 'reply' | 'listen'): SseStream
   /** Registers a callback for the client going away before the reply is finished. */
   onDisconnect (fn: () => void): void
   /** The caller's opaque identity (lib/principal.ts Principal.key, made once by mcpx-auth), if any. */
@@ -68,8 +71,22 @@ const ACCEPTED = 202
 class Responder implements MessageSink {
   private stream: SseStream | undefined
   private done = false
+  private readonly overflowHandlers: Array<() => void> = []
 
   constructor (private readonly channel: PostChannel, private readonly headers: Record<string, string> = {}) {}
+
+  /**
+   * Runs `fn` when the reply's SSE stream is ended past transport.streamBufferMaxBytes (lib/flow.ts):
+   * the request it carries is cancelled upstream.
+   */
+  onOverflow (fn: () => void): void { this.overflowHandlers.push(fn) }
+
+  private open (): SseStream {
+    const stream = this.channel.sse(this.headers)
+    for (const fn of this.overflowHandlers) stream.onOverflow(fn)
+    this.stream = stream
+    return stream
+  }
 
   get streaming (): boolean { return this.stream !== undefined }
   get finished (): boolean { return this.done }
@@ -79,7 +96,7 @@ class Responder implements MessageSink {
     if (this.done) return false
     if (this.stream === undefined) {
       if (!this.channel.acceptsSse) return false
-      this.stream = this.channel.sse(this.headers)
+      return this.open().send(message)
     }
     return this.stream.send(message)
   }
@@ -101,14 +118,14 @@ class Responder implements MessageSink {
   withhold (): void {
     if (this.done) return
     this.done = true
-    if (this.stream === undefined) this.stream = this.channel.sse(this.headers)
-    this.stream.close()
+    const stream = this.stream ?? this.open()
+    stream.close()
   }
 
   /** Switches a pending reply to SSE now (no-op once streaming or finished). */
   startStream (): void {
     if (this.done || this.stream !== undefined) return
-    this.stream = this.channel.sse(this.headers)
+    this.open()
   }
 
   /** Marks the reply finished without writing (the client is gone). */
@@ -212,7 +229,7 @@ export class HttpExchange {
       return sendRefusal(channel, refusal('tooManyStreams', request.id))
     }
     try {
-      const stream = channel.sse()
+      const stream = channel.sse(undefined, 'listen')
       deps.streamSlots.track('listen', stream)
       const listen = new Listen(deps.dispatcher, deps.hub, deps.logger, request.id, checked.filter, (n) => { stream.send(n) })
       // Subscribed upstream before the acknowledgement: what the ack promises is delivered from then on.
@@ -293,6 +310,9 @@ export class HttpExchange {
       }
       // Seed: in a session a dropped connection is not a cancellation; notifications/cancelled is.
       entry = session.peer.track(request.id) ?? untracked(request)
+      // But a reply stream ended past its hard limit (lib/flow.ts) can no longer carry the answer: cancel upstream.
+      const overflowed = entry
+      responder.onOverflow(() => { overflowed.cancelled = true; overflowed.controller.abort(new Error('reply stream ended past transport.streamBufferMaxBytes')) })
     } else {
       // Without a session no cancellation could ever reach the request, so the disconnect is the signal.
       entry = untracked(request)

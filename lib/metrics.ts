@@ -10,6 +10,10 @@
  * - `mcpx_upstream_call_duration_seconds{upstream, operation, outcome}`: callTool, getPrompt,
  *   readResource and complete, timed at the registry boundary (the registry itself is untouched).
  * - `mcpx_open_sessions`, `mcpx_open_streams{kind}` (kind: `get` | `listen`).
+ * - `mcpx_stream_dropped_total{stream, kind}`: messages a client that was not reading lost past
+ *   transport.streamBufferBytes (lib/flow.ts): `log` lines dropped, `progress`/`resource`/`list`
+ *   notifications superseded by a newer one; stream `reply` | `get` | `listen`.
+ * - `mcpx_stream_overflows_total{stream}`: streams ended past transport.streamBufferMaxBytes.
  * - `mcpx_upstream_restarts_total{upstream}`, `mcpx_upstream_up{upstream}`: from `status()`.
  * - `mcpx_upstream_unrouted_total{upstream, kind}`: an upstream's questions refused (`question`) and
  *   log lines dropped (`log`) because they could not be tied to one call (issue #18; the registry's 'unrouted' event).
@@ -19,6 +23,7 @@
  */
 import { Registry, Counter, Gauge, Histogram } from 'prom-client'
 import type { UpstreamRegistry, UpstreamCallOptions, JsonObject } from './upstreams/types.js'
+import type { FlowDrop, FlowStream } from './flow.js'
 
 /** JSON-RPC methods counted under their own name; any other method is `other` (bounded cardinality). */
 export const COUNTED_METHODS: ReadonlySet<string> = new Set([
@@ -65,6 +70,10 @@ export interface McpxMetrics {
   bindScope: (gauges: ScopeGauges) => void
   /** Counts one connection the daemon cut for sending its request too slowly (issue #20). Never throws. */
   connectionTimedOut: (kind: ConnectionTimeoutKind) => void
+  /** Counts a message taken out of an outgoing stream past its mark (lib/flow.ts FlowPolicy.dropped). Never throws. */
+  streamDropped: (stream: FlowStream, what: FlowDrop) => void
+  /** Counts an outgoing stream ended past its hard limit (lib/flow.ts FlowPolicy.overflowed). Never throws. */
+  streamOverflowed: (stream: FlowStream) => void
 }
 
 /**
@@ -154,6 +163,18 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
   })
   // Upstream names come from the config (bounded); kind is question | log.
   upstreams.on('unrouted', (upstream: string, kind: string) => { unrouted.inc({ upstream, kind }) })
+  const streamDropped = new Counter({
+    name: 'mcpx_stream_dropped_total',
+    help: 'Messages a client that was not reading lost past transport.streamBufferBytes: log lines dropped (kind log), notifications superseded by a newer one (progress, resource, list), by stream (reply, get, listen)',
+    labelNames: ['stream', 'kind'] as const,
+    registers
+  })
+  const streamOverflows = new Counter({
+    name: 'mcpx_stream_overflows_total',
+    help: 'Outgoing streams ended because their client was not reading past transport.streamBufferMaxBytes, by stream (reply, get, listen)',
+    labelNames: ['stream'] as const,
+    registers
+  })
   const seenRestarts = new Map<string, number>()
   new Counter({
     name: 'mcpx_upstream_restarts_total',
@@ -221,6 +242,8 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
       })
     },
     bindScope (gauges) { scope = gauges },
-    connectionTimedOut (kind) { connectionTimeouts.inc({ kind }) }
+    connectionTimedOut (kind) { connectionTimeouts.inc({ kind }) },
+    streamDropped (stream, what) { streamDropped.inc({ stream, kind: what }) },
+    streamOverflowed (stream) { streamOverflows.inc({ stream }) }
   }
 }

@@ -16,7 +16,7 @@
  *
  * {@link MessageSink} is the one interface through which anything reaches a client: the stdio
  * writer, an SSE stream and a pending HTTP reply implement it. Flow control (issue #20: high-water
- * marks, progress coalescing, in-flight caps) belongs behind it and in {@link Peer.track}.
+ * marks, progress coalescing) sits behind it, in lib/flow.ts, for both transports.
  */
 import { randomBytes } from 'node:crypto'
 import {
@@ -31,8 +31,9 @@ import type { JsonObject, UpstreamQuestion } from './upstreams/types.js'
 
 /**
  * Where outgoing messages to one client are written, in order: the stdio writer, an SSE stream, a
- * pending HTTP reply. Issue #20 (flow control) extends this seam: a sink reports backpressure
- * here, and request-scoped notifications (progress) can be coalesced before `send`.
+ * pending HTTP reply. Behind it, every stream sink writes through lib/flow.ts OutboundFlow (issue
+ * #20): backpressure, progress coalesced and log lines dropped past transport.streamBufferBytes,
+ * the stream ended past transport.streamBufferMaxBytes; a response is never dropped.
  */
 export interface MessageSink {
   /**

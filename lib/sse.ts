@@ -9,6 +9,7 @@
 import type { ServerResponse } from 'node:http'
 import { encodeMessage, type JsonRpcMessage } from './jsonrpc.js'
 import type { MessageSink } from './peer.js'
+import { DEFAULT_FLOW_POLICY, OutboundFlow, type FlowPolicy, type FlowStream } from './flow.js'
 
 /** Headers of every SSE response mcpx sends. `X-Accel-Buffering: no` stops nginx buffering it. */
 export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
@@ -25,63 +26,106 @@ export function sseEvent (message: JsonRpcMessage | JsonRpcMessage[]): string {
   return 'event: message\ndata: ' + encodeMessage(message) + '\n\n'
 }
 
+/** Options of an {@link SseStream}. */
+export interface SseStreamOptions {
+  /** Interval of keep-alive comments, ms (0 disables; transport.sseKeepAlive). */
+  keepAliveMs: number
+  /** Headers to add (CORS, Mcp-Session-Id). */
+  headers?: Record<string, string | number | string[]>
+  /** The outgoing-stream limits (lib/flow.ts; transport.streamBufferBytes/MaxBytes). Default: {@link DEFAULT_FLOW_POLICY}. */
+  flow?: FlowPolicy
+  /** Which stream this is, for the flow's metric and log line. Default `reply`. */
+  kind?: FlowStream
+}
+
 /**
  * An open SSE response. Owns its keep-alive timer (unref'd) and stops writing once the
- * response is closed from either side.
+ * response is closed from either side. Every event goes through one {@link OutboundFlow}
+ * (issue #20): backpressure, coalescing and dropping past transport.streamBufferBytes, and past
+ * transport.streamBufferMaxBytes the response is destroyed (the client sees its stream end and can
+ * reconnect; {@link onOverflow} callbacks run first, so a reply's call is cancelled upstream).
  */
 export class SseStream implements MessageSink {
   private timer: NodeJS.Timeout | undefined
   private ended = false
+  private ending = false
+  private overflowed = false
+  private readonly flow: OutboundFlow
+  private readonly overflowHandlers: Array<() => void> = []
   /** Resolves when the stream is closed, by us or by the peer. */
   readonly closed: Promise<void>
   private resolveClosed!: () => void
 
   /**
    * @param res a response whose head has NOT been written yet
-   * @param keepAliveMs interval of keep-alive comments, ms (0 disables)
-   * @param extraHeaders headers to add (CORS, Mcp-Session-Id)
+   * @param options keep-alive (ms), extra headers, flow policy and stream kind
    */
-  constructor (private readonly res: ServerResponse, keepAliveMs: number, extraHeaders: Record<string, string | number | string[]> = {}) {
+  constructor (private readonly res: ServerResponse, options: SseStreamOptions) {
     this.closed = new Promise(resolve => { this.resolveClosed = resolve })
     // setHeader, not writeHead(status, headers): headers given only to writeHead are invisible to
     // res.getHeader() (and to Fastify's onSend/onResponse consumers of the raw response).
-    for (const [name, value] of Object.entries({ ...extraHeaders, ...SSE_HEADERS })) res.setHeader(name, value)
+    for (const [name, value] of Object.entries({ ...options.headers, ...SSE_HEADERS })) res.setHeader(name, value)
     res.writeHead(200)
     res.flushHeaders()
     res.on('close', () => this.finish())
+    this.flow = new OutboundFlow(res, sseEvent, options.flow ?? DEFAULT_FLOW_POLICY, options.kind ?? 'reply', () => this.overflow())
+    const keepAliveMs = options.keepAliveMs
     if (keepAliveMs > 0) {
-      this.timer = setInterval(() => { if (!this.ended) res.write(KEEP_ALIVE_FRAME) }, keepAliveMs)
+      // A backed-up stream needs no keep-alive: bytes are waiting to go out on it anyway.
+      this.timer = setInterval(() => { if (!this.ended && !this.ending) this.flow.keepAlive(KEEP_ALIVE_FRAME) }, keepAliveMs)
       this.timer.unref()
     }
   }
 
-  /** True once closed. */
-  get isClosed (): boolean { return this.ended }
+  /** True once closed (or closing: nothing more is accepted). */
+  get isClosed (): boolean { return this.ended || this.ending }
+
+  /** True when the stream was ended past transport.streamBufferMaxBytes. */
+  get wasOverflowed (): boolean { return this.overflowed }
+
+  /** Bytes waiting to go out on this stream (held by the response plus queued). */
+  get bufferedBytes (): number { return this.flow.bufferedBytes }
+
+  /** Runs `fn` if the stream is ended past its hard limit, before the response is destroyed. */
+  onOverflow (fn: () => void): void { this.overflowHandlers.push(fn) }
 
   /**
-   * Writes one message as an event; a no-op once closed. Returns false when it was not written.
-   * (Issue #20: `res.write`'s backpressure return value is where a high-water mark would start.)
+   * Hands one message to the stream's flow (written, queued, coalesced, or a log line dropped past
+   * the mark). Returns false when it goes nowhere: the stream is closed or just overflowed.
    */
   send (message: JsonRpcMessage | JsonRpcMessage[]): boolean {
-    if (this.ended) return false
-    this.res.write(sseEvent(message))
-    return true
+    if (this.ended || this.ending) return false
+    return this.flow.send(message)
   }
 
-  /** Ends the stream (idempotent). */
+  /** Ends the stream once every queued event is out (idempotent). A response is never dropped. */
   close (): void {
-    if (this.ended) return
-    this.res.end()
-    this.finish()
+    if (this.ended || this.ending) return
+    this.ending = true
+    if (this.timer !== undefined) clearInterval(this.timer)
+    this.timer = undefined
+    void this.flow.idle().then(() => {
+      if (!this.res.destroyed && !this.res.writableEnded) this.res.end()
+      this.finish()
+    })
   }
 
   /**
    * Ends the stream at shutdown: its final chunk (a clean end, not a reset), then its connection,
-   * since an idle keep-alive socket would hold the HTTP server's close. Resolves once the response
-   * has closed. Never rejects.
+   * since an idle keep-alive socket would hold the HTTP server's close. Events still queued are
+   * discarded (a client that is not reading would otherwise hold the shutdown). Resolves once the
+   * response has closed. Never rejects.
    */
   async shutdown (): Promise<void> {
     if (this.res.writableEnded || this.res.destroyed) return
+    const backedUp = this.flow.backedUp
+    this.flow.stop()
+    if (backedUp) {
+      // The client is not reading: a clean end would wait on it. Reset the connection.
+      this.res.destroy()
+      this.finish()
+      return
+    }
     const socket = this.res.socket
     await new Promise<void>(resolve => {
       this.res.once('close', () => resolve())
@@ -89,9 +133,20 @@ export class SseStream implements MessageSink {
     })
   }
 
+  private overflow (): void {
+    this.overflowed = true
+    for (const fn of this.overflowHandlers) {
+      try { fn() } catch { /* an owner's handler must not stop the end */ }
+    }
+    // The client stops reading: ending cleanly would wait on it forever. Reset the connection.
+    this.res.destroy()
+    this.finish()
+  }
+
   private finish (): void {
     if (this.timer !== undefined) clearInterval(this.timer)
     this.timer = undefined
+    this.flow.stop()
     if (!this.ended) {
       this.ended = true
     }

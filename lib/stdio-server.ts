@@ -16,6 +16,9 @@
  *   for the connection, and from then on list_changed (and resources/updated for subscribed URIs)
  *   is forwarded.
  * - EOF stops reading; in-flight requests get `drainMs` to answer, then are cancelled.
+ * - Flow control (issue #20; lib/flow.ts): stdout writes honour backpressure under the same policy
+ *   as every SSE stream (transport.streamBufferBytes / streamBufferMaxBytes), and while stdout is
+ *   past its mark no input line is read: the host's writes back up until it reads again.
  *
  * This module takes its streams as arguments and imports nothing from Fastify.
  */
@@ -29,6 +32,7 @@ import { STDIO_SESSION, type DispatchContext } from './dispatch-types.js'
 import { LOCAL_PRINCIPAL } from './principal.js'
 import { ALL_LISTS, type NotificationHub } from './notify-hub.js'
 import { Listen, checkListen } from './listen.js'
+import { OutboundFlow, DEFAULT_STREAM_BUFFER_BYTES, DEFAULT_STREAM_BUFFER_MAX_BYTES, type FlowPolicy } from './flow.js'
 import {
   Peer, QuestionFailed, batchRefusal, batchedInitialize, duplicateId, initializedState, modernContext, scopedNotify,
   type InFlight, type MessageSink, type QuestionRoute
@@ -48,6 +52,10 @@ export interface StdioServerOptions {
   maxLineBytes?: number
   /** Where diagnostics go; in `mcpx serve` this logs to fd 2, never to the MCP output. */
   logger: Logger
+  /** stdout's high-water mark, bytes (config transport.streamBufferBytes; default 1 MiB): past it stdin is not read. */
+  streamBufferBytes?: number
+  /** stdout's hard limit, bytes (config transport.streamBufferMaxBytes; default 8 MiB): past it the connection ends. */
+  streamBufferMaxBytes?: number
 }
 
 /** A running stdio server. */
@@ -77,10 +85,15 @@ export function startStdioServer (input: Readable, output: Writable, dispatcher:
   const drainMs = options.drainMs ?? 5000
   const maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES
   let connection: StdioConnection | undefined
-  const writer = new StdioWriter(output, options.logger, () => { void connection?.close(0) })
+  const flow: FlowPolicy = {
+    highWaterBytes: options.streamBufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES,
+    maxBytes: options.streamBufferMaxBytes ?? DEFAULT_STREAM_BUFFER_MAX_BYTES,
+    logger: options.logger
+  }
+  const writer = new StdioWriter(output, flow, options.logger, () => { void connection?.close(0) })
   connection = new StdioConnection(dispatcher, hub, writer, options.logger, drainMs)
   const conn = connection
-  const reader = new LineReader(input, maxLineBytes, options.logger)
+  const reader = new LineReader(input, maxLineBytes, options.logger, () => writer.belowMark())
   const reading = reader.read(
     async line => { await conn.line(line) },
     () => { writer.send(errorResponse(undefined, INVALID_REQUEST, `Invalid Request: line longer than ${maxLineBytes} bytes`)) }
@@ -98,51 +111,58 @@ export function startStdioServer (input: Readable, output: Writable, dispatcher:
 
 /**
  * The one place a stdio connection writes (its {@link MessageSink}): one whole `\n`-terminated
- * frame per `write` call, in order. After an output error (EPIPE: the host went away) or once
- * finished, nothing is written. Issue #20's high-water mark belongs in {@link send}, which today
- * ignores `output.write`'s backpressure return value.
+ * frame per `write` call, in order, through an {@link OutboundFlow} (backpressure, coalescing and
+ * dropping past the mark, the hard limit). After an output error (EPIPE: the host went away), past
+ * the hard limit, or once finished, nothing is written.
  */
 class StdioWriter implements MessageSink {
-  /** The output failed: nothing can be answered any more. */
+  /** The output failed (or overflowed): nothing can be answered any more. */
   broken = false
   /** Closing is complete: nothing is written after that. */
   finished = false
-  /** Settles once every frame written so far has been handed to the OS. */
-  private last: Promise<void> = Promise.resolve()
+  private readonly flow: OutboundFlow
   private readonly onError = (err: NodeJS.ErrnoException): void => {
     if (this.broken) return
     this.broken = true
+    this.flow.stop()
     this.log.debug({ err }, 'stdout failed; stopping')
     this.failed()
   }
 
-  constructor (private readonly output: Writable, private readonly log: Logger, private readonly failed: () => void) {
+  constructor (private readonly output: Writable, policy: FlowPolicy, private readonly log: Logger, private readonly failed: () => void) {
     output.on('error', this.onError)
+    this.flow = new OutboundFlow(output, stdioFrame, policy, 'stdio', () => {
+      // Past the hard limit the host is not reading: the connection ends, like a broken pipe.
+      this.broken = true
+      this.failed()
+    })
   }
 
-  /** Writes one frame. Returns false when nothing can be written any more. Never throws. */
+  /** Writes (or queues) one frame. Returns false when nothing can be written any more. Never throws. */
   send (message: JsonRpcMessage | JsonRpcMessage[]): boolean {
     if (this.broken || this.finished) return false
-    const frame = encodeMessage(message) + '\n'
-    this.last = new Promise<void>(resolve => {
-      try {
-        this.output.write(frame, () => resolve())
-      } catch (err) {
-        this.onError(err as NodeJS.ErrnoException)
-        resolve()
-      }
-    })
-    return !this.broken
+    return this.flow.send(message) && !this.broken
+  }
+
+  /** Undefined while stdout is under its mark; else resolves once it drains back under it. */
+  belowMark (): Promise<void> | undefined {
+    return this.broken || this.finished ? undefined : this.flow.belowMark()
   }
 
   /** Stops writing and waits (at most `ms`) for what was written to be flushed. Never rejects. */
   async finish (ms: number): Promise<void> {
     this.finished = true
-    if (!this.broken) await within(this.last, ms)
+    if (!this.broken) await within(this.flow.idle(), ms)
+    this.flow.stop()
     this.output.off('error', this.onError)
     // Late errors (EPIPE after we are done) must not crash the process.
     this.output.on('error', () => {})
   }
+}
+
+/** One stdio frame: the message's JSON and a newline. */
+function stdioFrame (message: JsonRpcMessage | JsonRpcMessage[]): string {
+  return encodeMessage(message) + '\n'
 }
 
 // ---- framing: input -------------------------------------------------------------------------------
@@ -157,7 +177,20 @@ class LineReader {
   private stopReading: () => void = () => {}
   private readonly stopped = new Promise<'stop'>(resolve => { this.stopReading = () => resolve('stop') })
 
-  constructor (private readonly input: Readable, private readonly maxLineBytes: number, private readonly log: Logger) {}
+  /**
+   * @param ready undefined when the next line may be read; else a promise to wait for first
+   *        (stdout past its high-water mark: resolves when it drains)
+   */
+  constructor (private readonly input: Readable, private readonly maxLineBytes: number, private readonly log: Logger, private readonly ready: () => Promise<void> | undefined) {}
+
+  /** Waits while the output is past its mark (or until stopped). */
+  private async backpressure (): Promise<void> {
+    let wait = this.ready()
+    while (wait !== undefined && !this.stopping) {
+      await Promise.race([wait, this.stopped])
+      wait = this.ready()
+    }
+  }
 
   /** Stops reading now (the pending read is abandoned; the input is released). */
   stop (): void {
@@ -184,6 +217,8 @@ class LineReader {
       if (end > 0 && line[end - 1] === 0x0d) end-- // tolerate CRLF
       const body = line.subarray(0, end)
       if (isBlank(body)) return
+      await this.backpressure()
+      if (this.stopping) return
       await onLine(body)
     }
     try {

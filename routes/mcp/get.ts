@@ -34,7 +34,7 @@ const getRoute: FastifyPluginAsync<McpRouteDeps> = async function (fastify, opts
       let stream: SseStream | undefined
       const claim = await fastify.sessions.openStream(session, () => {
         reply.hijack()
-        stream = new SseStream(reply.raw, opts.keepAliveMs, reply.getHeaders() as Record<string, string>)
+        stream = new SseStream(reply.raw, { keepAliveMs: opts.keepAliveMs, headers: reply.getHeaders() as Record<string, string>, flow: { ...opts.flow, logger: request.log }, kind: 'get' })
         return stream
       })
       if (claim === 'unavailable') return sendRefusal(reply, storeUnavailable)

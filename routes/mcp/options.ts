@@ -3,6 +3,7 @@
  * get.ts/post.ts (its routes) both import them without importing each other.
  */
 import type { StreamSlots } from '../../lib/sse.js'
+import type { FlowPolicy } from '../../lib/flow.js'
 
 export interface McpRoutesOptions {
   maxBodyBytes: number
@@ -14,6 +15,8 @@ export interface McpRoutesOptions {
   maxGetStreams: number
   /** Most POSTs in flight across this mcpx (transport.maxConcurrentRequests); past it, 503 with Retry-After. */
   maxConcurrentRequests: number
+  /** Limits of every outgoing SSE stream (transport.streamBufferBytes, streamBufferMaxBytes) and their metrics. */
+  flow: FlowPolicy
 }
 
 /** What the GET and POST routes get: the scope's options plus the streams' shared cap. */

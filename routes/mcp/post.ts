@@ -6,13 +6,14 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { HttpExchange, type PostChannel } from '../../lib/http-exchange.js'
 import { SseStream } from '../../lib/sse.js'
+import type { FlowPolicy } from '../../lib/flow.js'
 import { readAccept } from '../../lib/accept.js'
 import { bindingKeyOf } from '../../lib/principal.js'
 import { isLegacyRevision } from '../../lib/revisions.js'
 import type { McpRouteDeps } from './options.js'
 
 /** Builds the PostChannel for one Fastify request/reply pair. */
-export function channelFor (request: FastifyRequest, reply: FastifyReply, keepAliveMs: number): PostChannel {
+export function channelFor (request: FastifyRequest, reply: FastifyReply, keepAliveMs: number, flow: FlowPolicy): PostChannel {
   // lib/accept: no Accept, or a wildcard, admits JSON; `Accept: text/event-stream` alone does not, and
   // only a client that names text/event-stream (q > 0) is answered with a stream (seed › Streamable
   // HTTP, 2026-07-28: responses are JSON or SSE as Accept allows).
@@ -31,9 +32,14 @@ export function channelFor (request: FastifyRequest, reply: FastifyReply, keepAl
       if (body === undefined) { reply.send(); return }
       reply.type('application/json').send(body)
     },
-    sse (headers) {
+    sse (headers, kind = 'reply') {
       reply.hijack()
-      return new SseStream(reply.raw, keepAliveMs, { ...(reply.getHeaders() as Record<string, string>), ...headers })
+      return new SseStream(reply.raw, {
+        keepAliveMs,
+        headers: { ...(reply.getHeaders() as Record<string, string>), ...headers },
+        flow: { ...flow, logger: request.log }, // the stream's one warn line carries its reqId
+        kind
+      })
     },
     onDisconnect (fn) {
       reply.raw.on('close', () => { if (!reply.raw.writableFinished) fn() })
@@ -55,7 +61,7 @@ const postRoute: FastifyPluginAsync<McpRouteDeps> = async function (fastify, opt
     // mcpx-era classified the body (and answered an unreadable one); mcpx-modern-headers refused a modern batch.
     const inbound = request.mcp
     if (inbound === null || (inbound.kind !== 'message' && inbound.kind !== 'batch')) return reply
-    const channel = channelFor(request, reply, opts.keepAliveMs)
+    const channel = channelFor(request, reply, opts.keepAliveMs, opts.flow)
     if (inbound.era === 'modern' && inbound.kind === 'message') {
       await exchange.serveModern(inbound, channel)
     } else {
