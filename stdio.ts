@@ -53,6 +53,7 @@ export async function runStdio (config: McpxConfig, logger: Logger): Promise<num
     server = startStdioServer(process.stdin, process.stdout, dispatcher, hub, {
       drainMs: config.transport.stdioDrain,
       maxLineBytes: config.transport.maxBodyBytes,
+      maxInFlight: config.transport.stdioMaxInFlight,
       streamBufferBytes: config.transport.streamBufferBytes,
       streamBufferMaxBytes: config.transport.streamBufferMaxBytes,
       logger

@@ -87,6 +87,7 @@ export const CONFIG_SCHEMA = {
         maxGetStreams: { type: 'integer', minimum: 1, default: 1000, description: 'most long-lived streams open at once: legacy GET notification streams and 2026-07-28 subscriptions/listen streams together (503 above)' },
         maxRequestsPerSession: { type: 'integer', minimum: 1, default: 64, description: 'most requests in flight per legacy session' },
         maxConcurrentRequests: { type: 'integer', minimum: 1, default: 4096, description: 'most requests in flight across the daemon' },
+        stdioMaxInFlight: { type: 'integer', minimum: 1, default: 1024, description: 'mcpx serve: most requests in flight before the next stdin line is read; past it input waits until one answers (requests; listens not counted)' },
         streamBufferBytes: { type: 'integer', minimum: 1, default: 1048576, description: 'high-water mark of every outgoing stream to a client (SSE replies, GET and listen streams, stdout of mcpx serve), bytes waiting to be written: past it progress is coalesced per token and log notifications are dropped (and counted); mcpx serve stops reading stdin until stdout drains' },
         streamBufferMaxBytes: { type: 'integer', minimum: 1, default: 8388608, description: 'hard limit of every outgoing stream, bytes (at least streamBufferBytes): past it the stream is ended (a reply stream\'s call is cancelled upstream); a response never ends a stream' },
         headersTimeout: { ...DURATION, default: '10s', description: 'daemon: a connection that sends no complete request head within this (ms) is closed, with 408 when any byte came (0 disables)' },
@@ -247,6 +248,8 @@ export interface McpxConfig {
     maxGetStreams: number
     maxRequestsPerSession: number
     maxConcurrentRequests: number
+    /** requests: mcpx serve reads no more input while this many are in flight. */
+    stdioMaxInFlight: number
     /** bytes: the high-water mark of every outgoing stream (lib/flow.ts). */
     streamBufferBytes: number
     /** bytes: the hard limit of every outgoing stream, ≥ streamBufferBytes (lib/flow.ts). */

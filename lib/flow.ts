@@ -70,9 +70,14 @@ export interface FlowTarget {
   removeListener: (event: 'drain', listener: () => void) => unknown
 }
 
-/** A queued frame. `key` is set for coalescable notifications. */
+/**
+ * A queued frame. `key` is set for coalescable notifications, which keep their `message` and are
+ * encoded only when written (a flood replaces them many times: encoding each would be garbage);
+ * their `bytes` is the size of the first value encoded in that place (an estimate for later ones).
+ */
 interface Entry {
-  frame: string
+  frame: string | undefined
+  message: JsonRpcMessage | JsonRpcMessage[] | undefined
   bytes: number
   key: string | undefined
 }
@@ -158,10 +163,8 @@ export class OutboundFlow {
       key = coalesceKey(message as { method: string, params?: Record<string, unknown> })
       const queued = key === undefined ? undefined : this.keyed.get(key)
       if (pastMark && queued !== undefined) {
-        const frame = this.encode(message)
-        this.queuedBytes += frame.length - queued.bytes
-        queued.frame = frame
-        queued.bytes = frame.length
+        queued.message = message
+        queued.frame = undefined
         this.drop(dropOf(message as { method: string }))
         return true
       }
@@ -178,7 +181,7 @@ export class OutboundFlow {
       this.overflow()
       return false
     }
-    const entry: Entry = { frame, bytes: frame.length, key }
+    const entry: Entry = { frame, message: key === undefined ? undefined : message, bytes: frame.length, key }
     this.queue.push(entry)
     this.queuedBytes += entry.bytes
     if (key !== undefined) this.keyed.set(key, entry)
@@ -253,7 +256,7 @@ export class OutboundFlow {
       this.queue[this.head++] = undefined as unknown as Entry
       this.queuedBytes -= entry.bytes
       if (entry.key !== undefined && this.keyed.get(entry.key) === entry) this.keyed.delete(entry.key)
-      this.write(entry.frame)
+      this.write(entry.frame ?? this.encode(entry.message as JsonRpcMessage))
     }
     if (this.head === this.queue.length) {
       this.queue = []

@@ -18,7 +18,9 @@
  * - EOF stops reading; in-flight requests get `drainMs` to answer, then are cancelled.
  * - Flow control (issue #20; lib/flow.ts): stdout writes honour backpressure under the same policy
  *   as every SSE stream (transport.streamBufferBytes / streamBufferMaxBytes), and while stdout is
- *   past its mark no input line is read: the host's writes back up until it reads again.
+ *   past its mark no input line is read: the host's writes back up until it reads again. Nor is
+ *   one read while `maxInFlight` requests are in flight (a `notifications/cancelled` behind it
+ *   waits too, until one of them answers).
  *
  * This module takes its streams as arguments and imports nothing from Fastify.
  */
@@ -41,6 +43,9 @@ import {
 /** Largest stdio line accepted, in bytes, when the options name none (the config's transport.maxBodyBytes default). */
 export const DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024
 
+/** Most requests in flight before input waits, when the options name none (the config's transport.stdioMaxInFlight default). */
+export const DEFAULT_MAX_IN_FLIGHT = 1024
+
 /** After the drain cancels what is left, how long aborted requests get to settle, in ms. */
 const SETTLE_AFTER_ABORT_MS = 1000
 
@@ -52,6 +57,12 @@ export interface StdioServerOptions {
   maxLineBytes?: number
   /** Where diagnostics go; in `mcpx serve` this logs to fd 2, never to the MCP output. */
   logger: Logger
+  /**
+   * Most requests (and batches) in flight before the next input line waits for one to answer
+   * (config transport.stdioMaxInFlight; default 1024). Bounds what a host that writes without
+   * reading can make mcpx hold; listens are not counted.
+   */
+  maxInFlight?: number
   /** stdout's high-water mark, bytes (config transport.streamBufferBytes; default 1 MiB): past it stdin is not read. */
   streamBufferBytes?: number
   /** stdout's hard limit, bytes (config transport.streamBufferMaxBytes; default 8 MiB): past it the connection ends. */
@@ -91,9 +102,10 @@ export function startStdioServer (input: Readable, output: Writable, dispatcher:
     logger: options.logger
   }
   const writer = new StdioWriter(output, flow, options.logger, () => { void connection?.close(0) })
-  connection = new StdioConnection(dispatcher, hub, writer, options.logger, drainMs)
+  connection = new StdioConnection(dispatcher, hub, writer, options.logger, drainMs, options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT)
   const conn = connection
-  const reader = new LineReader(input, maxLineBytes, options.logger, () => writer.belowMark())
+  // Input waits while stdout is past its mark, and while the in-flight cap is reached.
+  const reader = new LineReader(input, maxLineBytes, options.logger, () => writer.belowMark() ?? conn.belowCap())
   const reading = reader.read(
     async line => { await conn.line(line) },
     () => { writer.send(errorResponse(undefined, INVALID_REQUEST, `Invalid Request: line longer than ${maxLineBytes} bytes`)) }
@@ -278,13 +290,16 @@ class StdioConnection {
   private closing: Promise<void> | undefined
   private readonly stopHandlers: Array<() => void> = []
   private readonly ask: NonNullable<DispatchContext['ask']>
+  /** Wakes the reader waiting in {@link belowCap}. */
+  private capWaiter: (() => void) | undefined
 
   constructor (
     private readonly dispatcher: Dispatcher,
     private readonly hub: NotificationHub,
     private readonly out: StdioWriter,
     private readonly log: Logger,
-    private readonly drainMs: number
+    private readonly drainMs: number,
+    private readonly maxInFlight: number
   ) {
     const route: QuestionRoute = {
       send: (question) => out.send(question),
@@ -300,6 +315,12 @@ class StdioConnection {
 
   /** Requests (and batches) whose replies are pending, listens excluded. */
   get tasks (): number { return this.pending.size }
+
+  /** Undefined while fewer than maxInFlight requests are in flight; else resolves when one answers. */
+  belowCap (): Promise<void> | undefined {
+    if (this.pending.size < this.maxInFlight) return undefined
+    return new Promise<void>(resolve => { this.capWaiter = resolve })
+  }
 
   /** Registers what stops the reading (called once, when closing starts). */
   onStop (fn: () => void): void { this.stopHandlers.push(fn) }
@@ -408,7 +429,12 @@ class StdioConnection {
 
   /** Runs work the drain must wait for. */
   private addTask (work: Promise<void>): void {
-    const task = work.catch(err => { this.log.error({ err }, 'stdio task failed') }).finally(() => { this.pending.delete(task) })
+    const task = work.catch(err => { this.log.error({ err }, 'stdio task failed') }).finally(() => {
+      this.pending.delete(task)
+      const wake = this.capWaiter
+      this.capWaiter = undefined
+      wake?.()
+    })
     this.pending.add(task)
   }
 
