@@ -104,19 +104,19 @@ async function metric (daemon: DaemonProcess, series: string): Promise<number> {
   return line === undefined ? 0 : Number(line.slice(series.length + 1))
 }
 
-function floodCall (id: number | string, args: Record<string, unknown>, token: string): Record<string, unknown> {
+function floodCall (id: number | string, args: Record<string, unknown>, token: string, tool = 'flood'): { params: { name: string } & Record<string, unknown> } & Record<string, unknown> {
   return {
     jsonrpc: '2.0',
     id,
     method: 'tools/call',
-    params: { name: 'flood', arguments: args, _meta: modernMeta({}, { progressToken: token, 'io.modelcontextprotocol/logLevel': 'info' }) }
+    params: { name: tool, arguments: args, _meta: modernMeta({}, { progressToken: token, 'io.modelcontextprotocol/logLevel': 'info' }) }
   }
 }
 
 /** Reads a whole SSE response, after not reading it for `stallMs` (a client that falls behind); resolves with its messages. */
-async function readLate (base: string, body: unknown, stallMs: number): Promise<Array<Record<string, any>>> { // eslint-disable-line @typescript-eslint/no-explicit-any
+async function readLate (base: string, body: { params: { name: string } }, stallMs: number): Promise<Array<Record<string, any>>> { // eslint-disable-line @typescript-eslint/no-explicit-any
   return await new Promise((resolve, reject) => {
-    const req = httpRequest(`${base}/mcp`, { method: 'POST', headers: modernHeaders('tools/call', 'flood'), agent: false })
+    const req = httpRequest(`${base}/mcp`, { method: 'POST', headers: modernHeaders('tools/call', body.params.name), agent: false })
     req.on('error', reject)
     req.on('response', res => {
       let text = ''
@@ -135,14 +135,16 @@ async function readLate (base: string, body: unknown, stallMs: number): Promise<
 }
 
 t.test('limits/sse/stalled-readers-rss-bounded', async t => {
-  const daemon = await startDaemon(t, { upstreams: { flood: FLOOD } }, { env: PRODUCTION_ENV })
+  // One flooding upstream per call: a log line is delivered only when it can be tied to exactly
+  // one call of its upstream (issue #18), so four calls on one upstream would carry none.
+  const daemon = await startDaemon(t, { upstreams: { f1: FLOOD, f2: FLOOD, f3: FLOOD, f4: FLOOD } }, { env: PRODUCTION_ENV })
   const pid = daemon.child.pid as number
   // Warm up (JIT, pools) with one flood read to its end, then take the baseline.
-  const warm = await readLate(daemon.base, floodCall('warm', { count: 2000 }, 'warm'), 0)
+  const warm = await readLate(daemon.base, floodCall('warm', { count: 2000 }, 'warm', 'f1__flood'), 0)
   t.equal(warm.at(-1)?.result?.content?.[0]?.text, 'flooded 2000', 'a reading client gets its reply')
   await sleep(1000)
   const baseline = rssMb(pid)
-  const calls = await Promise.all([1, 2, 3, 4].map(async i => await stalled(daemon.base, 'POST', modernHeaders('tools/call', 'flood'), floodCall(i, { seconds: 120 }, `p${i}`))))
+  const calls = await Promise.all([1, 2, 3, 4].map(async i => await stalled(daemon.base, 'POST', modernHeaders('tools/call', `f${i}__flood`), floodCall(i, { seconds: 120 }, `p${i}`, `f${i}__flood`))))
   const limit = bound(DAEMON_RSS_BOUND_MB, DAEMON_HEADROOM_MB, baseline)
   const peak = await peakRss(t, pid, STALLED_WINDOW_MS, limit)
   const droppedLogs = await metric(daemon, 'mcpx_stream_dropped_total{stream="reply",kind="log"}')
