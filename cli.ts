@@ -29,6 +29,17 @@ async function main (argv: string[]): Promise<number> {
     return 2
   }
   const { config, source } = resolveConfig(parsed.values.config)
+  // OpenTelemetry only when the OTEL_* variables ask for it (lib/trace.ts); otherwise nothing of it loads.
+  const tracing = await import('./lib/trace.js')
+  if (tracing.tracingWantedByEnv()) await tracing.startTracing()
+  try {
+    return await run(command, config, source)
+  } finally {
+    await tracing.stopTracing() // flushes the spans still batched
+  }
+}
+
+async function run (command: 'daemon' | 'serve', config: ReturnType<typeof resolveConfig>['config'], source: string): Promise<number> {
   if (command === 'serve') {
     // Imported lazily: the stdio path never loads Fastify (its logger would write to stdout).
     const { runStdio } = await import('./stdio.js')

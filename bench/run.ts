@@ -15,6 +15,10 @@
  *  11 static token as 3, each request with a static bearer token (auth.tokens)
  *  12 OAuth JWT    as 3, each request with an RS256 at+jwt access token (auth.oauth, JWKS cached);
  *                  11 and 12 share one daemon; also mcpx's JWT validation alone, in process, µs/token
+ *  13 tracing on   as 3, with OpenTelemetry on (OTEL_EXPORTER_OTLP_ENDPOINT: a local sink that
+ *                  answers 200 and drops the spans); 3 is the same daemon with tracing off (the
+ *                  default), so 13/3 is what tracing costs when on; also the off path's hooks alone,
+ *                  in process, ns per request (issue #15)
  *
  * The load generator (autocannon, or the stdio client) runs in this process; every server runs in
  * its own child process (its own process group, its output in a log file under the run's temp
@@ -38,6 +42,9 @@ import { stdioLoad } from './stdio-load.js'
 import { measureMemory, type MemoryFigures } from './memory.js'
 import { INITIALIZED_BODY, INITIALIZE_BODY, LEGACY_BODY, MODERN_BODY, MODERN_HEADERS, legacyHeaders } from './wire.js'
 import { startBenchIssuer, verificationCostUs } from './auth.js'
+import { createServer } from 'node:http'
+import { once } from 'node:events'
+import { activeTracing, httpTraceIn } from '../lib/trace.js'
 
 const { values: flags } = parseArgs({
   options: {
@@ -87,8 +94,8 @@ function writeConfig (name: string, port: number, upstream: Record<string, unkno
 const STDIO_UPSTREAM = { command: NODE, args: [FIXTURE] }
 
 /** Starts `mcpx daemon` with `config` and waits until /readyz is 200 (every upstream ready). */
-async function startDaemon (label: string, config: string, port: number): Promise<Child> {
-  const child = startChild(label, NODE, [...MCPX_NODE_ARGS, CLI, 'daemon', '--config', config], { logDir: LOG_DIR })
+async function startDaemon (label: string, config: string, port: number, env?: NodeJS.ProcessEnv): Promise<Child> {
+  const child = startChild(label, NODE, [...MCPX_NODE_ARGS, CLI, 'daemon', '--config', config], { logDir: LOG_DIR, ...(env !== undefined ? { env } : {}) })
   await waitHttp(`http://127.0.0.1:${port}/readyz`)
   return child
 }
@@ -113,6 +120,8 @@ async function sanity (label: string, port: number, headers: Record<string, stri
 const rows = new Map<number, Row>()
 let memory: MemoryFigures | undefined
 let jwtValidation: { firstUs: number, repeatUs: number } | undefined
+/** Scenario 13: the tracing-off hooks alone, ns per request. */
+let tracingOffNs: number | undefined
 const base = { connections: CONNECTIONS, durationS: DURATION_S, warmupS: WARMUP_S, check: echoCheck() }
 
 async function scenarioCeiling (): Promise<void> {
@@ -374,6 +383,8 @@ function report (startedAt: Date, elapsedS: number): string {
     lines.push(goal('8/10 req/s (against mcp-proxy)', quotient(r(8)?.rps, r(10)?.rps), v => v >= 3, '≥ 3'))
   }
   ratio(12, 11, 'OAuth JWT vs static token')
+  ratio(13, 3, 'tracing on vs off (the default), same call')
+  if (tracingOffNs !== undefined) lines.push(`tracing off (13): the request path's hooks (activeTracing, httpTraceIn), in process: ${fmt(tracingOffNs, 1)} ns per request`)
   const r11 = rows.get(11)
   const r12 = rows.get(12)
   if (r11?.serverCpuUs !== undefined && r12?.serverCpuUs !== undefined) lines.push(`auth (12−11): an OAuth JWT costs ${fmt(r12.serverCpuUs - r11.serverCpuUs, 0)} µs more server CPU per request than a static token`)
@@ -388,6 +399,40 @@ function report (startedAt: Date, elapsedS: number): string {
   return lines.join('\n')
 }
 
+/** 13: scenario 3's daemon and load with tracing on, exporting by OTLP to a sink in this process. */
+async function scenarioTracing (): Promise<void> {
+  let spans = 0
+  const sink = createServer((req, res) => {
+    req.on('data', () => {})
+    req.on('end', () => { spans++; res.writeHead(200, { 'content-type': 'application/json' }).end('{}') })
+  })
+  sink.listen(0, '127.0.0.1')
+  await once(sink, 'listening')
+  const sinkPort = (sink.address() as { port: number }).port
+  const port = await freePort()
+  const config = writeConfig('mcpx-tracing', port, STDIO_UPSTREAM)
+  const child = await startDaemon('13-mcpx-tracing', config, port, { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sinkPort}` })
+  try {
+    await sanity('mcpx tracing on', port, MODERN_HEADERS, MODERN_BODY)
+    rows.set(13, await httpLoad({ ...base, serverPgid: child.pid, scenario: '13 mcpx modern, tracing on (OTLP to a local sink)', url: `http://127.0.0.1:${port}/mcp`, headers: MODERN_HEADERS, body: MODERN_BODY }))
+  } finally {
+    await child.stop()
+    sink.close()
+  }
+  if (spans === 0) notServed.push('13: the OTLP sink received no export (tracing did not turn on)')
+  // The off path's hooks, in process: what every request pays while tracing is off (the default).
+  const headers = { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', accept: 'application/json' }
+  const n = 2_000_000
+  let sinkhole = 0
+  const t0 = process.hrtime.bigint()
+  for (let i = 0; i < n; i++) {
+    if (activeTracing() !== undefined) sinkhole++ // Dispatcher.handle, stdio contextFor
+    if (httpTraceIn(headers) !== undefined) sinkhole++ // routes/mcp/post.ts channelFor
+  }
+  tracingOffNs = Number(process.hrtime.bigint() - t0) / n
+  if (sinkhole !== 0) throw new Error('bench: tracing is on in the bench process')
+}
+
 async function main (): Promise<number> {
   const startedAt = new Date()
   const t0 = performance.now()
@@ -399,6 +444,7 @@ async function main (): Promise<number> {
   if (wanted(7)) await scenarioMemory()
   if (wanted(8) || wanted(9) || wanted(10)) await scenarioPeerProxies()
   if (wanted(11) || wanted(12)) await scenarioAuth()
+  if (wanted(13)) await scenarioTracing()
   const text = report(startedAt, (performance.now() - t0) / 1000)
   process.stdout.write(text + '\n')
   if (flags.out !== undefined) writeFileSync(flags.out, text + '\n')

@@ -5,6 +5,7 @@
 import type { Era, Revision } from './revisions.js'
 import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from './jsonrpc.js'
 import type { JsonObject, UpstreamQuestion } from './upstreams/types.js'
+import type { RequestTrace, TraceIn } from './trace.js'
 
 /** Everything the dispatcher needs to know about where a request came from. */
 export interface DispatchContext {
@@ -47,6 +48,10 @@ export interface DispatchContext {
   sessionId?: string
   /** Legacy only: resource subscriptions of this connection/session (resources/subscribe adds, unsubscribe removes). */
   subscriptions?: SubscriptionSet
+  /** Set by the face only when tracing is on (lib/trace.ts): transport, HTTP traceparent, session. */
+  traceIn?: TraceIn
+  /** Set by the dispatcher only when tracing is on: the request's span, parent of its upstream calls. */
+  trace?: RequestTrace
 }
 
 /**

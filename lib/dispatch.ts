@@ -18,6 +18,7 @@ import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_S
 import { UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamQuestion, type UpstreamRegistry } from './upstreams/types.js'
 import type { DispatchContext } from './dispatch-types.js'
 import { MrtrBridge, StateSealer, missingCapabilities, missingCapabilityError } from './mrtr.js'
+import { activeTracing } from './trace.js'
 
 export type { DispatchContext } from './dispatch-types.js'
 
@@ -134,7 +135,14 @@ export class Dispatcher {
    * Answers one request in the given context.
    * @returns the response (success or error). Never rejects.
    */
-  async handle (request: JsonRpcRequest, ctx: DispatchContext): Promise<JsonRpcResponse> {
+  handle (request: JsonRpcRequest, ctx: DispatchContext): Promise<JsonRpcResponse> {
+    // Tracing off (the default): one module variable read and no extra promise (lib/trace.ts).
+    const tracing = activeTracing()
+    if (tracing === undefined) return this.answer(request, ctx)
+    return tracing.request(request, ctx.era, ctx.revision, ctx.traceIn, trace => { ctx.trace = trace }, async () => await this.answer(request, ctx))
+  }
+
+  private async answer (request: JsonRpcRequest, ctx: DispatchContext): Promise<JsonRpcResponse> {
     if (ctx.era === 'modern') {
       const rejected = this.checkModernEnvelope(request)
       if (rejected !== undefined) return rejected
@@ -223,6 +231,7 @@ export class Dispatcher {
     const meta = request.params?._meta
     const progressToken = isObject(meta) ? meta.progressToken : undefined
     const options: UpstreamCallOptions = { signal: ctx.signal, era: ctx.era }
+    if (ctx.trace !== undefined) options.trace = ctx.trace // a child span per upstream call (lib/trace.ts)
     if (ctx.caller !== undefined) options.principal = ctx.caller // per-caller upstream credentials (issue #16)
     if (ctx.sessionId !== undefined) options.owner = ctx.sessionId // whose questions and log lines (issue #18)
     const notify = ctx.notify

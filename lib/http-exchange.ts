@@ -25,6 +25,7 @@ import type { DispatchContext } from './dispatch-types.js'
 import type { Session, SessionStore } from './sessions.js'
 import type { SseStream, StreamSlots } from './sse.js'
 import type { Logger } from './log.js'
+import type { TraceIn } from './trace.js'
 
 /** What a route supplies to write one reply. */
 export interface PostChannel {
@@ -45,6 +46,8 @@ export interface PostChannel {
   readonly principal?: string
   /** The caller's Principal itself (issue #16), handed to upstream header providers (token exchange). */
   readonly caller?: unknown
+  /** Only when tracing is on (lib/trace.ts): the request's traceparent/tracestate headers. */
+  readonly traceIn?: TraceIn | undefined
 }
 
 /** Shared state of the HTTP face. */
@@ -204,6 +207,7 @@ export class HttpExchange {
     const responder = new Responder(channel)
     const ctx = modernContext(inbound.meta, entry.controller.signal, scopedNotify(entry, responder), channel.principal)
     if (channel.caller !== undefined) ctx.caller = channel.caller // per-caller upstream credentials (issue #16)
+    if (channel.traceIn !== undefined) ctx.traceIn = channel.traceIn
     const response = await this.deps.dispatcher.handle(request, ctx)
     if (entry.controller.signal.aborted) { responder.abandon(); return } // nothing is written after a cancel
     const status = modernStatus('error' in response ? response.error : undefined)
@@ -268,7 +272,9 @@ export class HttpExchange {
   private async serveInitialize (request: JsonRpcRequest, channel: PostChannel): Promise<void> {
     const deps = this.deps
     const controller = new AbortController()
-    const response = await deps.dispatcher.handle(request, this.sessionless.legacyContext(controller.signal, ASSUMED_LEGACY_REVISION, {}))
+    const ctx = this.sessionless.legacyContext(controller.signal, ASSUMED_LEGACY_REVISION, {})
+    if (channel.traceIn !== undefined) ctx.traceIn = channel.traceIn
+    const response = await deps.dispatcher.handle(request, ctx)
     const state = initializedState(request, response)
     if (state === undefined || 'error' in response) return reply(channel, legacyStatus('error' in response ? response.error : undefined), response)
     const minted = await deps.sessions.mint(state.revision, state.clientCapabilities, channel.principal)
@@ -327,6 +333,7 @@ export class HttpExchange {
     })
     if (channel.caller !== undefined) ctx.caller = channel.caller // per-caller upstream credentials (issue #16)
     if (session !== undefined) ctx.sessionId = session.id
+    if (channel.traceIn !== undefined) ctx.traceIn = session === undefined ? channel.traceIn : { ...channel.traceIn, sessionId: session.id }
     try {
       const response = await deps.dispatcher.handle(request, ctx)
       if (entry.cancelled) return { kind: 'withheld' }

@@ -39,6 +39,10 @@ import {
   Peer, QuestionFailed, batchRefusal, batchedInitialize, duplicateId, initializedState, modernContext, scopedNotify,
   type InFlight, type MessageSink, type QuestionRoute
 } from './peer.js'
+import { activeTracing, type TraceIn } from './trace.js'
+
+/** Every stdio request's trace origin (tracing on only): no headers; `_meta.traceparent` is read by the dispatcher. */
+const STDIO_TRACE_IN: TraceIn = Object.freeze({ transport: 'stdio' as const })
 
 /** Largest stdio line accepted, in bytes, when the options name none (the config's transport.maxBodyBytes default). */
 export const DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024
@@ -393,6 +397,12 @@ class StdioConnection {
 
   /** The context a request is served in: modern when it carries modern `_meta`, else the connection's legacy state. */
   private contextFor (request: JsonRpcRequest, entry: InFlight): DispatchContext {
+    const ctx = this.baseContextFor(request, entry)
+    if (activeTracing() !== undefined) ctx.traceIn = STDIO_TRACE_IN // parent: the request's _meta.traceparent (lib/trace.ts)
+    return ctx
+  }
+
+  private baseContextFor (request: JsonRpcRequest, entry: InFlight): DispatchContext {
     const notify = scopedNotify(entry, this.out)
     // After a legacy initialize a modern request is still served as modern: DIGEST A12 leaves it
     // open, and a dual-era server accepts liberally (versioning.mdx allows both eras on one process).

@@ -16,6 +16,7 @@ import { CLIENT_CAPABILITIES, CLIENT_INFO, isQuestion } from './client.js'
 import type { HttpUpstreamTransport } from './http-transport.js'
 import { StdioUpstreamTransport } from './stdio-transport.js'
 import { UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamLogger } from './types.js'
+import { activeTracing } from '../trace.js'
 
 /** The SDK client's internals a link shares (read in its 2.4.0 sources); each has a fallback. */
 interface ClientInternals {
@@ -122,6 +123,10 @@ export class Link implements CallLink {
     call.setup = setup
     let meta: JsonObject | undefined = isObject(params._meta) ? params._meta : undefined
     if (options.meta !== undefined) meta = { ...meta, ...options.meta }
+    const stdio = this.transport instanceof StdioUpstreamTransport
+    // Tracing on only (lib/trace.ts): a child span, its context in `_meta` (stdio) or the headers (HTTP).
+    const traced = options.trace === undefined ? undefined : activeTracing()?.upstream(options.trace, this.upstream, method, params, stdio ? 'pipe' : 'tcp', this.era)
+    if (traced !== undefined && stdio) meta = { ...meta, ...traced.carrier }
     if (options.onProgress !== undefined) {
       call.progressToken = `mcpx-${++this.progressTokens}`
       meta = { ...meta, progressToken: call.progressToken }
@@ -132,6 +137,10 @@ export class Link implements CallLink {
     const internals = this.client as unknown as ClientInternals
     const id = typeof internals._requestMessageId === 'number' ? internals._requestMessageId++ : `mcpx-call-${++this.ownIds}`
     call.id = id
+    if (traced !== undefined) {
+      traced.setId(id)
+      call.promise.then(traced.ok, traced.fail)
+    }
     this.calls.set(id, call)
     options.signal.addEventListener('abort', call)
     call.timeoutMs = timeoutMs
@@ -145,7 +154,9 @@ export class Link implements CallLink {
     if (transport instanceof StdioUpstreamTransport) {
       if (!transport.write(body + '\n')) call.fail(new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.upstream}: ${method} failed: Not connected`))
     } else {
-      transport.post(call, body, this.era === 'modern' ? this.modernHeaders(method, params, tool) : undefined, this.era === 'modern')
+      let headers = this.era === 'modern' ? this.modernHeaders(method, params, tool) : undefined
+      if (traced !== undefined) headers = { ...headers, ...traced.carrier }
+      transport.post(call, body, headers, this.era === 'modern')
     }
     return await call.promise
   }

@@ -10,6 +10,7 @@ import type { EventEmitter } from 'node:events'
 import type { Logger } from '../log.js'
 import type { Era, Revision } from '../revisions.js'
 import type { UpstreamAuthConfig } from '../oauth/upstream-credentials.js'
+import type { RequestTrace } from '../trace.js'
 
 /** Any JSON object, as it crossed the wire. */
 export type JsonObject = Record<string, unknown>
@@ -72,6 +73,11 @@ export interface UpstreamCallOptions {
   onQuestion?: (question: UpstreamQuestion, signal: AbortSignal) => Promise<JsonObject>
   /** Extra `_meta` keys to pass upstream (e.g. a modern client's logLevel). */
   meta?: JsonObject
+  /**
+   * The downstream request's span (lib/trace.ts), only when tracing is on: the call gets a child
+   * span, carried upstream as `traceparent` (HTTP header; stdio `_meta`). Opaque here.
+   */
+  trace?: RequestTrace
   /**
    * Extra top-level params for the upstream request, e.g. an MRTR retry's `inputResponses` and
    * `requestState` (DIGEST §6f). Never `name`/`arguments`/`uri`, which the call itself sets.

@@ -9,6 +9,7 @@ import { SseStream } from '../../lib/sse.js'
 import type { FlowPolicy } from '../../lib/flow.js'
 import { readAccept } from '../../lib/accept.js'
 import { bindingKeyOf } from '../../lib/principal.js'
+import { httpTraceIn } from '../../lib/trace.js'
 import { isLegacyRevision } from '../../lib/revisions.js'
 import type { McpRouteDeps } from './options.js'
 
@@ -25,6 +26,7 @@ export function channelFor (request: FastifyRequest, reply: FastifyReply, keepAl
     ...(caller !== null ? { caller } : {}),
     acceptsSse: accept.sse,
     acceptsJson: accept.json,
+    traceIn: httpTraceIn(request.headers), // undefined unless tracing is on (lib/trace.ts)
     json (status, body, headers) {
       if (reply.sent) return
       if (headers !== undefined) reply.headers(headers)
