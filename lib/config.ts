@@ -25,6 +25,16 @@ export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379'
 
 const DURATION = { anyOf: [{ type: 'number', minimum: 0 }, { type: 'string', pattern: '^\\s*\\d+(\\.\\d+)?\\s*(ms|s|m|h)?\\s*$' }] }
 
+/**
+ * Per-upstream bounds (issue #20 › Per upstream); their defaults live in lib/upstreams/types.ts
+ * (`DEFAULT_MAX_*`), not here: ajv's useDefaults does not reach into a `oneOf` branch reliably.
+ */
+const UPSTREAM_LIMITS = {
+  maxInFlight: { type: 'integer', minimum: 1, description: 'default 256. Most calls sent to this upstream at once (both its connections together); the others wait in its queue' },
+  maxQueued: { type: 'integer', minimum: 0, description: 'default 1024. Most calls waiting for an in-flight slot (FIFO); past it a call gets JSON-RPC -32603 "Server busy" (HTTP 503 with Retry-After). 0: none wait' },
+  maxMessageBytes: { type: 'integer', minimum: 1024, description: 'default 16777216 (16 MiB). Largest single message from this upstream, bytes (a stdio line; an HTTP reply body or SSE event); a larger one is skipped and the call it answered gets an error naming both sizes' }
+} as const
+
 /** The token endpoint and client of an HTTP upstream's own credentials (issue #16 › Outbound). */
 const UPSTREAM_CLIENT = {
   issuer: { type: 'string', pattern: '^https?://', description: 'authorization server; its token_endpoint is discovered (RFC 8414, then OIDC)' },
@@ -193,6 +203,7 @@ export const CONFIG_SCHEMA = {
               prefix: { type: 'string' },
               timeout: DURATION,
               ...UPSTREAM_COMMON,
+              ...UPSTREAM_LIMITS,
               legacyConnection: {
                 type: 'boolean',
                 description: 'default false. true: legacy-era calls (tools/call, prompts/get, resources/read, completion/complete) of a ' +
@@ -216,6 +227,7 @@ export const CONFIG_SCHEMA = {
               prefix: { type: 'string' },
               timeout: DURATION,
               ...UPSTREAM_COMMON,
+              ...UPSTREAM_LIMITS,
               legacyConnection: {
                 type: 'boolean',
                 description: 'default true. Legacy-era calls of a dual-era upstream that negotiated 2026-07-28 go over a second client ' +

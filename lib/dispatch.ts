@@ -15,8 +15,9 @@ import {
 } from './jsonrpc.js'
 import { MODERN_REVISIONS, SUPPORTED_REVISIONS, negotiateLegacy, unsupportedVersion, type Revision } from './revisions.js'
 import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, metaOf } from './inbound.js'
-import { UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamQuestion, type UpstreamRegistry } from './upstreams/types.js'
+import { UpstreamBusyError, UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamQuestion, type UpstreamRegistry } from './upstreams/types.js'
 import type { DispatchContext } from './dispatch-types.js'
+import { markRefused } from './status.js'
 import { MrtrBridge, StateSealer, missingCapabilities, missingCapabilityError } from './mrtr.js'
 import { activeTracing } from './trace.js'
 
@@ -288,7 +289,9 @@ export class Dispatcher {
     if (err instanceof UpstreamRpcError) {
       // Resource-not-found is -32002 in the legacy revisions and -32602 in 2026-07-28 (server/resources.mdx).
       const code = err.code === RESOURCE_NOT_FOUND && ctx.era === 'modern' ? INVALID_PARAMS : err.code
-      return errorResponse(request.id, code, err.message, err.data)
+      const response = errorResponse(request.id, code, err.message, err.data)
+      // An upstream's full queue (issue #20) is a refusal: over HTTP, 503 with Retry-After (lib/status.ts).
+      return err instanceof UpstreamBusyError ? markRefused(response, err.refusal) : response
     }
     if (ctx.signal.aborted) return errorResponse(request.id, UPSTREAM_ERROR, 'Request cancelled')
     this.log.error({ err, method: request.method }, 'request failed')

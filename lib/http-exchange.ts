@@ -11,7 +11,7 @@ import {
   classify, encodeMessage, errorResponse, INVALID_REQUEST,
   type Classified, type JsonRpcErrorObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse
 } from './jsonrpc.js'
-import { modernStatus, legacyStatus, refusal, type Refusal } from './status.js'
+import { modernStatus, legacyStatus, refusal, refusedAs, type Refusal } from './status.js'
 import { ASSUMED_LEGACY_REVISION, type Revision } from './revisions.js'
 import type { NotificationHub } from './notify-hub.js'
 import type { InboundBatch, InboundMessage } from './inbound.js'
@@ -105,7 +105,7 @@ class Responder implements MessageSink {
   }
 
   /** Finishes with a response (or a batch of them, or nothing: 202). */
-  finish (status: number, message: JsonRpcMessage | JsonRpcMessage[] | undefined): void {
+  finish (status: number, message: JsonRpcMessage | JsonRpcMessage[] | undefined, headers?: Readonly<Record<string, string>>): void {
     if (this.done) return
     this.done = true
     if (this.stream !== undefined) {
@@ -114,7 +114,7 @@ class Responder implements MessageSink {
       this.stream.close()
       return
     }
-    this.channel.json(message === undefined ? ACCEPTED : status, message === undefined ? undefined : encodeMessage(message), this.headers)
+    this.channel.json(message === undefined ? ACCEPTED : status, message === undefined ? undefined : encodeMessage(message), headers === undefined ? this.headers : { ...this.headers, ...headers })
   }
 
   /** Ends the reply as an event stream with nothing on it (a withheld, cancelled reply: seed › legacy › Cancellation). */
@@ -145,6 +145,17 @@ function sendRefusal (channel: PostChannel, refused: Refusal): void {
   channel.json(refused.status, refused.body, { ...refused.headers })
 }
 
+/**
+ * A dispatcher response marked as a refusal (lib/status.ts `markRefused`: an upstream's full
+ * queue), as the refusal row answers it: its status and `Retry-After`, the response's own id and
+ * message. Undefined for any other response. Never throws.
+ */
+function refusedReply (response: JsonRpcResponse): Refusal | undefined {
+  const reason = refusedAs(response)
+  if (reason === undefined || !('error' in response)) return undefined
+  return refusal(reason, response.id ?? undefined, { message: response.error.message })
+}
+
 /** An id-less -32600 refusal, its status from the era's status function (lib/status). */
 function refuse (channel: PostChannel, statusOf: (error: JsonRpcErrorObject) => number, message: string): void {
   const refused = errorResponse(undefined, INVALID_REQUEST, message)
@@ -161,7 +172,7 @@ export interface LegacyPostContext {
 }
 
 type ItemOutcome =
-  | { kind: 'reply', status: number, message: JsonRpcResponse }
+  | { kind: 'reply', status: number, message: JsonRpcResponse, headers?: Record<string, string> }
   | { kind: 'accepted' }
   | { kind: 'withheld' }
   | { kind: 'gone' }
@@ -210,6 +221,8 @@ export class HttpExchange {
     if (channel.traceIn !== undefined) ctx.traceIn = channel.traceIn
     const response = await this.deps.dispatcher.handle(request, ctx)
     if (entry.controller.signal.aborted) { responder.abandon(); return } // nothing is written after a cancel
+    const refused = refusedReply(response)
+    if (refused !== undefined && !responder.streaming) return responder.finish(refused.status, refused.message, refused.headers)
     const status = modernStatus('error' in response ? response.error : undefined)
     // Seed › Responses are JSON or SSE as Accept allows: a client that accepts only
     // text/event-stream gets its 200 as an event stream. A 400/404 stays JSON: an SSE reply is a
@@ -263,7 +276,7 @@ export class HttpExchange {
     if (item.kind === 'request' && item.message.method === 'initialize') return await this.serveInitialize(item.message, channel)
     const responder = new Responder(channel)
     const outcome = await this.handleItem(item, revision, context, responder, channel)
-    if (outcome.kind === 'reply') responder.finish(outcome.status, outcome.message)
+    if (outcome.kind === 'reply') responder.finish(outcome.status, outcome.message, outcome.headers)
     else if (outcome.kind === 'accepted') responder.finish(ACCEPTED, undefined)
     else if (outcome.kind === 'withheld') responder.withhold()
     else responder.abandon()
@@ -338,6 +351,8 @@ export class HttpExchange {
       const response = await deps.dispatcher.handle(request, ctx)
       if (entry.cancelled) return { kind: 'withheld' }
       if (entry.controller.signal.aborted) return { kind: 'gone' }
+      const refused = refusedReply(response)
+      if (refused !== undefined) return { kind: 'reply', status: refused.status, message: refused.message, headers: refused.headers }
       return { kind: 'reply', status: legacyStatus('error' in response ? response.error : undefined), message: response }
     } finally {
       session?.peer.untrack(entry)

@@ -17,6 +17,9 @@
  * - `mcpx_upstream_restarts_total{upstream}`, `mcpx_upstream_up{upstream}`: from `status()`.
  * - `mcpx_upstream_unrouted_total{upstream, kind}`: an upstream's questions refused (`question`) and
  *   log lines dropped (`log`) because they could not be tied to one call (issue #18; the registry's 'unrouted' event).
+ * - `mcpx_upstream_in_flight{upstream}`, `mcpx_upstream_queued{upstream}`,
+ *   `mcpx_upstream_refused_total{upstream}` (queue full), `mcpx_upstream_oversized_messages_total{upstream}`
+ *   (over maxMessageBytes): from `loads()` (issue #20).
  *
  * Label values that come from the wire are bounded: an unknown JSON-RPC method counts as `other`.
  * lib/ imports nothing from Fastify.
@@ -195,6 +198,44 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
     labelNames: ['upstream'] as const,
     registers,
     collect () { for (const u of upstreams.status()) this.set({ upstream: u.name }, u.state === 'ready' ? 1 : 0) }
+  })
+
+  // Issue #20's per-upstream bounds, read from the registry at scrape time.
+  new Gauge({
+    name: 'mcpx_upstream_in_flight',
+    help: 'Calls in flight to an upstream now (at most its maxInFlight)',
+    labelNames: ['upstream'] as const,
+    registers,
+    collect () { for (const u of upstreams.loads?.() ?? []) this.set({ upstream: u.name }, u.inFlight) }
+  })
+  new Gauge({
+    name: 'mcpx_upstream_queued',
+    help: 'Calls waiting for one of an upstream\'s maxInFlight slots now (at most its maxQueued)',
+    labelNames: ['upstream'] as const,
+    registers,
+    collect () { for (const u of upstreams.loads?.() ?? []) this.set({ upstream: u.name }, u.queued) }
+  })
+  const seenLoad = new Map<string, { refused: number, oversized: number }>()
+  const loadDelta = (name: string, key: 'refused' | 'oversized', value: number): number => {
+    let seen = seenLoad.get(name)
+    if (seen === undefined) { seen = { refused: 0, oversized: 0 }; seenLoad.set(name, seen) }
+    const delta = Math.max(0, value - seen[key])
+    seen[key] = value
+    return delta
+  }
+  new Counter({
+    name: 'mcpx_upstream_refused_total',
+    help: 'Calls refused because the upstream had maxInFlight calls in flight and maxQueued waiting (JSON-RPC -32603; HTTP 503)',
+    labelNames: ['upstream'] as const,
+    registers,
+    collect () { for (const u of upstreams.loads?.() ?? []) this.inc({ upstream: u.name }, loadDelta(u.name, 'refused', u.refused)) }
+  })
+  new Counter({
+    name: 'mcpx_upstream_oversized_messages_total',
+    help: 'Messages from an upstream skipped for being larger than its maxMessageBytes',
+    labelNames: ['upstream'] as const,
+    registers,
+    collect () { for (const u of upstreams.loads?.() ?? []) this.inc({ upstream: u.name }, loadDelta(u.name, 'oversized', u.oversized)) }
   })
 
   function timed<A extends unknown[]> (target: UpstreamRegistry, operation: Timed, call: (...args: A) => Promise<JsonObject>, nameOf: (...args: A) => string | undefined) {

@@ -139,6 +139,13 @@ export const REFUSALS = Object.freeze({
   internalError: { status: 500, code: INTERNAL_ERROR, message: 'Internal error' },
   /** Past transport.maxConcurrentRequests (daemon-wide POSTs in flight): the server is busy, not the client at fault. */
   tooManyConcurrentRequests: { status: 503, code: INTERNAL_ERROR, message: 'Server busy: too many requests in flight; retry later', retryAfterSeconds: RETRY_AFTER_SECONDS },
+  /**
+   * Past an upstream's maxInFlight calls in flight and maxQueued waiting (issue #20): the call never
+   * reached the upstream. Raised inside the dispatcher (lib/upstreams/gate.ts), so it reaches
+   * HTTP as a marked response ({@link markRefused}); over stdio it is the JSON-RPC error alone.
+   * Its message names the upstream and both limits (given to {@link refusal}).
+   */
+  upstreamBusy: { status: 503, code: INTERNAL_ERROR, message: 'Server busy: too many calls queued for this upstream; retry later', retryAfterSeconds: RETRY_AFTER_SECONDS },
   /** Past transport.maxSessions (memory store). */
   tooManySessions: { status: 503, code: INTERNAL_ERROR, message: 'Server busy: too many sessions; retry later', retryAfterSeconds: RETRY_AFTER_SECONDS },
   /** The session store (Redis) cannot be reached: session requests are 503 with Retry-After (issue #11). */
@@ -193,6 +200,26 @@ export function refusal (reason: RefusalReason, id?: RequestId, detail?: { code?
   if (row.wwwAuthenticate !== undefined) headers['www-authenticate'] = row.wwwAuthenticate
   const message = errorResponse(id, detail?.code ?? row.code, detail?.message ?? row.message)
   return { status: row.status, headers, body: encodeMessage(message), message }
+}
+
+/**
+ * Responses the dispatcher built for a refusal (see `upstreamBusy`): the object, not its content,
+ * carries the mark, so an upstream's own error with the same code and message is never taken for one.
+ */
+const REFUSED_RESPONSES = new WeakMap<object, RefusalReason>()
+
+/**
+ * Marks a JSON-RPC error response as the refusal `reason`, for the HTTP face to answer with the
+ * row's status and headers ({@link refusedAs}). @returns `response`. Never throws.
+ */
+export function markRefused<T extends object> (response: T, reason: RefusalReason): T {
+  REFUSED_RESPONSES.set(response, reason)
+  return response
+}
+
+/** The refusal a response was marked as by {@link markRefused}, if any. Never throws. */
+export function refusedAs (response: object): RefusalReason | undefined {
+  return REFUSED_RESPONSES.get(response)
 }
 
 /**

@@ -17,7 +17,8 @@
  * - a scope for what is not a rule of a protocol revision: `auth` (bearer tokens, OAuth, safe binds), `upstreams`
  *   (mcpx as a client: lists, calls, lifecycle, eras), `replicas` (sessions shared through Redis), `bridge` (MRTR
  *   questions between eras), `config`, `daemon` (process, ops endpoints, shutdown), `plugin` (embedding in a host
- *   Fastify app), `package` (what npm installs), `deploy` (deployment recipes, e.g. `deploy/nginx/…`).
+ *   Fastify app), `package` (what npm installs), `deploy` (deployment recipes, e.g. `deploy/nginx/…`), `limits`
+ *   (issue #20: the bounds mcpx keeps under hostile peers, e.g. `limits/upstreams/…`).
  *
  * ## Ids
  * An id is a test name. `*` as the first segment is a family, one id per revision in `revisions`

@@ -16,7 +16,7 @@ import { EventEmitter } from 'node:events'
 import { INVALID_PARAMS, RESOURCE_NOT_FOUND, UPSTREAM_ERROR, isObject } from '../jsonrpc.js'
 import { Upstream } from './upstream.js'
 import {
-  UpstreamRpcError, type ListKind, type UpstreamHeaderProvider, type UpstreamLogger, type JsonObject, type UpstreamCallOptions, type UpstreamConfig, type UpstreamRegistry, type UpstreamStatus
+  UpstreamRpcError, type ListKind, type UpstreamHeaderProvider, type UpstreamLogger, type JsonObject, type UpstreamCallOptions, type UpstreamConfig, type UpstreamLoad, type UpstreamRegistry, type UpstreamStatus
 } from './types.js'
 
 /** Joins a prefix and an upstream name: `everything__echo`. */
@@ -113,6 +113,10 @@ class Registry extends EventEmitter implements UpstreamRegistry {
 
   async close (): Promise<void> {
     await Promise.all(this.upstreams.map(async upstream => await upstream.close()))
+  }
+
+  loads (): UpstreamLoad[] {
+    return this.upstreams.map(upstream => upstream.load())
   }
 
   /**

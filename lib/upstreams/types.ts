@@ -11,6 +11,7 @@ import type { Logger } from '../log.js'
 import type { Era, Revision } from '../revisions.js'
 import type { UpstreamAuthConfig } from '../oauth/upstream-credentials.js'
 import type { RequestTrace } from '../trace.js'
+import { INTERNAL_ERROR } from '../jsonrpc.js'
 
 /** Any JSON object, as it crossed the wire. */
 export type JsonObject = Record<string, unknown>
@@ -166,10 +167,42 @@ export interface UpstreamCommonConfig {
   maxTotalTimeout?: number
 }
 
+/**
+ * A call refused because its upstream has `maxInFlight` calls in flight and `maxQueued` waiting
+ * (issue #20). JSON-RPC -32603 like mcpx's other "server busy" refusals (lib/status.ts
+ * `tooManyConcurrentRequests`); the dispatcher marks its response so that over HTTP it is the
+ * refusal row `upstreamBusy` (503 with `Retry-After`). It never reached the upstream.
+ */
+export class UpstreamBusyError extends UpstreamRpcError {
+  /** The lib/status.ts refusal row this error is answered with over HTTP. */
+  readonly refusal = 'upstreamBusy' as const
+  constructor (message: string) {
+    super(INTERNAL_ERROR, message)
+    this.name = 'UpstreamBusyError'
+  }
+}
+
+/** Default `maxInFlight`: most calls sent to one upstream at once (issue #20). */
+export const DEFAULT_MAX_IN_FLIGHT = 256
+/** Default `maxQueued`: most calls waiting for one of an upstream's `maxInFlight` slots (issue #20). */
+export const DEFAULT_MAX_QUEUED = 1024
+/** Default `maxMessageBytes`: the largest single message accepted from an upstream, bytes (16 MiB; issue #20). */
+export const DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+
+/** The bounds every upstream config may set (issue #20 › Per upstream); defaults above. */
+export interface UpstreamLimitsConfig {
+  /** Most calls in flight to this upstream at once (both its connections together). */
+  maxInFlight?: number
+  /** Most calls waiting for a slot, FIFO; past it a call is refused (UpstreamBusyError). 0: no queue. */
+  maxQueued?: number
+  /** Largest single message from this upstream, bytes (a stdio line; an HTTP body or SSE event). */
+  maxMessageBytes?: number
+}
+
 /** One upstream as configured. */
 export type UpstreamConfig =
-  | UpstreamCommonConfig & { command: string, args?: string[], env?: Record<string, string>, cwd?: string }
-  | UpstreamCommonConfig & { url: string, headers?: Record<string, string>, auth?: UpstreamAuthConfig }
+  | UpstreamCommonConfig & UpstreamLimitsConfig & { command: string, args?: string[], env?: Record<string, string>, cwd?: string }
+  | UpstreamCommonConfig & UpstreamLimitsConfig & { url: string, headers?: Record<string, string>, auth?: UpstreamAuthConfig }
 
 /**
  * Whether a dual-era upstream gets its second, legacy connection for legacy-era calls
@@ -223,6 +256,19 @@ export interface UpstreamLegacyStatus {
   lastError?: string
 }
 
+/** One upstream's load and what its bounds refused, for metrics (read at scrape time; issue #20). */
+export interface UpstreamLoad {
+  name: string
+  /** Calls holding one of its `maxInFlight` slots now. */
+  inFlight: number
+  /** Calls waiting in its queue now. */
+  queued: number
+  /** Calls refused since start because its queue was full (UpstreamBusyError). */
+  refused: number
+  /** Messages from it skipped since start for being over `maxMessageBytes`. */
+  oversized: number
+}
+
 /**
  * The merged catalogue of every upstream, with names prefixed, and the router for calls.
  *
@@ -243,6 +289,8 @@ export interface UpstreamRegistry extends EventEmitter {
   /** Resolves once every upstream has been tried once (ready or down). */
   ready (): Promise<void>
   status (): UpstreamStatus[]
+  /** Each upstream's calls in flight and queued, and what its bounds refused (metrics). Optional for test doubles. */
+  loads?: () => UpstreamLoad[]
 
   /** Merged, prefixed lists, in config order. Tool objects are verbatim but for `name`. */
   tools (): JsonObject[]

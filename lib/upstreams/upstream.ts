@@ -9,9 +9,10 @@
  */
 import { UPSTREAM_ERROR } from '../jsonrpc.js'
 import { EMPTY_CATALOGUE, SupervisedConnection, type ConnectionHost, type ConnectionState } from './connection.js'
+import { CallGate } from './gate.js'
 import type { CallTiming, Link, UnroutedKind } from './link.js'
 import {
-  UpstreamRpcError, wantsLegacyConnection, type JsonObject, type UpstreamCallOptions, type UpstreamCatalogue, type UpstreamConfig,
+  DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED, UpstreamRpcError, wantsLegacyConnection, type UpstreamLoad, type JsonObject, type UpstreamCallOptions, type UpstreamCatalogue, type UpstreamConfig,
   type UpstreamEvents, type UpstreamHeaderProvider, type UpstreamLogger, type UpstreamStatus
 } from './types.js'
 
@@ -47,6 +48,8 @@ export class Upstream implements ConnectionHost {
   readonly setupTimeoutMs: number
   readonly subscriptions = new Set<string>()
   closing = false
+  /** Messages from this upstream skipped for being over maxMessageBytes, since start (counted by its links). */
+  oversized = 0
   /** Config `legacyConnection` (default: HTTP yes, stdio no): whether legacy-era calls may open the second connection. */
   private readonly legacyConnectionEnabled: boolean
   private readonly primary: SupervisedConnection
@@ -54,6 +57,8 @@ export class Upstream implements ConnectionHost {
   private firstAttempt: Promise<unknown> | undefined
   /** Aborted by close(): ends every wait for the legacy connection. */
   private readonly closed = new AbortController()
+  /** The in-flight cap and queue (config maxInFlight, maxQueued; issue #20). */
+  private readonly gate: CallGate
 
   constructor (readonly name: string, readonly config: UpstreamConfig, private readonly options: UpstreamOptions) {
     this.kind = 'command' in config ? 'stdio' : 'http'
@@ -63,6 +68,7 @@ export class Upstream implements ConnectionHost {
     this.legacyConnectionEnabled = wantsLegacyConnection(config)
     this.primary = new SupervisedConnection('primary', this)
     this.legacy = new SupervisedConnection('legacy', this)
+    this.gate = new CallGate(name, config.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, config.maxQueued ?? DEFAULT_MAX_QUEUED, options.logger)
   }
 
   get logger (): UpstreamLogger { return this.options.logger }
@@ -122,6 +128,11 @@ export class Upstream implements ConnectionHost {
     return status
   }
 
+  /** Calls in flight and queued now, and what the bounds refused (metrics). Never throws. */
+  load (): UpstreamLoad {
+    return { name: this.name, inFlight: this.gate.inFlight, queued: this.gate.queued, refused: this.gate.refused, oversized: this.oversized }
+  }
+
   /** The raw lists; empty unless ready. */
   lists (): UpstreamCatalogue {
     return this.primary.state === 'ready' ? this.primary.catalogue : EMPTY_CATALOGUE
@@ -141,6 +152,7 @@ export class Upstream implements ConnectionHost {
     this.closing = true
     this.closed.abort()
     const shuttingDown = new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.name} is shutting down`)
+    this.gate.close(shuttingDown)
     this.primary.link?.failAll(shuttingDown)
     this.legacy.link?.failAll(shuttingDown)
     // A connection still being set up (its child may never answer) is killed here too; its
@@ -186,16 +198,41 @@ export class Upstream implements ConnectionHost {
     await this.legacy.pushSubscription('resources/unsubscribe', uri)
   }
 
+  /**
+   * A caller's call: takes one of the upstream's maxInFlight slots (at once under the cap, else
+   * after waiting in its queue; see gate.ts), sends it, and gives the slot back when it settles.
+   */
   private async call (method: string, params: JsonObject, options: UpstreamCallOptions, tool?: JsonObject): Promise<JsonObject> {
+    const gate = this.gate
+    let timeoutMs = this.timeoutMs
+    if (!gate.tryAcquire()) {
+      this.primaryLink() // a down upstream fails at once, it does not queue
+      timeoutMs = await gate.wait(method, options.signal, timeoutMs)
+    }
+    try {
+      return await this.send(method, params, options, timeoutMs, tool)
+    } finally {
+      gate.release()
+    }
+  }
+
+  /** The ready primary link. @throws UpstreamRpcError (UPSTREAM_ERROR) naming the state when not ready */
+  private primaryLink (): Link {
     const primary = this.primary
-    let link = primary.link
+    const link = primary.link
     if (primary.state !== 'ready' || link === undefined) {
       throw new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.name} is ${primary.state}${primary.lastError === undefined ? '' : `: ${primary.lastError}`}`)
     }
+    return link
+  }
+
+  /** Sends one call on the connection it takes (holding a slot). */
+  private async send (method: string, params: JsonObject, options: UpstreamCallOptions, timeoutMs: number, tool?: JsonObject): Promise<JsonObject> {
+    let link = this.primaryLink()
     if (options.era === 'legacy' && link.era === 'modern' && this.legacyConnectionEnabled && LEGACY_ROUTED_METHODS.has(method)) {
       link = await this.legacyLink(method, options.signal) ?? link
     }
-    return await link.call(method, params, options, this.timeoutMs, tool, false, this.timing)
+    return await link.call(method, params, options, timeoutMs, tool, false, this.timing)
   }
 
   /**

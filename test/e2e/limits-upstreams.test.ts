@@ -1,0 +1,136 @@
+/**
+ * Issue #20, the upstream side: each upstream's in-flight cap and queue (maxInFlight, maxQueued),
+ * its message size bound (maxMessageBytes), and cancels delivered before exit. Every test runs a
+ * real `mcpx serve` child (test/helpers/spawn.ts) or a real daemon (test/helpers/daemon.ts) over
+ * the hand-written hostile upstream (test/fixtures/hostile-upstream.ts), which records what it
+ * received to a file.
+ */
+import t from 'tap'
+import { mkdtempSync, rmSync, writeFileSync, existsSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { spawnServe, type Message, type ServeChild, type Teardown } from '../helpers/spawn.js'
+import { startDaemon } from '../helpers/daemon.js'
+import { callBody, initializeBody, pollUntil } from '../helpers/legacy.js'
+import { legacyHeaders, modernHeaders, modernMeta } from '../helpers/app.js'
+
+const HOSTILE = fileURLToPath(new URL('../fixtures/hostile-upstream.js', import.meta.url))
+const ECHO = fileURLToPath(new URL('../fixtures/echo-upstream.js', import.meta.url))
+
+interface Record_ { event: 'call' | 'cancelled', tool?: string, tag?: string, id?: unknown, open?: number, requestId?: unknown }
+
+function scratch (t: Teardown): { log: string, release: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'mcpx-limits-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return { log: join(dir, 'fixture.log'), release: join(dir, 'release') }
+}
+
+function records (log: string): Record_[] {
+  if (!existsSync(log)) return []
+  return readFileSync(log, 'utf8').split('\n').filter(l => l !== '').map(l => JSON.parse(l) as Record_)
+}
+
+function hostile (log: string, limits: Record<string, number> = {}): Record<string, unknown> {
+  return { command: process.execPath, args: [HOSTILE], env: { FIXTURE_LOG: log }, ...limits }
+}
+
+async function initialized (serve: ServeChild): Promise<void> {
+  const init = await serve.request(initializeBody('2025-06-18', {}, 'init'))
+  if (init.result === undefined) throw new Error(`initialize failed: ${JSON.stringify(init)}`)
+  serve.send({ jsonrpc: '2.0', method: 'notifications/initialized' })
+}
+
+t.test('limits/upstreams/max-in-flight-and-queue-stdio', async t => {
+  const { log, release } = scratch(t)
+  const serve = spawnServe(t, { config: { upstreams: { h: hostile(log, { maxInFlight: 2, maxQueued: 2 }) } } })
+  await initialized(serve)
+  for (let i = 1; i <= 4; i++) serve.send(callBody(i, 'hold', { tag: `c${i}`, release }))
+  const first = await pollUntil('two calls at the upstream', () => { const calls = records(log).filter(r => r.event === 'call'); return calls.length >= 2 && calls }, 20_000)
+  // Two in flight, two queued: the fifth is refused at once, naming the upstream and both limits.
+  const refused = await serve.request(callBody(5, 'hold', { tag: 'c5', release }))
+  t.equal(refused.error?.code, -32603, 'the JSON-RPC error of mcpx\'s other "server busy" refusals')
+  t.match(refused.error?.message, /upstream h/)
+  t.match(refused.error?.message, /maxInFlight 2/)
+  t.match(refused.error?.message, /maxQueued 2/)
+  // A queued call that is cancelled leaves the queue without reaching the upstream.
+  const started = new Set(first.map(r => r.tag))
+  const queued = ['c1', 'c2', 'c3', 'c4'].filter(tag => !started.has(tag))
+  t.equal(queued.length, 2, 'two calls wait in the queue')
+  const cancelledTag = queued[0]
+  serve.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: Number(cancelledTag.slice(1)), reason: 'test' } })
+  // Its place is free again: a sixth call queues instead of being refused.
+  serve.send(callBody(6, 'hold', { tag: 'c6', release }))
+  writeFileSync(release, '')
+  const answered = new Map<number, Message>()
+  for (const id of [1, 2, 3, 4, 6].filter(id => `c${id}` !== cancelledTag)) {
+    const reply = await serve.nextMessage(m => m.id === id)
+    answered.set(id, reply)
+    t.match(reply.result?.content?.[0]?.text, /^released c/, `call ${id} answered once a slot was free`)
+  }
+  const calls = records(log).filter(r => r.event === 'call')
+  t.same(calls.map(r => r.tag).sort(), ['c1', 'c2', 'c3', 'c4', 'c6'].filter(tag => tag !== cancelledTag).sort(), 'the refused and the cancelled calls never reached the upstream')
+  t.ok(calls.every(r => (r.open ?? 0) <= 2), `never more than maxInFlight at the upstream (${calls.map(r => r.open).join(',')})`)
+  t.same(records(log).filter(r => r.event === 'cancelled'), [], 'no cancel was sent for a call the upstream never saw')
+  t.notOk(serve.messages.some(m => (m as Message)?.id === Number(cancelledTag.slice(1))), 'the cancelled call got no reply (stdio: suppressed)')
+})
+
+t.test('limits/upstreams/queue-full-503-retry-after', async t => {
+  const { log, release } = scratch(t)
+  const daemon = await startDaemon(t, { upstreams: { h: hostile(log, { maxInFlight: 1, maxQueued: 1 }) } })
+  const url = `${daemon.base}/mcp`
+  const modernCall = (id: number, tag: string): string => JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'hold', arguments: { tag, release }, _meta: modernMeta() } })
+  // One in flight, one queued (both modern, stateless).
+  const held = [1, 2].map(async id => await fetch(url, { method: 'POST', headers: modernHeaders('tools/call', 'hold'), body: modernCall(id, `h${id}`) }))
+  await pollUntil('one call at the upstream', () => records(log).some(r => r.event === 'call'), 20_000)
+  // The metrics show the slot taken and the queue full; a third call is then refused.
+  await pollUntil('the queue full', async () => {
+    const metrics = await (await fetch(`${daemon.base}/metrics`)).text()
+    return /mcpx_upstream_in_flight\{upstream="h"\} 1\n/.test(metrics) && /mcpx_upstream_queued\{upstream="h"\} 1\n/.test(metrics)
+  }, 20_000)
+  const refused = await fetch(url, { method: 'POST', headers: modernHeaders('tools/call', 'hold'), body: modernCall(3, 'h3') })
+  t.equal(refused.status, 503)
+  t.equal(refused.headers.get('retry-after'), '5')
+  t.equal(refused.headers.get('content-type')?.split(';')[0], 'application/json')
+  const body = await refused.json() as Message
+  t.equal(body.id, 3, 'the refusal carries the request\'s id')
+  t.equal(body.error.code, -32603)
+  t.match(body.error.message, /upstream h .*maxInFlight 1.*maxQueued 1/)
+  // A legacy (sessionless) request is refused the same way.
+  const legacy = await fetch(url, { method: 'POST', headers: legacyHeaders({ 'mcp-protocol-version': '2025-06-18' }), body: JSON.stringify(callBody(4, 'hold', { tag: 'h4', release })) })
+  t.equal(legacy.status, 503)
+  t.equal(legacy.headers.get('retry-after'), '5')
+  const legacyBody = await legacy.json() as Message
+  t.equal(legacyBody.id, 4)
+  t.equal(legacyBody.error.code, -32603)
+  writeFileSync(release, '')
+  for (const res of await Promise.all(held)) {
+    t.equal(res.status, 200)
+    t.match(await res.text(), /released h/)
+  }
+  t.same(records(log).filter(r => r.event === 'call').map(r => r.tag).sort(), ['h1', 'h2'], 'refused calls never reached the upstream')
+  // The refusals are counted per upstream.
+  const metrics = await (await fetch(`${daemon.base}/metrics`)).text()
+  t.match(metrics, /mcpx_upstream_refused_total\{upstream="h"\} 2/)
+  t.match(metrics, /mcpx_requests_total\{[^}]*status="503"[^}]*\} 1/)
+})
+
+t.test('limits/upstreams/ten-thousand-requests-capped', async t => {
+  // A host that pushes 10,000 requests at once used to get them all sent to the one stdio upstream
+  // (whose SDK then warned MaxListenersExceededWarning); now at most maxInFlight are sent, the
+  // rest wait or are refused, and each request gets an answer.
+  const serve = spawnServe(t, { config: { upstreams: { e: { command: process.execPath, args: [ECHO, '--era', 'legacy'] } } } })
+  await initialized(serve)
+  const total = 10_000
+  let batch = ''
+  for (let i = 1; i <= total; i++) batch += JSON.stringify(callBody(i, 'echo', { text: `m${i}` })) + '\n'
+  serve.child.stdin?.write(batch)
+  await serve.nextMessage(m => m.id === total, { timeoutMs: 120_000 })
+  await pollUntil('every answer', () => serve.messages.filter(m => typeof (m as Message)?.id === 'number').length >= total, 120_000)
+  const replies = serve.messages.filter((m): m is Message => typeof (m as Message)?.id === 'number')
+  const ok = replies.filter(m => m.result !== undefined).length
+  const busy = replies.filter(m => m.error?.code === -32603 && /Server busy/.test(String(m.error.message))).length
+  t.equal(ok + busy, total, `each request answered once: ${ok} results, ${busy} "server busy"`)
+  t.ok(ok >= 256 + 1024, 'at least maxInFlight + maxQueued were served')
+  t.notMatch(serve.stderr(), /MaxListenersExceededWarning/, 'the upstream never had enough requests at once to warn')
+})
