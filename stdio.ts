@@ -5,6 +5,7 @@
  * and upstream children's stderr goes into those log lines. This file never imports Fastify
  * (Fastify's logger writes to stdout).
  */
+import type { Readable, Writable } from 'node:stream'
 import type { Logger } from './lib/log.js'
 import type { McpxConfig } from './lib/config.js'
 import { createCore } from './lib/core.js'
@@ -21,10 +22,11 @@ import { createRegistry, startUpstreams } from './lib/upstreams/registry.js'
  * same way, quietly.
  * @param config a loaded config (lib/config.ts `loadConfig`/`resolveConfig`)
  * @param logger must not write to stdout: use `createLogger('stdio')` (fd 2)
+ * @param io the streams served (default process.stdin and process.stdout; tests pass their own)
  * @returns the process exit code: 0 after a clean shutdown, 1 when the upstreams could not be
  *          started. Never rejects.
  */
-export async function runStdio (config: McpxConfig, logger: Logger): Promise<number> {
+export async function runStdio (config: McpxConfig, logger: Logger, io: { input: Readable, output: Writable } = { input: process.stdin, output: process.stdout }): Promise<number> {
   const registry = createRegistry(config.upstreams, { logger, defaultTimeoutMs: config.upstreamTimeout })
   const core = createCore(config, registry, logger)
   const { dispatcher, hub } = core
@@ -50,7 +52,7 @@ export async function runStdio (config: McpxConfig, logger: Logger): Promise<num
     exitCode = 1
   }
   if (exitCode === 0 && !signalled) {
-    server = startStdioServer(process.stdin, process.stdout, dispatcher, hub, {
+    server = startStdioServer(io.input, io.output, dispatcher, hub, {
       drainMs: config.transport.stdioDrain,
       maxLineBytes: config.transport.maxBodyBytes,
       maxInFlight: config.transport.stdioMaxInFlight,

@@ -15,7 +15,7 @@ import { Link, type UnroutedKind } from './link.js'
 import { redactText } from './redact.js'
 import { KILL_GRACE_MS, StdioUpstreamTransport } from './stdio-transport.js'
 import {
-  UpstreamRpcError, type JsonObject, type ListKind, type UpstreamCatalogue, type UpstreamConfig, type UpstreamEvents,
+  DEFAULT_MAX_MESSAGE_BYTES, UpstreamRpcError, type JsonObject, type ListKind, type UpstreamCatalogue, type UpstreamConfig, type UpstreamEvents,
   type UpstreamHeaderProvider, type UpstreamLogger
 } from './types.js'
 
@@ -52,6 +52,8 @@ export interface ConnectionHost {
    * call, so it was refused or dropped (issue #18 › Shared upstreams stop guessing). Never throws.
    */
   unrouted: (kind: UnroutedKind) => void
+  /** A message over maxMessageBytes was skipped (counted for metrics). */
+  messageTooLarge: () => void
 }
 
 /** A connection's state: `idle` (legacy role, never needed yet) and `unavailable` (legacy refused) are the legacy role's. */
@@ -239,13 +241,14 @@ export class SupervisedConnection {
     const host = this.host
     const config = host.config
     let transport: StdioUpstreamTransport | HttpUpstreamTransport
+    const maxMessageBytes = config.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES
     if ('command' in config) {
-      transport = new StdioUpstreamTransport({ command: config.command, args: config.args, env: config.env, cwd: config.cwd })
+      transport = new StdioUpstreamTransport({ command: config.command, args: config.args, env: config.env, cwd: config.cwd, maxMessageBytes })
       const lines = createInterface({ input: transport.stderr, crlfDelay: Infinity })
       lines.on('line', line => host.logger.info({ ...this.logFields, stderr: line }, 'upstream stderr'))
     } else {
       if (Http === undefined) throw new Error('buildLink: the HTTP transport module is not loaded')
-      transport = new Http(new URL(config.url), config.headers, host.name, host.headerProvider)
+      transport = new Http(new URL(config.url), config.headers, host.name, host.headerProvider, maxMessageBytes)
     }
     const holder: { link?: Link } = {}
     const client = createUpstreamClient(async (method, params, signal, id) => {
@@ -253,6 +256,10 @@ export class SupervisedConnection {
       return await holder.link.answerQuestion(method, params, signal, id)
     })
     holder.link = new Link(this.role, host.name, client, transport, host.logger, this.logFields, kind => host.unrouted(kind))
+    transport.onoversized = (bytes, id, atLeast) => {
+      host.messageTooLarge()
+      holder.link?.oversized(bytes, maxMessageBytes, id, atLeast)
+    }
     return holder.link
   }
 

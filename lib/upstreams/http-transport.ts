@@ -11,13 +11,13 @@
  * own messages are taken first).
  * Sources: DIGEST §6c (HTTP upstreams), §6d (mirrored headers); MCP Streamable HTTP transport.
  */
-import { StringDecoder } from 'node:string_decoder'
 import { Pool, type Dispatcher } from 'undici'
 import { StreamableHTTPClientTransport, type JSONRPCMessage } from '@modelcontextprotocol/client'
 import { UPSTREAM_ERROR, isObject } from '../jsonrpc.js'
 import { redactText } from './redact.js'
 import type { UpstreamCall } from './call.js'
-import { UpstreamRpcError, type UpstreamHeaderProvider } from './types.js'
+import { LineSplitter, recoverResponseId, type LineSink } from './lines.js'
+import { DEFAULT_MAX_MESSAGE_BYTES, UpstreamRpcError, type UpstreamHeaderProvider } from './types.js'
 
 /** How long an idle keep-alive socket to an HTTP upstream is kept (ms). */
 export const HTTP_KEEP_ALIVE_MS = 30_000
@@ -51,14 +51,22 @@ export class HttpUpstreamTransport extends StreamableHTTPClientTransport {
   private readonly path: string
   /** config headers + content-type + accept, lowercased: copied per call. */
   private readonly baseHeaders: Record<string, string>
+  /**
+   * A message of a call's reply over `maxMessageBytes` was skipped (a JSON body, or one SSE event):
+   * its size (bytes; `atLeast` when the body was cut before its end and had no Content-Length), and
+   * the id of the response it carried when known (a JSON body: the call's).
+   */
+  onoversized?: (bytes: number, id: string | number | undefined, atLeast?: boolean) => void
 
   /**
    * @param url the upstream's endpoint
    * @param headers the config's `headers`, sent on every request
    * @param upstream the upstream's name, for error messages
    * @param headerProvider per-call headers (see UpstreamHeaderProvider), or undefined
+   * @param maxMessageBytes bound of one message of a call's reply (a JSON body, an SSE event), bytes
    */
-  constructor (url: URL, headers: Record<string, string> | undefined, readonly upstream: string, readonly headerProvider: UpstreamHeaderProvider | undefined) {
+  constructor (url: URL, headers: Record<string, string> | undefined, readonly upstream: string, readonly headerProvider: UpstreamHeaderProvider | undefined,
+    readonly maxMessageBytes = DEFAULT_MAX_MESSAGE_BYTES) {
     super(url, { requestInit: { headers: headers ?? {} }, ...(headerProvider !== undefined ? { authProvider: ownTrafficAuth(upstream, headerProvider) } : {}) })
     this.path = url.pathname + url.search
     this.pool = new Pool(url.origin, { keepAliveTimeout: HTTP_KEEP_ALIVE_MS, headersTimeout: 0, bodyTimeout: 0 })
@@ -144,8 +152,11 @@ class CallReply implements Dispatcher.DispatchHandler {
   private status = 0
   private mode: 'json' | 'sse' | 'error' | 'retry' | 'ignore' = 'ignore'
   private chunks: Buffer[] = []
+  private received = 0
   private sse: SseReader | undefined
   private challenge: string | undefined
+  /** Bytes of an SSE event skipped for its size whose id could not be read (named if the response never comes). */
+  private skippedEventBytes = 0
 
   constructor (
     private readonly transport: HttpUpstreamTransport,
@@ -161,7 +172,7 @@ class CallReply implements Dispatcher.DispatchHandler {
     this.call.httpRequest = controller
   }
 
-  onResponseStart (_controller: Dispatcher.DispatchController, status: number, headers: Record<string, string | string[] | undefined>): void {
+  onResponseStart (controller: Dispatcher.DispatchController, status: number, headers: Record<string, string | string[] | undefined>): void {
     this.status = status
     const type = String(headers['content-type'] ?? '').split(';')[0].trim().toLowerCase()
     if (status === 401 && this.transport.headerProvider !== undefined && !this.afterUnauthorized) {
@@ -170,14 +181,38 @@ class CallReply implements Dispatcher.DispatchHandler {
       this.challenge = Array.isArray(challenge) ? challenge.join(', ') : challenge
     } else if (status < 200 || status >= 300) this.mode = 'error'
     else if (status === 202) this.mode = 'ignore'
-    else if (type === 'text/event-stream') { this.mode = 'sse'; this.sse = new SseReader(this.transport, this.call) }
+    else if (type === 'text/event-stream') { this.mode = 'sse'; this.sse = new SseReader(this.transport, this, this.call) }
     else if (type === 'application/json') this.mode = 'json'
     else this.fail(`Unexpected content type: ${type}`)
+    const declared = Number(headers['content-length'])
+    if ((this.mode === 'json' || this.mode === 'error') && declared > this.transport.maxMessageBytes) this.tooLarge(controller, declared, false)
   }
 
-  onResponseData (_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  onResponseData (controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.mode === 'sse') this.sse?.push(chunk)
-    else if (this.mode === 'json' || this.mode === 'error') this.chunks.push(chunk)
+    else if (this.mode === 'json' || this.mode === 'error') {
+      this.received += chunk.length
+      if (this.received > this.transport.maxMessageBytes) { this.tooLarge(controller, this.received, true); return }
+      this.chunks.push(chunk)
+    }
+  }
+
+  /**
+   * A JSON (or error) body over maxMessageBytes: reported (the link fails the call naming both
+   * sizes), its request aborted. Only this call's request is affected.
+   */
+  private tooLarge (controller: Dispatcher.DispatchController, bytes: number, atLeast: boolean): void {
+    this.mode = 'ignore'
+    this.chunks = []
+    this.transport.onoversized?.(bytes, this.call.id, atLeast)
+    if (!this.call.done) this.fail(`its reply is ${atLeast ? 'more than ' : ''}${bytes} bytes, over maxMessageBytes (${this.transport.maxMessageBytes})`)
+    controller.abort(new Error('reply over maxMessageBytes'))
+  }
+
+  /** An SSE event of this reply was skipped for its size (SseReader); `id` when its edges told it. */
+  oversizedEvent (bytes: number, id: string | number | undefined): void {
+    if (id === undefined) this.skippedEventBytes = bytes
+    this.transport.onoversized?.(bytes, id)
   }
 
   onResponseEnd (): void {
@@ -202,7 +237,11 @@ class CallReply implements Dispatcher.DispatchHandler {
       return
     } else if (this.mode === 'sse') this.sse?.end()
     // A 202, or a stream that ended without the response: the call waits for its timeout, as with the SDK transport.
-    if (!call.done && this.mode === 'sse') this.fail('the SSE stream ended before the response')
+    if (!call.done && this.mode === 'sse') {
+      this.fail(this.skippedEventBytes > 0
+        ? `the SSE stream ended without the response after an event of ${this.skippedEventBytes} bytes, over maxMessageBytes (${this.transport.maxMessageBytes}), was skipped`
+        : 'the SSE stream ended before the response')
+    }
   }
 
   onResponseError (_controller: Dispatcher.DispatchController, error: Error): void {
@@ -221,51 +260,96 @@ class CallReply implements Dispatcher.DispatchHandler {
  * A minimal server-sent-events reader (WHATWG HTML › Server-sent events › parsing): `data:` lines
  * joined by '\n', dispatched on a blank line for events named `message` (or unnamed); `id:`,
  * `retry:` and comments are ignored. Each event's data is one JSON-RPC message (or a batch).
+ * Bounded (issue #20): a line, or an event's data, over the transport's maxMessageBytes is skipped
+ * to the event's end without being buffered whole, and reported to the call's reply.
  */
-class SseReader {
-  private readonly decoder = new StringDecoder('utf8')
-  private buffer = ''
-  private data: string | undefined
+class SseReader implements LineSink {
+  private readonly lines: LineSplitter
+  private data: Buffer[] = []
+  private dataBytes = 0
+  private hasData = false
   private event = ''
+  /** The current event is being skipped for its size: its bytes so far, and the id its data line told. */
+  private skipping = false
+  private skippedBytes = 0
+  private skippedId: string | number | undefined = undefined
 
-  constructor (private readonly transport: HttpUpstreamTransport, private readonly call: UpstreamCall) {}
+  constructor (private readonly transport: HttpUpstreamTransport, private readonly reply: CallReply, private readonly call: UpstreamCall) {
+    this.lines = new LineSplitter(transport.maxMessageBytes, this)
+  }
 
   push (chunk: Buffer): void {
-    this.buffer += this.decoder.write(chunk)
-    let newline = this.buffer.indexOf('\n')
-    while (newline !== -1) {
-      const end = newline > 0 && this.buffer.charCodeAt(newline - 1) === 13 ? newline - 1 : newline
-      this.line(this.buffer.slice(0, end))
-      this.buffer = this.buffer.slice(newline + 1)
-      newline = this.buffer.indexOf('\n')
-    }
+    this.lines.push(chunk)
   }
 
   end (): void {
-    this.buffer += this.decoder.end()
-    if (this.buffer !== '') this.line(this.buffer)
-    this.line('')
+    this.lines.end()
+    this.line(EMPTY_LINE, 0, 0)
   }
 
-  private line (line: string): void {
-    if (line === '') {
-      const data = this.data
-      const event = this.event
-      this.data = undefined
-      this.event = ''
-      if (data === undefined || (event !== '' && event !== 'message')) return
-      let message: unknown
-      try { message = JSON.parse(data) } catch { return }
-      if (Array.isArray(message)) for (const m of message) this.transport.deliver(m, this.call)
-      else this.transport.deliver(message, this.call)
+  /** One line (LineSink). */
+  line (bytes: Buffer, start: number, end: number): void {
+    if (end > start && bytes[end - 1] === 0x0d) end--
+    if (end === start) { this.dispatch(); return }
+    if (bytes[start] === 0x3a) return // a comment
+    let colon = bytes.indexOf(0x3a, start)
+    if (colon === -1 || colon >= end) colon = end
+    const field = bytes.toString('latin1', start, colon)
+    let value = colon === end ? end : colon + 1
+    if (value < end && bytes[value] === 0x20) value++
+    if (field === 'event') { this.event = bytes.toString('utf8', value, end); return }
+    if (field !== 'data') return
+    const size = end - value + (this.hasData ? 1 : 0)
+    if (this.skipping || this.dataBytes + size > this.transport.maxMessageBytes) {
+      this.skip(this.dataBytes + size, undefined)
       return
     }
-    const colon = line.indexOf(':')
-    if (colon === 0) return
-    const field = colon === -1 ? line : line.slice(0, colon)
-    let value = colon === -1 ? '' : line.slice(colon + 1)
-    if (value.startsWith(' ')) value = value.slice(1)
-    if (field === 'data') this.data = this.data === undefined ? value : `${this.data}\n${value}`
-    else if (field === 'event') this.event = value
+    if (this.hasData) this.data.push(NEWLINE_BYTE)
+    this.data.push(bytes.subarray(value, end))
+    this.dataBytes += size
+    this.hasData = true
+  }
+
+  /** A line over the bound (LineSink): a `data:` line makes its event skipped; any other is dropped. */
+  oversized (bytes: number, head: Buffer, tail: Buffer): void {
+    if (head.toString('latin1', 0, 5) !== 'data:') return
+    const valueStart = head[5] === 0x20 ? 6 : 5
+    this.skip(this.dataBytes + bytes, recoverResponseId(head.subarray(valueStart), tail))
+  }
+
+  private skip (bytes: number, id: string | number | undefined): void {
+    if (!this.skipping) { this.skipping = true; this.skippedBytes = 0 }
+    this.skippedBytes += bytes
+    this.skippedId ??= id
+    this.data = []
+    this.dataBytes = 0
+  }
+
+  private dispatch (): void {
+    const event = this.event
+    this.event = ''
+    if (this.skipping) {
+      const bytes = this.skippedBytes
+      const id = this.skippedId
+      this.skipping = false
+      this.skippedBytes = 0
+      this.skippedId = undefined
+      this.hasData = false
+      if (event === '' || event === 'message') this.reply.oversizedEvent(bytes, id)
+      return
+    }
+    if (!this.hasData) return
+    const data = Buffer.concat(this.data, this.dataBytes).toString('utf8')
+    this.data = []
+    this.dataBytes = 0
+    this.hasData = false
+    if (event !== '' && event !== 'message') return
+    let message: unknown
+    try { message = JSON.parse(data) } catch { return }
+    if (Array.isArray(message)) for (const m of message) this.transport.deliver(m, this.call)
+    else this.transport.deliver(message, this.call)
   }
 }
+
+const EMPTY_LINE = Buffer.alloc(0)
+const NEWLINE_BYTE = Buffer.from('\n')

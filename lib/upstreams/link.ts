@@ -14,7 +14,7 @@ import type { Era, Revision } from '../revisions.js'
 import { UpstreamCall, type CallLink } from './call.js'
 import { CLIENT_CAPABILITIES, CLIENT_INFO, isQuestion } from './client.js'
 import type { HttpUpstreamTransport } from './http-transport.js'
-import { StdioUpstreamTransport } from './stdio-transport.js'
+import { EOF_GRACE_MS, StdioUpstreamTransport } from './stdio-transport.js'
 import { UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamLogger } from './types.js'
 import { activeTracing } from '../trace.js'
 
@@ -52,6 +52,8 @@ export class Link implements CallLink {
   private envelope: JsonObject | undefined
   private progressTokens = 0
   private ownIds = 0
+  /** `notifications/cancelled` POSTs still under way (legacy HTTP): dispose() waits for them, bounded. */
+  private readonly cancelsInFlight = new Set<Promise<void>>()
 
   /**
    * @param role `primary` (the negotiated connection: catalogue, subscriptions) or `legacy` (a dual-era upstream's second one)
@@ -171,8 +173,30 @@ export class Link implements CallLink {
     const params: JsonObject = { requestId: call.id, reason }
     if (this.envelope !== undefined) params._meta = { ...this.envelope }
     const notification = { jsonrpc: '2.0' as const, method: 'notifications/cancelled', params }
-    if (transport instanceof StdioUpstreamTransport) transport.write(JSON.stringify(notification) + '\n')
-    else transport.send(notification as JSONRPCMessage).catch(() => {})
+    if (transport instanceof StdioUpstreamTransport) { transport.write(JSON.stringify(notification) + '\n'); return }
+    // Legacy HTTP: a POST of the SDK transport; dispose() lets it finish (bounded) before closing the client.
+    const sent = transport.send(notification as JSONRPCMessage).catch(() => {})
+    this.cancelsInFlight.add(sent)
+    void sent.then(() => this.cancelsInFlight.delete(sent))
+  }
+
+  /**
+   * A message from the upstream over its maxMessageBytes was skipped (issue #20): one warn line
+   * naming both sizes; the call it answered, when its id is known, fails with an error that names
+   * them too (the upstream did answer: nothing is cancelled). An id that is no call's is handed to
+   * the SDK client as an error response (a handshake request). Without an id the skipped message
+   * is only logged: a call it answered ends by its timeout, or (HTTP) when its reply ends.
+   * @param bytes its size; with `atLeast`, the bytes received before the body was cut
+   */
+  oversized (bytes: number, maxBytes: number, id: string | number | undefined, atLeast = false): void {
+    const size = `${atLeast ? 'more than ' : ''}${bytes} bytes`
+    const call = id === undefined ? undefined : this.calls.get(id)
+    this.logger.warn({ ...this.logFields, bytes, maxMessageBytes: maxBytes, id, method: call?.method },
+      `upstream message of ${size} is over maxMessageBytes (${maxBytes}): skipped`)
+    if (id === undefined) return
+    const message = `upstream ${this.upstream}: ${call?.method ?? 'request'} failed: its reply is ${size}, over maxMessageBytes (${maxBytes})`
+    if (call !== undefined) { call.fail(new UpstreamRpcError(UPSTREAM_ERROR, message)); return }
+    this.transport.onmessage?.({ jsonrpc: '2.0', id, error: { code: UPSTREAM_ERROR, message } } as unknown as JSONRPCMessage)
   }
 
   /** Fails every call in flight on this link with `error`, telling the upstream (when it still listens). */
@@ -316,10 +340,20 @@ export class Link implements CallLink {
     return headers
   }
 
-  /** Kills the child (stdio; SIGTERM, SIGKILL after the grace) and closes the client. Never rejects. */
+  /**
+   * Ends the connection, letting the cancels already sent reach the upstream first (issue #20):
+   * stdio closes the child's stdin once they are flushed and gives it EOF_GRACE_MS to exit before
+   * SIGTERM (SIGKILL after `killGraceMs`); legacy HTTP lets their POSTs finish, at most
+   * EOF_GRACE_MS. Then closes the client. Never rejects.
+   */
   async dispose (killGraceMs: number): Promise<void> {
     const transport = this.transport
     if (transport instanceof StdioUpstreamTransport) await transport.kill(killGraceMs)
+    else if (this.cancelsInFlight.size > 0) {
+      let timer: NodeJS.Timeout | undefined
+      await Promise.race([Promise.all(this.cancelsInFlight), new Promise(resolve => { timer = setTimeout(resolve, EOF_GRACE_MS) })])
+      clearTimeout(timer)
+    }
     try { await this.client.close() } catch {}
     if (transport instanceof StdioUpstreamTransport) await transport.exited
   }

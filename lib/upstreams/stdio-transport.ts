@@ -13,18 +13,20 @@ import { PassThrough } from 'node:stream'
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/client'
 import { getDefaultEnvironment } from '@modelcontextprotocol/client/stdio'
 import { isObject } from '../jsonrpc.js'
+import { LineSplitter, recoverResponseId, type LineSink } from './lines.js'
+import { DEFAULT_MAX_MESSAGE_BYTES } from './types.js'
 
 /** SIGTERM → SIGKILL grace when killing a child (ms). */
 export const KILL_GRACE_MS = 2_000
+/**
+ * How long a child may take to exit on its own once its stdin is closed, before SIGTERM (ms): the
+ * MCP stdio shutdown (close the input, wait for the server to exit, then SIGTERM). It is also the
+ * child's time to read and act on the `notifications/cancelled` written just before (issue #20 ›
+ * Cancels are delivered before exit): a SIGTERM sent at once could end it before it read them.
+ */
+export const EOF_GRACE_MS = 1_000
 /** After a killed child exited, how long its pipes may take to close before we destroy them (ms). */
 export const PIPE_DRAIN_MS = 500
-/**
- * Longest line (bytes, without its newline) accepted from an upstream's stdout: the SDK transport's
- * bound (10 MiB), kept. Past it the child is killed as broken (and restarted with backoff). Issue #20
- * makes it per upstream through the constructor's `maxMessageBytes`.
- */
-export const DEFAULT_MAX_MESSAGE_BYTES = 10 * 1024 * 1024
-
 /** How to start one stdio upstream (config `command`, `args`, `env`, `cwd`). */
 export interface StdioUpstreamParams {
   command: string
@@ -32,32 +34,39 @@ export interface StdioUpstreamParams {
   /** Added to the SDK's default inherited environment (PATH, HOME, …), as the SDK transport did. */
   env?: Record<string, string>
   cwd?: string
-  /** Bound of one incoming line (bytes); default {@link DEFAULT_MAX_MESSAGE_BYTES}. */
+  /**
+   * Bound of one incoming line (bytes, without its newline); default {@link DEFAULT_MAX_MESSAGE_BYTES}
+   * (16 MiB). A longer line is skipped to its newline (never buffered whole) and reported through
+   * `onoversized`; the child keeps running (newline framing always recovers).
+   */
   maxMessageBytes?: number
 }
 
-const NEWLINE = 0x0a
-
 /** One child process speaking newline-delimited JSON-RPC. */
-export class StdioUpstreamTransport implements Transport {
+export class StdioUpstreamTransport implements Transport, LineSink {
   onclose?: () => void
   onerror?: (error: Error) => void
   onmessage?: (message: JSONRPCMessage) => void
+  /**
+   * A line over `maxMessageBytes` was skipped: its size (bytes), and the id of the response it
+   * carried when its first or last bytes tell it (see lines.ts recoverResponseId).
+   */
+  onoversized?: (bytes: number, id: string | number | undefined) => void
   child: ChildProcess | undefined
   /** How the child ended on its own (`code 3`, `signal SIGSEGV`, `spawn failed: ENOENT`); unset when mcpx killed it. */
   exitInfo: string | undefined
   exited: Promise<void> = Promise.resolve()
   /** The child's stderr, available before start() so no early line is lost. */
   readonly stderr = new PassThrough()
-  private readonly maxMessageBytes: number
-  /** The bytes of an incomplete line, waiting for its newline. */
-  private partial: Buffer[] = []
-  private partialBytes = 0
+  /** Bound of one incoming line, bytes. */
+  readonly maxMessageBytes: number
+  private readonly lines: LineSplitter
   /** Set by kill(): a start() that has not spawned yet must not spawn at all. */
   private killed = false
 
   constructor (private readonly params: StdioUpstreamParams) {
     this.maxMessageBytes = params.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES
+    this.lines = new LineSplitter(this.maxMessageBytes, this)
   }
 
   /** The child's pid once spawned (null before), as the SDK transport reports it. */
@@ -98,7 +107,7 @@ export class StdioUpstreamTransport implements Transport {
     child.on('error', error => this.onerror?.(error))
     child.stdin?.on('error', error => this.onerror?.(error))
     child.stdout?.on('error', error => this.onerror?.(error))
-    child.stdout?.on('data', (chunk: Buffer) => { this.read(chunk) })
+    child.stdout?.on('data', (chunk: Buffer) => { this.lines.push(chunk) })
     child.stderr?.pipe(this.stderr)
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve)
@@ -129,13 +138,29 @@ export class StdioUpstreamTransport implements Transport {
     await this.kill(KILL_GRACE_MS)
   }
 
-  /** SIGTERM, then SIGKILL after `graceMs`; resolves once the child has exited. Never throws. */
-  async kill (graceMs: number): Promise<void> {
+  /**
+   * Ends the child: closes its stdin once every frame written so far (cancels included) is flushed,
+   * gives it `eofGraceMs` to exit on its own, then SIGTERM, and SIGKILL after `graceMs`. Resolves
+   * once it has exited. Never throws.
+   * @param graceMs SIGTERM → SIGKILL, ms
+   * @param eofGraceMs stdin closed → SIGTERM, ms (default {@link EOF_GRACE_MS}; 0: SIGTERM at once)
+   */
+  async kill (graceMs: number, eofGraceMs = EOF_GRACE_MS): Promise<void> {
     this.killed = true
     const child = this.child
     if (child === undefined || child.exitCode !== null || child.signalCode !== null) return
-    try { child.stdin?.end() } catch {}
-    try { child.kill('SIGTERM') } catch {}
+    const stdin = child.stdin
+    if (eofGraceMs > 0 && stdin != null && stdin.writable) {
+      let timer: NodeJS.Timeout | undefined
+      const expired = new Promise<void>(resolve => { timer = setTimeout(resolve, eofGraceMs) })
+      // end()'s callback runs once every earlier write is handed to the pipe ('finish').
+      const flushed = new Promise<void>(resolve => { try { stdin.end(resolve) } catch { resolve() } })
+      await Promise.race([flushed.then(async () => { await this.exited }), expired])
+      clearTimeout(timer)
+    } else {
+      try { stdin?.end() } catch {}
+    }
+    if (child.exitCode === null && child.signalCode === null) try { child.kill('SIGTERM') } catch {}
     let timer: NodeJS.Timeout | undefined
     const killed = new Promise<void>(resolve => {
       timer = setTimeout(() => {
@@ -159,39 +184,15 @@ export class StdioUpstreamTransport implements Transport {
     for (const stream of [child.stdin, child.stdout, child.stderr]) try { stream?.destroy() } catch {}
   }
 
-  /** Splits stdout into lines (a line may span chunks) and delivers each. */
-  private read (chunk: Buffer): void {
-    let start = 0
-    let newline = chunk.indexOf(NEWLINE)
-    if (this.partialBytes > 0 && newline !== -1) {
-      this.partial.push(chunk.subarray(0, newline))
-      const line = Buffer.concat(this.partial, this.partialBytes + newline).toString('utf8')
-      this.partial = []
-      this.partialBytes = 0
-      this.deliver(line)
-      start = newline + 1
-      newline = chunk.indexOf(NEWLINE, start)
-    }
-    while (newline !== -1) {
-      this.deliver(chunk.toString('utf8', start, newline))
-      start = newline + 1
-      newline = chunk.indexOf(NEWLINE, start)
-    }
-    if (start === chunk.length) return
-    this.partialBytes += chunk.length - start
-    if (this.partialBytes > this.maxMessageBytes) {
-      this.partial = []
-      this.partialBytes = 0
-      this.onerror?.(new Error(`upstream sent a message longer than ${this.maxMessageBytes} bytes`))
-      void this.kill(KILL_GRACE_MS)
-      return
-    }
-    this.partial.push(start === 0 ? chunk : chunk.subarray(start))
+  /** A line over maxMessageBytes was skipped (LineSink): reported, with the id it answered when readable. */
+  oversized (bytes: number, head: Buffer, tail: Buffer): void {
+    this.onoversized?.(bytes, recoverResponseId(head, tail))
   }
 
-  /** Parses one line and hands it on; a line that is not a JSON object is reported and skipped. */
-  private deliver (line: string): void {
-    const text = line.endsWith('\r') ? line.slice(0, -1) : line
+  /** Parses one line (LineSink) and hands it on; a line that is not a JSON object is reported and skipped. */
+  line (bytes: Buffer, start: number, end: number): void {
+    if (end > start && bytes[end - 1] === 0x0d) end--
+    const text = bytes.toString('utf8', start, end)
     if (text.length === 0) return
     let message: unknown
     try {

@@ -96,6 +96,11 @@ export class Upstream implements ConnectionHost {
     this.options.events.unrouted(kind)
   }
 
+  /** Counts one message skipped for being over maxMessageBytes (ConnectionHost). */
+  messageTooLarge (): void {
+    this.oversized++
+  }
+
   /** Reports the upstream's status to the registry. Never throws. */
   stateChanged (): void {
     this.options.events.stateChanged(this.status())

@@ -12,8 +12,13 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { spawnServe, type Message, type ServeChild, type Teardown } from '../helpers/spawn.js'
 import { startDaemon } from '../helpers/daemon.js'
-import { callBody, initializeBody, pollUntil } from '../helpers/legacy.js'
+import { callBody, fixtureEvents, initializeBody, pollUntil, type FixtureEvent } from '../helpers/legacy.js'
 import { legacyHeaders, modernHeaders, modernMeta } from '../helpers/app.js'
+import { PassThrough } from 'node:stream'
+import { createInterface } from 'node:readline'
+import { pino } from 'pino'
+import { runStdio } from '../../stdio.js'
+import { loadConfig } from '../../lib/config.js'
 
 const HOSTILE = fileURLToPath(new URL('../fixtures/hostile-upstream.js', import.meta.url))
 const ECHO = fileURLToPath(new URL('../fixtures/echo-upstream.js', import.meta.url))
@@ -133,4 +138,83 @@ t.test('limits/upstreams/ten-thousand-requests-capped', async t => {
   t.equal(ok + busy, total, `each request answered once: ${ok} results, ${busy} "server busy"`)
   t.ok(ok >= 256 + 1024, 'at least maxInFlight + maxQueued were served')
   t.notMatch(serve.stderr(), /MaxListenersExceededWarning/, 'the upstream never had enough requests at once to warn')
+})
+
+t.test('limits/upstreams/oversized-line-skipped-stdio', async t => {
+  // 50 MB lines against the default maxMessageBytes (16 MiB): each is skipped to its newline, the
+  // call it answered gets an error naming both sizes, one log line says the same, and the next call
+  // to the same child succeeds (no restart).
+  const { log } = scratch(t)
+  const serve = spawnServe(t, { config: { upstreams: { h: hostile(log) } } })
+  await initialized(serve)
+  const bytes = 50_000_000
+  let id = 0
+  for (const order of ['id-last', 'id-first']) {
+    const big = await serve.request(callBody(++id, 'big', { bytes, order }), 60_000)
+    t.equal(big.error?.code, -31000, `${order}: the call fails`)
+    const size = /its reply is (\d+) bytes, over maxMessageBytes \(16777216\)/.exec(String(big.error?.message))
+    t.ok(size !== null, `${order}: the error names the limit and the size: ${String(big.error?.message)}`)
+    t.ok(Number(size?.[1]) > bytes && Number(size?.[1]) < bytes + 200, `${order}: the size is the line's (${size?.[1]})`)
+    const next = await serve.request(callBody(++id, 'echo', { text: `after ${order}` }))
+    t.equal(next.result?.content?.[0]?.text, `after ${order}`, `${order}: the next call to the same upstream succeeds`)
+  }
+  // An oversized notification is skipped too; the call's own response still arrives.
+  const noisy = await serve.request(callBody(++id, 'noise', { bytes: 20_000_000 }), 60_000)
+  t.equal(noisy.result?.content?.[0]?.text, 'after the noise')
+  // Log lines reach stderr asynchronously: wait for them.
+  const warnings = await pollUntil('three log lines', () => { const lines = serve.stderr().split('\n').filter(l => l.includes('over maxMessageBytes')); return lines.length >= 3 && lines }, 20_000)
+  t.equal(warnings.length, 3, 'one log line per skipped message')
+  t.match(warnings[0], /"bytes":5000\d{4}/)
+  t.match(warnings[0], /"maxMessageBytes":16777216/)
+  t.notMatch(serve.stderr(), /upstream down/, 'the upstream was never restarted')
+  t.equal(records(log).filter(r => r.event === 'call').length, 5, 'one child served every call')
+})
+
+t.test('limits/upstreams/eof-drain-cancel-reaches-upstream', async t => {
+  // At stdin EOF, a call still running after transport.stdioDrain is cancelled and mcpx exits; the
+  // cancel must be written, flushed and acted on by the child before it is ended: 20 runs out of 20.
+  // The upstream is the SDK-based echo fixture (its `slow` tool records its start and its
+  // cancellation to FIXTURE_LOG): with the child SIGTERMed right after the cancel was written (the
+  // old shutdown), it saw none in 10 runs out of 10 here.
+  // Run 1 is a real `mcpx serve` process; runs 2-20 run the same runStdio (stdio.ts) in this process
+  // on stream pairs, each with its own real upstream child (starting 20 mcpx processes would take
+  // minutes on a loaded machine, and the race is between mcpx and its child, not the host).
+  const runs = 20
+  let delivered = 0
+  const echo = (log: string): Record<string, unknown> => ({ command: process.execPath, args: [ECHO, '--era', 'legacy'], env: { FIXTURE_LOG: log } })
+  const slow = (id: number): Record<string, unknown> => callBody(id, 'slow', { ms: 600_000, steps: 1 })
+  const started = async (log: string): Promise<FixtureEvent> => await pollUntil('the call at the upstream', () => fixtureEvents(log).find(e => e.event === 'started'), 30_000)
+  const check = (run: number, log: string, call: FixtureEvent): void => {
+    const cancels = fixtureEvents(log).filter(e => e.event === 'cancelled')
+    if (cancels.length === 1 && cancels[0].id === call.id) delivered++
+    else t.fail(`run ${run}: the upstream recorded ${JSON.stringify(cancels)} for call ${String(call.id)}`)
+  }
+  {
+    const { log } = scratch(t)
+    const serve = spawnServe(t, { config: { transport: { stdioDrain: '100ms' }, upstreams: { e: echo(log) } } })
+    await initialized(serve)
+    serve.send(slow(1))
+    const call = await started(log)
+    serve.end()
+    t.equal((await serve.exited).code, 0, 'mcpx serve exits 0')
+    check(1, log, call)
+  }
+  const logger = pino({ level: 'silent' })
+  for (let run = 2; run <= runs; run++) {
+    const { log } = scratch(t)
+    const input = new PassThrough()
+    const output = new PassThrough()
+    const replies: Message[] = []
+    createInterface({ input: output }).on('line', line => { replies.push(JSON.parse(line) as Message) })
+    const exited = runStdio(loadConfig({ transport: { stdioDrain: '100ms' }, upstreams: { e: echo(log) } }), logger, { input, output })
+    input.write(JSON.stringify(initializeBody('2025-06-18', {}, 'init')) + '\n')
+    await pollUntil('initialize answered', () => replies.some(m => m.id === 'init'), 30_000)
+    input.write(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) + '\n')
+    input.write(JSON.stringify(slow(1)) + '\n')
+    const call = await started(log)
+    input.end()
+    t.equal(await exited, 0, `run ${run}: runStdio returns 0`)
+    check(run, log, call)
+  }
+  t.equal(delivered, runs, `the cancel reached the upstream in ${delivered} runs out of ${runs}`)
 })
