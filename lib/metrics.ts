@@ -19,7 +19,7 @@
  *   log lines dropped (`log`) because they could not be tied to one call (issue #18; the registry's 'unrouted' event).
  * - `mcpx_upstream_in_flight{upstream}`, `mcpx_upstream_queued{upstream}`,
  *   `mcpx_upstream_refused_total{upstream}` (queue full), `mcpx_upstream_oversized_messages_total{upstream}`
- *   (over maxMessageBytes): from `loads()` (issue #20).
+ *   (over maxMessageBytes), `mcpx_upstream_stdin_buffered_bytes{upstream}`: from `loads()` (issue #20).
  *
  * Label values that come from the wire are bounded: an unknown JSON-RPC method counts as `other`.
  * lib/ imports nothing from Fastify.
@@ -214,6 +214,13 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
     labelNames: ['upstream'] as const,
     registers,
     collect () { for (const u of upstreams.loads?.() ?? []) this.set({ upstream: u.name }, u.queued) }
+  })
+  new Gauge({
+    name: 'mcpx_upstream_stdin_buffered_bytes',
+    help: 'Bytes waiting in mcpx for a stdio upstream\'s stdin pipe (bounded by transport.streamBufferBytes plus one message)',
+    labelNames: ['upstream'] as const,
+    registers,
+    collect () { for (const u of upstreams.loads?.() ?? []) this.set({ upstream: u.name }, u.stdinBuffered) }
   })
   const seenLoad = new Map<string, { refused: number, oversized: number }>()
   const loadDelta = (name: string, key: 'refused' | 'oversized', value: number): number => {

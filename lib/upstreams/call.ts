@@ -32,6 +32,8 @@ export class UpstreamCall {
   done = false
   /** A request of the connection's own (lists, subscriptions): no caller, no header provider. */
   setup = false
+  /** True while it waits for a congested stdin to drain, not yet written: nothing to cancel upstream. */
+  unsent = false
   timer: NodeJS.Timeout | undefined = undefined
   /** The call's timeout (ms): its timer's bound, restarted on progress when `resetOnProgress`. */
   timeoutMs = 0

@@ -52,6 +52,8 @@ export interface ConnectionHost {
    * call, so it was refused or dropped (issue #18 › Shared upstreams stop guessing). Never throws.
    */
   unrouted: (kind: UnroutedKind) => void
+  /** High-water mark of a stdio child's stdin, bytes (transport.streamBufferBytes). */
+  readonly streamBufferBytes: number
   /** A message over maxMessageBytes was skipped (counted for metrics). */
   messageTooLarge: () => void
 }
@@ -243,7 +245,7 @@ export class SupervisedConnection {
     let transport: StdioUpstreamTransport | HttpUpstreamTransport
     const maxMessageBytes = config.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES
     if ('command' in config) {
-      transport = new StdioUpstreamTransport({ command: config.command, args: config.args, env: config.env, cwd: config.cwd, maxMessageBytes })
+      transport = new StdioUpstreamTransport({ command: config.command, args: config.args, env: config.env, cwd: config.cwd, maxMessageBytes, highWaterBytes: host.streamBufferBytes })
       const lines = createInterface({ input: transport.stderr, crlfDelay: Infinity })
       lines.on('line', line => host.logger.info({ ...this.logFields, stderr: line }, 'upstream stderr'))
     } else {

@@ -81,6 +81,11 @@ export class Link implements CallLink {
     return this.transport instanceof StdioUpstreamTransport ? this.transport.runningPid : undefined
   }
 
+  /** Bytes waiting in mcpx for the child's stdin pipe (stdio; 0 for HTTP). */
+  get stdinBuffered (): number {
+    return this.transport instanceof StdioUpstreamTransport ? this.transport.child?.stdin?.writableLength ?? 0 : 0
+  }
+
   /** How the child ended on its own (stdio), once it has. */
   get exitInfo (): string | undefined {
     return this.transport instanceof StdioUpstreamTransport ? this.transport.exitInfo : undefined
@@ -151,20 +156,30 @@ export class Link implements CallLink {
       if (timing.maxTotalMs !== undefined) call.deadline = call.startedAt + timing.maxTotalMs
     }
     call.arm()
-    const body = JSON.stringify({ method, params, jsonrpc: '2.0', id })
     const transport = this.transport
     if (transport instanceof StdioUpstreamTransport) {
-      if (!transport.write(body + '\n')) call.fail(new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.upstream}: ${method} failed: Not connected`))
+      // The child's stdin past its high-water mark (issue #20): wait for 'drain' before serialising
+      // and writing (a waiting call holds no frame). Its timer runs and it can be cancelled
+      // meanwhile; then nothing is written, nor a cancel.
+      if (transport.congested) {
+        call.unsent = true
+        const settled = call.promise.then(() => {}, () => {})
+        while (transport.congested && !call.done) await Promise.race([transport.drained(), settled])
+        call.unsent = false
+        if (call.done) return await call.promise
+      }
+      if (!transport.write(JSON.stringify({ method, params, jsonrpc: '2.0', id }) + '\n')) call.fail(new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.upstream}: ${method} failed: Not connected`))
     } else {
       let headers = this.era === 'modern' ? this.modernHeaders(method, params, tool) : undefined
       if (traced !== undefined) headers = { ...headers, ...traced.carrier }
-      transport.post(call, body, headers, this.era === 'modern')
+      transport.post(call, JSON.stringify({ method, params, jsonrpc: '2.0', id }), headers, this.era === 'modern')
     }
     return await call.promise
   }
 
   /** Tells the upstream a call is abandoned: modern HTTP closes the call's stream; otherwise `notifications/cancelled`. */
   cancel (call: UpstreamCall, reason: string): void {
+    if (call.unsent) return // never written: the upstream knows nothing of it
     const transport = this.transport
     if (!(transport instanceof StdioUpstreamTransport) && this.era === 'modern') {
       call.httpRequest?.abort(new Error(reason))

@@ -33,6 +33,11 @@ export interface RegistryOptions {
    * UpstreamHeaderProvider). Default: none (every call carries the config's `headers` only).
    */
   headerProvider?: UpstreamHeaderProvider
+  /**
+   * High-water mark of each stdio upstream's stdin, bytes (config `transport.streamBufferBytes`;
+   * default 1 MiB): past it, calls wait for the pipe to drain before they are written (issue #20).
+   */
+  streamBufferBytes?: number
 }
 
 interface Route { upstream: Upstream, name: string, item: JsonObject }
@@ -89,6 +94,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
       const upstream = new Upstream(name, upstreamConfig, {
         logger: options.logger,
         defaultTimeoutMs: options.defaultTimeoutMs,
+        ...(options.streamBufferBytes !== undefined ? { streamBufferBytes: options.streamBufferBytes } : {}),
         headerProvider: options.headerProvider,
         events: {
           catalogueChanged: (kind, announced) => this.rebuild(kind, announced),

@@ -14,7 +14,7 @@ import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/client'
 import { getDefaultEnvironment } from '@modelcontextprotocol/client/stdio'
 import { isObject } from '../jsonrpc.js'
 import { LineSplitter, recoverResponseId, type LineSink } from './lines.js'
-import { DEFAULT_MAX_MESSAGE_BYTES } from './types.js'
+import { DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_STREAM_BUFFER_BYTES } from './types.js'
 
 /** SIGTERM → SIGKILL grace when killing a child (ms). */
 export const KILL_GRACE_MS = 2_000
@@ -40,6 +40,12 @@ export interface StdioUpstreamParams {
    * `onoversized`; the child keeps running (newline framing always recovers).
    */
   maxMessageBytes?: number
+  /**
+   * High-water mark of the child's stdin, bytes (default {@link DEFAULT_STREAM_BUFFER_BYTES}): once
+   * a write found the pipe full and more than this waits in mcpx, {@link StdioUpstreamTransport.congested}
+   * is true until 'drain', and calls wait before writing (link.ts).
+   */
+  highWaterBytes?: number
 }
 
 /** One child process speaking newline-delimited JSON-RPC. */
@@ -60,6 +66,10 @@ export class StdioUpstreamTransport implements Transport, LineSink {
   readonly stderr = new PassThrough()
   /** Bound of one incoming line, bytes. */
   readonly maxMessageBytes: number
+  /** High-water mark of the child's stdin, bytes. */
+  readonly highWaterBytes: number
+  /** The one wait for the child's stdin to drain, shared by every call held back (no listener per call). */
+  private drainWait: Promise<void> | undefined
   private readonly lines: LineSplitter
   /** Set by kill(): a start() that has not spawned yet must not spawn at all. */
   private killed = false
@@ -67,6 +77,7 @@ export class StdioUpstreamTransport implements Transport, LineSink {
   constructor (private readonly params: StdioUpstreamParams) {
     this.maxMessageBytes = params.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES
     this.lines = new LineSplitter(this.maxMessageBytes, this)
+    this.highWaterBytes = params.highWaterBytes ?? DEFAULT_STREAM_BUFFER_BYTES
   }
 
   /** The child's pid once spawned (null before), as the SDK transport reports it. */
@@ -131,6 +142,32 @@ export class StdioUpstreamTransport implements Transport, LineSink {
     if (stdin == null || stdin.destroyed || !stdin.writable) return false
     stdin.write(frame)
     return true
+  }
+
+  /**
+   * True while the child is not reading fast enough: a write found its stdin pipe full, and more
+   * than `highWaterBytes` wait in mcpx for it. Calls then wait for {@link drained} (issue #20).
+   */
+  get congested (): boolean {
+    const stdin = this.child?.stdin
+    return stdin != null && stdin.writableNeedDrain && stdin.writableLength > this.highWaterBytes
+  }
+
+  /** Resolves once the child's stdin drains, or closes. One shared wait and one listener pair, whatever the number of waiting calls. */
+  async drained (): Promise<void> {
+    const stdin = this.child?.stdin
+    if (stdin == null || stdin.destroyed) return
+    this.drainWait ??= new Promise<void>(resolve => {
+      const done = (): void => {
+        stdin.off('drain', done)
+        stdin.off('close', done)
+        this.drainWait = undefined
+        resolve()
+      }
+      stdin.on('drain', done)
+      stdin.on('close', done)
+    })
+    await this.drainWait
   }
 
   /** Closes the connection: kills the child (see kill) and resolves once it exited. */

@@ -189,6 +189,12 @@ export const DEFAULT_MAX_QUEUED = 1024
 /** Default `maxMessageBytes`: the largest single message accepted from an upstream, bytes (16 MiB; issue #20). */
 export const DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
+/**
+ * Default high-water mark of an upstream's stdin, bytes (1 MiB, as `transport.streamBufferBytes`,
+ * the mark of every outgoing stream): past it calls wait for 'drain' before being written.
+ */
+export const DEFAULT_STREAM_BUFFER_BYTES = 1024 * 1024
+
 /** The bounds every upstream config may set (issue #20 › Per upstream); defaults above. */
 export interface UpstreamLimitsConfig {
   /** Most calls in flight to this upstream at once (both its connections together). */
@@ -267,6 +273,8 @@ export interface UpstreamLoad {
   refused: number
   /** Messages from it skipped since start for being over `maxMessageBytes`. */
   oversized: number
+  /** Bytes waiting in mcpx for its children's stdin pipes now (stdio; at most about the high-water mark plus one frame). */
+  stdinBuffered: number
 }
 
 /**

@@ -12,7 +12,7 @@ import { EMPTY_CATALOGUE, SupervisedConnection, type ConnectionHost, type Connec
 import { CallGate } from './gate.js'
 import type { CallTiming, Link, UnroutedKind } from './link.js'
 import {
-  DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED, UpstreamRpcError, wantsLegacyConnection, type UpstreamLoad, type JsonObject, type UpstreamCallOptions, type UpstreamCatalogue, type UpstreamConfig,
+  DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED, DEFAULT_STREAM_BUFFER_BYTES, UpstreamRpcError, wantsLegacyConnection, type UpstreamLoad, type JsonObject, type UpstreamCallOptions, type UpstreamCatalogue, type UpstreamConfig,
   type UpstreamEvents, type UpstreamHeaderProvider, type UpstreamLogger, type UpstreamStatus
 } from './types.js'
 
@@ -33,6 +33,8 @@ export interface UpstreamOptions {
   events: UpstreamEvents
   /** Per-call request headers for an HTTP upstream (see UpstreamHeaderProvider); default none. */
   headerProvider?: UpstreamHeaderProvider
+  /** High-water mark of a stdio upstream's stdin, bytes (default DEFAULT_STREAM_BUFFER_BYTES). */
+  streamBufferBytes?: number
 }
 
 /**
@@ -74,6 +76,7 @@ export class Upstream implements ConnectionHost {
   get logger (): UpstreamLogger { return this.options.logger }
   get events (): UpstreamEvents { return this.options.events }
   get headerProvider (): UpstreamHeaderProvider | undefined { return this.options.headerProvider }
+  get streamBufferBytes (): number { return this.options.streamBufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES }
 
   /** Connects once; resolves when that attempt ended (ready or down, retrying). Never rejects. */
   async start (): Promise<void> {
@@ -135,7 +138,8 @@ export class Upstream implements ConnectionHost {
 
   /** Calls in flight and queued now, and what the bounds refused (metrics). Never throws. */
   load (): UpstreamLoad {
-    return { name: this.name, inFlight: this.gate.inFlight, queued: this.gate.queued, refused: this.gate.refused, oversized: this.oversized }
+    const stdinBuffered = (this.primary.link?.stdinBuffered ?? 0) + (this.legacy.link?.stdinBuffered ?? 0)
+    return { name: this.name, inFlight: this.gate.inFlight, queued: this.gate.queued, refused: this.gate.refused, oversized: this.oversized, stdinBuffered }
   }
 
   /** The raw lists; empty unless ready. */

@@ -218,3 +218,36 @@ t.test('limits/upstreams/eof-drain-cancel-reaches-upstream', async t => {
   }
   t.equal(delivered, runs, `the cancel reached the upstream in ${delivered} runs out of ${runs}`)
 })
+
+t.test('limits/upstreams/stalled-upstream-stdin-bounded', async t => {
+  // An upstream that stops reading its stdin: mcpx holds the calls that follow (unserialised)
+  // instead of queueing their frames on the pipe: at most the high-water mark (1 MiB) plus one
+  // frame waits there, and every call is answered once the child reads again.
+  const { log, release } = scratch(t)
+  const daemon = await startDaemon(t, { upstreams: { h: hostile(log) } })
+  const url = `${daemon.base}/mcp`
+  const call = (id: number, name: string, args: Record<string, unknown>): Promise<Response> => fetch(url, {
+    method: 'POST', headers: modernHeaders('tools/call', name), body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, _meta: modernMeta() } })
+  })
+  const gauge = async (name: string): Promise<number> => {
+    const text = await (await fetch(`${daemon.base}/metrics`)).text()
+    const match = new RegExp(`^${name}\\{upstream="h"\\} (\\d+)$`, 'm').exec(text)
+    return match === null ? NaN : Number(match[1])
+  }
+  const stalled = call(1, 'stall', { release })
+  await pollUntil('the upstream stalled', () => records(log).some(r => r.tool === 'stall'), 20_000)
+  const frame = 512 * 1024
+  const calls = 24
+  const pending = Array.from({ length: calls }, async (_, i) => await call(100 + i, 'echo', { text: `${i}:`.padEnd(frame, 'z') }))
+  await pollUntil('every call in flight', async () => await gauge('mcpx_upstream_in_flight') === calls + 1, 30_000)
+  const buffered = await gauge('mcpx_upstream_stdin_buffered_bytes')
+  t.ok(buffered > 0, `frames wait for the stalled child (${buffered} bytes)`)
+  t.ok(buffered <= 1024 * 1024 + 2 * frame, `at most the high-water mark and a frame wait in mcpx (${buffered} bytes, ${calls * frame} sent)`)
+  writeFileSync(release, '')
+  t.equal((await stalled).status, 200)
+  for (const [i, res] of (await Promise.all(pending)).entries()) {
+    const text = await res.text()
+    t.ok(res.status === 200 && text.includes(`"${i}:zzz`), `call ${i} answered once the child reads again`)
+  }
+  t.equal(await gauge('mcpx_upstream_stdin_buffered_bytes'), 0)
+})
