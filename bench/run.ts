@@ -19,6 +19,8 @@
  *                  answers 200 and drops the spans); 3 is the same daemon with tracing off (the
  *                  default), so 13/3 is what tracing costs when on; also the off path's hooks alone,
  *                  in process, ns per request (issue #15)
+ *  14 in-flight cap an upstream's maxInFlight gate alone, in process: ns per call under the cap
+ *                  (and whether it allocates), µs per call through its queue (issue #20)
  *
  * The load generator (autocannon, or the stdio client) runs in this process; every server runs in
  * its own child process (its own process group, its output in a log file under the run's temp
@@ -45,6 +47,7 @@ import { startBenchIssuer, verificationCostUs } from './auth.js'
 import { createServer } from 'node:http'
 import { once } from 'node:events'
 import { activeTracing, httpTraceIn } from '../lib/trace.js'
+import { gateCost, type GateFigures } from './gate.js'
 
 const { values: flags } = parseArgs({
   options: {
@@ -389,6 +392,11 @@ function report (startedAt: Date, elapsedS: number): string {
   const r12 = rows.get(12)
   if (r11?.serverCpuUs !== undefined && r12?.serverCpuUs !== undefined) lines.push(`auth (12−11): an OAuth JWT costs ${fmt(r12.serverCpuUs - r11.serverCpuUs, 0)} µs more server CPU per request than a static token`)
   if (jwtValidation !== undefined) lines.push(`auth: mcpx's JWT validation alone (RS256, cached JWKS, in process, CPU µs per request; target ≤ 40): ${fmt(jwtValidation.firstUs, 1)} for a token's first request (signature), ${fmt(jwtValidation.repeatUs, 1)} for its later ones (verdict cache)`)
+  if (gate !== undefined) {
+    lines.push('')
+    lines.push(`in-flight cap (14, in process; issue #20): ${fmt(gate.hotNs, 1)} ns per call under maxInFlight (tryAcquire + release, ${gate.calls} calls × 5 rounds, ` +
+      `${gate.hotGcs} garbage collections: ${gate.hotGcs === 0 ? 'allocation-free' : 'it allocates'}); ${fmt(gate.queuedUs, 2)} µs per call through the queue (${gate.queuedCalls} calls)`)
+  }
   if (memory !== undefined) {
     lines.push('')
     lines.push(`memory (7): daemon RSS ${mib(memory.baselineRssBytes)} → ${mib(memory.afterSessionsRssBytes)} after ${memory.sessions} idle legacy sessions (minted in ${memory.mintSeconds.toFixed(1)} s) → ${mib(memory.afterStreamsRssBytes)} after ${memory.streams} open GET streams; errors ${memory.errors}`)
@@ -433,6 +441,11 @@ async function scenarioTracing (): Promise<void> {
   if (sinkhole !== 0) throw new Error('bench: tracing is on in the bench process')
 }
 
+let gate: GateFigures | undefined
+async function scenarioGate (): Promise<void> {
+  gate = await gateCost(QUICK ? 1_000_000 : 5_000_000, QUICK ? 10_000 : 50_000)
+}
+
 async function main (): Promise<number> {
   const startedAt = new Date()
   const t0 = performance.now()
@@ -445,6 +458,7 @@ async function main (): Promise<number> {
   if (wanted(8) || wanted(9) || wanted(10)) await scenarioPeerProxies()
   if (wanted(11) || wanted(12)) await scenarioAuth()
   if (wanted(13)) await scenarioTracing()
+  if (wanted(14)) await scenarioGate()
   const text = report(startedAt, (performance.now() - t0) / 1000)
   process.stdout.write(text + '\n')
   if (flags.out !== undefined) writeFileSync(flags.out, text + '\n')
