@@ -314,7 +314,7 @@ class SseReader implements LineSink {
   oversized (bytes: number, head: Buffer, tail: Buffer): void {
     if (head.toString('latin1', 0, 5) !== 'data:') return
     const valueStart = head[5] === 0x20 ? 6 : 5
-    this.skip(this.dataBytes + bytes, recoverResponseId(head.subarray(valueStart), tail))
+    this.skip(this.dataBytes + bytes - valueStart, recoverResponseId(head.subarray(valueStart), tail))
   }
 
   private skip (bytes: number, id: string | number | undefined): void {

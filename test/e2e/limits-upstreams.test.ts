@@ -15,6 +15,8 @@ import { startDaemon } from '../helpers/daemon.js'
 import { callBody, fixtureEvents, initializeBody, pollUntil, type FixtureEvent } from '../helpers/legacy.js'
 import { legacyHeaders, modernHeaders, modernMeta } from '../helpers/app.js'
 import { PassThrough } from 'node:stream'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { createInterface } from 'node:readline'
 import { pino } from 'pino'
 import { runStdio } from '../../stdio.js'
@@ -250,4 +252,52 @@ t.test('limits/upstreams/stalled-upstream-stdin-bounded', async t => {
     t.ok(res.status === 200 && text.includes(`"${i}:zzz`), `call ${i} answered once the child reads again`)
   }
   t.equal(await gauge('mcpx_upstream_stdin_buffered_bytes'), 0)
+})
+
+/** The hostile upstream over HTTP; resolves with its URL. Stopped at teardown. */
+async function hostileHttp (t: Teardown, log: string): Promise<string> {
+  const child = spawn(process.execPath, [HOSTILE, '--http'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, FIXTURE_LOG: log } })
+  t.teardown(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    const exited = once(child, 'exit')
+    child.kill('SIGTERM')
+    await exited
+  })
+  let text = ''
+  return await new Promise((resolve, reject) => {
+    child.once('exit', code => reject(new Error(`hostile http upstream exited (${String(code)}): ${text}`)))
+    child.stderr.on('data', (chunk: Buffer) => {
+      text += chunk.toString('utf8')
+      const match = /listening (\d+)/.exec(text)
+      if (match !== null) resolve(`http://127.0.0.1:${match[1]}/mcp`)
+    })
+  })
+}
+
+t.test('limits/upstreams/oversized-reply-http', async t => {
+  // An HTTP upstream's JSON body or SSE event over maxMessageBytes: the call fails naming both
+  // sizes, one log line says the same, and the next call to the same upstream succeeds.
+  const { log } = scratch(t)
+  const url = await hostileHttp(t, log)
+  const limit = 1024 * 1024
+  const daemon = await startDaemon(t, { upstreams: { h: { url, maxMessageBytes: limit } } })
+  const call = async (id: number, name: string, args: Record<string, unknown>): Promise<Message> => {
+    const res = await fetch(`${daemon.base}/mcp`, { method: 'POST', headers: legacyHeaders({ 'mcp-protocol-version': '2025-06-18' }), body: JSON.stringify(callBody(id, name, args)) })
+    return await res.json() as Message
+  }
+  const bytes = 5_000_000
+  const json = await call(1, 'big', { bytes })
+  t.equal(json.error?.code, -31000)
+  t.match(json.error?.message, new RegExp(`its reply is ${bytes + 73} bytes, over maxMessageBytes \\(${limit}\\)`), 'a JSON body: its Content-Length named')
+  t.equal((await call(2, 'echo', { text: 'after json' })).result?.content?.[0]?.text, 'after json')
+  const sse = await call(3, 'big', { bytes, sse: true })
+  t.equal(sse.error?.code, -31000)
+  t.match(sse.error?.message, new RegExp(`its reply is ${bytes + 73} bytes, over maxMessageBytes \\(${limit}\\)`), 'an SSE event: its size named, its id read from its end')
+  t.equal((await call(4, 'echo', { text: 'after sse' })).result?.content?.[0]?.text, 'after sse')
+  const noisy = await call(5, 'noise', { bytes: 2 * limit })
+  t.equal(noisy.result?.content?.[0]?.text, 'after the noise', 'an oversized notification is skipped; the response after it arrives')
+  const warned = await pollUntil('three log lines', () => { const lines = daemon.lines.filter(l => String(l.msg).includes('over maxMessageBytes')); return lines.length >= 3 && lines }, 20_000)
+  t.equal(warned.length, 3, 'one log line per skipped message')
+  const metrics = await (await fetch(`${daemon.base}/metrics`)).text()
+  t.match(metrics, /mcpx_upstream_oversized_messages_total\{upstream="h"\} 3/)
 })
