@@ -42,10 +42,24 @@ function hostile (log: string, limits: Record<string, number> = {}): Record<stri
   return { command: process.execPath, args: [HOSTILE], env: { FIXTURE_LOG: log }, ...limits }
 }
 
+/**
+ * Initializes, then waits until the upstream lists its tools: on a loaded machine an upstream may
+ * still be connecting when `mcpx serve` starts reading (its calls would fail "is connecting").
+ */
+/** Waits until the daemon's upstreams are all ready (/readyz 200): on a loaded machine they may still be connecting. */
+async function daemonReady (base: string): Promise<void> {
+  await pollUntil('/readyz 200', async () => (await fetch(`${base}/readyz`).then(async res => { await res.text(); return res.status })) === 200, 60_000)
+}
+
 async function initialized (serve: ServeChild): Promise<void> {
-  const init = await serve.request(initializeBody('2025-06-18', {}, 'init'))
+  const init = await serve.request(initializeBody('2025-06-18', {}, 'init'), 60_000)
   if (init.result === undefined) throw new Error(`initialize failed: ${JSON.stringify(init)}`)
   serve.send({ jsonrpc: '2.0', method: 'notifications/initialized' })
+  let probe = 0
+  await pollUntil('the upstream ready', async () => {
+    const list = await serve.request({ jsonrpc: '2.0', id: `ready-${++probe}`, method: 'tools/list' }, 60_000)
+    return Array.isArray(list.result?.tools) && list.result.tools.length > 0
+  }, 60_000)
 }
 
 t.test('limits/upstreams/max-in-flight-and-queue-stdio', async t => {
@@ -85,6 +99,7 @@ t.test('limits/upstreams/max-in-flight-and-queue-stdio', async t => {
 t.test('limits/upstreams/queue-full-503-retry-after', async t => {
   const { log, release } = scratch(t)
   const daemon = await startDaemon(t, { upstreams: { h: hostile(log, { maxInFlight: 1, maxQueued: 1 }) } })
+  await daemonReady(daemon.base)
   const url = `${daemon.base}/mcp`
   const modernCall = (id: number, tag: string): string => JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'hold', arguments: { tag, release }, _meta: modernMeta() } })
   // One in flight, one queued (both modern, stateless).
@@ -185,7 +200,7 @@ t.test('limits/upstreams/eof-drain-cancel-reaches-upstream', async t => {
   let delivered = 0
   const echo = (log: string): Record<string, unknown> => ({ command: process.execPath, args: [ECHO, '--era', 'legacy'], env: { FIXTURE_LOG: log } })
   const slow = (id: number): Record<string, unknown> => callBody(id, 'slow', { ms: 600_000, steps: 1 })
-  const started = async (log: string): Promise<FixtureEvent> => await pollUntil('the call at the upstream', () => fixtureEvents(log).find(e => e.event === 'started'), 30_000)
+  const started = async (log: string): Promise<FixtureEvent> => await pollUntil('the call at the upstream', () => fixtureEvents(log).find(e => e.event === 'started'), 60_000)
   const check = (run: number, log: string, call: FixtureEvent): void => {
     const cancels = fixtureEvents(log).filter(e => e.event === 'cancelled')
     if (cancels.length === 1 && cancels[0].id === call.id) delivered++
@@ -210,8 +225,15 @@ t.test('limits/upstreams/eof-drain-cancel-reaches-upstream', async t => {
     createInterface({ input: output }).on('line', line => { replies.push(JSON.parse(line) as Message) })
     const exited = runStdio(loadConfig({ transport: { stdioDrain: '100ms' }, upstreams: { e: echo(log) } }), logger, { input, output })
     input.write(JSON.stringify(initializeBody('2025-06-18', {}, 'init')) + '\n')
-    await pollUntil('initialize answered', () => replies.some(m => m.id === 'init'), 30_000)
+    await pollUntil('initialize answered', () => replies.some(m => m.id === 'init'), 60_000)
     input.write(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) + '\n')
+    let probe = 0
+    await pollUntil('the upstream ready', async () => {
+      const id = `ready-${++probe}`
+      input.write(JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/list' }) + '\n')
+      const list = await pollUntil('tools/list answered', () => replies.find(m => m.id === id), 60_000)
+      return Array.isArray(list.result?.tools) && list.result.tools.length > 0
+    }, 60_000)
     input.write(JSON.stringify(slow(1)) + '\n')
     const call = await started(log)
     input.end()
@@ -227,6 +249,7 @@ t.test('limits/upstreams/stalled-upstream-stdin-bounded', async t => {
   // frame waits there, and every call is answered once the child reads again.
   const { log, release } = scratch(t)
   const daemon = await startDaemon(t, { upstreams: { h: hostile(log) } })
+  await daemonReady(daemon.base)
   const url = `${daemon.base}/mcp`
   const call = (id: number, name: string, args: Record<string, unknown>): Promise<Response> => fetch(url, {
     method: 'POST', headers: modernHeaders('tools/call', name), body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, _meta: modernMeta() } })
@@ -281,6 +304,7 @@ t.test('limits/upstreams/oversized-reply-http', async t => {
   const url = await hostileHttp(t, log)
   const limit = 1024 * 1024
   const daemon = await startDaemon(t, { upstreams: { h: { url, maxMessageBytes: limit } } })
+  await daemonReady(daemon.base)
   const call = async (id: number, name: string, args: Record<string, unknown>): Promise<Message> => {
     const res = await fetch(`${daemon.base}/mcp`, { method: 'POST', headers: legacyHeaders({ 'mcp-protocol-version': '2025-06-18' }), body: JSON.stringify(callBody(id, name, args)) })
     return await res.json() as Message
