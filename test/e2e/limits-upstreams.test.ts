@@ -22,6 +22,10 @@ import { pino } from 'pino'
 import { runStdio } from '../../stdio.js'
 import { loadConfig } from '../../lib/config.js'
 
+// Twenty EOF drains, 10,000 requests and 50 MB lines: minutes on a loaded 2-core machine, beyond
+// the suite's 240 s per file (.taprc).
+t.setTimeout(600_000)
+
 const HOSTILE = fileURLToPath(new URL('../fixtures/hostile-upstream.js', import.meta.url))
 const ECHO = fileURLToPath(new URL('../fixtures/echo-upstream.js', import.meta.url))
 
