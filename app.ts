@@ -115,7 +115,7 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
     const upstreamLog = fastify.log.child({ component: 'upstreams' })
     // mcpx's own credentials to HTTP upstreams with an `auth` (issue #16), through the registry's header seam.
     const headerProvider = createUpstreamHeaderProvider(config.upstreams, upstreamLog)
-    const owned = createRegistry(config.upstreams, { logger: upstreamLog, defaultTimeoutMs: config.upstreamTimeout, ...(headerProvider !== undefined ? { headerProvider } : {}) })
+    const owned = createRegistry(config.upstreams, { logger: upstreamLog, defaultTimeoutMs: config.upstreamTimeout, streamBufferBytes: config.transport.streamBufferBytes, ...(headerProvider !== undefined ? { headerProvider } : {}) })
     registry = owned
     fastify.addHook('onClose', async function closeUpstreams () { await owned.close() })
     // Bounded (well under Fastify's 10 s pluginTimeout): a silent or slow upstream must not keep

@@ -27,7 +27,7 @@ import { createRegistry, startUpstreams } from './lib/upstreams/registry.js'
  *          started. Never rejects.
  */
 export async function runStdio (config: McpxConfig, logger: Logger, io: { input: Readable, output: Writable } = { input: process.stdin, output: process.stdout }): Promise<number> {
-  const registry = createRegistry(config.upstreams, { logger, defaultTimeoutMs: config.upstreamTimeout })
+  const registry = createRegistry(config.upstreams, { logger, defaultTimeoutMs: config.upstreamTimeout, streamBufferBytes: config.transport.streamBufferBytes })
   const core = createCore(config, registry, logger)
   const { dispatcher, hub } = core
   let exitCode = 0
