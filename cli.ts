@@ -1,55 +1,214 @@
 #!/usr/bin/env node
 /**
- * The `mcpx` command:
- *   mcpx daemon [--config F]   serve Streamable HTTP at /mcp on daemon.address
- *   mcpx serve  [--config F]   serve MCP over stdio (stdout carries only MCP; logs go to stderr)
+ * The `mcpx` command (README › Operating mcpx):
+ *   mcpx daemon [--config F]           serve Streamable HTTP at /mcp on daemon.address
+ *   mcpx serve  [--config F]           serve MCP over stdio (stdout carries only MCP; logs go to stderr)
+ *   mcpx check  [--config F]           validate the config and probe every upstream
+ *   mcpx tools  [--config F] [--json]  print the merged tool catalogue a client would see
+ *   mcpx call NAME [--args JSON]       make one tool call through the configured upstreams
  * Config resolution: --config, else MCPX_CONFIG, else ./mcpx.config.json, else the embedded default.
+ *
+ * Arguments are parsed by `node:util` parseArgs in strict mode (no dependency; Node ≥ 20 ships it):
+ * every command has `--help`, and an unknown flag or a missing value is a one-line error plus the
+ * command's usage on stderr, exit 2. check/tools/call print their answer on stdout and log to
+ * stderr; `serve` writes nothing but MCP frames on stdout.
  */
 import { parseArgs } from 'node:util'
-import { resolveConfig } from './lib/config.js'
+import { resolveConfig, parseDuration, type McpxConfig } from './lib/config.js'
 import { McpxError } from './lib/errors.js'
 
-const USAGE = 'usage: mcpx <daemon|serve> [--config FILE]'
+/** Exit code of a usage error (bad flag, missing argument). */
+const USAGE_EXIT = 2
 
-async function main (argv: string[]): Promise<number> {
-  let parsed
-  try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } } })
-  } catch (err) {
-    process.stderr.write(`mcpx: ${(err as Error).message}\n${USAGE}\n`)
-    return 2
-  }
-  const [command] = parsed.positionals
-  if (parsed.values.help === true || command === undefined) {
-    process.stderr.write(USAGE + '\n')
-    return command === undefined && parsed.values.help !== true ? 2 : 0
-  }
-  if (command !== 'daemon' && command !== 'serve') {
-    process.stderr.write(`mcpx: unknown command ${JSON.stringify(command)}\n${USAGE}\n`)
-    return 2
-  }
-  const { config, source } = resolveConfig(parsed.values.config)
-  // OpenTelemetry only when the OTEL_* variables ask for it (lib/trace.ts); otherwise nothing of it loads.
-  const tracing = await import('./lib/trace.js')
-  if (tracing.tracingWantedByEnv()) await tracing.startTracing()
-  try {
-    return await run(command, config, source)
-  } finally {
-    await tracing.stopTracing() // flushes the spans still batched
+type OptionSpec = { type: 'string' | 'boolean', short?: string, help: string, value?: string }
+
+const COMMON: Record<string, OptionSpec> = {
+  config: { type: 'string', short: 'c', value: 'FILE', help: 'config file (else MCPX_CONFIG, else ./mcpx.config.json, else the embedded default)' },
+  'log-level': { type: 'string', value: 'LEVEL', help: 'trace, debug, info, warn, error, fatal or silent (else MCPX_LOG_LEVEL)' },
+  help: { type: 'boolean', short: 'h', help: 'show this help' }
+}
+const LOG_FORMAT: Record<string, OptionSpec> = {
+  'log-format': { type: 'string', value: 'json|pretty', help: 'log line format (else MCPX_LOG_FORMAT; default pretty on a terminal, else json)' }
+}
+const WAIT: Record<string, OptionSpec> = {
+  timeout: { type: 'string', value: 'DURATION', help: 'longest wait for the upstreams, and for a call (default 15s)' }
+}
+
+interface Command {
+  summary: string
+  usage: string
+  options: Record<string, OptionSpec>
+  positionals: number
+}
+
+const COMMANDS: Record<string, Command> = {
+  daemon: { summary: 'serve Streamable HTTP at /mcp on daemon.address', usage: 'mcpx daemon [options]', options: { ...COMMON, ...LOG_FORMAT }, positionals: 0 },
+  serve: { summary: 'serve MCP over stdio (stdout carries only MCP; logs go to stderr)', usage: 'mcpx serve [options]', options: { ...COMMON, ...LOG_FORMAT }, positionals: 0 },
+  check: {
+    summary: 'validate the config and probe every upstream (exit 1 if any fails)',
+    usage: 'mcpx check [options]',
+    options: { ...COMMON, ...WAIT, json: { type: 'boolean', help: 'print the report as JSON' } },
+    positionals: 0
+  },
+  tools: {
+    summary: 'print the merged tool catalogue a client would see',
+    usage: 'mcpx tools [options]',
+    options: {
+      ...COMMON,
+      ...WAIT,
+      server: { type: 'string', value: 'NAME', help: 'the catalogue of one curated endpoint (needs the `servers` config, issue #17)' },
+      json: { type: 'boolean', help: 'print the tools as JSON (the tools/list `tools` array)' }
+    },
+    positionals: 0
+  },
+  call: {
+    summary: 'make one tool call through the configured upstreams and print its result',
+    usage: 'mcpx call NAME [options]',
+    options: { ...COMMON, ...WAIT, args: { type: 'string', value: 'JSON', help: 'the tool\'s arguments, a JSON object (default {})' } },
+    positionals: 1
   }
 }
 
-async function run (command: 'daemon' | 'serve', config: ReturnType<typeof resolveConfig>['config'], source: string): Promise<number> {
-  if (command === 'serve') {
-    // Imported lazily: the stdio path never loads Fastify (its logger would write to stdout).
-    const { runStdio } = await import('./stdio.js')
-    const { createLogger } = await import('./lib/log.js')
-    const logger = createLogger('stdio')
-    logger.debug({ config: source }, 'mcpx serve starting')
-    return await runStdio(config, logger)
+function globalUsage (): string {
+  const width = Math.max(...Object.keys(COMMANDS).map(n => n.length))
+  return ['usage: mcpx <command> [options]', '', 'commands:',
+    ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`),
+    '', 'Run `mcpx <command> --help` for its options.'].join('\n') + '\n'
+}
+
+function commandUsage (name: string): string {
+  const command = COMMANDS[name]
+  const flags = Object.entries(command.options).map(([flag, o]) => [`${o.short !== undefined ? `-${o.short}, ` : '    '}--${flag}${o.value !== undefined ? ` ${o.value}` : ''}`, o.help])
+  const width = Math.max(...flags.map(([f]) => f.length))
+  return [`usage: ${command.usage}`, '', command.summary, '', 'options:', ...flags.map(([f, h]) => `  ${f.padEnd(width)}  ${h}`)].join('\n') + '\n'
+}
+
+/** A usage error: printed with the command's usage, exit 2. */
+class UsageError extends Error {}
+
+/** A plain text table, columns padded to their widest cell. */
+export function formatTable (headers: string[], rows: string[][]): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map(r => (r[i] ?? '').length)))
+  const line = (cells: string[]): string => cells.map((c, i) => i === cells.length - 1 ? c : c.padEnd(widths[i])).join('  ').trimEnd()
+  return [line(headers), ...rows.map(line)].join('\n') + '\n'
+}
+
+function waitMs (value: string | undefined): number {
+  if (value === undefined) return 15_000
+  return parseDuration(value, '--timeout')
+}
+
+async function commandLogger (values: Record<string, unknown>): Promise<import('./lib/log.js').Logger> {
+  const { createLogger } = await import('./lib/log.js')
+  // check/tools/call answer on stdout; their log (upstream children's stderr included) goes to stderr, quiet by default.
+  return createLogger('stdio', { level: (values['log-level'] as string | undefined) ?? (process.env.MCPX_LOG_LEVEL || undefined) ?? 'error', format: values['log-format'] as string | undefined })
+}
+
+async function check (config: McpxConfig, values: Record<string, unknown>): Promise<number> {
+  const { probeUpstreams } = await import('./lib/probe.js')
+  const report = await probeUpstreams(config, await commandLogger(values), waitMs(values.timeout as string | undefined))
+  if (values.json === true) {
+    process.stdout.write(JSON.stringify(report, null, 2) + '\n')
+  } else {
+    process.stdout.write(formatTable(['UPSTREAM', 'STATE', 'ERA', 'REVISION', 'TOOLS', 'PROMPTS', 'RESOURCES', 'TARGET'],
+      report.rows.map(r => [r.name, r.state, r.era ?? '-', r.revision ?? '-', String(r.tools), String(r.prompts), String(r.resources + r.resourceTemplates), r.target])))
+    for (const d of report.duplicateUris) process.stdout.write(`duplicate resource URI ${d.uri}: listed by ${d.upstreams.join(', ')} (${d.upstreams[0]} keeps it)\n`)
+    if (report.rows.length === 0) process.stdout.write('no upstreams configured\n')
   }
-  const { runDaemon } = await import('./server.js')
-  return await runDaemon(config, source)
+  for (const r of report.rows) if (r.error !== undefined) process.stderr.write(`mcpx check: upstream ${r.name} is ${r.state}: ${r.error}\n`)
+  return report.ok ? 0 : 1
+}
+
+async function tools (config: McpxConfig, values: Record<string, unknown>): Promise<number> {
+  if (values.server !== undefined) {
+    // Curated endpoints (`servers`) come with issue #17 (policy); this build's config has none.
+    const servers = (config as unknown as Record<string, unknown>).servers
+    if (servers === undefined) throw new UsageError(`--server ${JSON.stringify(values.server)}: this config has no \`servers\` (curated endpoints, issue #17); drop --server to list the whole catalogue`)
+    throw new UsageError('--server is not supported by this mcpx build yet')
+  }
+  const { withCatalogue } = await import('./lib/probe.js')
+  const { value: list, notReady } = await withCatalogue(config, await commandLogger(values), async registry => registry.tools(), waitMs(values.timeout as string | undefined))
+  if (values.json === true) process.stdout.write(JSON.stringify(list, null, 2) + '\n')
+  else {
+    process.stdout.write(formatTable(['TOOL', 'DESCRIPTION'], list.map(t => {
+      const description = typeof t.description === 'string' ? t.description.split('\n')[0] : ''
+      return [String(t.name), description.length > 100 ? description.slice(0, 99) + '…' : description]
+    })))
+  }
+  for (const u of notReady) process.stderr.write(`mcpx tools: upstream ${u.name} is ${u.state}${u.error !== undefined ? ` (${u.error})` : ''}: its tools are missing, as a client would see now\n`)
+  return 0
+}
+
+async function call (config: McpxConfig, values: Record<string, unknown>, name: string): Promise<number> {
+  let args: unknown = {}
+  if (values.args !== undefined) {
+    try { args = JSON.parse(values.args as string) } catch (err) { throw new UsageError(`--args is not JSON: ${(err as Error).message}`) }
+    if (args === null || typeof args !== 'object' || Array.isArray(args)) throw new UsageError('--args must be a JSON object')
+  }
+  const { withCatalogue, callOnce } = await import('./lib/probe.js')
+  const timeout = waitMs(values.timeout as string | undefined)
+  try {
+    const { value: result } = await withCatalogue(config, await commandLogger(values), async registry => await callOnce(registry, name, args as Record<string, unknown>, timeout), timeout)
+    process.stdout.write(JSON.stringify(result, null, 2) + '\n')
+    if (result.isError === true) { process.stderr.write(`mcpx call: ${name} returned a tool error (isError: true)\n`); return 1 }
+    return 0
+  } catch (err) {
+    const { code, message } = err as { code?: unknown, message?: string }
+    process.stderr.write(`mcpx call: ${name} failed: ${typeof code === 'number' ? `${code} ` : ''}${message ?? String(err)}\n`)
+    return 1
+  }
+}
+
+async function main (argv: string[]): Promise<number> {
+  const [name, ...rest] = argv
+  if (name === undefined) { process.stderr.write(globalUsage()); return USAGE_EXIT }
+  if (name === '--help' || name === '-h' || name === 'help') { process.stdout.write(globalUsage()); return 0 }
+  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined
+  if (command === undefined) {
+    process.stderr.write(`mcpx: unknown command ${JSON.stringify(name)}\n${globalUsage()}`)
+    return USAGE_EXIT
+  }
+  let values: Record<string, unknown>
+  let positionals: string[]
+  try {
+    const options = Object.fromEntries(Object.entries(command.options).map(([flag, o]) => [flag, { type: o.type, ...(o.short !== undefined ? { short: o.short } : {}) }]))
+    ;({ values, positionals } = parseArgs({ args: rest, options, strict: true, allowPositionals: command.positionals > 0 }))
+    if (values.help === true) { process.stdout.write(commandUsage(name)); return 0 }
+    if (positionals.length !== command.positionals) throw new UsageError(`expects ${command.usage.replace(/ \[options\]$/, '')}`)
+  } catch (err) {
+    process.stderr.write(`mcpx ${name}: ${(err as Error).message}\n${commandUsage(name)}`)
+    return USAGE_EXIT
+  }
+  try {
+    const { config, source } = resolveConfig(values.config as string | undefined)
+    const log = { logLevel: values['log-level'] as string | undefined, logFormat: values['log-format'] as string | undefined }
+    if (name === 'serve' || name === 'daemon') {
+      // OpenTelemetry only when the OTEL_* variables ask for it (lib/trace.ts); otherwise nothing of it loads.
+      const tracing = await import('./lib/trace.js')
+      if (tracing.tracingWantedByEnv()) await tracing.startTracing()
+      try {
+        if (name === 'serve') {
+          // Imported lazily: the stdio path never loads Fastify (its logger would write to stdout).
+          const { runStdio } = await import('./stdio.js')
+          const { createLogger } = await import('./lib/log.js')
+          const logger = createLogger('stdio', { level: log.logLevel, format: log.logFormat })
+          logger.debug({ config: source }, 'mcpx serve starting')
+          return await runStdio(config, logger)
+        }
+        const { runDaemon } = await import('./server.js')
+        return await runDaemon(config, source, log)
+      } finally {
+        await tracing.stopTracing() // flushes the spans still batched
+      }
+    }
+    if (name === 'check') return await check(config, values)
+    if (name === 'tools') return await tools(config, values)
+    return await call(config, values, positionals[0])
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err
+    process.stderr.write(`mcpx ${name}: ${err.message}\n`)
+    return USAGE_EXIT
+  }
 }
 
 main(process.argv.slice(2)).then(code => {

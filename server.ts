@@ -8,10 +8,11 @@
  * per-request lines are switched off (logController); mcpx-request-log writes one line per /mcp
  * request instead.
  */
-import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import { collectDefaultMetrics } from 'prom-client'
 import mcpx from './app.js'
-import { REDACTED_PATHS } from './lib/log.js'
+import { pino } from 'pino'
+import { REDACTED_PATHS, prettyStream, resolveLogOptions } from './lib/log.js'
 import { loadBearerTokens, assertSafeBind } from './lib/auth.js'
 import { isLoopbackAddress, isLoopbackHostHeader, parseHostPort } from './lib/origin.js'
 import { McpxError } from './lib/errors.js'
@@ -69,14 +70,18 @@ async function refuseForeignHost (request: FastifyRequest, reply: FastifyReply):
 /**
  * Builds the daemon's Fastify instance (not yet listening).
  * @param options.logLevel pino level (default env MCPX_LOG_LEVEL, else 'info')
+ * @param options.logFormat 'json' | 'pretty' (default env MCPX_LOG_FORMAT, else pretty when stdout is a terminal)
  * @throws McpxError MCPX_ERR_UNSAFE_BIND for a non-loopback address without authentication;
  *         McpxError MCPX_ERR_CONFIG for an invalid config
  */
-export async function buildDaemon (config: McpxConfig, options: { logLevel?: string } = {}): Promise<FastifyInstance> {
+export async function buildDaemon (config: McpxConfig, options: { logLevel?: string, logFormat?: string } = {}): Promise<FastifyInstance> {
   assertSafeBind(config, loadBearerTokens(config.auth))
   const { headersTimeout, requestTimeout, keepAliveTimeout, connectionsCheckingInterval } = httpServerTimeouts(config.transport)
+  const log = resolveLogOptions(1, { level: options.logLevel, format: options.logFormat })
+  const loggerOptions = { name: 'mcpx', level: log.level, redact: REDACTED_PATHS }
   const app = Fastify({
-    logger: { name: 'mcpx', level: options.logLevel ?? process.env.MCPX_LOG_LEVEL ?? 'info', redact: REDACTED_PATHS },
+    // JSON: Fastify's own pino on stdout. Pretty (a terminal, or --log-format pretty): pino-pretty on fd 1.
+    ...(log.format === 'pretty' ? { loggerInstance: pino(loggerOptions, prettyStream(1)) as unknown as FastifyBaseLogger } : { logger: loggerOptions }),
     // Fastify's "incoming request" / "request completed" pairs are off (FSTDEP023: the top-level
     // disableRequestLogging option is deprecated in favour of logController).
     logController: new LogController({ disableRequestLogging: true }),
@@ -152,10 +157,11 @@ export async function shutdown (app: FastifyInstance, shutdownTimeoutMs: number)
 /**
  * Runs the daemon until SIGTERM/SIGINT, then shuts down (see {@link shutdown}).
  * @param source where the config came from, for the start line
+ * @param options log level and format (see {@link buildDaemon})
  * @returns the process exit code
  * @throws McpxError MCPX_ERR_CONFIG when daemon.address is not host:port
  */
-export async function runDaemon (config: McpxConfig, source: string): Promise<number> {
+export async function runDaemon (config: McpxConfig, source: string, options: { logLevel?: string, logFormat?: string } = {}): Promise<number> {
   // Signal handlers go in first: a SIGTERM that arrives while the upstreams are still starting
   // must not kill the process with its children half-started; it shuts down once startup is done.
   // They stay installed (process.on, not once) until shutdown is over: a second SIGTERM/SIGINT
@@ -168,7 +174,7 @@ export async function runDaemon (config: McpxConfig, source: string): Promise<nu
   const onSigint = (): void => onSignal('SIGINT')
   process.on('SIGTERM', onSigterm)
   process.on('SIGINT', onSigint)
-  const app = await buildDaemon(config)
+  const app = await buildDaemon(config, options)
   const address = parseHostPort(config.daemon.address)
   if (address === undefined) {
     await app.close()

@@ -2,8 +2,16 @@
  * Logging. In stdio mode stdout carries only MCP frames, so every log line goes to fd 2
  * (seed › stdio › "stdout carries only MCP"). lib/ takes a Logger parameter; it never imports
  * a global logger.
+ *
+ * Format (issue #15 › Readable logs): JSON lines everywhere, except on a terminal, where
+ * pino-pretty prints readable lines. `--log-format json|pretty` (or env MCPX_LOG_FORMAT) and
+ * `--log-level` (or env MCPX_LOG_LEVEL) override. pino-pretty runs in this thread as a stream
+ * (no worker transport), so a line is written to the same fd, in order, as the JSON one would be.
  */
+import { isatty } from 'node:tty'
 import { pino } from 'pino'
+import pretty from 'pino-pretty'
+import { McpxError } from './errors.js'
 
 type LogFn = (obj: unknown, msg?: string, ...args: unknown[]) => void
 
@@ -25,11 +33,51 @@ export interface Logger {
 /** Headers whose values are secrets: redacted in every log line. */
 export const REDACTED_PATHS = ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization', 'headers.cookie']
 
+/** How log lines are written: one JSON object per line, or pino-pretty's readable lines. */
+export type LogFormat = 'json' | 'pretty'
+
+/** The pino level names `--log-level` accepts. */
+export const LOG_LEVELS: readonly string[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']
+
+/** Options of {@link createLogger}; each falls back to its environment variable, then to its default. */
+export interface LogOptions {
+  /** pino level name; default env MCPX_LOG_LEVEL, else 'info'. */
+  level?: string
+  /** default env MCPX_LOG_FORMAT, else 'pretty' when the log's fd is a terminal, else 'json'. */
+  format?: string
+}
+
+/**
+ * The log format and level for a logger on `fd`, from explicit options, then the environment,
+ * then the default (pretty on a terminal, JSON otherwise; level info).
+ * @throws McpxError MCPX_ERR_CONFIG naming the bad value, for a format other than json/pretty or an unknown level
+ */
+export function resolveLogOptions (fd: 1 | 2, options: LogOptions = {}, env: NodeJS.ProcessEnv = process.env): { level: string, format: LogFormat } {
+  // An empty variable counts as unset.
+  const format = options.format ?? (env.MCPX_LOG_FORMAT || undefined) ?? (isatty(fd) ? 'pretty' : 'json')
+  if (format !== 'json' && format !== 'pretty') throw new McpxError('MCPX_ERR_CONFIG', `mcpx: log format must be json or pretty, got ${JSON.stringify(format)}`)
+  const level = options.level ?? (env.MCPX_LOG_LEVEL || undefined) ?? 'info'
+  if (!LOG_LEVELS.includes(level)) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: log level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`)
+  return { level, format }
+}
+
+/**
+ * The pino-pretty stream writing to `fd` (colours only on a terminal), for a pino instance.
+ * Never throws.
+ */
+export function prettyStream (fd: 1 | 2): ReturnType<typeof pretty> {
+  return pretty({ destination: fd, sync: true, colorize: isatty(fd), translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
+}
+
 /**
  * Creates mcpx's logger.
  * @param mode 'stdio' logs to fd 2 (stderr); 'daemon' logs to fd 1
- * @param level pino level name, default 'info' (env MCPX_LOG_LEVEL overrides)
+ * @param options a level name (as before), or {@link LogOptions}
+ * @throws McpxError MCPX_ERR_CONFIG for a bad format or level (see {@link resolveLogOptions})
  */
-export function createLogger (mode: 'stdio' | 'daemon', level = process.env.MCPX_LOG_LEVEL ?? 'info'): Logger {
-  return pino({ name: 'mcpx', level, redact: REDACTED_PATHS }, pino.destination({ fd: mode === 'stdio' ? 2 : 1, sync: false }))
+export function createLogger (mode: 'stdio' | 'daemon', options: string | LogOptions = {}): Logger {
+  const fd = mode === 'stdio' ? 2 : 1
+  const { level, format } = resolveLogOptions(fd, typeof options === 'string' ? { level: options } : options)
+  const destination = format === 'pretty' ? prettyStream(fd) : pino.destination({ fd, sync: false })
+  return pino({ name: 'mcpx', level, redact: REDACTED_PATHS }, destination)
 }
