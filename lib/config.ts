@@ -49,7 +49,15 @@ const UPSTREAM_CLIENT = {
 /** Keys of every upstream, stdio or HTTP (issue #18: progress and timeouts). */
 const UPSTREAM_COMMON = {
   resetTimeoutOnProgress: { type: 'boolean', description: 'default false. true: restart the call\'s timeout each time the upstream sends progress for it' },
-  maxTotalTimeout: { ...DURATION, description: 'bound of a whole call (ms), however much progress it sends; default none' }
+  maxTotalTimeout: { ...DURATION, description: 'bound of a whole call (ms), however much progress it sends; default none' },
+  isolation: {
+    type: 'string',
+    enum: ['shared', 'per-session', 'per-principal'],
+        description: 'shared: one connection for every caller. per-session: one instance (child or HTTP connection) per legacy session, ' +
+      'per principal for 2026-07-28 traffic. per-principal: one instance per caller identity'
+  },
+  maxInstances: { type: 'integer', minimum: 1, description: 'most instances of an isolated upstream at once; past it a call is refused (503 over HTTP)' },
+  idleTimeout: { ...DURATION, description: 'an isolated instance unused this long is stopped (ms)' }
 } as const
 
 /** `upstreams.<name>.auth`: mcpx's own credentials to an HTTP upstream. */
@@ -523,6 +531,7 @@ export function loadConfig (raw: unknown): McpxConfig {
   for (const [name, upstream] of Object.entries(c.upstreams)) {
     if (upstream.timeout !== undefined) upstream.timeout = parseDuration(upstream.timeout, `upstreams.${name}.timeout`)
     if (upstream.maxTotalTimeout !== undefined) upstream.maxTotalTimeout = parseDuration(upstream.maxTotalTimeout, `upstreams.${name}.maxTotalTimeout`)
+    if (upstream.idleTimeout !== undefined) upstream.idleTimeout = parseDuration(upstream.idleTimeout, `upstreams.${name}.idleTimeout`)
   }
   return c
 }

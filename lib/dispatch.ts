@@ -235,6 +235,7 @@ export class Dispatcher {
     if (ctx.trace !== undefined) options.trace = ctx.trace // a child span per upstream call (lib/trace.ts)
     if (ctx.caller !== undefined) options.principal = ctx.caller // per-caller upstream credentials (issue #16)
     if (ctx.sessionId !== undefined) options.owner = ctx.sessionId // whose questions and log lines (issue #18)
+    if (ctx.principal !== undefined) options.principalKey = ctx.principal // per-principal isolation (issue #18)
     const notify = ctx.notify
     // Log lines go to a legacy client as they come (it opted in by declaring nothing: legacy servers
     // send logs unless logging/setLevel says otherwise); a modern client gets them only when its

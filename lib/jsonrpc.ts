@@ -26,6 +26,11 @@ export const UNSUPPORTED_PROTOCOL_VERSION = -32_022
  * is down, a cap is reached). Application codes sit outside -32768..-32000 (2026-07-28/basic/index.mdx).
  */
 export const UPSTREAM_ERROR = -31_000
+/**
+ * mcpx's code for "an isolated upstream has maxInstances instances already" (issue #18): a cap, so
+ * over HTTP the reply is 503 with Retry-After (lib/status.ts).
+ */
+export const INSTANCES_EXHAUSTED = -31_001
 
 /** A numeric id that JSON.parse could not hold exactly; `raw` is its JSON text, e.g. `9007199254740993`. */
 export class RawNumberId {

@@ -54,6 +54,8 @@ export interface Session {
 export interface UpstreamSubscriptions {
   subscribe: (uri: string) => Promise<void>
   unsubscribe: (uri: string) => Promise<void>
+  /** Stops the session's isolated upstream instances (issue #18). Never rejects. */
+  endSession?: (key: string) => Promise<void>
 }
 
 export interface SessionStoreOptions {
@@ -238,6 +240,8 @@ export class MemorySessionStore implements SessionStore {
     releaseLive(session)
     const upstreams = this.options.upstreams
     if (upstreams !== undefined) for (const uri of session.subscriptions) void upstreams.unsubscribe(uri).catch(() => {})
+    // Its isolated upstream instances stop with it (DELETE, expiry, shutdown; issue #18).
+    if (upstreams?.endSession !== undefined) void upstreams.endSession(id)
     return true
   }
 

@@ -11,12 +11,14 @@
  * status that depended on the handler would not be a function of the response.
  */
 import {
-  encodeMessage, errorResponse, INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR,
+  encodeMessage, errorResponse, INSTANCES_EXHAUSTED, INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR,
   type JsonRpcErrorObject, type JsonRpcErrorResponse, type RequestId
 } from './jsonrpc.js'
 
 const MODERN_ERROR_STATUS = new Map<number, number>([
-  [-32_022, 400], [-32_021, 400], [-32_020, 400], [-32_602, 400], [-32_600, 400], [-32_700, 400], [-32_601, 404]
+  [-32_022, 400], [-32_021, 400], [-32_020, 400], [-32_602, 400], [-32_600, 400], [-32_700, 400], [-32_601, 404],
+  // An isolated upstream at maxInstances (issue #18): a cap, like the other 503s.
+  [INSTANCES_EXHAUSTED, 503]
 ])
 
 /** HTTP status of a modern reply, from its error alone (undefined error: a result → 200). Never throws. */
@@ -35,7 +37,7 @@ export function legacyStatus (error: JsonRpcErrorObject | undefined): number {
   return LEGACY_ERROR_STATUS.get(error.code) ?? 200
 }
 
-const LEGACY_ERROR_STATUS = new Map<number, number>([[-32_700, 400], [-32_600, 400], [-32_022, 400]])
+const LEGACY_ERROR_STATUS = new Map<number, number>([[-32_700, 400], [-32_600, 400], [-32_022, 400], [INSTANCES_EXHAUSTED, 503]])
 
 /** Outcome of DELETE /mcp (seed › Streamable HTTP legacy › DELETE). */
 export type DeleteOutcome = 'ended' | 'no-header' | 'unknown' | 'modern'

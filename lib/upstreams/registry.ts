@@ -146,6 +146,14 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     return this.upstreams.map(upstream => upstream.status())
   }
 
+  async endSession (key: string): Promise<void> {
+    await Promise.all(this.upstreams.map(async upstream => await upstream.stopInstance(key)))
+  }
+
+  instancePids (name: string): number[] {
+    return this.upstreams.find(upstream => upstream.name === name)?.instancePids() ?? []
+  }
+
   tools (): JsonObject[] { return this.tools_ }
   prompts (): JsonObject[] { return this.prompts_ }
   resources (): JsonObject[] { return this.resources_ }

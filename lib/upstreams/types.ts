@@ -97,6 +97,8 @@ export interface UpstreamCallOptions {
    * one, in flight: the question is refused upstream and the log line dropped (issue #18).
    */
   owner?: string
+  /** The caller's principal key (lib/principal.ts Principal.key), for per-principal isolation. */
+  principalKey?: string
   /**
    * The era of the downstream client this call serves. A dual-era upstream serves server→client
    * questions and log notifications only in a legacy session (its SDK pins the era per
@@ -155,6 +157,9 @@ export class UpstreamRpcError extends Error {
   }
 }
 
+/** How an upstream's connections are shared among mcpx's callers (issue #18 › Isolated upstreams). */
+export type UpstreamIsolation = 'shared' | 'per-session' | 'per-principal'
+
 /** The keys every upstream has, stdio or HTTP; durations in ms after loading. */
 export interface UpstreamCommonConfig {
   prefix?: string
@@ -165,6 +170,12 @@ export interface UpstreamCommonConfig {
   resetTimeoutOnProgress?: boolean
   /** Bound of a whole call (ms), progress or not; default none. */
   maxTotalTimeout?: number
+  /** Default `shared` (one connection for every caller). */
+  isolation?: UpstreamIsolation
+  /** Most instances of an isolated upstream at once (default 16); past it a call is refused. */
+  maxInstances?: number
+  /** An isolated instance unused this long (ms) is stopped (default 10 min). */
+  idleTimeout?: number
 }
 
 /**
@@ -296,6 +307,13 @@ export interface UpstreamRegistry extends EventEmitter {
   close (): Promise<void>
   /** Resolves once every upstream has been tried once (ready or down). */
   ready (): Promise<void>
+  /**
+   * Stops the isolated instances (issue #18) keyed by `key` (a session id, or a principal key) on
+   * every upstream; resolves once their children exited. Never rejects.
+   */
+  endSession (key: string): Promise<void>
+  /** Process ids of an isolated upstream's running stdio instances. */
+  instancePids (name: string): number[]
   status (): UpstreamStatus[]
   /** Each upstream's calls in flight and queued, and what its bounds refused (metrics). Optional for test doubles. */
   loads?: () => UpstreamLoad[]

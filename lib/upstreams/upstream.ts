@@ -7,7 +7,7 @@
  * Sources: DIGEST §2e (cancellation, progress), §3a (timeouts), §6a (eras, dual-era), §6b (stdio
  * probe, restart), §6c (HTTP), §6d (mirrored headers), §6f (subscriptions/listen, MRTR).
  */
-import { UPSTREAM_ERROR } from '../jsonrpc.js'
+import { INSTANCES_EXHAUSTED, UPSTREAM_ERROR } from '../jsonrpc.js'
 import { EMPTY_CATALOGUE, SupervisedConnection, type ConnectionHost, type ConnectionState } from './connection.js'
 import { CallGate } from './gate.js'
 import type { CallTiming, Link, UnroutedKind } from './link.js'
@@ -23,6 +23,21 @@ const LEGACY_ROUTED_METHODS = new Set(['tools/call', 'prompts/get', 'resources/r
  * a caller's: a short per-call `timeout` must not keep a slow-starting upstream down.
  */
 export const SETUP_TIMEOUT_MS = 30_000
+
+/** Default `maxInstances` of an isolated upstream. */
+export const DEFAULT_MAX_INSTANCES = 16
+/** Default `idleTimeout` of an isolated upstream's instances, ms (10 min). */
+export const DEFAULT_IDLE_TIMEOUT_MS = 600_000
+
+/** One isolated instance: its own connection (a child, or an HTTP connection), its calls in flight, its idle timer. */
+interface Instance {
+  key: string
+  connection: SupervisedConnection
+  inFlight: number
+  idleTimer: NodeJS.Timeout | undefined
+  /** Set when stopped: its connection never restarts. */
+  stopped: { value: boolean }
+}
 
 /** Options of one upstream. */
 export interface UpstreamOptions {
@@ -61,6 +76,8 @@ export class Upstream implements ConnectionHost {
   private readonly closed = new AbortController()
   /** The in-flight cap and queue (config maxInFlight, maxQueued; issue #20). */
   private readonly gate: CallGate
+  /** Isolated instances by key (issue #18), when `isolation` is not shared. */
+  private readonly instances = new Map<string, Instance>()
 
   constructor (readonly name: string, readonly config: UpstreamConfig, private readonly options: UpstreamOptions) {
     this.kind = 'command' in config ? 'stdio' : 'http'
@@ -166,7 +183,7 @@ export class Upstream implements ConnectionHost {
     this.legacy.link?.failAll(shuttingDown)
     // A connection still being set up (its child may never answer) is killed here too; its
     // connect() then fails and, seeing `closing`, schedules nothing.
-    await Promise.all([this.primary.close(), this.legacy.close()])
+    await Promise.all([this.primary.close(), this.legacy.close(), ...[...this.instances.keys()].map(async key => await this.stopInstance(key))])
     this.primary.setState('closed')
   }
 
@@ -208,10 +225,102 @@ export class Upstream implements ConnectionHost {
   }
 
   /**
+   * The key of the isolated instance a call uses (issue #18 › Isolated upstreams): per-session,
+   * the call's owner (legacy session, stdio client), else its principal (2026-07-28 traffic);
+   * per-principal, its principal. `anonymous` when the call has neither. Undefined when shared.
+   */
+  private instanceKey (options: UpstreamCallOptions): string | undefined {
+    const isolation = this.config.isolation ?? 'shared'
+    if (isolation === 'shared') return undefined
+    if (isolation === 'per-session') return options.owner ?? options.principalKey ?? 'anonymous'
+    return options.principalKey ?? 'anonymous'
+  }
+
+  /**
+   * The live instance for `key`, started on first use. Rejects with UpstreamRpcError
+   * INSTANCES_EXHAUSTED past `maxInstances`, UPSTREAM_ERROR when it could not be started.
+   */
+  private async instance (key: string): Promise<Instance> {
+    let instance = this.instances.get(key)
+    if (instance === undefined) {
+      const max = this.config.maxInstances ?? DEFAULT_MAX_INSTANCES
+      if (this.instances.size >= max) {
+        throw new UpstreamRpcError(INSTANCES_EXHAUSTED, `upstream ${this.name}: all ${max} isolated instances are in use (maxInstances); retry later`)
+      }
+      const stopped = { value: false }
+      instance = { key, connection: new SupervisedConnection('primary', this.instanceHost(stopped)), inFlight: 0, idleTimer: undefined, stopped }
+      this.instances.set(key, instance)
+      void instance.connection.open()
+    }
+    clearTimeout(instance.idleTimer)
+    const connection = instance.connection
+    if (connection.state !== 'ready') await connection.attempt
+    if (connection.state !== 'ready' || connection.link === undefined) {
+      throw new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.name}: its instance is ${connection.state}${connection.lastError === undefined ? '' : `: ${connection.lastError}`}`)
+    }
+    return instance
+  }
+
+  /** A connection host for an isolated instance: the upstream's config, none of its catalogue events (the shared connection lists). */
+  private instanceHost (stopped: { value: boolean }): ConnectionHost {
+    const upstream = this
+    return {
+      name: this.name,
+      config: this.config,
+      kind: this.kind,
+      logger: this.logger,
+      headerProvider: this.headerProvider,
+      setupTimeoutMs: this.setupTimeoutMs,
+      subscriptions: new Set<string>(),
+      get closing () { return upstream.closing || stopped.value },
+      // An instance's list_changed and resources/updated are not relayed (see README › Known limits).
+      events: { catalogueChanged () {}, resourceUpdated () {}, stateChanged () {}, unrouted: kind => upstream.options.events.unrouted(kind) },
+      stateChanged () {},
+      unrouted: kind => upstream.unrouted(kind),
+      streamBufferBytes: this.streamBufferBytes,
+      messageTooLarge: () => upstream.messageTooLarge()
+    }
+  }
+
+  /** Stops the instance of `key` (its session ended, or it sat idle); resolves once its child exited. Never rejects. */
+  async stopInstance (key: string): Promise<void> {
+    const instance = this.instances.get(key)
+    if (instance === undefined) return
+    this.instances.delete(key)
+    clearTimeout(instance.idleTimer)
+    instance.connection.link?.failAll(new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.name}: its instance was stopped`))
+    instance.stopped.value = true
+    await instance.connection.close()
+    this.logger.info({ upstream: this.name }, 'isolated upstream instance stopped')
+  }
+
+  /** The instances running (pids of stdio ones), for status and tests. */
+  instancePids (): number[] {
+    return [...this.instances.values()].map(i => i.connection.pid).filter((p): p is number => p !== undefined)
+  }
+
+  private async callIsolated (key: string, method: string, params: JsonObject, options: UpstreamCallOptions, tool?: JsonObject): Promise<JsonObject> {
+    const instance = await this.instance(key)
+    const link = instance.connection.link as Link
+    instance.inFlight++
+    try {
+      return await link.call(method, params, { ...options, owner: key }, this.timeoutMs, tool, false, this.timing)
+    } finally {
+      if (--instance.inFlight === 0 && this.instances.get(key) === instance) {
+        const idleMs = this.config.idleTimeout ?? DEFAULT_IDLE_TIMEOUT_MS
+        instance.idleTimer = setTimeout(() => { void this.stopInstance(key) }, idleMs)
+        instance.idleTimer.unref()
+      }
+    }
+  }
+
+  /**
    * A caller's call: takes one of the upstream's maxInFlight slots (at once under the cap, else
    * after waiting in its queue; see gate.ts), sends it, and gives the slot back when it settles.
    */
   private async call (method: string, params: JsonObject, options: UpstreamCallOptions, tool?: JsonObject): Promise<JsonObject> {
+    const key = this.instanceKey(options)
+    if (key !== undefined) return await this.callIsolated(key, method, params, options, tool) // bounded by maxInstances, not the gate
     const gate = this.gate
     let timeoutMs = this.timeoutMs
     if (!gate.tryAcquire()) {

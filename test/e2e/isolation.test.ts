@@ -79,3 +79,23 @@ t.test('isolation/shared/log-line-never-guessed', async t => {
   t.ok(again.some(m => m.id === 33), 'B\'s second call answered')
   t.equal(again.filter(isMethod('notifications/message')).length, 2, 'with one caller in flight, its log lines reach it')
 })
+
+t.test('isolation/per-session/daemon-own-state-delete-and-cap-503', async t => {
+  const daemon = await startDaemon(t, { upstreams: { fixture: { ...fixtureCommand(), isolation: 'per-session', maxInstances: 2 } } })
+  const base = daemon.base
+  const [a, b, c] = [await fetchSession(base, REVISION), await fetchSession(base, REVISION), await fetchSession(base, REVISION)]
+  const bump = async (sid: string, id: number): Promise<{ status: number, body: any }> => {
+    const res = await post(base, callBody(id, 'bump'), { ...sessionHeaders(sid, REVISION), accept: 'application/json' })
+    return { status: res.status, body: await res.json() }
+  }
+  t.equal((await bump(a, 1)).body.result.content[0].text, 'counter 1')
+  t.equal((await bump(a, 2)).body.result.content[0].text, 'counter 2')
+  t.equal((await bump(b, 3)).body.result.content[0].text, 'counter 1', 'session B has its own instance and counter')
+  const capped = await bump(c, 4)
+  t.equal(capped.status, 503, 'a third session past maxInstances 2 is 503')
+  t.match(capped.body, { jsonrpc: '2.0', id: 4, error: { code: -31_001, message: /all 2 isolated instances are in use/ } })
+  const deleted = await fetch(`${base}/mcp`, { method: 'DELETE', headers: sessionHeaders(a, REVISION) })
+  t.equal(deleted.status, 204, 'session A deleted')
+  await pollUntil('A\'s instance to stop', async () => (await bump(c, 5)).status === 200 || undefined, 20_000)
+  t.pass('DELETE stopped A\'s instance: its slot serves session C')
+})
