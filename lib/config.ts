@@ -19,6 +19,7 @@ import { McpxError } from './errors.js'
 import type { UpstreamConfig } from './upstreams/types.js'
 import { issuerProblem, resourceProblem } from './oauth/metadata.js'
 import { REDIS_TARGET_SCHEMA, type RedisTarget } from './redis-client.js'
+import type { PolicyConfig } from './policy.js'
 
 /** The Redis of `sessions.store: "redis"` when neither sessions.redis nor sessions.redisUrl is given. */
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379'
@@ -66,6 +67,63 @@ const UPSTREAM_AUTH = {
     { type: 'object', additionalProperties: false, required: ['type', 'clientId'], properties: { type: { const: 'client_credentials' }, ...UPSTREAM_CLIENT } },
     { type: 'object', additionalProperties: false, required: ['type', 'clientId'], properties: { type: { const: 'token_exchange' }, audience: { type: 'string', minLength: 1 }, ...UPSTREAM_CLIENT } }
   ]
+}
+
+/** Globs per kind, for `policy` rules (issue #17). */
+const KIND_GLOBS = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    tools: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'globs of catalogue tool names (`*` any run of characters, `?` one)' },
+    prompts: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'globs of catalogue prompt names' },
+    resources: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'globs of resource URIs (and resource template uriTemplates)' }
+  }
+}
+
+/** `policy` (issue #17 › Per-caller policy; README › Policy). */
+const POLICY = {
+  type: 'object',
+  additionalProperties: false,
+  description: 'who may see and call what; absent: everything is allowed to every caller',
+  properties: {
+    default: { enum: ['allow', 'deny'], default: 'deny', description: '"allow": everything is visible unless a rule denies it; "deny": only what a rule allows' },
+    rules: {
+      type: 'array',
+      default: [],
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          principals: {
+            type: 'object',
+            additionalProperties: false,
+            description: 'who the rule is for; every key given must match; absent: every caller',
+            properties: {
+              tokens: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'names of static tokens (auth.tokens[].name)' },
+              subjects: {
+                type: 'array',
+                items: { type: 'object', additionalProperties: false, required: ['issuer', 'subject'], properties: { issuer: { type: 'string', minLength: 1 }, subject: { type: 'string', minLength: 1 } } },
+                description: 'OAuth callers by issuer and subject'
+              },
+              scopes: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'every scope listed must be held (a static token\'s scopes count)' },
+              claims: { type: 'object', additionalProperties: { type: ['string', 'number', 'boolean'] }, description: 'each value equal to the claim, or contained in it (array claims)' },
+              local: { type: 'boolean', description: 'true: the stdio caller (mcpx serve)' }
+            }
+          },
+          servers: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'curated endpoints it applies on; absent: every endpoint, /mcp included' },
+          allow: KIND_GLOBS,
+          deny: KIND_GLOBS,
+          rateLimit: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['calls', 'per'],
+            description: 'calls per window, counted per (principal, tool) for the tools this rule allows',
+            properties: { calls: { type: 'integer', minimum: 1 }, per: { ...DURATION, description: 'window (ms or duration string)' } }
+          }
+        }
+      }
+    }
+  }
 }
 
 /** The config JSON Schema. Every numeric field's description states its unit. */
@@ -193,6 +251,7 @@ export const CONFIG_SCHEMA = {
       }
     },
     upstreamTimeout: { ...DURATION, default: '60s', description: 'default timeout of one upstream call (ms)' },
+    policy: POLICY,
     upstreams: {
       type: 'object',
       default: {},
@@ -296,6 +355,8 @@ export interface McpxConfig {
   /** The MRTR bridge (issue #10): requestState sealing and parked calls. */
   mrtr: { stateKey?: string, parkTimeout: number, stateTtl: number }
   upstreamTimeout: number
+  /** Per-caller policy (issue #17; lib/policy.ts); absent: everything allowed. `rateLimit.per` in ms after loading. */
+  policy?: PolicyConfig
   /** Keyed by upstream name; insertion order is config order. */
   upstreams: Record<string, UpstreamConfig>
 }
@@ -316,7 +377,7 @@ export interface OAuthConfig {
 
 /** What a user may write: every key optional, durations as ms or strings. */
 export type McpxConfigInput = DeepPartial<McpxConfig> & Record<string, unknown>
-type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? (T[K] extends unknown[] ? T[K] : DeepPartial<T[K]> | Record<string, unknown>) : T[K] | string }
+type DeepPartial<T> = { [K in keyof T]?: NonNullable<T[K]> extends object ? (NonNullable<T[K]> extends unknown[] ? T[K] : DeepPartial<NonNullable<T[K]>> | Record<string, unknown>) : T[K] | string }
 
 const ajv = new Ajv({ allErrors: true, useDefaults: true, allowUnionTypes: true, strict: false })
 const validate = ajv.compile(CONFIG_SCHEMA)
@@ -528,6 +589,9 @@ export function loadConfig (raw: unknown): McpxConfig {
     oauth.clockTolerance = parseDuration(oauth.clockTolerance, 'auth.oauth.clockTolerance')
     oauth.jwksCooldown = parseDuration(oauth.jwksCooldown, 'auth.oauth.jwksCooldown')
   }
+  c.policy?.rules.forEach((rule, i) => {
+    if (rule.rateLimit !== undefined) rule.rateLimit.per = parseDuration(rule.rateLimit.per, `policy.rules[${i}].rateLimit.per`)
+  })
   for (const [name, upstream] of Object.entries(c.upstreams)) {
     if (upstream.timeout !== undefined) upstream.timeout = parseDuration(upstream.timeout, `upstreams.${name}.timeout`)
     if (upstream.maxTotalTimeout !== undefined) upstream.maxTotalTimeout = parseDuration(upstream.maxTotalTimeout, `upstreams.${name}.maxTotalTimeout`)

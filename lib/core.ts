@@ -9,6 +9,7 @@ import { Dispatcher, type ServerInfo } from './dispatch.js'
 import { NotificationHub } from './notify-hub.js'
 import { StateSealer } from './mrtr.js'
 import { SERVER_INFO } from './version.js'
+import { compilePolicy } from './policy.js'
 import type { UpstreamRegistry } from './upstreams/types.js'
 
 /** What {@link createCore} builds. */
@@ -29,7 +30,7 @@ export interface Core {
 
 /**
  * Builds the core for one face.
- * @param config a loaded config (`mrtr`: state key, park timeout and state lifetime, ms)
+ * @param config a loaded config (`mrtr`: state key, park timeout and state lifetime, ms; `policy`)
  * @param registry the upstream registry calls are routed through (instrumented or not)
  * @param logger the face's logger (stdio: fd 2)
  * @throws McpxError MCPX_ERR_CONFIG when `mrtr.stateKey` decodes to fewer than 32 bytes
@@ -43,7 +44,8 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
     logger,
     sealer,
     parkTimeoutMs: mrtr.parkTimeoutMs,
-    stateTtlMs: mrtr.stateTtlMs
+    stateTtlMs: mrtr.stateTtlMs,
+    policy: compilePolicy(config.policy) // issue #17; a reload swaps it with dispatcher.setPolicy
   })
   const hub = new NotificationHub(registry)
   return {

@@ -36,7 +36,11 @@ export interface DispatchContext {
    * the state SHOULD bind the principal).
    */
   principal?: string
-  /** The caller's Principal itself (lib/principal.ts; issue #16): passed to upstream calls as their `principal`. */
+  /**
+   * The caller's Principal itself (lib/principal.ts; issue #16): passed to upstream calls as their
+   * `principal`, and what the policy (lib/policy.ts; issue #17) decides by. Undefined: anonymous
+   * (HTTP without authentication). stdio sets LOCAL_PRINCIPAL.
+   */
   caller?: unknown
   /**
    * The client connection the request belongs to, when it is one client's: the legacy HTTP
@@ -46,6 +50,11 @@ export interface DispatchContext {
    * per-session instances by it.
    */
   sessionId?: string
+  /**
+   * The endpoint the request came in on (issue #17): a curated server's name (`<prefix>/mcp/<name>`,
+   * `mcpx serve --server <name>`), or undefined for `/mcp` itself (the whole catalogue).
+   */
+  endpoint?: string
   /** Legacy only: resource subscriptions of this connection/session (resources/subscribe adds, unsubscribe removes). */
   subscriptions?: SubscriptionSet
   /** Set by the face only when tracing is on (lib/trace.ts): transport, HTTP traceparent, session. */

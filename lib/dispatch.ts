@@ -20,6 +20,7 @@ import type { DispatchContext } from './dispatch-types.js'
 import { markRefused } from './status.js'
 import { MrtrBridge, StateSealer, missingCapabilities, missingCapabilityError } from './mrtr.js'
 import { activeTracing } from './trace.js'
+import { WHOLE_CATALOGUE, type Policy, type PolicyView } from './policy.js'
 
 export type { DispatchContext } from './dispatch-types.js'
 
@@ -52,6 +53,8 @@ export interface DispatcherOptions {
   parkTimeoutMs?: number
   /** How long a requestState mcpx issues stays valid, ms. Default 300 000. */
   stateTtlMs?: number
+  /** The per-caller policy (lib/policy.ts, issue #17); undefined: everything allowed to everyone. */
+  policy?: Policy
 }
 
 /** A rejection of a modern request's envelope, before any method runs. */
@@ -68,12 +71,15 @@ export class Dispatcher {
   private readonly listTtlMs: number
   /** The MRTR bridge (lib/mrtr.ts): interactive calls across eras, and the question capability rule. */
   private readonly mrtr: MrtrBridge
+  /** The per-caller policy; undefined: none configured (no per-request cost). */
+  private policy: Policy | undefined
 
   constructor (options: DispatcherOptions) {
     this.registry = options.registry
     this.serverInfo = options.serverInfo
     this.log = options.logger
     this.listTtlMs = options.listTtlMs ?? 0
+    this.policy = options.policy
     this.mrtr = new MrtrBridge({
       sealer: options.sealer ?? new StateSealer(),
       parkTimeoutMs: options.parkTimeoutMs ?? 60_000,
@@ -81,6 +87,31 @@ export class Dispatcher {
       logger: options.logger,
       callOptions: (request, ctx) => this.callOptions(request, ctx)
     })
+  }
+
+  /**
+   * Swaps the per-caller policy (a config reload compiles a new one: lib/policy compilePolicy).
+   * Requests already running keep the view they started with. undefined: everything allowed.
+   */
+  setPolicy (policy: Policy | undefined): void { this.policy = policy }
+
+  /**
+   * What the request's caller sees on its endpoint, or undefined when no policy is configured
+   * (everything visible). The one place visibility is decided (issue #17 › One place).
+   */
+  viewOf (ctx: Pick<DispatchContext, 'caller' | 'endpoint'>): PolicyView | undefined {
+    return this.policy?.viewOf(ctx.caller, ctx.endpoint ?? WHOLE_CATALOGUE)
+  }
+
+  /**
+   * The tool `name` as the caller sees it on its endpoint, or undefined when it does not exist for
+   * them (unknown or hidden: the same). The modern headers check (Mcp-Param-*) looks tools up here,
+   * so a hidden tool's schema never shapes an answer.
+   */
+  findTool (name: string, ctx: Pick<DispatchContext, 'caller' | 'endpoint'>): JsonObject | undefined {
+    const view = this.viewOf(ctx)
+    if (view !== undefined && !view.allows('tools', name)) return undefined
+    return this.registry.findTool(name)
   }
 
   /** Number of calls parked on a question, for metrics and tests. */
@@ -177,6 +208,15 @@ export class Dispatcher {
 
   private async run (request: JsonRpcRequest, ctx: DispatchContext): Promise<JsonObject> {
     const params = request.params ?? {}
+    // issue #17: what this caller sees on this endpoint (undefined: no policy, everything). A hidden
+    // thing is answered exactly as a name that does not exist (the same error, thrown where the
+    // registry would throw it), and never reaches the upstream.
+    const view = this.viewOf(ctx)
+    if (view !== undefined) return await this.runFiltered(request, params, ctx, view)
+    return await this.runUnfiltered(request, params, ctx)
+  }
+
+  private async runUnfiltered (request: JsonRpcRequest, params: JsonObject, ctx: DispatchContext): Promise<JsonObject> {
     switch (request.method) {
       case 'initialize': return this.initializeResult(params)
       case 'ping': return {}
@@ -220,6 +260,55 @@ export class Dispatcher {
       default:
         throw new UpstreamRpcError(METHOD_NOT_FOUND, `Method not found: ${request.method}`)
     }
+  }
+
+  /** {@link run} under a policy view: lists filtered, hidden names answered as unknown ones. */
+  private async runFiltered (request: JsonRpcRequest, params: JsonObject, ctx: DispatchContext, view: PolicyView): Promise<JsonObject> {
+    switch (request.method) {
+      case 'tools/list': return this.list(params, 'tools', view.filter('tools', this.registry.tools(), 'name'))
+      case 'prompts/list': return this.list(params, 'prompts', view.filter('prompts', this.registry.prompts(), 'name'))
+      case 'resources/list': return this.list(params, 'resources', view.filter('resources', this.registry.resources(), 'uri'))
+      case 'resources/templates/list': return this.list(params, 'resourceTemplates', view.filter('resources', this.registry.resourceTemplates(), 'uriTemplate'))
+      case 'tools/call': {
+        const name = requireString(params, 'name')
+        if (params.arguments !== undefined && !isObject(params.arguments)) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: arguments must be an object')
+        const args = params.arguments as JsonObject | undefined
+        return await this.mrtr.call(request, ctx, name, async options => {
+          if (!view.allows('tools', name)) throw hidden('tool', name)
+          return await this.registry.callTool(name, args, options)
+        })
+      }
+      case 'prompts/get': {
+        const name = requireString(params, 'name')
+        if (params.arguments !== undefined && !isObject(params.arguments)) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: arguments must be an object')
+        const args = params.arguments as Record<string, string> | undefined
+        return await this.mrtr.call(request, ctx, name, async options => {
+          if (!view.allows('prompts', name)) throw hidden('prompt', name)
+          return await this.registry.getPrompt(name, args, options)
+        })
+      }
+      case 'resources/read': {
+        const uri = requireString(params, 'uri')
+        return await this.mrtr.call(request, ctx, uri, async options => {
+          if (!view.allows('resources', uri)) throw hiddenResource(uri)
+          return await this.registry.readResource(uri, options)
+        })
+      }
+      case 'completion/complete': {
+        const ref = params.ref
+        if (isObject(ref) && ref.type === 'ref/prompt' && typeof ref.name === 'string' && !view.allows('prompts', ref.name)) throw hidden('prompt', ref.name)
+        if (isObject(ref) && ref.type === 'ref/resource' && typeof ref.uri === 'string' && !view.allows('resources', ref.uri)) {
+          throw new UpstreamRpcError(INVALID_PARAMS, `Unknown resource or template: ${ref.uri}`)
+        }
+        break
+      }
+      case 'resources/subscribe': {
+        const uri = requireString(params, 'uri')
+        if (!view.allows('resources', uri)) throw hiddenResource(uri)
+        break
+      }
+    }
+    return await this.runUnfiltered(request, params, ctx)
   }
 
   private list (params: JsonObject, key: string, items: JsonObject[]): JsonObject {
@@ -298,6 +387,19 @@ export class Dispatcher {
     this.log.error({ err, method: request.method }, 'request failed')
     return errorResponse(request.id, INTERNAL_ERROR, 'Internal error')
   }
+}
+
+/**
+ * The error for a hidden tool or prompt: the registry's own answer for a name no upstream lists
+ * (lib/upstreams/registry.ts `unknown`), byte for byte, so a hidden name looks absent (issue #17).
+ */
+function hidden (kind: 'tool' | 'prompt', name: string): UpstreamRpcError {
+  return new UpstreamRpcError(INVALID_PARAMS, `Unknown ${kind}: ${name}`)
+}
+
+/** The error for a hidden resource: the registry's answer for a URI no upstream serves. */
+function hiddenResource (uri: string): UpstreamRpcError {
+  return new UpstreamRpcError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`, { uri })
 }
 
 function requireString (params: JsonObject, key: string): string {

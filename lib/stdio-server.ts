@@ -411,11 +411,13 @@ class StdioConnection {
     if (hasModernMeta(request) || MODERN_ONLY.has(request.method)) {
       const ctx = modernContext(metaOf(request), entry.controller.signal, notify, LOCAL_PRINCIPAL.key)
       ctx.sessionId = STDIO_SESSION
+      ctx.caller = LOCAL_PRINCIPAL // the policy knows it as `local` (issue #17)
       return ctx
     }
     // Before initialize: the oldest revision's shapes (seed › stdio › Before initialize).
     const ctx = this.peer.legacyContext(entry.controller.signal, OLDEST_REVISION, { notify, ask: this.ask, subscriptions: this.subscriptions, principal: LOCAL_PRINCIPAL.key })
     ctx.sessionId = STDIO_SESSION
+    ctx.caller = LOCAL_PRINCIPAL
     return ctx
   }
 

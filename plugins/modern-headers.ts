@@ -11,11 +11,13 @@ import { modernStatus } from '../lib/status.js'
 import { checkModernHeaders } from '../lib/modern-headers.js'
 import { checkParamHeaders } from '../lib/param-headers.js'
 import { isUnservedModern, unsupportedVersion } from '../lib/revisions.js'
-import type { UpstreamRegistry } from '../lib/upstreams/types.js'
+import type { Dispatcher } from '../lib/dispatch.js'
+import type { DispatchContext } from '../lib/dispatch-types.js'
 
 export default fp(async function mcpxModernHeaders (fastify) {
-  // Where the named tool's inputSchema (with its x-mcp-header annotations) is looked up: the scope's one registry.
-  const registry = fastify.mcp.registry
+  // Where the named tool's inputSchema (with its x-mcp-header annotations) is looked up: the
+  // dispatcher, through the caller's policy view (a hidden tool is unknown here too: issue #17).
+  const dispatcher = fastify.mcp.dispatcher
   const batchRefused = encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Invalid Request: 2026-07-28 has no JSON-RPC batches'))
   fastify.addHook('preHandler', async function checkModernRequest (request, reply) {
     const inbound = request.mcp
@@ -34,17 +36,17 @@ export default fp(async function mcpxModernHeaders (fastify) {
       return reply.code(modernStatus(refused.error)).type('application/json').send(encodeMessage(refused))
     }
     const rejection = checkModernHeaders(request.headers, message, item.kind, inbound.bodyRevision) ??
-      (message.method === 'tools/call' ? checkToolParams(registry, request.headers, message.params) : undefined)
+      (message.method === 'tools/call' ? checkToolParams(dispatcher.findTool.bind(dispatcher), { caller: request.mcpPrincipal ?? undefined }, request.headers, message.params) : undefined)
     if (rejection === undefined) return
     const refused = errorResponse(id, rejection.code, rejection.message)
     return reply.code(modernStatus(refused.error)).type('application/json').send(encodeMessage(refused))
   })
-}, { name: 'mcpx-modern-headers', fastify: '5.x', dependencies: ['mcpx-era', 'mcpx-upstreams'] })
+}, { name: 'mcpx-modern-headers', fastify: '5.x', dependencies: ['mcpx-era', 'mcpx-upstreams', 'mcpx-auth'] })
 
-function checkToolParams (registry: UpstreamRegistry, headers: Record<string, string | string[] | undefined>, params: Record<string, unknown> | undefined): { code: number, message: string } | undefined {
+function checkToolParams (findTool: Dispatcher['findTool'], ctx: Pick<DispatchContext, 'caller' | 'endpoint'>, headers: Record<string, string | string[] | undefined>, params: Record<string, unknown> | undefined): { code: number, message: string } | undefined {
   const name = params?.name
   if (typeof name !== 'string') return undefined
-  const tool = registry.findTool(name)
+  const tool = findTool(name, ctx)
   if (tool === undefined) return undefined // unknown tool: the dispatcher answers -32602
   return checkParamHeaders(headers, tool.inputSchema, params?.arguments)
 }

@@ -18,7 +18,8 @@
  *   (mcpx as a client: lists, calls, lifecycle, eras), `replicas` (sessions shared through Redis), `bridge` (MRTR
  *   questions between eras), `config`, `daemon` (process, ops endpoints, shutdown), `plugin` (embedding in a host
  *   Fastify app), `package` (what npm installs), `deploy` (deployment recipes, e.g. `deploy/nginx/…`), `limits`
- *   (issue #20: the bounds mcpx keeps under hostile peers, e.g. `limits/upstreams/…`).
+ *   (issue #20: the bounds mcpx keeps under hostile peers, e.g. `limits/upstreams/…`), `policy`
+ *   (who sees and calls what, rate limits), `servers` (curated endpoints), `audit` (the audit trail) (issue #17).
  *
  * ## Ids
  * An id is a test name. `*` as the first segment is a family, one id per revision in `revisions`
@@ -35,7 +36,7 @@ export type Revision = typeof REVISIONS[number]
 export const LEGACY_REVISIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'] as const satisfies readonly Revision[]
 
 /** The first segments a test name may have (see the scheme above). */
-export const SCOPES: readonly string[] = [...REVISIONS, 'all', 'auth', 'upstreams', 'replicas', 'isolation', 'paging', 'limits', 'bridge', 'config', 'daemon', 'plugin', 'package', 'deploy', 'redis', 'trace', 'cli', 'ops']
+export const SCOPES: readonly string[] = [...REVISIONS, 'all', 'auth', 'upstreams', 'replicas', 'isolation', 'paging', 'limits', 'bridge', 'config', 'daemon', 'plugin', 'package', 'deploy', 'redis', 'trace', 'cli', 'ops', 'policy', 'servers', 'audit']
 
 /** The seed file the `seed › …` sources name, relative to shared/. */
 export const SEED_FILE = 'seeds/000_b1284d353a3cd686.txt'

@@ -1,0 +1,97 @@
+/**
+ * lib/policy alone: rule matching per principal kind, servers, deny wins, absent allow, default,
+ * globs, and the config schema's `policy` (issue #17 › Per-caller policy).
+ */
+import t from 'tap'
+import { Policy, compileGlobs, principalMatches, type PolicyConfig } from '../../lib/policy.js'
+import { LOCAL_PRINCIPAL, oauthPrincipal, tokenPrincipal } from '../../lib/principal.js'
+import { loadConfig } from '../../lib/config.js'
+
+const ISS = 'https://as.example.com'
+const carol = oauthPrincipal({ iss: ISS, sub: 'carol', groups: ['staff', 'support-team'], tier: 'gold', level: 3 }, ['mcp:tools', 'mcp:read'])
+const ci = tokenPrincipal('ci', ['mcp:read'])
+
+function policy (config: Partial<PolicyConfig>): Policy {
+  return new Policy({ default: 'deny', rules: [], ...config })
+}
+
+t.test('policy/rules/principal-kinds-match', async t => {
+  t.ok(principalMatches({ tokens: ['ci'] }, ci), 'token by name')
+  t.notOk(principalMatches({ tokens: ['ci'] }, carol), 'a token rule does not match an OAuth caller')
+  t.ok(principalMatches({ subjects: [{ issuer: ISS, subject: 'carol' }] }, carol), 'issuer and subject')
+  t.notOk(principalMatches({ subjects: [{ issuer: 'https://other.example.com', subject: 'carol' }] }, carol), 'same subject, another issuer')
+  t.ok(principalMatches({ scopes: ['mcp:read'] }, ci), 'a static token\'s scopes count')
+  t.ok(principalMatches({ scopes: ['mcp:tools', 'mcp:read'] }, carol), 'every scope held')
+  t.notOk(principalMatches({ scopes: ['mcp:tools', 'mcp:admin'] }, carol), 'one scope missing')
+  t.ok(principalMatches({ claims: { groups: 'support-team' } }, carol), 'a value contained in an array claim')
+  t.ok(principalMatches({ claims: { tier: 'gold', level: 3 } }, carol), 'values equal to the claims')
+  t.notOk(principalMatches({ claims: { tier: 'silver' } }, carol), 'a different value')
+  t.notOk(principalMatches({ claims: { groups: 'staff-x' } }, carol), 'not contained')
+  t.notOk(principalMatches({ claims: { tier: 'gold' } }, ci), 'claims match OAuth callers only')
+  t.ok(principalMatches({ local: true }, LOCAL_PRINCIPAL), 'local')
+  t.notOk(principalMatches({ local: true }, ci), 'local is the stdio caller only')
+  t.notOk(principalMatches({ tokens: ['ci'], scopes: ['mcp:admin'] }, ci), 'every key given must match')
+  t.ok(principalMatches(undefined, undefined), 'no principals: everyone, the anonymous caller too')
+  t.notOk(principalMatches({ tokens: ['ci'] }, undefined), 'an anonymous caller matches no principal')
+})
+
+t.test('policy/rules/deny-wins-and-absent-allow-is-nothing', async t => {
+  const p = policy({
+    rules: [
+      { principals: { tokens: ['ci'] }, allow: { tools: ['crm__*'] }, deny: { tools: ['crm__delete_*'] } },
+      { allow: { prompts: ['*'] }, deny: { tools: ['crm__export'] } }
+    ]
+  })
+  const view = p.viewOf(ci)
+  t.ok(view.allows('tools', 'crm__lookup'))
+  t.notOk(view.allows('tools', 'crm__delete_user'), 'the rule\'s own deny wins')
+  t.notOk(view.allows('tools', 'crm__export'), 'another applying rule\'s deny wins')
+  t.ok(view.allows('prompts', 'anything'))
+  t.notOk(view.allows('resources', 'kb://a'), 'no rule allows resources: none')
+  t.notOk(p.viewOf(carol).allows('tools', 'crm__lookup'), 'carol: only the everyone rule applies, it allows no tools')
+  const filtered = view.filter('tools', [{ name: 'crm__lookup' }, { name: 'crm__delete_x' }, { name: 'kb__search' }, { title: 'no name' }], 'name')
+  t.same(filtered, [{ name: 'crm__lookup' }], 'filter keeps the visible items only')
+})
+
+t.test('policy/rules/servers-scope-a-rule', async t => {
+  const p = policy({ rules: [{ servers: ['support'], allow: { tools: ['kb__*'] } }, { principals: { tokens: ['ci'] }, allow: { tools: ['crm__lookup'] } }] })
+  t.ok(p.viewOf(ci, 'support').allows('tools', 'kb__search'), 'on its server')
+  t.notOk(p.viewOf(ci).allows('tools', 'kb__search'), 'not on /mcp')
+  t.notOk(p.viewOf(ci, 'billing').allows('tools', 'kb__search'), 'not on another server')
+  t.ok(p.viewOf(ci, 'billing').allows('tools', 'crm__lookup'), 'a rule without servers applies on every endpoint')
+  t.ok(p.viewOf(ci).allows('tools', 'crm__lookup'), '...including /mcp')
+})
+
+t.test('policy/rules/default-allow-only-denies', async t => {
+  const p = policy({ default: 'allow', rules: [{ principals: { tokens: ['ci'] }, deny: { tools: ['danger*'] } }] })
+  t.ok(p.viewOf(carol).allows('tools', 'danger_zone'))
+  t.notOk(p.viewOf(ci).allows('tools', 'danger_zone'))
+  t.ok(p.viewOf(ci).allows('resources', 'kb://x'))
+  t.ok(p.viewOf(undefined).allows('prompts', 'p'), 'anonymous callers see everything too')
+})
+
+t.test('policy/globs/star-spans-any-characters', async t => {
+  const re = compileGlobs(['kb://*', 'a?c', 'x.y'])
+  t.ok(re?.test('kb://docs/deep/page'), '* spans / and :')
+  t.ok(re?.test('abc'))
+  t.notOk(re?.test('abbc'), '? is one character')
+  t.notOk(re?.test('xzy'), '. is literal')
+  t.notOk(re?.test('kb:/x'), 'the literal part must match')
+  t.equal(compileGlobs([]), null, 'no globs: nothing')
+})
+
+t.test('policy/rules/rate-limits-of-the-rules-that-allow-the-tool', async t => {
+  const p = policy({ rules: [{ principals: { tokens: ['ci'] }, allow: { tools: ['kb__*'] }, rateLimit: { calls: 5, per: 60_000 } }, { allow: { tools: ['crm__*'] } }] })
+  t.same(p.viewOf(ci).limitsFor('kb__search').map(l => [l.calls, l.per]), [[5, 60_000]])
+  t.same(p.viewOf(ci).limitsFor('crm__lookup'), [], 'a tool the limited rule does not allow is not counted by it')
+})
+
+t.test('config/policy/schema-and-durations', async t => {
+  const config = loadConfig({ policy: { rules: [{ principals: { claims: { groups: 'support' } }, allow: { tools: ['*'] }, rateLimit: { calls: 60, per: '1m' } }] } })
+  t.equal(config.policy?.default, 'deny', 'default is deny')
+  t.equal(config.policy?.rules[0].rateLimit?.per, 60_000, 'per is read as a duration (ms)')
+  t.throws(() => loadConfig({ policy: { rules: [{ allow: { tool: ['*'] } }] } }), /policy\.rules\.0\.allow: must NOT have additional properties \(tool\)/)
+  t.throws(() => loadConfig({ policy: { default: 'maybe' } }), /policy\.default/)
+  t.throws(() => loadConfig({ policy: { rules: [{ principals: { subjects: [{ subject: 'x' }] } }] } }), /issuer/)
+  t.equal(loadConfig({}).policy, undefined, 'no policy unless configured')
+})
