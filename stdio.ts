@@ -23,10 +23,17 @@ import { createRegistry, startUpstreams } from './lib/upstreams/registry.js'
  * @param config a loaded config (lib/config.ts `loadConfig`/`resolveConfig`)
  * @param logger must not write to stdout: use `createLogger('stdio')` (fd 2)
  * @param io the streams served (default process.stdin and process.stdout; tests pass their own)
+ * @param endpoint `--server <name>`: serve that curated endpoint of `config.servers` (issue #17);
+ *        an unknown name is logged and the exit code is 2 (nothing is started)
  * @returns the process exit code: 0 after a clean shutdown, 1 when the upstreams could not be
- *          started. Never rejects.
+ *          started, 2 for an unknown `endpoint`. Never rejects.
  */
-export async function runStdio (config: McpxConfig, logger: Logger, io: { input: Readable, output: Writable } = { input: process.stdin, output: process.stdout }): Promise<number> {
+export async function runStdio (config: McpxConfig, logger: Logger, io: { input: Readable, output: Writable } = { input: process.stdin, output: process.stdout }, endpoint?: string): Promise<number> {
+  if (endpoint !== undefined && config.servers?.[endpoint] === undefined) {
+    // Checked before any upstream starts: a typo must not serve the whole catalogue, nor nothing silently.
+    logger.error({ server: endpoint, configured: Object.keys(config.servers ?? {}) }, 'no such curated server in config.servers')
+    return 2
+  }
   const registry = createRegistry(config.upstreams, { logger, defaultTimeoutMs: config.upstreamTimeout, streamBufferBytes: config.transport.streamBufferBytes })
   const core = createCore(config, registry, logger)
   const { dispatcher, hub } = core
@@ -58,7 +65,8 @@ export async function runStdio (config: McpxConfig, logger: Logger, io: { input:
       maxInFlight: config.transport.stdioMaxInFlight,
       streamBufferBytes: config.transport.streamBufferBytes,
       streamBufferMaxBytes: config.transport.streamBufferMaxBytes,
-      logger
+      logger,
+      ...(endpoint !== undefined ? { endpoint } : {})
     })
     logger.info({ upstreams: Object.keys(config.upstreams) }, 'serving MCP on stdio')
     await server.closed

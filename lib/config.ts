@@ -20,6 +20,7 @@ import type { UpstreamConfig } from './upstreams/types.js'
 import { issuerProblem, resourceProblem } from './oauth/metadata.js'
 import { REDIS_TARGET_SCHEMA, type RedisTarget } from './redis-client.js'
 import type { PolicyConfig } from './policy.js'
+import { serversProblems, type ServerConfig } from './servers.js'
 
 /** The Redis of `sessions.store: "redis"` when neither sessions.redis nor sessions.redisUrl is given. */
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379'
@@ -122,6 +123,43 @@ const POLICY = {
           }
         }
       }
+    }
+  }
+}
+
+/** allow/deny globs of one kind, for a curated endpoint. */
+const SERVER_GLOBS = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    allow: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'globs of catalogue names (resources: URIs); absent: nothing of this kind' },
+    deny: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'globs that win over allow' }
+  }
+}
+
+/** `servers` (issue #17 › Curated endpoints; README › Curated endpoints). */
+const SERVERS = {
+  type: 'object',
+  description: 'curated endpoints, served at <prefix>/mcp/<name> and by mcpx serve --server <name>',
+  propertyNames: { pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*$' },
+  additionalProperties: {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      tools: SERVER_GLOBS,
+      prompts: SERVER_GLOBS,
+      resources: SERVER_GLOBS,
+      rename: { type: 'object', additionalProperties: { type: 'string', minLength: 1 }, description: 'catalogue tool name → the name this endpoint exposes' },
+      override: {
+        type: 'object',
+        description: 'per catalogue tool name: description, title and annotations to list instead of the upstream\'s',
+        additionalProperties: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { description: { type: 'string' }, title: { type: 'string' }, annotations: { type: 'object' } }
+        }
+      },
+      defaults: { type: 'object', additionalProperties: { type: 'object' }, description: 'per catalogue tool name: arguments filled in when the client leaves them out (and dropped from required)' }
     }
   }
 }
@@ -252,6 +290,7 @@ export const CONFIG_SCHEMA = {
     },
     upstreamTimeout: { ...DURATION, default: '60s', description: 'default timeout of one upstream call (ms)' },
     policy: POLICY,
+    servers: SERVERS,
     upstreams: {
       type: 'object',
       default: {},
@@ -357,6 +396,8 @@ export interface McpxConfig {
   upstreamTimeout: number
   /** Per-caller policy (issue #17; lib/policy.ts); absent: everything allowed. `rateLimit.per` in ms after loading. */
   policy?: PolicyConfig
+  /** Curated endpoints by name (issue #17; lib/servers.ts). */
+  servers?: Record<string, ServerConfig>
   /** Keyed by upstream name; insertion order is config order. */
   upstreams: Record<string, UpstreamConfig>
 }
@@ -589,6 +630,8 @@ export function loadConfig (raw: unknown): McpxConfig {
     oauth.clockTolerance = parseDuration(oauth.clockTolerance, 'auth.oauth.clockTolerance')
     oauth.jwksCooldown = parseDuration(oauth.jwksCooldown, 'auth.oauth.jwksCooldown')
   }
+  const serverIssues = serversProblems(c.servers ?? {})
+  if (serverIssues.length > 0) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: invalid config:\n${serverIssues.map(p => '  ' + p).join('\n')}`)
   c.policy?.rules.forEach((rule, i) => {
     if (rule.rateLimit !== undefined) rule.rateLimit.per = parseDuration(rule.rateLimit.per, `policy.rules[${i}].rateLimit.per`)
   })

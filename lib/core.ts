@@ -10,6 +10,7 @@ import { NotificationHub } from './notify-hub.js'
 import { StateSealer } from './mrtr.js'
 import { SERVER_INFO } from './version.js'
 import { compilePolicy } from './policy.js'
+import { Servers } from './servers.js'
 import type { UpstreamRegistry } from './upstreams/types.js'
 
 /** What {@link createCore} builds. */
@@ -45,7 +46,9 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
     sealer,
     parkTimeoutMs: mrtr.parkTimeoutMs,
     stateTtlMs: mrtr.stateTtlMs,
-    policy: compilePolicy(config.policy) // issue #17; a reload swaps it with dispatcher.setPolicy
+    // issue #17; a reload swaps both with dispatcher.setAccess
+    policy: compilePolicy(config.policy),
+    servers: config.servers === undefined ? undefined : new Servers(config.servers)
   })
   const hub = new NotificationHub(registry)
   return {

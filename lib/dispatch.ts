@@ -20,7 +20,9 @@ import type { DispatchContext } from './dispatch-types.js'
 import { markRefused } from './status.js'
 import { MrtrBridge, StateSealer, missingCapabilities, missingCapabilityError } from './mrtr.js'
 import { activeTracing } from './trace.js'
-import { WHOLE_CATALOGUE, type Policy, type PolicyView } from './policy.js'
+import { WHOLE_CATALOGUE, type Policy } from './policy.js'
+import { CuratedServer, type Servers } from './servers.js'
+import { Visibility } from './visibility.js'
 
 export type { DispatchContext } from './dispatch-types.js'
 
@@ -55,7 +57,12 @@ export interface DispatcherOptions {
   stateTtlMs?: number
   /** The per-caller policy (lib/policy.ts, issue #17); undefined: everything allowed to everyone. */
   policy?: Policy
+  /** The curated endpoints (lib/servers.ts, issue #17); undefined: none. */
+  servers?: Servers
 }
+
+/** An endpoint a request names that is not configured (a reload removed it): nothing is exposed (fail closed). */
+const NO_SERVER = new CuratedServer('', {})
 
 /** A rejection of a modern request's envelope, before any method runs. */
 export type EnvelopeCheck = JsonRpcErrorResponse | undefined
@@ -73,6 +80,8 @@ export class Dispatcher {
   private readonly mrtr: MrtrBridge
   /** The per-caller policy; undefined: none configured (no per-request cost). */
   private policy: Policy | undefined
+  /** The curated endpoints; undefined: none configured. */
+  private servers: Servers | undefined
 
   constructor (options: DispatcherOptions) {
     this.registry = options.registry
@@ -80,6 +89,7 @@ export class Dispatcher {
     this.log = options.logger
     this.listTtlMs = options.listTtlMs ?? 0
     this.policy = options.policy
+    this.servers = options.servers
     this.mrtr = new MrtrBridge({
       sealer: options.sealer ?? new StateSealer(),
       parkTimeoutMs: options.parkTimeoutMs ?? 60_000,
@@ -90,28 +100,38 @@ export class Dispatcher {
   }
 
   /**
-   * Swaps the per-caller policy (a config reload compiles a new one: lib/policy compilePolicy).
-   * Requests already running keep the view they started with. undefined: everything allowed.
+   * Swaps the per-caller policy and the curated endpoints (a config reload compiles new ones:
+   * lib/policy compilePolicy, lib/servers Servers). Requests already running keep the view they
+   * started with. undefined: everything allowed / no curated endpoints.
    */
-  setPolicy (policy: Policy | undefined): void { this.policy = policy }
+  setAccess (policy: Policy | undefined, servers: Servers | undefined): void {
+    this.policy = policy
+    this.servers = servers
+  }
+
+  /** Whether a curated endpoint by this name is configured (HTTP answers 404 for any other `/mcp/<name>`). */
+  hasEndpoint (name: string): boolean { return this.servers?.has(name) === true }
 
   /**
-   * What the request's caller sees on its endpoint, or undefined when no policy is configured
-   * (everything visible). The one place visibility is decided (issue #17 › One place).
+   * What the request's caller sees on its endpoint, or undefined when neither a policy nor a
+   * curated endpoint applies (everything visible: the old path, at no cost). The one place
+   * visibility is decided (issue #17 › One place). An endpoint that is not configured exposes nothing.
    */
-  viewOf (ctx: Pick<DispatchContext, 'caller' | 'endpoint'>): PolicyView | undefined {
-    return this.policy?.viewOf(ctx.caller, ctx.endpoint ?? WHOLE_CATALOGUE)
+  visibilityOf (ctx: Pick<DispatchContext, 'caller' | 'endpoint'>): Visibility | undefined {
+    const view = this.policy?.viewOf(ctx.caller, ctx.endpoint ?? WHOLE_CATALOGUE)
+    const server = ctx.endpoint === undefined ? undefined : this.servers?.get(ctx.endpoint) ?? NO_SERVER
+    return view === undefined && server === undefined ? undefined : new Visibility(view, server)
   }
 
   /**
-   * The tool `name` as the caller sees it on its endpoint, or undefined when it does not exist for
-   * them (unknown or hidden: the same). The modern headers check (Mcp-Param-*) looks tools up here,
-   * so a hidden tool's schema never shapes an answer.
+   * The tool `name` (as exposed) as the caller sees it on its endpoint, or undefined when it does
+   * not exist for them (unknown or hidden: the same). The modern headers check (Mcp-Param-*) looks
+   * tools up here, so a hidden tool's schema never shapes an answer, and a renamed one is found by
+   * the name the client uses.
    */
   findTool (name: string, ctx: Pick<DispatchContext, 'caller' | 'endpoint'>): JsonObject | undefined {
-    const view = this.viewOf(ctx)
-    if (view !== undefined && !view.allows('tools', name)) return undefined
-    return this.registry.findTool(name)
+    const visibility = this.visibilityOf(ctx)
+    return visibility === undefined ? this.registry.findTool(name) : visibility.findTool(name, this.registry)
   }
 
   /** Number of calls parked on a question, for metrics and tests. */
@@ -211,8 +231,8 @@ export class Dispatcher {
     // issue #17: what this caller sees on this endpoint (undefined: no policy, everything). A hidden
     // thing is answered exactly as a name that does not exist (the same error, thrown where the
     // registry would throw it), and never reaches the upstream.
-    const view = this.viewOf(ctx)
-    if (view !== undefined) return await this.runFiltered(request, params, ctx, view)
+    const visibility = this.visibilityOf(ctx)
+    if (visibility !== undefined) return await this.runFiltered(request, params, ctx, visibility)
     return await this.runUnfiltered(request, params, ctx)
   }
 
@@ -262,20 +282,25 @@ export class Dispatcher {
     }
   }
 
-  /** {@link run} under a policy view: lists filtered, hidden names answered as unknown ones. */
-  private async runFiltered (request: JsonRpcRequest, params: JsonObject, ctx: DispatchContext, view: PolicyView): Promise<JsonObject> {
+  /**
+   * {@link run} under a caller's view: lists filtered (and, on a curated endpoint, renamed and
+   * overridden), hidden names answered as unknown ones, exposed names routed to catalogue names,
+   * endpoint defaults filled in.
+   */
+  private async runFiltered (request: JsonRpcRequest, params: JsonObject, ctx: DispatchContext, visible: Visibility): Promise<JsonObject> {
     switch (request.method) {
-      case 'tools/list': return this.list(params, 'tools', view.filter('tools', this.registry.tools(), 'name'))
-      case 'prompts/list': return this.list(params, 'prompts', view.filter('prompts', this.registry.prompts(), 'name'))
-      case 'resources/list': return this.list(params, 'resources', view.filter('resources', this.registry.resources(), 'uri'))
-      case 'resources/templates/list': return this.list(params, 'resourceTemplates', view.filter('resources', this.registry.resourceTemplates(), 'uriTemplate'))
+      case 'tools/list': return this.list(params, 'tools', visible.tools(this.registry.tools()))
+      case 'prompts/list': return this.list(params, 'prompts', visible.prompts(this.registry.prompts()))
+      case 'resources/list': return this.list(params, 'resources', visible.resources(this.registry.resources(), 'uri'))
+      case 'resources/templates/list': return this.list(params, 'resourceTemplates', visible.resources(this.registry.resourceTemplates(), 'uriTemplate'))
       case 'tools/call': {
         const name = requireString(params, 'name')
         if (params.arguments !== undefined && !isObject(params.arguments)) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: arguments must be an object')
         const args = params.arguments as JsonObject | undefined
         return await this.mrtr.call(request, ctx, name, async options => {
-          if (!view.allows('tools', name)) throw hidden('tool', name)
-          return await this.registry.callTool(name, args, options)
+          const catalogue = visible.tool(name)
+          if (catalogue === undefined) throw hidden('tool', name)
+          return await this.registry.callTool(catalogue, visible.argumentsFor(catalogue, args), options)
         })
       }
       case 'prompts/get': {
@@ -283,28 +308,28 @@ export class Dispatcher {
         if (params.arguments !== undefined && !isObject(params.arguments)) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: arguments must be an object')
         const args = params.arguments as Record<string, string> | undefined
         return await this.mrtr.call(request, ctx, name, async options => {
-          if (!view.allows('prompts', name)) throw hidden('prompt', name)
+          if (!visible.prompt(name)) throw hidden('prompt', name)
           return await this.registry.getPrompt(name, args, options)
         })
       }
       case 'resources/read': {
         const uri = requireString(params, 'uri')
         return await this.mrtr.call(request, ctx, uri, async options => {
-          if (!view.allows('resources', uri)) throw hiddenResource(uri)
+          if (!visible.resource(uri)) throw hiddenResource(uri)
           return await this.registry.readResource(uri, options)
         })
       }
       case 'completion/complete': {
         const ref = params.ref
-        if (isObject(ref) && ref.type === 'ref/prompt' && typeof ref.name === 'string' && !view.allows('prompts', ref.name)) throw hidden('prompt', ref.name)
-        if (isObject(ref) && ref.type === 'ref/resource' && typeof ref.uri === 'string' && !view.allows('resources', ref.uri)) {
+        if (isObject(ref) && ref.type === 'ref/prompt' && typeof ref.name === 'string' && !visible.prompt(ref.name)) throw hidden('prompt', ref.name)
+        if (isObject(ref) && ref.type === 'ref/resource' && typeof ref.uri === 'string' && !visible.resource(ref.uri)) {
           throw new UpstreamRpcError(INVALID_PARAMS, `Unknown resource or template: ${ref.uri}`)
         }
         break
       }
       case 'resources/subscribe': {
         const uri = requireString(params, 'uri')
-        if (!view.allows('resources', uri)) throw hiddenResource(uri)
+        if (!visible.resource(uri)) throw hiddenResource(uri)
         break
       }
     }

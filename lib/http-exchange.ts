@@ -48,6 +48,8 @@ export interface PostChannel {
   readonly caller?: unknown
   /** Only when tracing is on (lib/trace.ts): the request's traceparent/tracestate headers. */
   readonly traceIn?: TraceIn | undefined
+  /** The curated endpoint the request came in on (issue #17); undefined for `/mcp` itself. */
+  readonly endpoint?: string
 }
 
 /** Shared state of the HTTP face. */
@@ -219,6 +221,7 @@ export class HttpExchange {
     const ctx = modernContext(inbound.meta, entry.controller.signal, scopedNotify(entry, responder), channel.principal)
     if (channel.caller !== undefined) ctx.caller = channel.caller // per-caller upstream credentials (issue #16)
     if (channel.traceIn !== undefined) ctx.traceIn = channel.traceIn
+    if (channel.endpoint !== undefined) ctx.endpoint = channel.endpoint // issue #17
     const response = await this.deps.dispatcher.handle(request, ctx)
     if (entry.controller.signal.aborted) { responder.abandon(); return } // nothing is written after a cancel
     const refused = refusedReply(response)
@@ -248,7 +251,8 @@ export class HttpExchange {
     try {
       const stream = channel.sse(undefined, 'listen')
       deps.streamSlots.track('listen', stream)
-      const listen = new Listen(deps.dispatcher, deps.hub, deps.logger, request.id, checked.filter, (n) => { stream.send(n) })
+      const visibility = deps.dispatcher.visibilityOf({ caller: channel.caller, endpoint: channel.endpoint })
+      const listen = new Listen(deps.dispatcher, deps.hub, deps.logger, request.id, checked.filter, (n) => { stream.send(n) }, visibility)
       // Subscribed upstream before the acknowledgement: what the ack promises is delivered from then on.
       await listen.subscribeUpstream()
       stream.send(listen.ack)
@@ -347,6 +351,7 @@ export class HttpExchange {
     if (channel.caller !== undefined) ctx.caller = channel.caller // per-caller upstream credentials (issue #16)
     if (session !== undefined) ctx.sessionId = session.id
     if (channel.traceIn !== undefined) ctx.traceIn = session === undefined ? channel.traceIn : { ...channel.traceIn, sessionId: session.id }
+    if (channel.endpoint !== undefined) ctx.endpoint = channel.endpoint // issue #17
     try {
       const response = await deps.dispatcher.handle(request, ctx)
       if (entry.cancelled) return { kind: 'withheld' }

@@ -10,6 +10,7 @@ import type { NotificationHub } from './notify-hub.js'
 import type { ListKind } from './upstreams/types.js'
 import type { Dispatcher } from './dispatch.js'
 import type { Logger } from './log.js'
+import type { Visibility } from './visibility.js'
 
 /** The `notifications` filter of a `subscriptions/listen` request, as acknowledged. */
 export interface ListenFilter {
@@ -90,6 +91,8 @@ export class Listen {
   /**
    * @param id the listen request's id (the subscriptionId)
    * @param send where the stream's notifications go; must not throw
+   * @param visibility the caller's view (Dispatcher.visibilityOf): hidden URIs are not subscribed
+   *        upstream, and notifications are filtered by the hub
    */
   constructor (
     private readonly dispatcher: Dispatcher,
@@ -97,7 +100,9 @@ export class Listen {
     private readonly logger: Logger,
     readonly id: RequestId,
     private readonly filter: ReadFilter,
-    private readonly send: (notification: JsonRpcNotification) => void
+    private readonly send: (notification: JsonRpcNotification) => void,
+    /** What the listener's caller sees on its endpoint (issue #17); undefined: everything. */
+    private readonly visibility?: Visibility
   ) {}
 
   /** The acknowledgement, the stream's first message. */
@@ -110,6 +115,7 @@ export class Listen {
   async subscribeUpstream (): Promise<void> {
     const registry = this.dispatcher.registry
     await Promise.all([...this.filter.uris].map(async uri => {
+      if (this.visibility?.seesUri(uri) === false) return // hidden: never subscribed upstream (issue #17)
       try {
         await registry.subscribe(uri)
       } catch (err) {
@@ -124,7 +130,7 @@ export class Listen {
   /** Starts delivering notifications (after the acknowledgement has been sent). */
   start (): void {
     if (this.ended || this.remove !== undefined) return
-    this.remove = this.hub.add({ lists: this.filter.lists, uris: this.filter.uris, send: (n) => { if (!this.ended) this.send(tagWithSubscription(n, this.id)) } })
+    this.remove = this.hub.add({ lists: this.filter.lists, uris: this.filter.uris, send: (n) => { if (!this.ended) this.send(tagWithSubscription(n, this.id)) }, ...(this.visibility !== undefined ? { visibility: this.visibility } : {}) })
   }
 
   /** Stops delivering, and releases the upstream subscriptions no one else needs (idempotent). Never rejects. */

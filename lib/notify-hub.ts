@@ -6,6 +6,7 @@
  */
 import type { ListKind, UpstreamRegistry } from './upstreams/types.js'
 import type { JsonRpcNotification } from './jsonrpc.js'
+import type { Visibility } from './visibility.js'
 
 /** One listener: what it wants, and where its notifications go. */
 export interface HubListener {
@@ -15,6 +16,12 @@ export interface HubListener {
   uris: ReadonlySet<string>
   /** Delivers one notification. Must not throw. */
   send: (notification: JsonRpcNotification) => void
+  /**
+   * What the listener's caller sees on its endpoint (issue #17; Dispatcher.visibilityOf). When set,
+   * list_changed is delivered only when that view of the list changed, and resources/updated only
+   * for a URI the caller sees. Absent: everything, as the registry announces it.
+   */
+  visibility?: Visibility
 }
 
 /** The list_changed notification method of each list kind (the one table; lib/redis-sessions relays with it too). */
@@ -29,14 +36,27 @@ export const ALL_LISTS: ReadonlySet<ListKind> = new Set<ListKind>(['tools', 'pro
 
 export class NotificationHub {
   private readonly listeners = new Set<HubListener>()
+  /** The last view each filtered listener was told about, per list kind (fingerprints, lib/visibility). */
+  private readonly seen = new Map<HubListener, Partial<Record<ListKind, string>>>()
   private readonly onListChanged = (kind: ListKind): void => {
     const notification: JsonRpcNotification = { jsonrpc: '2.0', method: LIST_CHANGED[kind] }
-    for (const listener of this.listeners) if (listener.lists.has(kind)) listener.send(notification)
+    for (const listener of this.listeners) {
+      if (!listener.lists.has(kind)) continue
+      const visibility = listener.visibility
+      if (visibility !== undefined) {
+        // issue #17: only when this caller's view on this endpoint changed.
+        const seen = this.seen.get(listener)
+        const now = visibility.fingerprint(kind, this.registry)
+        if (seen === undefined || seen[kind] === now) continue
+        seen[kind] = now
+      }
+      listener.send(notification)
+    }
   }
 
   private readonly onResourceUpdated = (uri: string): void => {
     const notification: JsonRpcNotification = { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } }
-    for (const listener of this.listeners) if (listener.uris.has(uri)) listener.send(notification)
+    for (const listener of this.listeners) if (listener.uris.has(uri) && listener.visibility?.seesUri(uri) !== false) listener.send(notification)
   }
 
   constructor (private readonly registry: UpstreamRegistry) {
@@ -47,7 +67,13 @@ export class NotificationHub {
   /** Adds a listener; returns the function that removes it. */
   add (listener: HubListener): () => void {
     this.listeners.add(listener)
-    return () => { this.listeners.delete(listener) }
+    const visibility = listener.visibility
+    if (visibility !== undefined) {
+      const seen: Partial<Record<ListKind, string>> = {}
+      for (const kind of listener.lists) seen[kind] = visibility.fingerprint(kind, this.registry)
+      this.seen.set(listener, seen)
+    }
+    return () => { this.listeners.delete(listener); this.seen.delete(listener) }
   }
 
   /** Number of listeners, for metrics. */
@@ -58,5 +84,6 @@ export class NotificationHub {
     this.registry.off('list_changed', this.onListChanged)
     this.registry.off('resource_updated', this.onResourceUpdated)
     this.listeners.clear()
+    this.seen.clear()
   }
 }

@@ -61,13 +61,16 @@ function keyOf (id: string): string {
  * behind a proxy that authenticates) there is no principal, and the binding falls back to the first
  * 128 bits of SHA-256 of the raw Authorization value, hex, as before issue #16 (issue #4 review: a
  * leaked session id is useless to another caller). That fallback names nobody and grants nothing.
+ * On a curated endpoint (issue #17) the key also binds the endpoint's name, so a session (or a
+ * requestState) minted on `/mcp/support` is unknown on `/mcp/billing` and on `/mcp`.
  * @param principal `request.mcpPrincipal`, or null
  * @param authorization the raw header; undefined or '' with no principal gives undefined (nothing to bind to)
- * @returns a 32-character hex key, or undefined. Never throws.
+ * @param endpoint the curated endpoint's name; undefined for `/mcp` itself
+ * @returns a 32-character hex key, or undefined (only on `/mcp`). Never throws.
  */
-export function bindingKeyOf (principal: Principal | null, authorization: string | undefined): string | undefined {
-  if (principal !== null) return principal.key
-  return authorization === undefined || authorization === '' ? undefined : keyOf('header:' + authorization)
+export function bindingKeyOf (principal: Principal | null, authorization: string | undefined, endpoint?: string): string | undefined {
+  const base = principal !== null ? principal.key : authorization === undefined || authorization === '' ? undefined : keyOf('header:' + authorization)
+  return endpoint === undefined ? base : keyOf(`endpoint:${endpoint}\0${base ?? ''}`)
 }
 
 /**

@@ -128,6 +128,8 @@ export const REFUSALS = Object.freeze({
   methodNotAllowed: { status: 405, code: INVALID_REQUEST, message: 'Method Not Allowed: /mcp takes GET, POST, DELETE and OPTIONS', allow: 'GET, POST, DELETE, OPTIONS' },
   /** A path under /mcp that is not /mcp itself. */
   notFound: { status: 404, code: INVALID_REQUEST, message: 'Not Found: MCP is served at /mcp' },
+  /** `/mcp/<name>` where no curated endpoint `<name>` is configured (issue #17 › Unknown endpoints); the body never echoes the name. */
+  unknownEndpoint: { status: 404, code: INVALID_REQUEST, message: 'Not Found: no MCP endpoint by this name' },
   /** An Accept that admits neither JSON nor SSE (lib/accept.ts). */
   notAcceptable: { status: 406, code: INVALID_REQUEST, message: 'Not Acceptable: Accept must admit application/json or text/event-stream' },
   /** Past transport.maxBodyBytes; the message names the limit (given to {@link refusal}). */

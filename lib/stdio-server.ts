@@ -32,6 +32,7 @@ import { hasModernMeta, metaOf, META_SUBSCRIPTION_ID } from './inbound.js'
 import { MODERN_ONLY, type Dispatcher } from './dispatch.js'
 import { STDIO_SESSION, type DispatchContext } from './dispatch-types.js'
 import { LOCAL_PRINCIPAL } from './principal.js'
+import type { Visibility } from './visibility.js'
 import { ALL_LISTS, type NotificationHub } from './notify-hub.js'
 import { Listen, checkListen } from './listen.js'
 import { OutboundFlow, DEFAULT_STREAM_BUFFER_BYTES, DEFAULT_STREAM_BUFFER_MAX_BYTES, type FlowPolicy } from './flow.js'
@@ -71,6 +72,8 @@ export interface StdioServerOptions {
   streamBufferBytes?: number
   /** stdout's hard limit, bytes (config transport.streamBufferMaxBytes; default 8 MiB): past it the connection ends. */
   streamBufferMaxBytes?: number
+  /** The curated endpoint served (`mcpx serve --server <name>`, issue #17); undefined: the whole catalogue. */
+  endpoint?: string
 }
 
 /** A running stdio server. */
@@ -106,7 +109,7 @@ export function startStdioServer (input: Readable, output: Writable, dispatcher:
     logger: options.logger
   }
   const writer = new StdioWriter(output, flow, options.logger, () => { void connection?.close(0) })
-  connection = new StdioConnection(dispatcher, hub, writer, options.logger, drainMs, options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT)
+  connection = new StdioConnection(dispatcher, hub, writer, options.logger, drainMs, options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, options.endpoint)
   const conn = connection
   // Input waits while stdout is past its mark, and while the in-flight cap is reached.
   const reader = new LineReader(input, maxLineBytes, options.logger, () => writer.belowMark() ?? conn.belowCap())
@@ -303,7 +306,9 @@ class StdioConnection {
     private readonly out: StdioWriter,
     private readonly log: Logger,
     private readonly drainMs: number,
-    private readonly maxInFlight: number
+    private readonly maxInFlight: number,
+    /** The curated endpoint served (issue #17), or undefined. */
+    private readonly endpoint?: string
   ) {
     const route: QuestionRoute = {
       send: (question) => out.send(question),
@@ -395,6 +400,11 @@ class StdioConnection {
     }))
   }
 
+  /** What the stdio caller sees (policy `local`, the served endpoint), for notifications (issue #17). */
+  private visibility (): Visibility | undefined {
+    return this.dispatcher.visibilityOf({ caller: LOCAL_PRINCIPAL, ...(this.endpoint !== undefined ? { endpoint: this.endpoint } : {}) })
+  }
+
   /** The context a request is served in: modern when it carries modern `_meta`, else the connection's legacy state. */
   private contextFor (request: JsonRpcRequest, entry: InFlight): DispatchContext {
     const ctx = this.baseContextFor(request, entry)
@@ -412,12 +422,14 @@ class StdioConnection {
       const ctx = modernContext(metaOf(request), entry.controller.signal, notify, LOCAL_PRINCIPAL.key)
       ctx.sessionId = STDIO_SESSION
       ctx.caller = LOCAL_PRINCIPAL // the policy knows it as `local` (issue #17)
+      if (this.endpoint !== undefined) ctx.endpoint = this.endpoint
       return ctx
     }
     // Before initialize: the oldest revision's shapes (seed › stdio › Before initialize).
     const ctx = this.peer.legacyContext(entry.controller.signal, OLDEST_REVISION, { notify, ask: this.ask, subscriptions: this.subscriptions, principal: LOCAL_PRINCIPAL.key })
     ctx.sessionId = STDIO_SESSION
     ctx.caller = LOCAL_PRINCIPAL
+    if (this.endpoint !== undefined) ctx.endpoint = this.endpoint
     return ctx
   }
 
@@ -459,7 +471,8 @@ class StdioConnection {
     if (state !== undefined) {
       this.peer.legacy = state
       // mcpx declares listChanged (and subscribe), so a legacy client gets them (seed › Found along the way).
-      this.removeLegacyListener ??= this.hub.add({ lists: ALL_LISTS, uris: this.subscriptions, send: (n) => { this.out.send(n) } })
+      const visibility = this.visibility()
+      this.removeLegacyListener ??= this.hub.add({ lists: ALL_LISTS, uris: this.subscriptions, send: (n) => { this.out.send(n) }, ...(visibility !== undefined ? { visibility } : {}) })
       this.log.debug({ revision: state.revision }, 'legacy initialize')
     }
     this.out.send(response)
@@ -472,7 +485,7 @@ class StdioConnection {
     const entry = this.peer.track(request.id)
     if (entry === undefined) { this.out.send(duplicateId(request.id)); return }
     const id = request.id
-    const listen = new Listen(this.dispatcher, this.hub, this.log, id, checked.filter, (n) => { if (!entry.cancelled && !entry.done) this.out.send(n) })
+    const listen = new Listen(this.dispatcher, this.hub, this.log, id, checked.filter, (n) => { if (!entry.cancelled && !entry.done) this.out.send(n) }, this.visibility())
     this.out.send(listen.ack)
     listen.start()
     void listen.subscribeUpstream()

@@ -22,6 +22,7 @@ import { readHeader } from '../lib/header-values.js'
 import { legacyStatus, refusal } from '../lib/status.js'
 import { sendRefusal } from './send-refusal.js'
 import { bindingKeyOf } from '../lib/principal.js'
+import { endpointOf } from './endpoint.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -79,9 +80,9 @@ export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fast
     if (header.kind !== 'value') return sendRefusal(reply, badSessionHeader)
     const found = await store.find(header.value)
     // A session is usable only by the principal that minted it (same issuer and subject, or the
-    // same static token; a refreshed token keeps it): anyone else, even holding a leaked id, is
-    // told the session does not exist.
-    if (found.kind === 'unknown' || (found.kind !== 'unavailable' && !sessionBoundTo(header.value, bindingKeyOf(request.mcpPrincipal, request.headers.authorization)))) return sendRefusal(reply, unknownSession)
+    // same static token; a refreshed token keeps it), on the endpoint it was minted on (issue #17):
+    // anyone else, or any other endpoint, even holding a leaked id, is told the session does not exist.
+    if (found.kind === 'unknown' || (found.kind !== 'unavailable' && !sessionBoundTo(header.value, bindingKeyOf(request.mcpPrincipal, request.headers.authorization, endpointOf(request))))) return sendRefusal(reply, unknownSession)
     if (found.kind === 'unavailable') {
       // issue #11 › Redis faults: a clear 503 (with the request's id when one can be read), never a hang.
       request.log.debug('session store unavailable')

@@ -12,6 +12,7 @@ import { checkModernHeaders } from '../lib/modern-headers.js'
 import { checkParamHeaders } from '../lib/param-headers.js'
 import { isUnservedModern, unsupportedVersion } from '../lib/revisions.js'
 import type { Dispatcher } from '../lib/dispatch.js'
+import { endpointOf } from './endpoint.js'
 import type { DispatchContext } from '../lib/dispatch-types.js'
 
 export default fp(async function mcpxModernHeaders (fastify) {
@@ -36,7 +37,7 @@ export default fp(async function mcpxModernHeaders (fastify) {
       return reply.code(modernStatus(refused.error)).type('application/json').send(encodeMessage(refused))
     }
     const rejection = checkModernHeaders(request.headers, message, item.kind, inbound.bodyRevision) ??
-      (message.method === 'tools/call' ? checkToolParams(dispatcher.findTool.bind(dispatcher), { caller: request.mcpPrincipal ?? undefined }, request.headers, message.params) : undefined)
+      (message.method === 'tools/call' ? checkToolParams(dispatcher.findTool.bind(dispatcher), { caller: request.mcpPrincipal ?? undefined, endpoint: endpointOf(request) }, request.headers, message.params) : undefined)
     if (rejection === undefined) return
     const refused = errorResponse(id, rejection.code, rejection.message)
     return reply.code(modernStatus(refused.error)).type('application/json').send(encodeMessage(refused))

@@ -4,7 +4,7 @@
  * would be wrong); 404 for an unknown one (answered by mcpx-legacy-sessions); 405 for a modern
  * request (2026-07-28 has no DELETE).
  */
-import type { FastifyPluginAsync } from 'fastify'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { DELETE_REFUSAL, deleteStatus, refusal, type DeleteOutcome, type Refusal } from '../../lib/status.js'
 import { sendRefusal } from '../../plugins/send-refusal.js'
 import { eraOfInbound } from '../../lib/inbound.js'
@@ -13,7 +13,8 @@ const deleteRoute: FastifyPluginAsync = async function (fastify) {
   // Built once: every DELETE refusal is id-less (DELETE has no body).
   const refused = new Map<DeleteOutcome, Refusal>(Object.entries(DELETE_REFUSAL).map(([outcome, reason]) => [outcome as DeleteOutcome, refusal(reason)]))
   const storeUnavailable = refusal('storeUnavailable')
-  fastify.delete('/', async function endSession (request, reply) {
+  // `/` and a curated endpoint `/:server` (issue #17); a session is found only on its own endpoint (mcpx-legacy-sessions).
+  const handler = async function endSession (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const session = request.mcpSession
     const modern = eraOfInbound(request.mcp) === 'modern'
     const ended = !modern && session !== null ? await fastify.sessions.end(session.id) : undefined
@@ -22,7 +23,9 @@ const deleteRoute: FastifyPluginAsync = async function (fastify) {
     const refusedWith = refused.get(outcome)
     if (refusedWith !== undefined) return sendRefusal(reply, refusedWith)
     return reply.code(deleteStatus(outcome)).send()
-  })
+  }
+  fastify.delete('/', handler)
+  fastify.delete('/:server', handler)
 }
 
 export default deleteRoute

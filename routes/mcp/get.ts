@@ -5,7 +5,8 @@
  * with subscriptions/listen streams). The stream carries
  * list_changed and the session's resources/updated, and a `:` comment every keep-alive interval.
  */
-import type { FastifyPluginAsync } from 'fastify'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { endpointOf } from '../../plugins/endpoint.js'
 import { SseStream } from '../../lib/sse.js'
 import { eraOfInbound } from '../../lib/inbound.js'
 import { ALL_LISTS } from '../../lib/notify-hub.js'
@@ -18,7 +19,8 @@ const getRoute: FastifyPluginAsync<McpRouteDeps> = async function (fastify, opts
   // Built once: every GET refusal is id-less (GET has no body).
   const refused = new Map<GetOutcome, Refusal>(Object.entries(GET_REFUSAL).map(([outcome, reason]) => [outcome as GetOutcome, refusal(reason)]))
   const storeUnavailable = refusal('storeUnavailable')
-  fastify.get('/', async function openNotificationStream (request, reply) {
+  // `/` and a curated endpoint `/:server` (issue #17): the stream carries what its caller sees there.
+  const handler = async function openNotificationStream (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const session = request.mcpSession
     const outcome: GetOutcome = eraOfInbound(request.mcp) === 'modern'
       ? 'modern'
@@ -41,14 +43,17 @@ const getRoute: FastifyPluginAsync<McpRouteDeps> = async function (fastify, opts
       if (claim === 'busy' || stream === undefined) return sendRefusal(reply, refusal(GET_REFUSAL.busy))
       const open = stream
       slots.track('get', open)
-      const remove = fastify.mcp.hub.add({ lists: ALL_LISTS, uris: session.subscriptions, send: (n) => { open.send(n) } })
+      const visibility = fastify.mcp.dispatcher.visibilityOf({ caller: request.mcpPrincipal ?? undefined, endpoint: endpointOf(request) })
+      const remove = fastify.mcp.hub.add({ lists: ALL_LISTS, uris: session.subscriptions, send: (n) => { open.send(n) }, ...(visibility !== undefined ? { visibility } : {}) })
       await open.closed
       remove()
     } finally {
       slots.release()
     }
     return reply
-  })
+  }
+  fastify.get('/', handler)
+  fastify.get('/:server', handler)
 }
 
 export default getRoute

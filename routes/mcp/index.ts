@@ -12,6 +12,7 @@ import { frameworkRefusal, refusal } from '../../lib/status.js'
 import { readAccept } from '../../lib/accept.js'
 import { DRAIN_FACTOR, drainRequest } from '../../lib/drain.js'
 import { sendRefusal } from '../../plugins/send-refusal.js'
+import { endpointOf } from '../../plugins/endpoint.js'
 import type { McpRoutesOptions } from './options.js'
 import postRoute from './post.js'
 import getRoute from './get.js'
@@ -48,6 +49,15 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
   })
   fastify.setNotFoundHandler(async function mcpNotFound (_request, reply) {
     return await sendRefusal(reply, notFound)
+  })
+  // issue #17: `/mcp/<name>` is a curated endpoint only when one by that name is configured (the
+  // dispatcher holds the swappable set); any other name is 404 with a JSON-RPC body. After the
+  // plugins' onRequest hooks (Origin, CORS, auth), as every rule /mcp follows.
+  const unknownEndpoint = refusal('unknownEndpoint')
+  const dispatcher = fastify.mcp.dispatcher
+  fastify.addHook('onRequest', async function checkEndpoint (request, reply) {
+    const endpoint = endpointOf(request)
+    if (endpoint !== undefined && !dispatcher.hasEndpoint(endpoint)) return sendRefusal(reply, unknownEndpoint)
   })
   const notAcceptable = refusal('notAcceptable')
   fastify.addHook('onRequest', async function checkAccept (request, reply) {

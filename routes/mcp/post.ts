@@ -10,6 +10,7 @@ import type { FlowPolicy } from '../../lib/flow.js'
 import { readAccept } from '../../lib/accept.js'
 import { bindingKeyOf } from '../../lib/principal.js'
 import { httpTraceIn } from '../../lib/trace.js'
+import { endpointOf } from '../../plugins/endpoint.js'
 import { isLegacyRevision } from '../../lib/revisions.js'
 import type { McpRouteDeps } from './options.js'
 
@@ -20,8 +21,10 @@ export function channelFor (request: FastifyRequest, reply: FastifyReply, keepAl
   // HTTP, 2026-07-28: responses are JSON or SSE as Accept allows).
   const accept = readAccept(request.headers.accept)
   const caller = request.mcpPrincipal // made once by mcpx-auth
-  const bindingKey = bindingKeyOf(caller, request.headers.authorization) // the principal's key, or the header's hash without auth
+  const endpoint = endpointOf(request) // a curated endpoint's name (issue #17), or undefined for /mcp
+  const bindingKey = bindingKeyOf(caller, request.headers.authorization, endpoint) // the principal's key, or the header's hash without auth; bound to the endpoint
   return {
+    ...(endpoint !== undefined ? { endpoint } : {}),
     ...(bindingKey !== undefined ? { principal: bindingKey } : {}),
     ...(caller !== null ? { caller } : {}),
     acceptsSse: accept.sse,
@@ -59,7 +62,8 @@ const postRoute: FastifyPluginAsync<McpRouteDeps> = async function (fastify, opt
     maxRequestsPerSession: opts.maxRequestsPerSession,
     streamSlots: opts.streamSlots
   })
-  fastify.post('/', async function postMcp (request, reply) {
+  // `/` is <prefix>/mcp; `/:server` a curated endpoint (issue #17), under the same hooks (unknown names: 404 in routes/mcp).
+  const handler = async function postMcp (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     // mcpx-era classified the body (and answered an unreadable one); mcpx-modern-headers refused a modern batch.
     const inbound = request.mcp
     if (inbound === null || (inbound.kind !== 'message' && inbound.kind !== 'batch')) return reply
@@ -74,7 +78,9 @@ const postRoute: FastifyPluginAsync<McpRouteDeps> = async function (fastify, opt
       }, channel)
     }
     return reply
-  })
+  }
+  fastify.post('/', handler)
+  fastify.post('/:server', handler)
 }
 
 export default postRoute

@@ -117,3 +117,40 @@ export async function untilReady (base: string): Promise<void> {
     await new Promise(resolve => setTimeout(resolve, 100))
   }
 }
+
+/** An SSE response whose `data:` messages are collected as they arrive (keep-alive comments skipped). */
+export interface Collected { messages: Array<Record<string, any>>, close: () => void } // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** Opens `GET <path>` with a legacy session (its notification stream) and collects what it carries. */
+export async function openGetStream (target: Target, session: { id: string, revision: string }): Promise<Collected> {
+  const abort = new AbortController()
+  const res = await fetch(`${target.base}${target.path ?? '/mcp'}`, {
+    headers: { accept: 'text/event-stream', 'mcp-session-id': session.id, 'mcp-protocol-version': session.revision, ...bearer(target.token) },
+    signal: abort.signal
+  })
+  if (res.status !== 200 || res.body === null) throw new Error(`GET stream refused: ${res.status} ${await res.text()}`)
+  return collect(res, abort)
+}
+
+/** Collects the `data:` messages of an SSE response until `close()`. */
+export function collect (res: Response, abort: AbortController): Collected {
+  const messages: Array<Record<string, any>> = [] // eslint-disable-line @typescript-eslint/no-explicit-any
+  void (async () => {
+    const decoder = new TextDecoder()
+    let text = ''
+    try {
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        text += decoder.decode(chunk, { stream: true })
+        let cut: number
+        while ((cut = text.indexOf('\n\n')) >= 0) {
+          const data = text.slice(0, cut).split('\n').filter(l => l.startsWith('data:')).map(l => l.slice(5).trimStart()).join('\n')
+          text = text.slice(cut + 2)
+          if (data !== '') messages.push(JSON.parse(data))
+        }
+      }
+    } catch {
+      // aborted at close()
+    }
+  })()
+  return { messages, close: () => { abort.abort() } }
+}

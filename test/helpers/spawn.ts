@@ -66,10 +66,11 @@ export function serveArgs (configFile: string): string[] {
  * Spawns `node dist/cli.js serve --config <tmp>` with `config` written to a temp file.
  * The child is SIGTERMed at teardown (SIGKILLed if it has not exited 5 s later), by its own pid.
  * @param options.env extra environment for the child
+ * @param options.args extra arguments after `serve --config <file>` (e.g. `--server support`)
  */
-export function spawnServe (t: Teardown, options: { config: object, env?: Record<string, string> }): ServeChild {
+export function spawnServe (t: Teardown, options: { config: object, env?: Record<string, string>, args?: string[] }): ServeChild {
   const file = writeConfig(t, options.config)
-  const child = spawn(process.execPath, serveArgs(file), {
+  const child = spawn(process.execPath, [...serveArgs(file), ...(options.args ?? [])], {
     stdio: ['pipe', 'pipe', 'pipe'],
     env: { ...process.env, ...options.env }
   })
