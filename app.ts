@@ -74,7 +74,7 @@ const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fa
   await fastify.register(corsPlugin, { policy })
   await fastify.register(authPlugin, { authenticator })
   // The one registry handle of this scope: fastify.mcp.registry (instrumented), read by every plugin and route below.
-  await fastify.register(upstreamsPlugin, { registry, config, closeRegistry: false })
+  await fastify.register(upstreamsPlugin, { registry, config, closeRegistry: false, metrics })
   await fastify.register(eraPlugin)
   await fastify.register(modernHeadersPlugin)
   await fastify.register(legacySessionsPlugin, { idleTimeoutMs: config.transport.sessionIdleTimeout, maxSessions: config.transport.maxSessions, sessions: config.sessions })

@@ -35,7 +35,8 @@ export async function runStdio (config: McpxConfig, logger: Logger, io: { input:
     return 2
   }
   const registry = createRegistry(config.upstreams, { logger, defaultTimeoutMs: config.upstreamTimeout, streamBufferBytes: config.transport.streamBufferBytes })
-  const core = createCore(config, registry, logger)
+  // The audit trail never writes to stdout here (createCore refuses an audit.file that is stdout).
+  const core = createCore(config, registry, logger, { stdio: true })
   const { dispatcher, hub } = core
   let exitCode = 0
   // Signals are handled from the start: one during the upstream start wait must still reap the
@@ -73,7 +74,7 @@ export async function runStdio (config: McpxConfig, logger: Logger, io: { input:
   }
   process.off('SIGTERM', onSignal)
   process.off('SIGINT', onSignal)
-  core.close()
+  await core.close()
   try {
     await registry.close()
   } catch (err) {

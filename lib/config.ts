@@ -20,6 +20,7 @@ import type { UpstreamConfig } from './upstreams/types.js'
 import { issuerProblem, resourceProblem } from './oauth/metadata.js'
 import { REDIS_TARGET_SCHEMA, type RedisTarget } from './redis-client.js'
 import type { PolicyConfig } from './policy.js'
+import type { AuditConfig } from './audit.js'
 import { serversProblems, type ServerConfig } from './servers.js'
 
 /** The Redis of `sessions.store: "redis"` when neither sessions.redis nor sessions.redisUrl is given. */
@@ -290,6 +291,16 @@ export const CONFIG_SCHEMA = {
     },
     upstreamTimeout: { ...DURATION, default: '60s', description: 'default timeout of one upstream call (ms)' },
     policy: POLICY,
+    audit: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['file'],
+      description: 'the audit trail (README › Audit): one JSON line per tools/call, prompts/get, resources/read and per denial or rate-limit refusal',
+      properties: {
+        file: { type: 'string', minLength: 1, description: 'file to append to (directories created), or "-" for stderr; never stdout' },
+        arguments: { enum: ['none', 'keys', 'full'], default: 'none', description: 'none: no arguments; keys: their names (argumentKeys); full: the arguments themselves' }
+      }
+    },
     servers: SERVERS,
     upstreams: {
       type: 'object',
@@ -396,6 +407,8 @@ export interface McpxConfig {
   upstreamTimeout: number
   /** Per-caller policy (issue #17; lib/policy.ts); absent: everything allowed. `rateLimit.per` in ms after loading. */
   policy?: PolicyConfig
+  /** The audit trail (issue #17; lib/audit.ts). */
+  audit?: AuditConfig
   /** Curated endpoints by name (issue #17; lib/servers.ts). */
   servers?: Record<string, ServerConfig>
   /** Keyed by upstream name; insertion order is config order. */

@@ -11,6 +11,7 @@ import { StateSealer } from './mrtr.js'
 import { SERVER_INFO } from './version.js'
 import { compilePolicy } from './policy.js'
 import { Servers } from './servers.js'
+import { createAuditTrail, type AuditFailure, type AuditTrail } from './audit.js'
 import type { UpstreamRegistry } from './upstreams/types.js'
 
 /** What {@link createCore} builds. */
@@ -25,8 +26,18 @@ export interface Core {
   readonly serverInfo: ServerInfo
   /** The registry the dispatcher routes through. */
   readonly registry: UpstreamRegistry
-  /** Stops the hub and cancels parked calls upstream; the registry is left to its owner. Never throws. */
-  close: () => void
+  /** The audit trail (issue #17), when `audit` is configured. */
+  readonly audit: AuditTrail | undefined
+  /** Stops the hub, cancels parked calls upstream and flushes the audit trail; the registry is left to its owner. Never rejects. */
+  close: () => Promise<void>
+}
+
+/** Options of {@link createCore}. */
+export interface CoreOptions {
+  /** Counts a lost audit line (lib/metrics auditFailed). */
+  onAuditFailure?: (reason: AuditFailure) => void
+  /** stdio face: an audit file that is stdout is refused. */
+  stdio?: boolean
 }
 
 /**
@@ -34,10 +45,12 @@ export interface Core {
  * @param config a loaded config (`mrtr`: state key, park timeout and state lifetime, ms; `policy`)
  * @param registry the upstream registry calls are routed through (instrumented or not)
  * @param logger the face's logger (stdio: fd 2)
- * @throws McpxError MCPX_ERR_CONFIG when `mrtr.stateKey` decodes to fewer than 32 bytes
+ * @param options audit failure counter (metrics), stdio face
+ * @throws McpxError MCPX_ERR_CONFIG when `mrtr.stateKey` decodes to fewer than 32 bytes, or (stdio) `audit.file` is stdout
  */
-export function createCore (config: McpxConfig, registry: UpstreamRegistry, logger: Logger): Core {
+export function createCore (config: McpxConfig, registry: UpstreamRegistry, logger: Logger, options: CoreOptions = {}): Core {
   const mrtr = mrtrOptions(config)
+  const audit = createAuditTrail(config.audit, { logger, ...(options.onAuditFailure !== undefined ? { onFailure: options.onAuditFailure } : {}), ...(options.stdio === true ? { stdio: true } : {}) })
   const sealer = new StateSealer(mrtr.stateKey)
   const dispatcher = new Dispatcher({
     registry,
@@ -48,7 +61,8 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
     stateTtlMs: mrtr.stateTtlMs,
     // issue #17; a reload swaps both with dispatcher.setAccess
     policy: compilePolicy(config.policy),
-    servers: config.servers === undefined ? undefined : new Servers(config.servers)
+    servers: config.servers === undefined ? undefined : new Servers(config.servers),
+    audit
   })
   const hub = new NotificationHub(registry)
   return {
@@ -57,9 +71,11 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
     sealer,
     serverInfo: SERVER_INFO,
     registry,
-    close () {
+    audit,
+    async close () {
       hub.close()
       dispatcher.close()
+      await audit?.close()
     }
   }
 }

@@ -20,7 +20,8 @@ import type { DispatchContext } from './dispatch-types.js'
 import { markRefused } from './status.js'
 import { MrtrBridge, StateSealer, missingCapabilities, missingCapabilityError } from './mrtr.js'
 import { activeTracing } from './trace.js'
-import { WHOLE_CATALOGUE, type Policy } from './policy.js'
+import { WHOLE_CATALOGUE, asPrincipal, type Policy } from './policy.js'
+import type { AuditTrail, AuditOutcome } from './audit.js'
 import { CuratedServer, type Servers } from './servers.js'
 import { Visibility } from './visibility.js'
 
@@ -59,7 +60,18 @@ export interface DispatcherOptions {
   policy?: Policy
   /** The curated endpoints (lib/servers.ts, issue #17); undefined: none. */
   servers?: Servers
+  /** The audit trail (lib/audit.ts, issue #17); undefined: none. */
+  audit?: AuditTrail
 }
+
+/** Methods audited whatever their outcome (issue #17 › Audit trail); any other only when denied or rate-limited. */
+const AUDITED = new Set(['tools/call', 'prompts/get', 'resources/read'])
+
+/**
+ * A hidden thing's error (issue #17): the same code, message and data as an absent one, so the
+ * reply is the same bytes; the class only lets the audit trail record the request as `denied`.
+ */
+class HiddenError extends UpstreamRpcError {}
 
 /** An endpoint a request names that is not configured (a reload removed it): nothing is exposed (fail closed). */
 const NO_SERVER = new CuratedServer('', {})
@@ -82,6 +94,10 @@ export class Dispatcher {
   private policy: Policy | undefined
   /** The curated endpoints; undefined: none configured. */
   private servers: Servers | undefined
+  /** The audit trail; undefined: none configured (no per-request cost). */
+  private readonly audit: AuditTrail | undefined
+  /** Responses that answered a denial (for the audit trail's outcome); never looked at without a trail. */
+  private readonly denials = new WeakSet<object>()
 
   constructor (options: DispatcherOptions) {
     this.registry = options.registry
@@ -90,6 +106,7 @@ export class Dispatcher {
     this.listTtlMs = options.listTtlMs ?? 0
     this.policy = options.policy
     this.servers = options.servers
+    this.audit = options.audit
     this.mrtr = new MrtrBridge({
       sealer: options.sealer ?? new StateSealer(),
       parkTimeoutMs: options.parkTimeoutMs ?? 60_000,
@@ -190,10 +207,25 @@ export class Dispatcher {
   handle (request: JsonRpcRequest, ctx: DispatchContext): Promise<JsonRpcResponse> {
     // Tracing off (the default): one module variable read and no extra promise (lib/trace.ts).
     const tracing = activeTracing()
-    if (tracing === undefined) return this.answer(request, ctx)
-    return tracing.request(request, ctx.era, ctx.revision, ctx.traceIn, trace => { ctx.trace = trace }, async () => await this.answer(request, ctx))
+    if (tracing === undefined) return this.audited(request, ctx)
+    return tracing.request(request, ctx.era, ctx.revision, ctx.traceIn, trace => { ctx.trace = trace }, async () => await this.audited(request, ctx))
   }
 
+  /** {@link answer}, plus its audit line when a trail is configured (issue #17); no extra promise without one. */
+  private audited (request: JsonRpcRequest, ctx: DispatchContext): Promise<JsonRpcResponse> {
+    const audit = this.audit
+    if (audit === undefined) return this.answer(request, ctx)
+    return this.answerAudited(audit, request, ctx)
+  }
+
+  private async answerAudited (audit: AuditTrail, request: JsonRpcRequest, ctx: DispatchContext): Promise<JsonRpcResponse> {
+    const started = performance.now()
+    const response = await this.answer(request, ctx)
+    this.record(audit, request, ctx, response, performance.now() - started)
+    return response
+  }
+
+  /** {@link handle} without tracing and the audit trail. */
   private async answer (request: JsonRpcRequest, ctx: DispatchContext): Promise<JsonRpcResponse> {
     if (ctx.era === 'modern') {
       const rejected = this.checkModernEnvelope(request)
@@ -213,6 +245,43 @@ export class Dispatcher {
       if (required !== undefined) return missingCapabilityError(request.id, required)
       return this.errorFor(request, ctx, err)
     }
+  }
+
+  /** Writes the audit line of one answered request, when its method or outcome is audited (lib/audit.ts). */
+  private record (audit: AuditTrail, request: JsonRpcRequest, ctx: DispatchContext, response: JsonRpcResponse, ms: number): void {
+    const method = request.method
+    let outcome: AuditOutcome
+    let code: number | undefined
+    if ('error' in response) {
+      outcome = this.denials.has(response) ? 'denied' : 'error'
+      if (outcome === 'error') code = response.error.code
+    } else {
+      outcome = response.result.isError === true ? 'tool_error' : 'ok'
+    }
+    if (!AUDITED.has(method) && outcome !== 'denied') return
+    const params = isObject(request.params) ? request.params : {}
+    const ref = isObject(params.ref) ? params.ref : undefined
+    const name = typeof params.name === 'string' ? params.name : typeof params.uri === 'string' ? params.uri : typeof ref?.name === 'string' ? ref.name : typeof ref?.uri === 'string' ? ref.uri : undefined
+    const kind = method === 'tools/call' ? 'tool' : method === 'prompts/get' || ref?.type === 'ref/prompt' ? 'prompt' : 'resource'
+    // The upstream's own name: through the endpoint's rename for a tool (visibility), the catalogue name otherwise.
+    const catalogue = name !== undefined && kind === 'tool' ? (this.visibilityOf(ctx)?.server?.catalogueTool(name) ?? name) : name
+    const owner = catalogue === undefined ? undefined : this.registry.ownerOf?.(kind, catalogue)
+    const args = isObject(params.arguments) ? params.arguments : undefined
+    audit.record({
+      principal: asPrincipal(ctx.caller)?.id ?? 'anonymous',
+      endpoint: ctx.endpoint === undefined ? '/mcp' : `/mcp/${ctx.endpoint}`,
+      era: ctx.era,
+      revision: ctx.revision,
+      ...(ctx.sessionId !== undefined ? { sessionId: ctx.sessionId } : {}),
+      method,
+      ...(name !== undefined ? { name } : {}),
+      ...(owner !== undefined ? { upstream: owner.upstream, upstreamName: owner.name } : {}),
+      outcome,
+      ...(code !== undefined ? { code } : {}),
+      durationMs: Math.round(ms * 1000) / 1000,
+      requestId: request.id,
+      ...(args !== undefined ? { arguments: args } : {})
+    })
   }
 
   /** The `initialize` result for a legacy client (2024-11-05/basic/lifecycle.mdx). */
@@ -323,7 +392,7 @@ export class Dispatcher {
         const ref = params.ref
         if (isObject(ref) && ref.type === 'ref/prompt' && typeof ref.name === 'string' && !visible.prompt(ref.name)) throw hidden('prompt', ref.name)
         if (isObject(ref) && ref.type === 'ref/resource' && typeof ref.uri === 'string' && !visible.resource(ref.uri)) {
-          throw new UpstreamRpcError(INVALID_PARAMS, `Unknown resource or template: ${ref.uri}`)
+          throw new HiddenError(INVALID_PARAMS, `Unknown resource or template: ${ref.uri}`)
         }
         break
       }
@@ -405,6 +474,7 @@ export class Dispatcher {
       // Resource-not-found is -32002 in the legacy revisions and -32602 in 2026-07-28 (server/resources.mdx).
       const code = err.code === RESOURCE_NOT_FOUND && ctx.era === 'modern' ? INVALID_PARAMS : err.code
       const response = errorResponse(request.id, code, err.message, err.data)
+      if (err instanceof HiddenError && this.audit !== undefined) this.denials.add(response)
       // An upstream's full queue (issue #20) is a refusal: over HTTP, 503 with Retry-After (lib/status.ts).
       return err instanceof UpstreamBusyError ? markRefused(response, err.refusal) : response
     }
@@ -419,12 +489,12 @@ export class Dispatcher {
  * (lib/upstreams/registry.ts `unknown`), byte for byte, so a hidden name looks absent (issue #17).
  */
 function hidden (kind: 'tool' | 'prompt', name: string): UpstreamRpcError {
-  return new UpstreamRpcError(INVALID_PARAMS, `Unknown ${kind}: ${name}`)
+  return new HiddenError(INVALID_PARAMS, `Unknown ${kind}: ${name}`)
 }
 
 /** The error for a hidden resource: the registry's answer for a URI no upstream serves. */
 function hiddenResource (uri: string): UpstreamRpcError {
-  return new UpstreamRpcError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`, { uri })
+  return new HiddenError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`, { uri })
 }
 
 function requireString (params: JsonObject, key: string): string {

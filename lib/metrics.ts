@@ -77,6 +77,8 @@ export interface McpxMetrics {
   streamDropped: (stream: FlowStream, what: FlowDrop) => void
   /** Counts an outgoing stream ended past its hard limit (lib/flow.ts FlowPolicy.overflowed). Never throws. */
   streamOverflowed: (stream: FlowStream) => void
+  /** Counts one audit line lost (issue #17: unwritable file, full disk, buffer full). Never throws. */
+  auditFailed: (reason: 'write' | 'dropped') => void
 }
 
 /**
@@ -176,6 +178,12 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
     name: 'mcpx_stream_overflows_total',
     help: 'Outgoing streams ended because their client was not reading past transport.streamBufferMaxBytes, by stream (reply, get, listen)',
     labelNames: ['stream'] as const,
+    registers
+  })
+  const auditFailures = new Counter({
+    name: 'mcpx_audit_failures_total',
+    help: 'Audit lines lost (issue #17): write (the file could not be opened or written, e.g. a full disk) or dropped (its buffer was full)',
+    labelNames: ['reason'] as const,
     registers
   })
   const seenRestarts = new Map<string, number>()
@@ -292,6 +300,7 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
     bindScope (gauges) { scope = gauges },
     connectionTimedOut (kind) { connectionTimeouts.inc({ kind }) },
     streamDropped (stream, what) { streamDropped.inc({ stream, kind: what }) },
-    streamOverflowed (stream) { streamOverflows.inc({ stream }) }
+    streamOverflowed (stream) { streamOverflows.inc({ stream }) },
+    auditFailed (reason) { auditFailures.inc({ reason }) }
   }
 }

@@ -9,6 +9,7 @@ import fp from 'fastify-plugin'
 import { createCore, type Core } from '../lib/core.js'
 import type { McpxConfig } from '../lib/config.js'
 import type { UpstreamRegistry } from '../lib/upstreams/types.js'
+import type { McpxMetrics } from '../lib/metrics.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -24,13 +25,16 @@ export interface UpstreamsPluginOptions {
   config: McpxConfig
   /** Close the registry (kill children) when the instance closes. Default true. */
   closeRegistry?: boolean
+  /** Counts lost audit lines (issue #17); default: not counted. */
+  metrics?: Pick<McpxMetrics, 'auditFailed'>
 }
 
 export default fp<UpstreamsPluginOptions>(async function mcpxUpstreams (fastify, opts) {
-  const core = createCore(opts.config, opts.registry, fastify.log)
+  const metrics = opts.metrics
+  const core = createCore(opts.config, opts.registry, fastify.log, metrics !== undefined ? { onAuditFailure: reason => { metrics.auditFailed(reason) } } : {})
   fastify.decorate('mcp', core)
   fastify.addHook('onClose', async function stopUpstreams () {
-    core.close()
+    await core.close()
     if (opts.closeRegistry !== false) await opts.registry.close()
   })
 }, { name: 'mcpx-upstreams', fastify: '5.x' })

@@ -163,6 +163,15 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     return this.toolRoutes.get(name)?.item
   }
 
+  ownerOf (kind: 'tool' | 'prompt' | 'resource', name: string): { upstream: string, name: string } | undefined {
+    if (kind === 'resource') {
+      const upstream = this.ownerOfUri(name)
+      return upstream === undefined ? undefined : { upstream: upstream.name, name }
+    }
+    const route = (kind === 'tool' ? this.toolRoutes : this.promptRoutes).get(name)
+    return route === undefined ? undefined : { upstream: route.upstream.name, name: route.name }
+  }
+
   capabilities (): JsonObject {
     const merged: Record<string, JsonObject> = {}
     for (const upstream of this.upstreams) {

@@ -326,6 +326,12 @@ export interface UpstreamRegistry extends EventEmitter {
   /** The merged tool by downstream (prefixed) name, for the Mcp-Param-* checks. */
   findTool (name: string): JsonObject | undefined
   /**
+   * Which upstream serves a tool or prompt (downstream, prefixed name) or a resource URI, and its
+   * own name for it: for the audit trail (issue #17). Undefined when none does. Optional: a
+   * registry without it audits no upstream.
+   */
+  ownerOf? (kind: 'tool' | 'prompt' | 'resource', name: string): { upstream: string, name: string } | undefined
+  /**
    * Merged server capabilities of the upstreams that are ready: the union of their keys,
    * `listChanged`/`subscribe` true when any upstream has them.
    */
