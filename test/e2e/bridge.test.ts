@@ -204,9 +204,12 @@ t.test('bridge/state/bound-to-the-caller', async t => {
 // server→client request carries `_meta.progressToken` from mcpx's own upstream connection, which
 // means nothing to the client (and would name a token the client never issued), so it is dropped;
 // `_meta` goes with it when nothing else is left in it.
+// Each case gets its own gateway and upstream: the first call stays parked upstream (its client
+// never retries), and with two callers' calls in flight on one shared upstream a question cannot be
+// tied to either, so mcpx refuses it rather than guess (issue #18; isolation/shared/question-never-guessed).
 t.test('2026-07-28/mrtr/input-requests-carry-no-upstream-progress-token', async t => {
-  const { base } = await listen(t, { upstreams: fixtureUpstreams(['--era', 'legacy']) })
   for (const [id, extra] of [[21, {}], [22, { _meta: modernMeta({ elicitation: {} }, { progressToken: 'client-token' }) }]] as const) {
+    const { base } = await listen(t, { upstreams: fixtureUpstreams(['--era', 'legacy']) })
     const response = await fetch(`${base}/mcp`, {
       method: 'POST',
       headers: modernHeaders('tools/call', 'elicit', { accept: 'application/json' }),
