@@ -42,8 +42,13 @@ interface Command {
 }
 
 const COMMANDS: Record<string, Command> = {
-  daemon: { summary: 'serve Streamable HTTP at /mcp on daemon.address', usage: 'mcpx daemon [options]', options: { ...COMMON, ...LOG_FORMAT }, positionals: 0 },
-  serve: { summary: 'serve MCP over stdio (stdout carries only MCP; logs go to stderr)', usage: 'mcpx serve [options]', options: { ...COMMON, ...LOG_FORMAT, server: { type: 'string', value: 'NAME', help: 'serve one curated endpoint of config.servers (issue #17); an unknown name exits 2' } }, positionals: 0 },
+  daemon: {
+    summary: 'serve Streamable HTTP at /mcp on daemon.address (SIGHUP reloads the config)',
+    usage: 'mcpx daemon [options]',
+    options: { ...COMMON, ...LOG_FORMAT, watch: { type: 'boolean', help: 'reload the config when its file changes' } },
+    positionals: 0
+  },
+  serve: { summary: 'serve MCP over stdio (stdout carries only MCP; logs go to stderr; SIGHUP reloads the config)', usage: 'mcpx serve [options]', options: { ...COMMON, ...LOG_FORMAT, server: { type: 'string', value: 'NAME', help: 'serve one curated endpoint of config.servers (issue #17); an unknown name exits 2' } }, positionals: 0 },
   check: {
     summary: 'validate the config and probe every upstream (exit 1 if any fails)',
     usage: 'mcpx check [options]',
@@ -193,10 +198,10 @@ async function main (argv: string[]): Promise<number> {
           const { createLogger } = await import('./lib/log.js')
           const logger = createLogger('stdio', { level: log.logLevel, format: log.logFormat })
           logger.debug({ config: source }, 'mcpx serve starting')
-          return await runStdio(config, logger, undefined, values.server as string | undefined)
+          return await runStdio(config, logger, undefined, values.server as string | undefined, { source })
         }
         const { runDaemon } = await import('./server.js')
-        return await runDaemon(config, source, log)
+        return await runDaemon(config, source, { ...log, watch: values.watch === true })
       } finally {
         await tracing.stopTracing() // flushes the spans still batched
       }

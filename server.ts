@@ -13,13 +13,14 @@ import { collectDefaultMetrics } from 'prom-client'
 import mcpx from './app.js'
 import { pino } from 'pino'
 import { REDACTED_PATHS, prettyStream, resolveLogOptions } from './lib/log.js'
-import { loadBearerTokens, assertSafeBind } from './lib/auth.js'
+import { loadBearerTokens, loadAdminTokens, assertSafeBind, createBearerVerifier, type BearerVerifier } from './lib/auth.js'
+import { Reloader, watchConfig } from './lib/reload.js'
 import { isLoopbackAddress, isLoopbackHostHeader, parseHostPort } from './lib/origin.js'
 import { McpxError } from './lib/errors.js'
 import { STATUS_CODES } from 'node:http'
 import { readinessStatus, refusal } from './lib/status.js'
 import { sendRefusal } from './plugins/send-refusal.js'
-import { httpServerTimeouts, type McpxConfig } from './lib/config.js'
+import { httpServerTimeouts, resolveConfig, type McpxConfig } from './lib/config.js'
 import type { Socket } from 'node:net'
 
 /** How often idle keep-alive connections are closed while shutting down, ms. */
@@ -67,15 +68,49 @@ async function refuseForeignHost (request: FastifyRequest, reply: FastifyReply):
   await sendRefusal(reply, FOREIGN_HOST)
 }
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Hot reload of the config (lib/reload.ts): SIGHUP, --watch and POST /admin/reload go through it. */
+    mcpxReloader: Reloader
+  }
+  interface FastifyRequest {
+    /** Set by the admin check: the request carried one of admin.tokens. */
+    adminOk?: boolean
+  }
+}
+
+/**
+ * onRequest of the admin endpoints (issue #15). `required`: POST /admin/reload, always a token
+ * (403 when none is configured, 401 without or with a wrong one). Otherwise (the status page):
+ * a loopback Host passes as for /metrics; any other Host needs an admin token (401 for a wrong one,
+ * the loopback 403 without one).
+ */
+function adminGuard (verify: BearerVerifier, configured: boolean, required: boolean) {
+  return async function checkAdmin (request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const outcome = verify(request.headers.authorization)
+    if (outcome === 'ok') { request.adminOk = true; return }
+    if (required) {
+      await sendRefusal(reply, refusal(!configured ? 'adminNotConfigured' : outcome === 'invalid' ? 'adminTokenInvalid' : 'adminTokenMissing'))
+      return
+    }
+    if (isLoopbackHostHeader(request.headers.host)) return
+    await sendRefusal(reply, refusal(outcome === 'invalid' ? 'adminTokenInvalid' : configured ? 'adminTokenMissing' : 'forbiddenHost'))
+  }
+}
+
 /**
  * Builds the daemon's Fastify instance (not yet listening).
  * @param options.logLevel pino level (default env MCPX_LOG_LEVEL, else 'info')
  * @param options.logFormat 'json' | 'pretty' (default env MCPX_LOG_FORMAT, else pretty when stdout is a terminal)
+ * @param options.source where `config` came from (a file path, or "(embedded default)"); a reload reads it again
+ * @param options.load reads the config again for a reload (default: the `source` file; none: reloads are refused)
  * @throws McpxError MCPX_ERR_UNSAFE_BIND for a non-loopback address without authentication;
  *         McpxError MCPX_ERR_CONFIG for an invalid config
  */
-export async function buildDaemon (config: McpxConfig, options: { logLevel?: string, logFormat?: string } = {}): Promise<FastifyInstance> {
+export async function buildDaemon (config: McpxConfig, options: DaemonOptions = {}): Promise<FastifyInstance> {
   assertSafeBind(config, loadBearerTokens(config.auth))
+  const adminTokens = loadAdminTokens(config.admin)
+  const verifyAdmin = createBearerVerifier(adminTokens)
   const { headersTimeout, requestTimeout, keepAliveTimeout, connectionsCheckingInterval } = httpServerTimeouts(config.transport)
   const log = resolveLogOptions(1, { level: options.logLevel, format: options.logFormat })
   const loggerOptions = { name: 'mcpx', level: log.level, redact: REDACTED_PATHS }
@@ -122,7 +157,38 @@ export async function buildDaemon (config: McpxConfig, options: { logLevel?: str
     const registry = app.mcpxMetrics.registry
     return reply.type(registry.contentType).send(await registry.metrics())
   })
+  const source = options.source ?? '(embedded default)'
+  const load = options.load ?? (options.source !== undefined && options.source !== '(embedded default)'
+    ? () => resolveConfig(options.source).config
+    : () => { throw new McpxError('MCPX_ERR_CONFIG', 'mcpx: this daemon was given no config file to read again') })
+  const reloader = new Reloader({
+    registry: app.upstreams,
+    config,
+    load,
+    source,
+    logger: app.log,
+    onReload: result => app.mcpxMetrics.configReloaded(result.trigger, result.ok ? 'applied' : 'refused')
+  })
+  app.decorate('mcpxReloader', reloader)
+  // POST /admin/reload (issue #15): an admin token always (a Host check could not stop a
+  // cross-site POST; an Authorization header can only be set by a real client).
+  app.post('/admin/reload', { logLevel: 'warn', onRequest: adminGuard(verifyAdmin, adminTokens.length > 0, true) }, async function adminReload (_request, reply) {
+    const result = await reloader.reload('admin')
+    if (!result.ok) return await reply.code(422).send({ status: 'refused', reason: result.reason })
+    const { added, removed, restarted, unchanged, restartToApply } = result
+    return await reply.send({ status: 'applied', added, removed, restarted, unchanged, restartToApply })
+  })
   return app
+}
+
+/** Options of {@link buildDaemon} and {@link runDaemon}. */
+export interface DaemonOptions {
+  logLevel?: string
+  logFormat?: string
+  source?: string
+  load?: () => McpxConfig
+  /** runDaemon only: watch the config file and reload on change (`mcpx daemon --watch`). */
+  watch?: boolean
 }
 
 /**
@@ -161,7 +227,7 @@ export async function shutdown (app: FastifyInstance, shutdownTimeoutMs: number)
  * @returns the process exit code
  * @throws McpxError MCPX_ERR_CONFIG when daemon.address is not host:port
  */
-export async function runDaemon (config: McpxConfig, source: string, options: { logLevel?: string, logFormat?: string } = {}): Promise<number> {
+export async function runDaemon (config: McpxConfig, source: string, options: DaemonOptions = {}): Promise<number> {
   // Signal handlers go in first: a SIGTERM that arrives while the upstreams are still starting
   // must not kill the process with its children half-started; it shuts down once startup is done.
   // They stay installed (process.on, not once) until shutdown is over: a second SIGTERM/SIGINT
@@ -174,7 +240,20 @@ export async function runDaemon (config: McpxConfig, source: string, options: { 
   const onSigint = (): void => onSignal('SIGINT')
   process.on('SIGTERM', onSigterm)
   process.on('SIGINT', onSigint)
-  const app = await buildDaemon(config, options)
+  // SIGHUP reloads the config (issue #15). Installed before the upstreams start: Node's default
+  // action for SIGHUP is to exit, which would orphan the children.
+  let reloader: Reloader | undefined
+  const onSighup = (): void => { if (reloader !== undefined) void reloader.reload('SIGHUP') }
+  process.on('SIGHUP', onSighup)
+  if (options.watch === true && source === '(embedded default)') {
+    process.off('SIGHUP', onSighup)
+    process.off('SIGTERM', onSigterm)
+    process.off('SIGINT', onSigint)
+    throw new McpxError('MCPX_ERR_CONFIG', 'mcpx: --watch needs a config file (--config, MCPX_CONFIG or ./mcpx.config.json)')
+  }
+  const app = await buildDaemon(config, { ...options, source })
+  reloader = app.mcpxReloader
+  const unwatch = options.watch === true ? await watchConfig(source, reloader) : undefined
   const address = parseHostPort(config.daemon.address)
   if (address === undefined) {
     await app.close()
@@ -186,9 +265,11 @@ export async function runDaemon (config: McpxConfig, source: string, options: { 
       await app.listen({ host, port: address.port })
     } catch (err) {
       // The upstreams are running by now: stop them (app.close kills the children) before exiting.
+      unwatch?.()
       await app.close().catch(() => {})
       process.off('SIGTERM', onSigterm)
       process.off('SIGINT', onSigint)
+      process.off('SIGHUP', onSighup)
       const code = (err as NodeJS.ErrnoException).code
       const why = code === 'EADDRINUSE' ? 'address in use' : code === 'EACCES' ? 'permission denied' : code === 'EADDRNOTAVAIL' ? 'address not available' : (err as Error).message
       // MCPX_ERR_CONFIG: daemon.address is the config key to change (lib/errors.ts has no listen code).
@@ -202,9 +283,11 @@ export async function runDaemon (config: McpxConfig, source: string, options: { 
       if (stopping) { app.log.info({ signal }, 'already shutting down'); return }
       stopping = true
       app.log.info({ signal, shutdownTimeoutMs: config.daemon.shutdownTimeout }, 'shutting down')
+      unwatch?.()
       void shutdown(app, config.daemon.shutdownTimeout).then(code => {
         process.off('SIGTERM', onSigterm)
         process.off('SIGINT', onSigint)
+        process.off('SIGHUP', onSighup)
         resolve(code)
       })
     }

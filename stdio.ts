@@ -7,7 +7,9 @@
  */
 import type { Readable, Writable } from 'node:stream'
 import type { Logger } from './lib/log.js'
-import type { McpxConfig } from './lib/config.js'
+import { resolveConfig, type McpxConfig } from './lib/config.js'
+import { McpxError } from './lib/errors.js'
+import { Reloader } from './lib/reload.js'
 import { createCore } from './lib/core.js'
 import { startStdioServer } from './lib/stdio-server.js'
 import { createRegistry, startUpstreams } from './lib/upstreams/registry.js'
@@ -25,10 +27,13 @@ import { createRegistry, startUpstreams } from './lib/upstreams/registry.js'
  * @param io the streams served (default process.stdin and process.stdout; tests pass their own)
  * @param endpoint `--server <name>`: serve that curated endpoint of `config.servers` (issue #17);
  *        an unknown name is logged and the exit code is 2 (nothing is started)
+ * @param options.source the config file `config` came from: SIGHUP reads it again and reloads the
+ *        upstreams (lib/reload.ts; issue #15 › "In stdio mode, SIGHUP does the same"). Without a file
+ *        a SIGHUP is refused with one log line.
  * @returns the process exit code: 0 after a clean shutdown, 1 when the upstreams could not be
  *          started, 2 for an unknown `endpoint`. Never rejects.
  */
-export async function runStdio (config: McpxConfig, logger: Logger, io: { input: Readable, output: Writable } = { input: process.stdin, output: process.stdout }, endpoint?: string): Promise<number> {
+export async function runStdio (config: McpxConfig, logger: Logger, io: { input: Readable, output: Writable } = { input: process.stdin, output: process.stdout }, endpoint?: string, options: { source?: string } = {}): Promise<number> {
   if (endpoint !== undefined && config.servers?.[endpoint] === undefined) {
     // Checked before any upstream starts: a typo must not serve the whole catalogue, nor nothing silently.
     logger.error({ server: endpoint, configured: Object.keys(config.servers ?? {}) }, 'no such curated server in config.servers')
@@ -51,6 +56,19 @@ export async function runStdio (config: McpxConfig, logger: Logger, io: { input:
   }
   process.on('SIGTERM', onSignal)
   process.on('SIGINT', onSignal)
+  const source = options.source ?? '(embedded default)'
+  const reloader = new Reloader({
+    registry,
+    config,
+    source,
+    logger,
+    load: source !== '(embedded default)'
+      ? () => resolveConfig(source).config
+      : () => { throw new McpxError('MCPX_ERR_CONFIG', 'mcpx: this server was given no config file to read again') }
+  })
+  // Node's default action for SIGHUP is to exit (orphaning the children): here it reloads.
+  const onSighup = (): void => { if (!signalled) void reloader.reload('SIGHUP') }
+  process.on('SIGHUP', onSighup)
   try {
     // Bounded (UPSTREAM_START_WAIT_MS): a silent or slow upstream must not keep stdin unread;
     // it keeps connecting in the background and comes up when it can.
@@ -74,6 +92,7 @@ export async function runStdio (config: McpxConfig, logger: Logger, io: { input:
   }
   process.off('SIGTERM', onSignal)
   process.off('SIGINT', onSignal)
+  process.off('SIGHUP', onSighup)
   await core.close()
   try {
     await registry.close()

@@ -113,31 +113,46 @@ function checkToken (token: string, source: string): string {
  *         visible ASCII. A named source that yields nothing is an error, not a silent "no auth".
  */
 export function loadBearerTokens (auth: McpxConfig['auth'], env: NodeJS.ProcessEnv = process.env): string[] {
-  const tokens = new Set<string>()
-  auth.bearerTokens.forEach((token, index) => tokens.add(checkToken(token, `auth.bearerTokens[${index}]`)))
+  return collectTokens({ list: auth.bearerTokens, file: auth.bearerTokensFile, envName: auth.bearerTokensEnv }, 'auth.bearerTokens', env)
+}
 
-  if (auth.bearerTokensFile !== undefined) {
-    const path = auth.bearerTokensFile
+/**
+ * The admin tokens (`admin.tokens`, `admin.tokensFile`, `admin.tokensEnv`; issue #15): they open
+ * `POST /admin/reload` and, off loopback, `/status` and `/status.json`. Read like
+ * {@link loadBearerTokens}, with the same errors naming the `admin.*` key.
+ * @returns the tokens; empty when none is configured (then no admin route answers a request)
+ */
+export function loadAdminTokens (admin: McpxConfig['admin'], env: NodeJS.ProcessEnv = process.env): string[] {
+  return collectTokens({ list: admin.tokens, file: admin.tokensFile, envName: admin.tokensEnv }, 'admin.tokens', env)
+}
+
+/** Tokens from a list, a file (one a line) and an environment variable (comma-separated); `key` names them in errors. */
+function collectTokens (sources: { list: readonly string[], file?: string, envName?: string }, key: string, env: NodeJS.ProcessEnv): string[] {
+  const tokens = new Set<string>()
+  sources.list.forEach((token, index) => tokens.add(checkToken(token, `${key}[${index}]`)))
+
+  if (sources.file !== undefined) {
+    const path = sources.file
     let text: string
     try {
       text = readFileSync(path, 'utf8')
     } catch (cause) {
-      throw new McpxError('MCPX_ERR_CONFIG', `mcpx: cannot read auth.bearerTokensFile ${path}: ${(cause as Error).message}`, { cause })
+      throw new McpxError('MCPX_ERR_CONFIG', `mcpx: cannot read ${key}File ${path}: ${(cause as Error).message}`, { cause })
     }
     let found = 0
     for (const line of text.split('\n')) {
       const token = line.trim()
       if (token === '' || token.startsWith('#')) continue
-      tokens.add(checkToken(token, `auth.bearerTokensFile ${path}`))
+      tokens.add(checkToken(token, `${key}File ${path}`))
       found++
     }
-    if (found === 0) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: auth.bearerTokensFile ${path} holds no token`)
+    if (found === 0) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: ${key}File ${path} holds no token`)
   }
 
-  if (auth.bearerTokensEnv !== undefined) {
-    const name = auth.bearerTokensEnv
+  if (sources.envName !== undefined) {
+    const name = sources.envName
     const value = env[name]
-    if (value === undefined) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: auth.bearerTokensEnv names ${name}, which is not set`)
+    if (value === undefined) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: ${key}Env names ${name}, which is not set`)
     let found = 0
     for (const item of value.split(',')) {
       const token = item.trim()
@@ -145,7 +160,7 @@ export function loadBearerTokens (auth: McpxConfig['auth'], env: NodeJS.ProcessE
       tokens.add(checkToken(token, `environment variable ${name}`))
       found++
     }
-    if (found === 0) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: environment variable ${name} (auth.bearerTokensEnv) holds no token`)
+    if (found === 0) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: environment variable ${name} (${key}Env) holds no token`)
   }
   return [...tokens]
 }

@@ -266,6 +266,17 @@ export const CONFIG_SCHEMA = {
         }
       }
     },
+    admin: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      description: 'operator access (issue #15): POST /admin/reload, and /status and /status.json from a non-loopback Host',
+      properties: {
+        tokens: { type: 'array', items: { type: 'string', minLength: 1 }, default: [], description: 'accepted admin bearer tokens' },
+        tokensFile: { type: 'string', description: 'a file with one admin token per line' },
+        tokensEnv: { type: 'string', description: 'an environment variable holding comma-separated admin tokens' }
+      }
+    },
     sessions: {
       type: 'object',
       additionalProperties: false,
@@ -400,6 +411,8 @@ export interface McpxConfig {
     /** mcpx as an OAuth resource server (issue #16); durations in ms after loading. */
     oauth?: OAuthConfig
   }
+  /** Operator tokens for POST /admin/reload and remote /status (issue #15); read by lib/auth loadAdminTokens. */
+  admin: { tokens: string[], tokensFile?: string, tokensEnv?: string }
   /** After loading, `redis` is always set: from `redisUrl` (its earlier spelling, then removed), else {@link DEFAULT_REDIS_URL}. */
   sessions: { store: 'memory' | 'redis', redis: RedisTarget, keyPrefix: string, streamLease: number }
   /** The MRTR bridge (issue #10): requestState sealing and parked calls. */

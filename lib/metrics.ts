@@ -20,6 +20,7 @@
  * - `mcpx_upstream_in_flight{upstream}`, `mcpx_upstream_queued{upstream}`,
  *   `mcpx_upstream_refused_total{upstream}` (queue full), `mcpx_upstream_oversized_messages_total{upstream}`
  *   (over maxMessageBytes), `mcpx_upstream_stdin_buffered_bytes{upstream}`: from `loads()` (issue #20).
+ * - `mcpx_config_reloads_total{trigger, outcome}`: config reloads (issue #15), `applied` or `refused`.
  *
  * Label values that come from the wire are bounded: an unknown JSON-RPC method counts as `other`.
  * lib/ imports nothing from Fastify.
@@ -79,6 +80,8 @@ export interface McpxMetrics {
   streamOverflowed: (stream: FlowStream) => void
   /** Counts one audit line lost (issue #17: unwritable file, full disk, buffer full). Never throws. */
   auditFailed: (reason: 'write' | 'dropped') => void
+  /** Counts one config reload (lib/reload.ts): trigger SIGHUP | watch | admin, outcome applied | refused. Never throws. */
+  configReloaded: (trigger: string, outcome: 'applied' | 'refused') => void
 }
 
 /**
@@ -186,6 +189,12 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
     labelNames: ['reason'] as const,
     registers
   })
+  const reloads = new Counter({
+    name: 'mcpx_config_reloads_total',
+    help: 'Config reloads (SIGHUP, --watch, POST /admin/reload), by trigger and outcome: applied or refused',
+    labelNames: ['trigger', 'outcome'] as const,
+    registers
+  })
   const seenRestarts = new Map<string, number>()
   new Counter({
     name: 'mcpx_upstream_restarts_total',
@@ -205,7 +214,8 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
     help: '1 when the upstream is connected (ready), 0 otherwise',
     labelNames: ['upstream'] as const,
     registers,
-    collect () { for (const u of upstreams.status()) this.set({ upstream: u.name }, u.state === 'ready' ? 1 : 0) }
+    // reset first: an upstream removed by a reload leaves the gauge.
+    collect () { this.reset(); for (const u of upstreams.status()) this.set({ upstream: u.name }, u.state === 'ready' ? 1 : 0) }
   })
 
   // Issue #20's per-upstream bounds, read from the registry at scrape time.
@@ -301,6 +311,7 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
     connectionTimedOut (kind) { connectionTimeouts.inc({ kind }) },
     streamDropped (stream, what) { streamDropped.inc({ stream, kind: what }) },
     streamOverflowed (stream) { streamOverflows.inc({ stream }) },
-    auditFailed (reason) { auditFailures.inc({ reason }) }
+    auditFailed (reason) { auditFailures.inc({ reason }) },
+    configReloaded (trigger, outcome) { reloads.inc({ trigger, outcome }) }
   }
 }

@@ -115,6 +115,12 @@ export const REFUSALS = Object.freeze({
   insufficientScope: { status: 403, code: INVALID_REQUEST, message: 'Forbidden: the access token lacks a required scope', wwwAuthenticate: 'Bearer error="insufficient_scope"' },
   /** On a loopback daemon, an ops endpoint (/readyz, /metrics) asked for under a non-loopback Host (DNS rebinding). */
   forbiddenHost: { status: 403, code: INVALID_REQUEST, message: 'Forbidden: Host is not a loopback name' },
+  /** An admin endpoint (POST /admin/reload; /status off loopback) without an admin token (issue #15). */
+  adminTokenMissing: { status: 401, code: INVALID_REQUEST, message: 'Unauthorized: an admin token is required', wwwAuthenticate: 'Bearer realm="mcpx-admin"' },
+  /** An admin endpoint with a bearer token that is not one of admin.tokens. */
+  adminTokenInvalid: { status: 401, code: INVALID_REQUEST, message: 'Unauthorized: invalid admin token', wwwAuthenticate: 'Bearer realm="mcpx-admin", error="invalid_token"' },
+  /** POST /admin/reload on a daemon with no admin.tokens: nobody may call it. */
+  adminNotConfigured: { status: 403, code: INVALID_REQUEST, message: 'Forbidden: no admin.tokens are configured' },
   /** Node's parser refused the request: headers too large (raw socket, server.ts). */
   headersTooLarge: { status: 431, code: INVALID_REQUEST, message: 'Request Header Fields Too Large' },
   /** Node's parser refused the request: anything else (raw socket, server.ts). */

@@ -13,10 +13,12 @@
  * reading that URI silently gets the first upstream's resource (issue #18 › Small cases).
  */
 import { EventEmitter } from 'node:events'
+import { isDeepStrictEqual } from 'node:util'
 import { INVALID_PARAMS, RESOURCE_NOT_FOUND, UPSTREAM_ERROR, isObject } from '../jsonrpc.js'
 import { Upstream } from './upstream.js'
 import {
-  UpstreamRpcError, type ListKind, type UpstreamHeaderProvider, type UpstreamLogger, type JsonObject, type UpstreamCallOptions, type UpstreamConfig, type UpstreamLoad, type UpstreamRegistry, type UpstreamStatus
+  UpstreamRpcError, type ListKind, type UpstreamHeaderProvider, type UpstreamLogger, type JsonObject, type UpstreamCallOptions, type UpstreamConfig, type UpstreamLoad, type UpstreamRegistry, type UpstreamStatus,
+  type ReconcileSummary, type CatalogueCounts
 } from './types.js'
 
 /** Joins a prefix and an upstream name: `everything__echo`. */
@@ -88,28 +90,88 @@ class Registry extends EventEmitter implements UpstreamRegistry {
 
   constructor (config: Record<string, UpstreamConfig>, private readonly options: RegistryOptions) {
     super()
-    const names = Object.keys(config)
-    for (const name of names) {
-      const upstreamConfig = config[name]
-      const upstream = new Upstream(name, upstreamConfig, {
-        logger: options.logger,
-        defaultTimeoutMs: options.defaultTimeoutMs,
-        ...(options.streamBufferBytes !== undefined ? { streamBufferBytes: options.streamBufferBytes } : {}),
-        headerProvider: options.headerProvider,
-        events: {
-          catalogueChanged: (kind, announced) => this.rebuild(kind, announced),
-          resourceUpdated: uri => this.emit('resource_updated', uri),
-          stateChanged: status => this.emit('upstream_state', status),
-          unrouted: kind => this.emit('unrouted', name, kind)
-        }
-      })
-      this.upstreams.push(upstream)
-      this.prefixes.set(upstream, upstreamConfig.prefix ?? (names.length === 1 ? '' : name))
+    for (const name of Object.keys(config)) this.upstreams.push(this.createUpstream(name, config[name]))
+    this.assignPrefixes()
+  }
+
+  private createUpstream (name: string, config: UpstreamConfig): Upstream {
+    const upstream: Upstream = new Upstream(name, config, {
+      logger: this.options.logger,
+      defaultTimeoutMs: this.options.defaultTimeoutMs,
+      ...(this.options.streamBufferBytes !== undefined ? { streamBufferBytes: this.options.streamBufferBytes } : {}),
+      headerProvider: this.options.headerProvider,
+      events: {
+        // A replaced or removed upstream's last events (it going down, closed) change nothing here.
+        catalogueChanged: (kind, announced) => { if (this.upstreams.includes(upstream)) this.rebuild(kind, announced) },
+        resourceUpdated: uri => { if (this.upstreams.includes(upstream)) this.emit('resource_updated', uri) },
+        stateChanged: status => this.emit('upstream_state', status),
+        unrouted: kind => this.emit('unrouted', name, kind)
+      }
+    })
+    return upstream
+  }
+
+  /** Each upstream's prefix: its explicit `prefix`, else none when it is alone, else its name. */
+  private assignPrefixes (): void {
+    this.prefixes.clear()
+    for (const upstream of this.upstreams) this.prefixes.set(upstream, upstream.config.prefix ?? (this.upstreams.length === 1 ? '' : upstream.name))
+  }
+
+  /**
+   * Hot reload (issue #15): makes the running set match `config`. An upstream whose config is
+   * deep-equal to its running one keeps running untouched (its connection, children, in-flight
+   * calls and subscriptions); one whose config changed is replaced by a fresh one; a removed one is
+   * closed (children reaped before this resolves); a new one is created. Routes switch at once
+   * (a call already routed finishes on the upstream it went to); replaced and new upstreams are
+   * started when the registry was started, without waiting for them: they join the catalogue when
+   * ready, like any upstream coming up. The merged lists are rebuilt and 'list_changed' emitted
+   * for each kind that changed (prefixes too may change: a second upstream gives the first its
+   * default prefix). Subscriptions held on a closed upstream are dropped.
+   * @param config the new upstreams, keyed by name, in config order
+   * @returns what was added, removed, restarted and left unchanged (names in config order). Never rejects.
+   */
+  async reconcile (config: Record<string, UpstreamConfig>): Promise<ReconcileSummary> {
+    const running = new Map(this.upstreams.map(upstream => [upstream.name, upstream]))
+    const summary: ReconcileSummary = { added: [], removed: [], restarted: [], unchanged: [] }
+    const next: Upstream[] = []
+    const stopping: Upstream[] = []
+    const starting: Upstream[] = []
+    for (const [name, upstreamConfig] of Object.entries(config)) {
+      const old = running.get(name)
+      if (old !== undefined && isDeepStrictEqual(old.config, upstreamConfig)) {
+        next.push(old)
+        summary.unchanged.push(name)
+        continue
+      }
+      const fresh = this.createUpstream(name, upstreamConfig)
+      next.push(fresh)
+      starting.push(fresh)
+      if (old !== undefined) { stopping.push(old); summary.restarted.push(name) } else summary.added.push(name)
     }
+    for (const old of this.upstreams) {
+      if (Object.hasOwn(config, old.name)) continue
+      stopping.push(old)
+      summary.removed.push(old.name)
+    }
+    this.upstreams.splice(0, this.upstreams.length, ...next)
+    this.assignPrefixes()
+    for (const [uri, entry] of this.subscriptionCounts) if (stopping.includes(entry.upstream)) this.subscriptionCounts.delete(uri)
+    for (const kind of ['tools', 'prompts', 'resources'] as const) this.rebuild(kind)
+    if (this.started !== undefined) for (const upstream of starting) void upstream.start()
+    await Promise.all(stopping.map(async upstream => await upstream.close()))
+    return summary
+  }
+
+  /** Per upstream (config order): how many tools, prompts, resources and templates it lists now (0 unless ready). */
+  counts (): CatalogueCounts[] {
+    return this.upstreams.map(upstream => {
+      const lists = upstream.lists()
+      return { name: upstream.name, tools: lists.tools.length, prompts: lists.prompts.length, resources: lists.resources.length, resourceTemplates: lists.resourceTemplates.length }
+    })
   }
 
   async start (): Promise<void> {
-    this.started ??= Promise.all(this.upstreams.map(async upstream => await upstream.start())).then(() => {})
+    this.started ??= Promise.all([...this.upstreams].map(async upstream => await upstream.start())).then(() => {})
     return await this.started
   }
 
@@ -118,7 +180,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   }
 
   async close (): Promise<void> {
-    await Promise.all(this.upstreams.map(async upstream => await upstream.close()))
+    await Promise.all([...this.upstreams].map(async upstream => await upstream.close()))
   }
 
   loads (): UpstreamLoad[] {

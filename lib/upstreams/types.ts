@@ -349,4 +349,30 @@ export interface UpstreamRegistry extends EventEmitter {
   subscribe (uri: string): Promise<void>
   /** Drops one reference; unsubscribes upstream when none is left. */
   unsubscribe (uri: string): Promise<void>
+  /**
+   * Hot reload: makes the running upstreams match `config` (see registry.ts). Optional: a registry a
+   * host app supplies may not support it (then reload is refused).
+   */
+  reconcile? (config: Record<string, UpstreamConfig>): Promise<ReconcileSummary>
+  /** Per upstream, the counts of what it lists now (for the status page). Optional, like reconcile. */
+  counts? (): CatalogueCounts[]
+}
+
+/** What a reconcile changed: upstream names, in config order (removed: in their old order). */
+export interface ReconcileSummary {
+  added: string[]
+  removed: string[]
+  /** Config changed: the old one was stopped, a fresh one started. */
+  restarted: string[]
+  /** Same config: left running, sessions, calls and children untouched. */
+  unchanged: string[]
+}
+
+/** One upstream's list sizes (0 while it is not ready). */
+export interface CatalogueCounts {
+  name: string
+  tools: number
+  prompts: number
+  resources: number
+  resourceTemplates: number
 }

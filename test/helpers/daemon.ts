@@ -51,6 +51,8 @@ export interface DaemonProcess {
   waitForLine: (match: (line: Record<string, unknown>) => boolean, since?: number) => Promise<Record<string, unknown>>
   /** Resolves with the exit code (or the signal name) once the child exited. */
   exited: Promise<number | string>
+  /** The config file it was started with (a test may rewrite it and reload). */
+  file: string
 }
 
 /**
@@ -58,14 +60,14 @@ export interface DaemonProcess {
  * `node <cli> daemon --config <file>` in `cwd` (or, with `configVia: 'env'`, `MCPX_CONFIG=<file>`); resolves once the "mcpx daemon ready" line is
  * logged. The child is killed (SIGKILL, by its own pid) at teardown if still running.
  */
-export async function startDaemon (t: Teardown, config: Record<string, unknown>, options: { cli?: string, cwd?: string, env?: NodeJS.ProcessEnv, configVia?: 'flag' | 'env' } = {}): Promise<DaemonProcess> {
+export async function startDaemon (t: Teardown, config: Record<string, unknown>, options: { cli?: string, cwd?: string, env?: NodeJS.ProcessEnv, configVia?: 'flag' | 'env', args?: string[] } = {}): Promise<DaemonProcess> {
   const port = await freePort()
   const dir = mkdtempSync(join(tmpdir(), 'mcpx-daemon-'))
   const file = join(dir, 'mcpx.config.json')
   const daemon = (config.daemon ?? {}) as Record<string, unknown>
   writeFileSync(file, JSON.stringify({ ...config, daemon: { ...daemon, address: `127.0.0.1:${port}` } }))
   const viaEnv = options.configVia === 'env'
-  const child = spawn(process.execPath, [options.cli ?? CLI_PATH, 'daemon', ...(viaEnv ? [] : ['--config', file])], {
+  const child = spawn(process.execPath, [options.cli ?? CLI_PATH, 'daemon', ...(viaEnv ? [] : ['--config', file]), ...(options.args ?? [])], {
     cwd: options.cwd ?? dir,
     env: { ...process.env, MCPX_LOG_LEVEL: 'info', ...options.env, ...(viaEnv ? { MCPX_CONFIG: file } : {}) },
     stdio: ['ignore', 'pipe', 'pipe']
@@ -107,7 +109,7 @@ export async function startDaemon (t: Teardown, config: Record<string, unknown>,
     })
   }
   await waitForLine(line => line.msg === 'mcpx daemon ready')
-  return { child, base: `http://127.0.0.1:${port}`, lines, stderr: () => stderr, waitForLine, exited }
+  return { child, base: `http://127.0.0.1:${port}`, lines, stderr: () => stderr, waitForLine, exited, file }
 }
 
 /** An SSE response read incrementally: `next()` yields each `data:` message; `ended` settles when the body ends. */

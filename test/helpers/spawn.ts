@@ -43,6 +43,8 @@ export interface ServeChild {
   end: () => void
   /** Resolves when the child exits. */
   exited: Promise<{ code: number | null, signal: NodeJS.Signals | null }>
+  /** The config file it was started with (a test may rewrite it and send SIGHUP). */
+  file: string
 }
 
 /**
@@ -158,6 +160,7 @@ export function spawnServe (t: Teardown, options: { config: object, env?: Record
     nextMessage,
     stderr: () => stderrText,
     end: () => { child.stdin.end() },
-    exited
+    exited,
+    file
   }
 }

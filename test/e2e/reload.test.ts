@@ -1,0 +1,228 @@
+/**
+ * Hot reload (issue #15 › Hot reload) on a real daemon (`node dist/cli.js daemon`) and a real
+ * `mcpx serve`: SIGHUP, `--watch` and `POST /admin/reload` restart a changed upstream, stop a
+ * removed one (its child reaped), start a new one and leave an unchanged one running (same pid, no
+ * failed call while a client calls it in a loop); clients get list_changed; an invalid config or an
+ * address change is refused with one log line and the running config stays; every reload is
+ * counted (mcpx_config_reloads_total) and logged with its summary.
+ */
+import t from 'tap'
+import { writeFileSync, renameSync } from 'node:fs'
+import { legacyHeaders } from '../helpers/app.js'
+import { fixtureCommand } from '../helpers/fixture.js'
+import { isAlive, readSse, startDaemon, type DaemonProcess } from '../helpers/daemon.js'
+import { modernBody, post } from '../helpers/modern-wire.js'
+import { modernHeaders } from '../helpers/app.js'
+import { spawnServe } from '../helpers/spawn.js'
+
+interface Ready { upstreams: Array<{ name: string, state: string, pid?: number }> }
+
+async function readyz (daemon: DaemonProcess): Promise<Ready> {
+  return await (await fetch(`${daemon.base}/readyz`)).json() as Ready
+}
+
+/** Polls /readyz (bounded) until `pred` holds. */
+async function until (daemon: DaemonProcess, pred: (r: Ready) => boolean): Promise<Ready> {
+  const deadline = Date.now() + 60_000
+  for (;;) {
+    const r = await readyz(daemon)
+    if (pred(r)) return r
+    if (Date.now() > deadline) throw new Error(`readyz never matched: ${JSON.stringify(r)}`)
+    await new Promise(resolve => setTimeout(resolve, 100))
+  }
+}
+
+function pidOf (r: Ready, name: string): number | undefined {
+  return r.upstreams.find(u => u.name === name)?.pid
+}
+
+/** Rewrites the daemon's config file (atomically, as a deploy would: write aside, rename). */
+function rewrite (file: string, config: Record<string, unknown>): void {
+  writeFileSync(file + '.tmp', JSON.stringify(config))
+  renameSync(file + '.tmp', file)
+}
+
+/** One modern tools/call; true when it answered a result without isError. */
+async function callOk (base: string, id: number, name: string): Promise<boolean> {
+  const reply = await post(base, modernBody(id, 'tools/call', { name, arguments: { text: `call ${id}` } }), modernHeaders('tools/call', name))
+  return reply.status === 200 && reply.json?.result?.content?.[0]?.text === `call ${id}`
+}
+
+async function metric (daemon: DaemonProcess, pattern: RegExp): Promise<string | undefined> {
+  const text = await (await fetch(`${daemon.base}/metrics`)).text()
+  return text.split('\n').find(line => pattern.test(line))
+}
+
+t.test('ops/reload/sighup-restarts-changed-stops-removed-starts-new', async t => {
+  const a = { ...fixtureCommand(), prefix: 'a' }
+  const b = { ...fixtureCommand(), prefix: 'b' }
+  const gone = { ...fixtureCommand(), prefix: 'gone' }
+  const daemon = await startDaemon(t, { upstreams: { a, b, gone } })
+  const before = await until(daemon, r => r.upstreams.every(u => u.state === 'ready'))
+  const [pidA, pidB, pidGone] = ['a', 'b', 'gone'].map(name => pidOf(before, name))
+  t.ok(pidA !== undefined && pidB !== undefined && pidGone !== undefined, 'three children')
+
+  // A legacy session with its GET stream: list_changed must arrive there.
+  const init = await fetch(`${daemon.base}/mcp`, {
+    method: 'POST',
+    headers: legacyHeaders(),
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'reload', version: '0' } } })
+  })
+  const session = init.headers.get('mcp-session-id') ?? ''
+  await init.arrayBuffer()
+  const get = await fetch(`${daemon.base}/mcp`, { headers: { accept: 'text/event-stream', 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' } })
+  t.equal(get.status, 200)
+  const stream = readSse(get)
+
+  const since = daemon.lines.length
+  rewrite(daemon.file, { daemon: { address: daemon.base.slice('http://'.length) }, upstreams: { a, b: { ...b, env: { CHANGED: '1' } }, c: { ...fixtureCommand(), prefix: 'c' } } })
+  daemon.child.kill('SIGHUP')
+  const line = await daemon.waitForLine(l => typeof l.msg === 'string' && l.msg.startsWith('config reload'), since)
+  t.match(line, { level: 30, msg: /^config reloaded: 1 added, 1 removed, 1 restarted, 1 unchanged$/, trigger: 'SIGHUP', added: ['c'], removed: ['gone'], restarted: ['b'], unchanged: 1 })
+
+  const after = await until(daemon, r => r.upstreams.length === 3 && r.upstreams.every(u => u.state === 'ready'))
+  t.same(after.upstreams.map(u => u.name), ['a', 'b', 'c'], 'running set follows the config')
+  t.equal(pidOf(after, 'a'), pidA, 'unchanged upstream: same child')
+  t.ok(pidA !== undefined && isAlive(pidA))
+  t.not(pidOf(after, 'b'), pidB, 'changed upstream: a new child')
+  t.notOk(isAlive(pidB ?? 0), 'the old child of the changed upstream is gone')
+  t.notOk(isAlive(pidGone ?? 0), 'the removed upstream\'s child is reaped')
+
+  const changed = await stream.next() as { method: string }
+  t.match(changed.method, /^notifications\/(tools|prompts|resources)\/list_changed$/, 'list_changed on the GET stream')
+  t.ok(await callOk(daemon.base, 2, 'c__echo'), 'the new upstream serves')
+  t.match(await metric(daemon, /^mcpx_config_reloads_total\{/), /trigger="SIGHUP",outcome="applied"\} 1$/)
+  t.notOk(await metric(daemon, /^mcpx_upstream_up\{upstream="gone"\}/), 'the removed upstream leaves the gauge')
+})
+
+t.test('ops/reload/unchanged-upstream-zero-failed-calls-under-load', async t => {
+  const a = { ...fixtureCommand(), prefix: 'a' }
+  const daemon = await startDaemon(t, { upstreams: { a } })
+  await until(daemon, r => r.upstreams.every(u => u.state === 'ready'))
+  const pidA = pidOf(await readyz(daemon), 'a')
+  const address = daemon.base.slice('http://'.length)
+  let stop = false
+  let ok = 0
+  const failed: number[] = []
+  let id = 100
+  const loop = async (): Promise<void> => {
+    while (!stop) {
+      const n = id++
+      if (await callOk(daemon.base, n, 'a__echo')) ok++
+      else failed.push(n)
+    }
+  }
+  const loops = [loop(), loop(), loop()]
+  // Five reloads while the loops run: add b, change b, add c, remove b and c, re-add b.
+  const configs = [
+    { b: { ...fixtureCommand(), prefix: 'b' } },
+    { b: { ...fixtureCommand(), prefix: 'b', env: { V: '2' } } },
+    { b: { ...fixtureCommand(), prefix: 'b', env: { V: '2' } }, c: { ...fixtureCommand(), prefix: 'c' } },
+    {},
+    { b: { ...fixtureCommand(), prefix: 'b' } }
+  ]
+  for (const extra of configs) {
+    const since = daemon.lines.length
+    const okBefore = ok
+    rewrite(daemon.file, { daemon: { address }, upstreams: { a, ...extra } })
+    daemon.child.kill('SIGHUP')
+    await daemon.waitForLine(l => l.msg === 'config reloaded' || (typeof l.msg === 'string' && l.msg.startsWith('config reload')), since)
+    // Let some calls through after each reload (bounded by the test's own timeout).
+    while (ok < okBefore + 5 && failed.length === 0) await new Promise(resolve => setTimeout(resolve, 20))
+  }
+  stop = true
+  await Promise.all(loops)
+  t.same(failed, [], 'no call to the unchanged upstream failed')
+  t.ok(ok >= 25, `calls went through during the reloads (${ok})`)
+  t.equal(pidOf(await readyz(daemon), 'a'), pidA, 'the unchanged upstream kept its child')
+  t.match(await metric(daemon, /^mcpx_config_reloads_total\{/), /outcome="applied"\} 5$/)
+})
+
+t.test('ops/reload/invalid-or-address-change-refused', async t => {
+  const a = fixtureCommand()
+  const daemon = await startDaemon(t, { upstreams: { a } })
+  await until(daemon, r => r.upstreams.every(u => u.state === 'ready'))
+  const pidA = pidOf(await readyz(daemon), 'a')
+  const address = daemon.base.slice('http://'.length)
+
+  let since = daemon.lines.length
+  writeFileSync(daemon.file, '{"upstreams": {"a": {"command": 5}}}')
+  daemon.child.kill('SIGHUP')
+  const invalid = await daemon.waitForLine(l => typeof l.msg === 'string' && l.msg.startsWith('config reload'), since)
+  t.match(invalid, { level: 50, trigger: 'SIGHUP', msg: /^config reload refused, running config kept: invalid config: upstreams\.a\.command: must be string$/ })
+  t.equal(daemon.lines.slice(since).filter(l => l.level === 50).length, 1, 'one error line')
+
+  since = daemon.lines.length
+  writeFileSync(daemon.file, 'not json')
+  daemon.child.kill('SIGHUP')
+  t.match(await daemon.waitForLine(l => typeof l.msg === 'string' && l.msg.startsWith('config reload'), since), { level: 50, msg: /is not JSON/ })
+
+  since = daemon.lines.length
+  rewrite(daemon.file, { daemon: { address: '127.0.0.1:1' }, upstreams: { a, b: fixtureCommand() } })
+  daemon.child.kill('SIGHUP')
+  t.match(await daemon.waitForLine(l => typeof l.msg === 'string' && l.msg.startsWith('config reload'), since),
+    { level: 50, msg: `config reload refused, running config kept: daemon.address changed from ${address} to 127.0.0.1:1: restart mcpx to listen elsewhere` })
+
+  const r = await readyz(daemon)
+  t.same(r.upstreams.map(u => u.name), ['a'], 'the running config stays')
+  t.equal(pidOf(r, 'a'), pidA, 'its upstream untouched')
+  t.ok(await callOk(daemon.base, 9, 'echo'), 'and serving')
+  t.match(await metric(daemon, /^mcpx_config_reloads_total\{/), /trigger="SIGHUP",outcome="refused"\} 3$/)
+})
+
+t.test('ops/reload/admin-endpoint-needs-an-admin-token', async t => {
+  const daemon = await startDaemon(t, { admin: { tokens: ['admin-s3cret'] }, upstreams: { a: fixtureCommand() } })
+  const url = `${daemon.base}/admin/reload`
+  const missing = await fetch(url, { method: 'POST' })
+  t.equal(missing.status, 401)
+  t.equal(missing.headers.get('www-authenticate'), 'Bearer realm="mcpx-admin"')
+  t.match(await missing.json(), { error: { code: -32600, message: 'Unauthorized: an admin token is required' } })
+  const wrong = await fetch(url, { method: 'POST', headers: { authorization: 'Bearer nope' } })
+  t.equal(wrong.status, 401)
+  t.equal(wrong.headers.get('www-authenticate'), 'Bearer realm="mcpx-admin", error="invalid_token"')
+  await wrong.arrayBuffer()
+
+  rewrite(daemon.file, { daemon: { address: daemon.base.slice('http://'.length) }, admin: { tokens: ['admin-s3cret'] }, upstreams: { a: fixtureCommand(), b: fixtureCommand() } })
+  const ok = await fetch(url, { method: 'POST', headers: { authorization: 'Bearer admin-s3cret' } })
+  t.equal(ok.status, 200)
+  t.same(await ok.json(), { status: 'applied', added: ['b'], removed: [], restarted: [], unchanged: ['a'], restartToApply: [] })
+
+  writeFileSync(daemon.file, '[]')
+  const refused = await fetch(url, { method: 'POST', headers: { authorization: 'Bearer admin-s3cret' } })
+  t.equal(refused.status, 422)
+  t.match(await refused.json(), { status: 'refused', reason: /must be object/ })
+  t.notOk(daemon.lines.some(l => JSON.stringify(l).includes('admin-s3cret')), 'the token is never logged')
+
+  const plain = await startDaemon(t, { upstreams: { a: fixtureCommand() } })
+  const none = await fetch(`${plain.base}/admin/reload`, { method: 'POST', headers: { authorization: 'Bearer anything' } })
+  t.equal(none.status, 403, 'no admin.tokens: nobody may reload over HTTP')
+  t.match(await none.json(), { error: { message: 'Forbidden: no admin.tokens are configured' } })
+})
+
+t.test('ops/reload/watch-reloads-when-the-file-changes', async t => {
+  const daemon = await startDaemon(t, { upstreams: { a: fixtureCommand() } }, { args: ['--watch'] })
+  await until(daemon, r => r.upstreams.every(u => u.state === 'ready'))
+  const since = daemon.lines.length
+  rewrite(daemon.file, { daemon: { address: daemon.base.slice('http://'.length) }, upstreams: { a: fixtureCommand(), w: fixtureCommand() } })
+  t.match(await daemon.waitForLine(l => typeof l.msg === 'string' && l.msg.startsWith('config reload'), since), { trigger: 'watch', added: ['w'] })
+  await until(daemon, r => r.upstreams.some(u => u.name === 'w' && u.state === 'ready'))
+  t.equal(daemon.lines.slice(since).filter(l => typeof l.msg === 'string' && l.msg.startsWith('config reload')).length, 1, 'one reload for one change (debounced)')
+})
+
+t.test('ops/reload/stdio-sighup', async t => {
+  const serve = spawnServe(t, { config: { upstreams: { a: { ...fixtureCommand(), prefix: 'a' } } } })
+  const init = await serve.request({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'reload', version: '0' } } })
+  t.match(init, { result: { protocolVersion: '2025-06-18' } })
+  serve.send({ jsonrpc: '2.0', method: 'notifications/initialized' })
+  const after = serve.messages.length
+  writeFileSync(serve.file, JSON.stringify({ upstreams: { a: { ...fixtureCommand(), prefix: 'a' }, b: { ...fixtureCommand(), prefix: 'b' } } }))
+  serve.child.kill('SIGHUP')
+  await serve.nextMessage(m => m.method === 'notifications/tools/list_changed', { after })
+  const list = await serve.request({ jsonrpc: '2.0', id: 2, method: 'tools/list' })
+  const names = (list.result.tools as Array<{ name: string }>).map(tool => tool.name)
+  t.ok(names.includes('a__echo') && names.includes('b__echo'), 'the new upstream\'s tools are listed')
+  t.match(serve.stderr(), /config reloaded: 1 added, 0 removed, 0 restarted, 1 unchanged/, 'the summary is logged on stderr')
+  t.ok(serve.lines.every(line => { try { JSON.parse(line); return true } catch { return false } }), 'stdout carries only MCP')
+  serve.end()
+  t.match(await serve.exited, { code: 0 })
+})
