@@ -5,24 +5,9 @@
  * format flags.
  */
 import t from 'tap'
-import { execFile } from 'node:child_process'
 import { fixtureCommand } from '../helpers/fixture.js'
-import { CLI_PATH, writeConfig } from '../helpers/spawn.js'
-
-/** Bound of one command run, ms: generous, the machine may be loaded (several node processes per run). */
-const WAIT_MS = 90_000
-
-interface Run { code: number, stdout: string, stderr: string }
-
-/** Runs `node dist/cli.js ...args` to completion (bounded by WAIT_MS). */
-async function mcpx (...args: string[]): Promise<Run> {
-  return await new Promise(resolve => {
-    execFile(process.execPath, [CLI_PATH, ...args], { timeout: WAIT_MS, env: { ...process.env, MCPX_LOG_LEVEL: '', MCPX_LOG_FORMAT: '' } }, (err, stdout, stderr) => {
-      const code = err === null ? 0 : typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : -1
-      resolve({ code, stdout, stderr })
-    })
-  })
-}
+import { writeConfig } from '../helpers/spawn.js'
+import { mcpx } from '../helpers/cli.js'
 
 const COMMANDS = ['daemon', 'serve', 'check', 'tools', 'call']
 
