@@ -6,7 +6,8 @@
  * stopped and the process exits 0.
  */
 import t from 'tap'
-import { modernHeaders, modernMeta, legacyHeaders } from '../helpers/app.js'
+import { modernHeaders, modernMeta } from '../helpers/app.js'
+import { fetchSession } from '../helpers/legacy.js'
 import { fixtureCommand } from '../helpers/fixture.js'
 import { isAlive, readSse, startDaemon } from '../helpers/daemon.js'
 
@@ -89,13 +90,7 @@ t.test('daemon/shutdown/sigterm-graceful', async t => {
   t.equal(pids.length, 1, 'readyz lists the fixture child pid')
 
   // An open legacy GET stream, which shutdown must end cleanly.
-  const init = await fetch(`${daemon.base}/mcp`, {
-    method: 'POST',
-    headers: legacyHeaders(),
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'sigterm-test', version: '0.0.0' } } })
-  })
-  const session = init.headers.get('mcp-session-id') ?? ''
-  await init.arrayBuffer()
+  const session = await fetchSession(daemon.base, '2025-06-18')
   const get = await fetch(`${daemon.base}/mcp`, { headers: { accept: 'text/event-stream', 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' } })
   t.equal(get.status, 200)
   const stream = readSse(get)

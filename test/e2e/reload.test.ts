@@ -8,7 +8,7 @@
  */
 import t from 'tap'
 import { writeFileSync, renameSync } from 'node:fs'
-import { legacyHeaders } from '../helpers/app.js'
+import { fetchSession } from '../helpers/legacy.js'
 import { fixtureCommand } from '../helpers/fixture.js'
 import { isAlive, readSse, startDaemon, type DaemonProcess } from '../helpers/daemon.js'
 import { modernBody, post } from '../helpers/modern-wire.js'
@@ -63,13 +63,7 @@ t.test('ops/reload/sighup-restarts-changed-stops-removed-starts-new', async t =>
   t.ok(pidA !== undefined && pidB !== undefined && pidGone !== undefined, 'three children')
 
   // A legacy session with its GET stream: list_changed must arrive there.
-  const init = await fetch(`${daemon.base}/mcp`, {
-    method: 'POST',
-    headers: legacyHeaders(),
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'reload', version: '0' } } })
-  })
-  const session = init.headers.get('mcp-session-id') ?? ''
-  await init.arrayBuffer()
+  const session = await fetchSession(daemon.base, '2025-06-18')
   const get = await fetch(`${daemon.base}/mcp`, { headers: { accept: 'text/event-stream', 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' } })
   t.equal(get.status, 200)
   const stream = readSse(get)

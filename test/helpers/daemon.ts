@@ -15,8 +15,11 @@ import type { Teardown } from './app.js'
 /** The compiled CLI of this checkout (dist/cli.js). */
 export const CLI_PATH = fileURLToPath(new URL('../../cli.js', import.meta.url))
 
-/** Default bound of every wait here, ms. */
-export const WAIT_MS = 20_000
+/**
+ * Default bound of every wait here, ms. Generous: on two cores under a load of 10 a daemon with a
+ * fixture upstream was seen to need over 20 s to log its ready line. Only a bound, never a delay.
+ */
+export const WAIT_MS = 60_000
 
 /** True while a process with this pid exists (signal 0). Never throws. */
 export function isAlive (pid: number): boolean {
