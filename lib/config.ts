@@ -22,6 +22,7 @@ import { REDIS_TARGET_SCHEMA, type RedisTarget } from './redis-client.js'
 import type { PolicyConfig } from './policy.js'
 import type { AuditConfig } from './audit.js'
 import { serversProblems, type ServerConfig } from './servers.js'
+import { MAX_PAGE_SIZE } from './paging.js'
 
 /** The Redis of `sessions.store: "redis"` when neither sessions.redis nor sessions.redisUrl is given. */
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379'
@@ -207,7 +208,8 @@ export const CONFIG_SCHEMA = {
         streamBufferMaxBytes: { type: 'integer', minimum: 1, default: 8388608, description: 'hard limit of every outgoing stream, bytes (at least streamBufferBytes): past it the stream is ended (a reply stream\'s call is cancelled upstream); a response never ends a stream' },
         headersTimeout: { ...DURATION, default: '10s', description: 'daemon: a connection that sends no complete request head within this (ms) is closed, with 408 when any byte came (0 disables)' },
         bodyTimeout: { ...DURATION, default: '30s', description: 'daemon: a request body not complete within this (ms) after the head\'s bound gets 408 (0 disables)' },
-        keepAliveTimeout: { ...DURATION, default: '72s', description: 'daemon: an idle keep-alive connection closes after this (ms); above the 60 s idle timeout of nginx and common load balancers, so the proxy closes first' }
+        keepAliveTimeout: { ...DURATION, default: '72s', description: 'daemon: an idle keep-alive connection closes after this (ms); above the 60 s idle timeout of nginx and common load balancers, so the proxy closes first' },
+        pageSize: { type: 'integer', minimum: 0, maximum: MAX_PAGE_SIZE, default: 0, description: 'items per page of tools/list, prompts/list, resources/list and resources/templates/list (0, the default: no paging, whole lists); cursors are opaque, valid on every replica, and survive catalogue changes unless the last item they served is gone (then -32602: list again)' }
       }
     },
     auth: {
@@ -400,6 +402,8 @@ export interface McpxConfig {
     bodyTimeout: number
     /** ms; 0 disables. Daemon only. */
     keepAliveTimeout: number
+    /** items per page of the four list methods, 0…10 000; 0 = no paging (lib/paging.ts, issue #18). */
+    pageSize: number
   }
   auth: {
     bearerTokens: string[]

@@ -62,7 +62,8 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
     // issue #17; a reload swaps both with dispatcher.setAccess
     policy: compilePolicy(config.policy),
     servers: config.servers === undefined ? undefined : new Servers(config.servers),
-    audit
+    audit,
+    pageSize: config.transport.pageSize // issue #18 › Paged catalogues (lib/paging.ts)
   })
   const hub = new NotificationHub(registry)
   return {

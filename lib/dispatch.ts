@@ -24,6 +24,7 @@ import { WHOLE_CATALOGUE, asPrincipal, type Policy } from './policy.js'
 import type { AuditTrail, AuditOutcome } from './audit.js'
 import { CuratedServer, type Servers } from './servers.js'
 import { Visibility } from './visibility.js'
+import { pageOf, type PagedList } from './paging.js'
 
 export type { DispatchContext } from './dispatch-types.js'
 
@@ -62,6 +63,8 @@ export interface DispatcherOptions {
   servers?: Servers
   /** The audit trail (lib/audit.ts, issue #17); undefined: none. */
   audit?: AuditTrail
+  /** Items per page of the four list methods (`transport.pageSize`, lib/paging.ts); default 0: no paging. */
+  pageSize?: number
 }
 
 /** Methods audited whatever their outcome (issue #17 › Audit trail); any other only when denied or rate-limited. */
@@ -88,6 +91,8 @@ export class Dispatcher {
   readonly serverInfo: ServerInfo
   private readonly log: Logger
   private readonly listTtlMs: number
+  /** Items per page of the lists; 0: whole lists. */
+  private readonly pageSize: number
   /** The MRTR bridge (lib/mrtr.ts): interactive calls across eras, and the question capability rule. */
   private readonly mrtr: MrtrBridge
   /** The per-caller policy; undefined: none configured (no per-request cost). */
@@ -104,6 +109,7 @@ export class Dispatcher {
     this.serverInfo = options.serverInfo
     this.log = options.logger
     this.listTtlMs = options.listTtlMs ?? 0
+    this.pageSize = options.pageSize ?? 0
     this.policy = options.policy
     this.servers = options.servers
     this.audit = options.audit
@@ -405,10 +411,13 @@ export class Dispatcher {
     return await this.runUnfiltered(request, params, ctx)
   }
 
-  private list (params: JsonObject, key: string, items: JsonObject[]): JsonObject {
-    // mcpx never hands out a cursor (it returns the merged list whole), so any cursor is one it did not issue.
-    if (params.cursor !== undefined) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: unknown cursor')
-    return { [key]: items }
+  /**
+   * One page of a list as the caller sees it (issue #18 › Paged catalogues; lib/paging.ts): the
+   * items are already filtered and renamed, so cursors work the same on /mcp, curated endpoints
+   * and stdio. Throws -32602 (UpstreamRpcError) for a malformed or outdated cursor.
+   */
+  private list (params: JsonObject, key: PagedList, items: JsonObject[]): JsonObject {
+    return pageOf(key, items, this.pageSize, params.cursor)
   }
 
   private callOptions (request: JsonRpcRequest, ctx: DispatchContext): UpstreamCallOptions {

@@ -25,8 +25,14 @@ export const RESTART_INITIAL_DELAY_MS = 100
 export const RESTART_MAX_DELAY_MS = 10_000
 /** A connection up this long (ms) resets the backoff. */
 export const RESTART_RESET_AFTER_MS = 10_000
-/** Most pages read from one list before giving up (a defence against a cursor that never ends). */
+/**
+ * Most pages mcpx reads from one upstream list, following its `nextCursor` (issue #18 › Paged
+ * catalogues; a defence against a cursor that never ends). Past it, or past {@link MAX_LIST_ITEMS},
+ * the list is cut there: what was read is served, and one warn line names the upstream and list.
+ */
 export const MAX_LIST_PAGES = 100
+/** Most items mcpx keeps from one upstream list (tools, prompts, resources or templates); see {@link MAX_LIST_PAGES}. */
+export const MAX_LIST_ITEMS = 10_000
 
 const LIST_KINDS: readonly ListKind[] = ['tools', 'prompts', 'resources']
 export const EMPTY_CATALOGUE: UpstreamCatalogue = Object.freeze({ tools: [], prompts: [], resources: [], resourceTemplates: [] }) as UpstreamCatalogue
@@ -331,6 +337,12 @@ export class SupervisedConnection {
     return { tools, prompts, resources, resourceTemplates }
   }
 
+  /**
+   * Reads a whole upstream list, following the upstream's own `nextCursor` (issue #18 › Paged
+   * catalogues), so an upstream that pages is merged in full. Bounded: past MAX_LIST_PAGES pages
+   * or MAX_LIST_ITEMS items the list is cut (served as read so far) with one warn line.
+   * @throws when a page fails (the caller treats that as a failed listing)
+   */
   private async listPages (link: Link, method: string, key: string): Promise<JsonObject[]> {
     const items: JsonObject[] = []
     let cursor: string | undefined
@@ -338,11 +350,23 @@ export class SupervisedConnection {
       if (this.link !== link) throw new Error('connection replaced')
       const result = await link.call(method, cursor === undefined ? {} : { cursor }, setupOptions(), this.host.setupTimeoutMs, undefined, true)
       const list = result[key]
-      if (Array.isArray(list)) for (const item of list) if (isObject(item)) items.push(item)
+      if (Array.isArray(list)) {
+        for (const item of list) {
+          if (!isObject(item)) continue
+          if (items.length === MAX_LIST_ITEMS) return this.truncated(method, items, `more than ${MAX_LIST_ITEMS} items`)
+          items.push(item)
+        }
+      }
       cursor = typeof result.nextCursor === 'string' && result.nextCursor !== '' ? result.nextCursor : undefined
       if (cursor === undefined) return items
     }
-    throw new Error(`${method}: more than ${MAX_LIST_PAGES} pages`)
+    return this.truncated(method, items, `more than ${MAX_LIST_PAGES} pages`)
+  }
+
+  private truncated (method: string, items: JsonObject[], why: string): JsonObject[] {
+    this.host.logger.warn({ ...this.logFields, method, kept: items.length, maxPages: MAX_LIST_PAGES, maxItems: MAX_LIST_ITEMS },
+      `upstream ${method} has ${why}: mcpx serves the first ${items.length} items and ignores the rest`)
+    return items
   }
 
   /** Re-lists one kind after a list_changed, then tells the registry. Never throws. */

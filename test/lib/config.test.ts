@@ -137,3 +137,13 @@ t.test('config/upstreams/timeout-keys', async t => {
   t.equal(config.upstreams.b.maxTotalTimeout, undefined, 'no maxTotalTimeout by default')
   t.throws(() => loadConfig({ upstreams: { a: { command: 'x', maxTotalTimeout: 'soon' } } }), McpxError, 'a bad maxTotalTimeout is refused')
 })
+
+t.test('paging/config/page-size-bounds', async t => {
+  t.equal(loadConfig({}).transport.pageSize, 0, 'no paging by default')
+  t.equal(loadConfig({ transport: { pageSize: 1 } }).transport.pageSize, 1)
+  t.equal(loadConfig({ transport: { pageSize: 10_000 } }).transport.pageSize, 10_000, 'the largest page')
+  for (const bad of [-1, 10_001, 2.5, '50', null]) {
+    t.match(configError(() => loadConfig({ transport: { pageSize: bad } })), /transport\.pageSize/, `${JSON.stringify(bad)} is refused, naming the key`)
+  }
+  t.match(configError(() => loadConfig({ transport: { pageSize: 10_001 } })), /transport\.pageSize: must be <= 10000/, 'the message gives the bound')
+})
