@@ -18,7 +18,7 @@ import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_S
 import { UpstreamBusyError, UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamQuestion, type UpstreamRegistry } from './upstreams/types.js'
 import type { DispatchContext } from './dispatch-types.js'
 import { markRefused } from './status.js'
-import { MrtrBridge, StateSealer, missingCapabilities, missingCapabilityError } from './mrtr.js'
+import { ELICITATION_COMPLETE, MrtrBridge, StateSealer, missingCapabilities, missingCapabilityError } from './mrtr.js'
 import { activeTracing } from './trace.js'
 import { WHOLE_CATALOGUE, asPrincipal, type Policy } from './policy.js'
 import type { AuditTrail, AuditOutcome } from './audit.js'
@@ -432,8 +432,13 @@ export class Dispatcher {
     // Log lines go to a legacy client as they come (it opted in by declaring nothing: legacy servers
     // send logs unless logging/setLevel says otherwise); a modern client gets them only when its
     // request set a logLevel, which the upstream also sees and filters by (DIGEST §6f).
+    // notifications/elicitation/complete (of a URL-mode elicitation the call relayed; issue #18) exists
+    // only in 2025-11-25 (DIGEST §6, method table): it goes to a legacy client, never to a modern one.
     if (notify !== undefined && (ctx.era === 'legacy' || (isObject(meta) && typeof meta[META_LOG_LEVEL] === 'string'))) {
-      options.onNotification = (n) => { if (n.method === 'notifications/message') notify({ jsonrpc: '2.0', method: n.method, ...(n.params !== undefined ? { params: n.params } : {}) }) }
+      const legacy = ctx.era === 'legacy'
+      options.onNotification = (n) => {
+        if (n.method === 'notifications/message' || (legacy && n.method === ELICITATION_COMPLETE)) notify({ jsonrpc: '2.0', method: n.method, ...(n.params !== undefined ? { params: n.params } : {}) })
+      }
     }
     if ((typeof progressToken === 'string' || typeof progressToken === 'number') && ctx.notify !== undefined) {
       const notify = ctx.notify

@@ -152,6 +152,9 @@ export class ParkedCall {
 
 // ---- the bridge ----------------------------------------------------------------------------------
 
+/** The 2025-11-25 notification that a URL-mode elicitation finished out of band (`{ elicitationId }`). */
+export const ELICITATION_COMPLETE = 'notifications/elicitation/complete'
+
 /** Most MRTR rounds mcpx drives for a legacy client before giving up on an upstream that keeps asking. */
 const MAX_INPUT_ROUNDS = 16
 
@@ -210,7 +213,14 @@ export class MrtrBridge {
    */
   refusal (question: UpstreamQuestion, ctx: DispatchContext): UpstreamRpcError | undefined {
     const capability = QUESTION_CAPABILITY.get(question.method)
-    if (capability !== undefined && isObject(ctx.clientCapabilities[capability])) return undefined
+    if (capability !== undefined && isObject(ctx.clientCapabilities[capability])) {
+      const mode = elicitationModeMissing(question.method, question.params, ctx.clientCapabilities)
+      if (mode === undefined) return undefined
+      // 2025-11-25 client/elicitation.mdx: a client asked for an elicitation mode it did not declare
+      // answers -32602; mcpx answers the upstream so on the client's behalf, and never relays it.
+      if (ctx.era === 'modern') this.missing.set(ctx, { ...this.missing.get(ctx), elicitation: { [mode]: {} } })
+      return new UpstreamRpcError(INVALID_PARAMS, `Client does not support ${mode}-mode elicitation: it declared no "elicitation.${mode}" capability`)
+    }
     if (ctx.era === 'modern' && capability !== undefined) this.missing.set(ctx, { ...this.missing.get(ctx), [capability]: {} })
     return new UpstreamRpcError(METHOD_NOT_FOUND, `Client does not support ${question.method}: it declared no "${capability ?? question.method}" capability`)
   }
@@ -238,10 +248,23 @@ export class MrtrBridge {
       const ask = options.onQuestion
       if (ask === undefined) throw new UpstreamRpcError(INTERNAL_ERROR, 'the upstream needs client input, and this connection cannot carry questions')
       const inputResponses: JsonObject = {}
+      const completed: string[] = []
       for (const [key, inputRequest] of Object.entries(isObject(result.inputRequests) ? result.inputRequests : {})) {
         if (!isObject(inputRequest) || typeof inputRequest.method !== 'string') throw new UpstreamRpcError(INTERNAL_ERROR, `upstream sent a malformed inputRequests.${key}`)
+        let params = isObject(inputRequest.params) ? inputRequest.params : undefined
+        // A 2026-07-28 URL-mode elicitation has no elicitationId; a 2025-11-25 client needs one
+        // (ElicitRequestURLParams): mcpx mints it, and sends notifications/elicitation/complete
+        // for it once the upstream has taken the client's accept (the retry below answered).
+        const urlMode = inputRequest.method === 'elicitation/create' && params?.mode === 'url'
+        let elicitationId: string | undefined
+        if (urlMode && params !== undefined) {
+          elicitationId = typeof params.elicitationId === 'string' ? params.elicitationId : `mcpx-elicitation-${randomBytes(12).toString('base64url')}`
+          params = { ...params, elicitationId }
+        }
         try {
-          inputResponses[key] = await ask({ method: inputRequest.method, params: isObject(inputRequest.params) ? inputRequest.params : undefined }, ctx.signal)
+          const answer = await ask({ method: inputRequest.method, params }, ctx.signal)
+          inputResponses[key] = answer
+          if (elicitationId !== undefined && answer.action === 'accept') completed.push(elicitationId)
         } catch (err) {
           if (err instanceof UpstreamRpcError) throw err
           const code = typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : INTERNAL_ERROR
@@ -251,6 +274,7 @@ export class MrtrBridge {
       const extraParams: JsonObject = { inputResponses }
       if (typeof result.requestState === 'string') extraParams.requestState = result.requestState
       result = await invoke({ ...options, extraParams })
+      for (const elicitationId of completed) ctx.notify?.({ jsonrpc: '2.0', method: ELICITATION_COMPLETE, params: { elicitationId } })
     }
     return result
   }
@@ -339,7 +363,7 @@ export class MrtrBridge {
   private inputRequired (parked: ParkedCall, key: string, question: UpstreamQuestion, ctx: DispatchContext): JsonObject {
     const requestState = this.seal({ k: 'park', m: parked.method, n: parked.name, p: parked.id, r: parked.round }, ctx)
     const inputRequest: JsonObject = { method: question.method }
-    if (question.params !== undefined) inputRequest.params = withoutProgressToken(question.params)
+    if (question.params !== undefined) inputRequest.params = forModernClient(question.method, withoutProgressToken(question.params))
     return { resultType: 'input_required', inputRequests: { [key]: inputRequest }, requestState }
   }
 
@@ -382,14 +406,44 @@ export function missingCapabilities (result: JsonObject, clientCapabilities: Jso
   let required: JsonObject | undefined
   for (const input of Object.values(result.inputRequests)) {
     const capability = isObject(input) && typeof input.method === 'string' ? QUESTION_CAPABILITY.get(input.method) : undefined
-    if (capability !== undefined && !isObject(clientCapabilities[capability])) (required ??= {})[capability] = {}
+    if (capability === undefined) continue
+    if (!isObject(clientCapabilities[capability])) { (required ??= {})[capability] = {}; continue }
+    const mode = elicitationModeMissing((input as JsonObject).method as string, isObject((input as JsonObject).params) ? (input as JsonObject).params as JsonObject : undefined, clientCapabilities)
+    if (mode !== undefined) (required ??= {}).elicitation = { ...(isObject(required.elicitation) ? required.elicitation : {}), [mode]: {} }
   }
   return required
+}
+
+/**
+ * The elicitation mode a question needs and the client did not declare (2025-11-25 and 2026-07-28
+ * `ClientCapabilities.elicitation.{form,url}`; an empty `elicitation: {}` means form only, for
+ * backwards compatibility): `'url'` for a URL-mode `elicitation/create` without `elicitation.url`,
+ * `'form'` for a form-mode one when the client declared only other modes; undefined when the client
+ * can take it, or the question is not an elicitation (issue #18 › URL-mode elicitation). Never throws.
+ */
+export function elicitationModeMissing (method: string, params: JsonObject | undefined, clientCapabilities: JsonObject): 'url' | 'form' | undefined {
+  if (method !== 'elicitation/create') return undefined
+  const declared = isObject(clientCapabilities.elicitation) ? clientCapabilities.elicitation : {}
+  if (params?.mode === 'url') return isObject(declared.url) ? undefined : 'url'
+  const anyMode = declared.form !== undefined || declared.url !== undefined
+  return !anyMode || isObject(declared.form) ? undefined : 'form'
 }
 
 /** The -32021 error (400) naming the capabilities in `data.requiredCapabilities` (DIGEST §6a, §6e). */
 export function missingCapabilityError (id: RequestId, required: JsonObject): JsonRpcErrorResponse {
   return errorResponse(id, MISSING_REQUIRED_CLIENT_CAPABILITY, `Missing required client capability: ${Object.keys(required).join(', ')}`, { requiredCapabilities: required })
+}
+
+/**
+ * A legacy upstream's URL-mode elicitation without its `elicitationId`, which 2026-07-28 removed
+ * (DIGEST §7: "notifications/elicitation/complete and elicitationId removed"; the 2026-07-28
+ * ElicitRequestURLParams has message, mode and url). The upstream's id stays on mcpx's side: the
+ * retry's answer goes to the upstream's own waiting request. Other questions unchanged. Never throws.
+ */
+function forModernClient (method: string, params: JsonObject): JsonObject {
+  if (method !== 'elicitation/create' || params.mode !== 'url' || !('elicitationId' in params)) return params
+  const { elicitationId: _id, ...rest } = params
+  return rest
 }
 
 /**

@@ -12,8 +12,12 @@ import type { JsonObject } from './types.js'
 /** mcpx's clientInfo upstream: its serverInfo (lib/version.ts, the version read once from package.json). */
 export const CLIENT_INFO = SERVER_INFO
 
-/** Declared so legacy upstreams will ask; the questions are relayed to the downstream client. */
-export const CLIENT_CAPABILITIES = { elicitation: { form: {} }, sampling: {}, roots: {} }
+/**
+ * Declared so legacy upstreams will ask; the questions are relayed to the downstream client. Both
+ * elicitation modes (2025-11-25): a URL-mode one reaches only a client that declared
+ * `elicitation.url`, else the upstream gets -32602 (lib/mrtr.ts refusal; issue #18).
+ */
+export const CLIENT_CAPABILITIES = { elicitation: { form: {}, url: {} }, sampling: {}, roots: {} }
 
 /** Longest wait for the `server/discover` probe on stdio before falling back to `initialize` (ms). */
 export const STDIO_PROBE_TIMEOUT_MS = 5_000

@@ -37,6 +37,9 @@ export interface CallTiming {
 /** What the link could not tie to one call: a question (refused upstream) or a log line (dropped). */
 export type UnroutedKind = 'question' | 'log'
 
+/** Most URL-mode elicitations a link remembers for their completion notification. */
+const MAX_URL_ELICITATIONS = 1024
+
 /** The body field `Mcp-Name` mirrors, per method (DIGEST §6d). */
 const NAME_FIELD: ReadonlyMap<string, string> = new Map([['tools/call', 'name'], ['prompts/get', 'name'], ['resources/read', 'uri']])
 
@@ -61,6 +64,12 @@ export class Link implements CallLink {
    */
   /** Questions that came on a call's own HTTP reply stream: their upstream request id → that call. */
   private readonly questionCalls = new Map<string | number, UpstreamCall>()
+  /**
+   * URL-mode elicitations relayed for a call: their `elicitationId` → that call, so the upstream's
+   * `notifications/elicitation/complete` reaches the client that got the elicitation and no other
+   * (issue #18 › URL-mode elicitation). Bounded by MAX_URL_ELICITATIONS, oldest dropped first.
+   */
+  private readonly urlElicitations = new Map<string, UpstreamCall>()
 
   /**
    * @param unrouted told of each question refused and log line dropped because it could not be
@@ -246,6 +255,11 @@ export class Link implements CallLink {
       throw new ProtocolError(METHOD_NOT_FOUND, `mcpx: no request in flight on upstream ${this.upstream} can relay ${method}`)
     }
     const question = params === undefined ? { method } : { method, params }
+    const elicitationId = method === 'elicitation/create' && params?.mode === 'url' && typeof params.elicitationId === 'string' ? params.elicitationId : undefined
+    if (elicitationId !== undefined) {
+      if (this.urlElicitations.size >= MAX_URL_ELICITATIONS) this.urlElicitations.delete(this.urlElicitations.keys().next().value as string)
+      this.urlElicitations.set(elicitationId, target)
+    }
     try {
       return await onQuestion(question, AbortSignal.any([target.questionSignal(), upstreamSignal]))
     } catch (error) {
@@ -289,7 +303,32 @@ export class Link implements CallLink {
       this.routeNotification(isObject(message.params) ? { method, params: message.params } : { method: method as string }, via)
       return true
     }
+    if (method === 'notifications/elicitation/complete') {
+      this.completeElicitation(isObject(message.params) ? message.params : {})
+      return true
+    }
     return false
+  }
+
+  /**
+   * An upstream's `notifications/elicitation/complete` (2025-11-25): to the call that relayed the
+   * URL-mode elicitation it names, while that call is in flight (its client's stream); otherwise
+   * dropped (debug), never guessed. Never throws.
+   */
+  private completeElicitation (params: JsonObject): void {
+    const id = params.elicitationId
+    const call = typeof id === 'string' ? this.urlElicitations.get(id) : undefined
+    if (typeof id === 'string') this.urlElicitations.delete(id)
+    const onNotification = call === undefined || call.done ? undefined : call.options.onNotification
+    if (onNotification === undefined) {
+      this.logger.debug({ ...this.logFields, elicitationId: typeof id === 'string' ? id : undefined }, 'elicitation complete for no call in flight: dropped')
+      return
+    }
+    try {
+      onNotification({ method: 'notifications/elicitation/complete', params })
+    } catch (error) {
+      this.logger.debug({ ...this.logFields, err: error }, 'onNotification threw')
+    }
   }
 
   /**
