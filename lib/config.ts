@@ -663,7 +663,9 @@ export function loadConfig (raw: unknown): McpxConfig {
   const serverIssues = serversProblems(c.servers ?? {})
   if (serverIssues.length > 0) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: invalid config:\n${serverIssues.map(p => '  ' + p).join('\n')}`)
   c.policy?.rules.forEach((rule, i) => {
-    if (rule.rateLimit !== undefined) rule.rateLimit.per = parseDuration(rule.rateLimit.per, `policy.rules[${i}].rateLimit.per`)
+    if (rule.rateLimit === undefined) return
+    rule.rateLimit.per = parseDuration(rule.rateLimit.per, `policy.rules[${i}].rateLimit.per`)
+    if (rule.rateLimit.per <= 0) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: invalid config:\n  policy.rules[${i}].rateLimit.per: must be more than 0 ms`)
   })
   for (const [name, upstream] of Object.entries(c.upstreams)) {
     if (upstream.timeout !== undefined) upstream.timeout = parseDuration(upstream.timeout, `upstreams.${name}.timeout`)

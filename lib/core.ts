@@ -12,6 +12,7 @@ import { SERVER_INFO } from './version.js'
 import { compilePolicy } from './policy.js'
 import { Servers } from './servers.js'
 import { createAuditTrail, type AuditFailure, type AuditTrail } from './audit.js'
+import { createRateLimiter, type RateLimiter } from './rate-limit.js'
 import type { UpstreamRegistry } from './upstreams/types.js'
 
 /** What {@link createCore} builds. */
@@ -28,6 +29,8 @@ export interface Core {
   readonly registry: UpstreamRegistry
   /** The audit trail (issue #17), when `audit` is configured. */
   readonly audit: AuditTrail | undefined
+  /** The rate limiter (issue #17), when a policy rule has a `rateLimit`: in memory, or Redis when `sessions.store` is `redis`. */
+  readonly rateLimiter: RateLimiter | undefined
   /** Stops the hub, cancels parked calls upstream and flushes the audit trail; the registry is left to its owner. Never rejects. */
   close: () => Promise<void>
 }
@@ -38,6 +41,8 @@ export interface CoreOptions {
   onAuditFailure?: (reason: AuditFailure) => void
   /** stdio face: an audit file that is stdout is refused. */
   stdio?: boolean
+  /** Counts a call refused by a rate limit, or for want of its store (lib/metrics rateLimitRefused). */
+  onRateLimited?: (reason: 'limited' | 'unavailable') => void
 }
 
 /**
@@ -46,12 +51,15 @@ export interface CoreOptions {
  * @param registry the upstream registry calls are routed through (instrumented or not)
  * @param logger the face's logger (stdio: fd 2)
  * @param options audit failure counter (metrics), stdio face
- * @throws McpxError MCPX_ERR_CONFIG when `mrtr.stateKey` decodes to fewer than 32 bytes, or (stdio) `audit.file` is stdout
+ * @throws McpxError MCPX_ERR_CONFIG when `mrtr.stateKey` decodes to fewer than 32 bytes, (stdio) `audit.file` is stdout,
+ *         or a Redis password variable for the shared rate limits is unset
  */
 export function createCore (config: McpxConfig, registry: UpstreamRegistry, logger: Logger, options: CoreOptions = {}): Core {
   const mrtr = mrtrOptions(config)
   const audit = createAuditTrail(config.audit, { logger, ...(options.onAuditFailure !== undefined ? { onFailure: options.onAuditFailure } : {}), ...(options.stdio === true ? { stdio: true } : {}) })
   const sealer = new StateSealer(mrtr.stateKey)
+  const policy = compilePolicy(config.policy)
+  const rateLimiter = createRateLimiter(policy?.hasLimits === true, config.sessions, logger)
   const dispatcher = new Dispatcher({
     registry,
     serverInfo: SERVER_INFO,
@@ -60,10 +68,12 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
     parkTimeoutMs: mrtr.parkTimeoutMs,
     stateTtlMs: mrtr.stateTtlMs,
     // issue #17; a reload swaps both with dispatcher.setAccess
-    policy: compilePolicy(config.policy),
+    policy,
     servers: config.servers === undefined ? undefined : new Servers(config.servers),
     audit,
-    pageSize: config.transport.pageSize // issue #18 › Paged catalogues (lib/paging.ts)
+    pageSize: config.transport.pageSize, // issue #18 › Paged catalogues (lib/paging.ts)
+    ...(rateLimiter !== undefined ? { rateLimiter } : {}),
+    ...(options.onRateLimited !== undefined ? { onRateLimited: options.onRateLimited } : {})
   })
   const hub = new NotificationHub(registry)
   return {
@@ -73,10 +83,11 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
     serverInfo: SERVER_INFO,
     registry,
     audit,
+    rateLimiter,
     async close () {
       hub.close()
       dispatcher.close()
-      await audit?.close()
+      await Promise.all([audit?.close(), rateLimiter?.close()])
     }
   }
 }

@@ -17,10 +17,11 @@ import { MODERN_REVISIONS, SUPPORTED_REVISIONS, negotiateLegacy, unsupportedVers
 import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, metaOf } from './inbound.js'
 import { UpstreamBusyError, UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamQuestion, type UpstreamRegistry } from './upstreams/types.js'
 import type { DispatchContext } from './dispatch-types.js'
-import { markRefused } from './status.js'
+import { markRefused, refusedAs, REFUSALS, type RefusalReason } from './status.js'
 import { ELICITATION_COMPLETE, MrtrBridge, StateSealer, missingCapabilities, missingCapabilityError } from './mrtr.js'
 import { activeTracing } from './trace.js'
-import { WHOLE_CATALOGUE, asPrincipal, type Policy } from './policy.js'
+import { WHOLE_CATALOGUE, asPrincipal, type AppliedLimit, type Policy } from './policy.js'
+import type { RateLimiter } from './rate-limit.js'
 import type { AuditTrail, AuditOutcome } from './audit.js'
 import { CuratedServer, type Servers } from './servers.js'
 import { Visibility } from './visibility.js'
@@ -65,6 +66,13 @@ export interface DispatcherOptions {
   audit?: AuditTrail
   /** Items per page of the four list methods (`transport.pageSize`, lib/paging.ts); default 0: no paging. */
   pageSize?: number
+  /**
+   * Counts calls against the policy's rate limits (lib/rate-limit.ts, issue #17); undefined: no rule
+   * has a rateLimit. A limit met without a limiter refuses the call (fail closed).
+   */
+  rateLimiter?: RateLimiter
+  /** Called once per call refused by a rate limit (`limited`) or for want of its store (`unavailable`); lib/metrics counts them. Must not throw. */
+  onRateLimited?: (reason: 'limited' | 'unavailable') => void
 }
 
 /** Methods audited whatever their outcome (issue #17 › Audit trail); any other only when denied or rate-limited. */
@@ -75,6 +83,16 @@ const AUDITED = new Set(['tools/call', 'prompts/get', 'resources/read'])
  * reply is the same bytes; the class only lets the audit trail record the request as `denied`.
  */
 class HiddenError extends UpstreamRpcError {}
+
+/** A refusal raised inside the dispatcher (a rate limit): answered over HTTP by its lib/status.ts row. */
+class RefusedError extends UpstreamRpcError {
+  constructor (readonly refusal: RefusalReason, message: string, data?: unknown) {
+    super(REFUSALS[refusal].code, message, data)
+  }
+}
+
+/** Whose counters a call counts against when the caller is anonymous (HTTP without auth): all such callers share them. */
+const ANONYMOUS = 'anonymous'
 
 /** An endpoint a request names that is not configured (a reload removed it): nothing is exposed (fail closed). */
 const NO_SERVER = new CuratedServer('', {})
@@ -103,6 +121,9 @@ export class Dispatcher {
   private readonly audit: AuditTrail | undefined
   /** Responses that answered a denial (for the audit trail's outcome); never looked at without a trail. */
   private readonly denials = new WeakSet<object>()
+  /** The rate limiter; undefined: no limits configured. */
+  private readonly rateLimiter: RateLimiter | undefined
+  private readonly onRateLimited: ((reason: 'limited' | 'unavailable') => void) | undefined
 
   constructor (options: DispatcherOptions) {
     this.registry = options.registry
@@ -113,6 +134,8 @@ export class Dispatcher {
     this.policy = options.policy
     this.servers = options.servers
     this.audit = options.audit
+    this.rateLimiter = options.rateLimiter
+    this.onRateLimited = options.onRateLimited
     this.mrtr = new MrtrBridge({
       sealer: options.sealer ?? new StateSealer(),
       parkTimeoutMs: options.parkTimeoutMs ?? 60_000,
@@ -259,12 +282,12 @@ export class Dispatcher {
     let outcome: AuditOutcome
     let code: number | undefined
     if ('error' in response) {
-      outcome = this.denials.has(response) ? 'denied' : 'error'
+      outcome = this.denials.has(response) ? 'denied' : refusedAs(response) === 'rateLimited' ? 'rate_limited' : 'error'
       if (outcome === 'error') code = response.error.code
     } else {
       outcome = response.result.isError === true ? 'tool_error' : 'ok'
     }
-    if (!AUDITED.has(method) && outcome !== 'denied') return
+    if (!AUDITED.has(method) && outcome !== 'denied' && outcome !== 'rate_limited') return
     const params = isObject(request.params) ? request.params : {}
     const ref = isObject(params.ref) ? params.ref : undefined
     const name = typeof params.name === 'string' ? params.name : typeof params.uri === 'string' ? params.uri : typeof ref?.name === 'string' ? ref.name : typeof ref?.uri === 'string' ? ref.uri : undefined
@@ -372,6 +395,11 @@ export class Dispatcher {
         const name = requireString(params, 'name')
         if (params.arguments !== undefined && !isObject(params.arguments)) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: arguments must be an object')
         const args = params.arguments as JsonObject | undefined
+        // Rate limits count visible tools only (a hidden one is answered as absent below), once per
+        // request, before the call starts: a limited call never reaches the upstream.
+        const limited = visible.tool(name)
+        const limits = limited === undefined || visible.policy === undefined ? undefined : visible.policy.limitsFor(limited)
+        if (limits !== undefined && limits.length > 0) await this.countCall(ctx, name, limited as string, limits)
         return await this.mrtr.call(request, ctx, name, async options => {
           const catalogue = visible.tool(name)
           if (catalogue === undefined) throw hidden('tool', name)
@@ -409,6 +437,25 @@ export class Dispatcher {
       }
     }
     return await this.runUnfiltered(request, params, ctx)
+  }
+
+  /**
+   * Counts one call of `catalogue` (exposed as `exposed`) against its limits (lib/rate-limit.ts).
+   * @throws RefusedError rateLimited (-31002, `data.retryAfterMs`) past a limit; rateLimitUnavailable
+   *         (-32603) when the shared store cannot be asked (fail closed)
+   */
+  private async countCall (ctx: DispatchContext, exposed: string, catalogue: string, limits: readonly AppliedLimit[]): Promise<void> {
+    const limiter = this.rateLimiter
+    if (limiter === undefined) {
+      this.onRateLimited?.('unavailable')
+      throw new RefusedError('rateLimitUnavailable', REFUSALS.rateLimitUnavailable.message)
+    }
+    const taken = limiter.take(asPrincipal(ctx.caller)?.key ?? ANONYMOUS, catalogue, limits)
+    const decision = taken instanceof Promise ? await taken : taken
+    if (decision.kind === 'allowed') return
+    this.onRateLimited?.(decision.kind)
+    if (decision.kind === 'unavailable') throw new RefusedError('rateLimitUnavailable', REFUSALS.rateLimitUnavailable.message)
+    throw new RefusedError('rateLimited', `Rate limit exceeded: too many calls of ${exposed}; retry after ${decision.retryAfterMs} ms`, { retryAfterMs: decision.retryAfterMs })
   }
 
   /**
@@ -489,8 +536,9 @@ export class Dispatcher {
       const code = err.code === RESOURCE_NOT_FOUND && ctx.era === 'modern' ? INVALID_PARAMS : err.code
       const response = errorResponse(request.id, code, err.message, err.data)
       if (err instanceof HiddenError && this.audit !== undefined) this.denials.add(response)
-      // An upstream's full queue (issue #20) is a refusal: over HTTP, 503 with Retry-After (lib/status.ts).
-      return err instanceof UpstreamBusyError ? markRefused(response, err.refusal) : response
+      // An upstream's full queue (issue #20) and a rate limit (issue #17) are refusals: over HTTP,
+      // their lib/status.ts rows (503 / 429, with Retry-After).
+      return err instanceof UpstreamBusyError || err instanceof RefusedError ? markRefused(response, err.refusal) : response
     }
     if (ctx.signal.aborted) return errorResponse(request.id, UPSTREAM_ERROR, 'Request cancelled')
     this.log.error({ err, method: request.method }, 'request failed')

@@ -11,7 +11,7 @@ import {
   classify, encodeMessage, errorResponse, INVALID_REQUEST,
   type Classified, type JsonRpcErrorObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse
 } from './jsonrpc.js'
-import { modernStatus, legacyStatus, refusal, refusedAs, type Refusal } from './status.js'
+import { modernStatus, legacyStatus, markedRefusal, refusal, type Refusal } from './status.js'
 import { ASSUMED_LEGACY_REVISION, type Revision } from './revisions.js'
 import type { NotificationHub } from './notify-hub.js'
 import type { InboundBatch, InboundMessage } from './inbound.js'
@@ -147,17 +147,6 @@ function sendRefusal (channel: PostChannel, refused: Refusal): void {
   channel.json(refused.status, refused.body, { ...refused.headers })
 }
 
-/**
- * A dispatcher response marked as a refusal (lib/status.ts `markRefused`: an upstream's full
- * queue), as the refusal row answers it: its status and `Retry-After`, the response's own id and
- * message. Undefined for any other response. Never throws.
- */
-function refusedReply (response: JsonRpcResponse): Refusal | undefined {
-  const reason = refusedAs(response)
-  if (reason === undefined || !('error' in response)) return undefined
-  return refusal(reason, response.id ?? undefined, { message: response.error.message })
-}
-
 /** An id-less -32600 refusal, its status from the era's status function (lib/status). */
 function refuse (channel: PostChannel, statusOf: (error: JsonRpcErrorObject) => number, message: string): void {
   const refused = errorResponse(undefined, INVALID_REQUEST, message)
@@ -224,7 +213,7 @@ export class HttpExchange {
     if (channel.endpoint !== undefined) ctx.endpoint = channel.endpoint // issue #17
     const response = await this.deps.dispatcher.handle(request, ctx)
     if (entry.controller.signal.aborted) { responder.abandon(); return } // nothing is written after a cancel
-    const refused = refusedReply(response)
+    const refused = markedRefusal(response)
     if (refused !== undefined && !responder.streaming) return responder.finish(refused.status, refused.message, refused.headers)
     const status = modernStatus('error' in response ? response.error : undefined)
     // Seed › Responses are JSON or SSE as Accept allows: a client that accepts only
@@ -356,7 +345,7 @@ export class HttpExchange {
       const response = await deps.dispatcher.handle(request, ctx)
       if (entry.cancelled) return { kind: 'withheld' }
       if (entry.controller.signal.aborted) return { kind: 'gone' }
-      const refused = refusedReply(response)
+      const refused = markedRefusal(response)
       if (refused !== undefined) return { kind: 'reply', status: refused.status, message: refused.message, headers: refused.headers }
       return { kind: 'reply', status: legacyStatus('error' in response ? response.error : undefined), message: response }
     } finally {

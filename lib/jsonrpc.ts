@@ -31,6 +31,15 @@ export const UPSTREAM_ERROR = -31_000
  * over HTTP the reply is 503 with Retry-After (lib/status.ts).
  */
 export const INSTANCES_EXHAUSTED = -31_001
+/**
+ * mcpx's code for "past a rate limit" (issue #17 › Rate limits): the caller made more calls of a
+ * tool than a policy rule's `rateLimit` allows; `data.retryAfterMs` says when one fits again. Its
+ * own code, in mcpx's application range beside -31000 and -31001, so a client can tell it from any
+ * other failure without reading the message: -32603 (what a full upstream queue uses) means "the
+ * server failed", and the -32000..-32099 server-error range is the transports' (the SDKs use -32000
+ * for connection closed). Over HTTP it is 429 with Retry-After (lib/status.ts).
+ */
+export const RATE_LIMITED = -31_002
 
 /** A numeric id that JSON.parse could not hold exactly; `raw` is its JSON text, e.g. `9007199254740993`. */
 export class RawNumberId {

@@ -21,6 +21,10 @@
  *   `mcpx_upstream_refused_total{upstream}` (queue full), `mcpx_upstream_oversized_messages_total{upstream}`
  *   (over maxMessageBytes), `mcpx_upstream_stdin_buffered_bytes{upstream}`: from `loads()` (issue #20).
  * - `mcpx_config_reloads_total{trigger, outcome}`: config reloads (issue #15), `applied` or `refused`.
+ * - `mcpx_audit_failures_total{reason}`: audit lines lost (issue #17), `write` or `dropped`.
+ * - `mcpx_rate_limit_refusals_total{reason}`: calls refused by a policy rate limit (issue #17):
+ *   `limited` (past the limit: JSON-RPC -31002, HTTP 429) or `unavailable` (the shared store,
+ *   Redis, could not be asked: -32603, HTTP 503).
  *
  * Label values that come from the wire are bounded: an unknown JSON-RPC method counts as `other`.
  * lib/ imports nothing from Fastify.
@@ -82,6 +86,8 @@ export interface McpxMetrics {
   auditFailed: (reason: 'write' | 'dropped') => void
   /** Counts one config reload (lib/reload.ts): trigger SIGHUP | watch | admin, outcome applied | refused. Never throws. */
   configReloaded: (trigger: string, outcome: 'applied' | 'refused') => void
+  /** Counts one call refused by a rate limit (`limited`) or for want of its store (`unavailable`; issue #17). Never throws. */
+  rateLimitRefused: (reason: 'limited' | 'unavailable') => void
 }
 
 /**
@@ -186,6 +192,12 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
   const auditFailures = new Counter({
     name: 'mcpx_audit_failures_total',
     help: 'Audit lines lost (issue #17): write (the file could not be opened or written, e.g. a full disk) or dropped (its buffer was full)',
+    labelNames: ['reason'] as const,
+    registers
+  })
+  const rateLimitRefusals = new Counter({
+    name: 'mcpx_rate_limit_refusals_total',
+    help: 'Calls refused by a policy rate limit (issue #17): limited (past the limit; JSON-RPC -31002, HTTP 429) or unavailable (the shared Redis store could not be asked; -32603, HTTP 503)',
     labelNames: ['reason'] as const,
     registers
   })
@@ -312,6 +324,7 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
     streamDropped (stream, what) { streamDropped.inc({ stream, kind: what }) },
     streamOverflowed (stream) { streamOverflows.inc({ stream }) },
     auditFailed (reason) { auditFailures.inc({ reason }) },
-    configReloaded (trigger, outcome) { reloads.inc({ trigger, outcome }) }
+    configReloaded (trigger, outcome) { reloads.inc({ trigger, outcome }) },
+    rateLimitRefused (reason) { rateLimitRefusals.inc({ reason }) }
   }
 }

@@ -93,8 +93,16 @@ class KindAccess {
   }
 }
 
-/** A rate limit that applies to a call, with the rule it came from (its index: the counter's key). */
-export interface AppliedLimit { rule: number, calls: number, per: number, allows: RegExp | null }
+/**
+ * A rate limit that applies to a call (lib/rate-limit.ts), with the rule it came from.
+ * `id` names its counters: `<rule index>:<calls>/<per>` (a reload that changes a limit starts it afresh).
+ */
+export interface AppliedLimit { rule: number, id: string, calls: number, per: number, allows: RegExp | null }
+
+const NO_LIMITS: readonly AppliedLimit[] = Object.freeze([])
+
+/** Most tool names whose applying limits a view keeps computed (bounded memory; names are catalogue names). */
+const MAX_LIMIT_CACHE = 4096
 
 /**
  * What one caller may see on one endpoint. Filtering keeps the catalogue's objects (no copy) and
@@ -103,6 +111,7 @@ export interface AppliedLimit { rule: number, calls: number, per: number, allows
 export class PolicyView {
   private readonly kinds: Record<PolicyKind, KindAccess>
   private readonly filtered = new WeakMap<readonly object[], unknown[]>()
+  private readonly limitsByTool = new Map<string, readonly AppliedLimit[]>()
 
   /** @param limits the rate limits of the applying rules (rule index, calls, per ms, the tools they allow) */
   constructor (allow: Record<PolicyKind, string[]>, deny: Record<PolicyKind, string[]>, readonly limits: readonly AppliedLimit[]) {
@@ -131,9 +140,20 @@ export class PolicyView {
     return out
   }
 
-  /** The rate limits that count a call of tool `name` (catalogue name). */
-  limitsFor (name: string): AppliedLimit[] {
-    return this.limits.filter(limit => limit.allows !== null && limit.allows.test(name))
+  /**
+   * The rate limits that count a call of tool `name` (catalogue name): those of the applying rules
+   * whose `allow.tools` match it. Empty (a shared frozen array) when none. Cached per name. Never throws.
+   */
+  limitsFor (name: string): readonly AppliedLimit[] {
+    if (this.limits.length === 0) return NO_LIMITS
+    let found = this.limitsByTool.get(name)
+    if (found === undefined) {
+      const matching = this.limits.filter(limit => limit.allows !== null && limit.allows.test(name))
+      found = matching.length === 0 ? NO_LIMITS : matching
+      if (this.limitsByTool.size >= MAX_LIMIT_CACHE) this.limitsByTool.clear()
+      this.limitsByTool.set(name, found)
+    }
+    return found
   }
 }
 
@@ -188,8 +208,11 @@ export class Policy {
   private readonly byPrincipal = new WeakMap<object, Map<string, PolicyView>>()
   private readonly anonymous = new Map<string, PolicyView>()
   private readonly byRuleSet = new Map<string, PolicyView>()
+  /** Whether any rule has a `rateLimit` (then the dispatcher needs a rate limiter, lib/rate-limit.ts). */
+  readonly hasLimits: boolean
 
   constructor (config: PolicyConfig) {
+    this.hasLimits = config.rules.some(rule => rule.rateLimit !== undefined)
     const rules = config.default === 'allow' ? [{ allow: { tools: ['*'], prompts: ['*'], resources: ['*'] } } as PolicyRule, ...config.rules] : config.rules
     this.rules = rules.map(rule => ({
       principals: rule.principals,
@@ -236,7 +259,8 @@ export class Policy {
         allow[kind].push(...rule.allow[kind] ?? [])
         deny[kind].push(...rule.deny[kind] ?? [])
       }
-      if (rule.rateLimit !== undefined) limits.push({ rule: i, calls: rule.rateLimit.calls, per: rule.rateLimit.per, allows: rule.allowsTools })
+      const limit = rule.rateLimit
+      if (limit !== undefined) limits.push({ rule: i, id: `${i}:${limit.calls}/${limit.per}`, calls: limit.calls, per: limit.per, allows: rule.allowsTools })
     }
     const view = new PolicyView(allow, deny, limits)
     if (this.byRuleSet.size >= MAX_VIEWS) this.byRuleSet.clear()

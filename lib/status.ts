@@ -11,14 +11,16 @@
  * status that depended on the handler would not be a function of the response.
  */
 import {
-  encodeMessage, errorResponse, INSTANCES_EXHAUSTED, INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR,
-  type JsonRpcErrorObject, type JsonRpcErrorResponse, type RequestId
+  encodeMessage, errorResponse, INSTANCES_EXHAUSTED, INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, RATE_LIMITED,
+  type JsonRpcErrorObject, type JsonRpcErrorResponse, type JsonRpcResponse, type RequestId
 } from './jsonrpc.js'
 
 const MODERN_ERROR_STATUS = new Map<number, number>([
   [-32_022, 400], [-32_021, 400], [-32_020, 400], [-32_602, 400], [-32_600, 400], [-32_700, 400], [-32_601, 404],
   // An isolated upstream at maxInstances (issue #18): a cap, like the other 503s.
-  [INSTANCES_EXHAUSTED, 503]
+  [INSTANCES_EXHAUSTED, 503],
+  // Past a policy rate limit (issue #17; REFUSALS.rateLimited, which also sets Retry-After).
+  [RATE_LIMITED, 429]
 ])
 
 /** HTTP status of a modern reply, from its error alone (undefined error: a result → 200). Never throws. */
@@ -37,7 +39,7 @@ export function legacyStatus (error: JsonRpcErrorObject | undefined): number {
   return LEGACY_ERROR_STATUS.get(error.code) ?? 200
 }
 
-const LEGACY_ERROR_STATUS = new Map<number, number>([[-32_700, 400], [-32_600, 400], [-32_022, 400], [INSTANCES_EXHAUSTED, 503]])
+const LEGACY_ERROR_STATUS = new Map<number, number>([[-32_700, 400], [-32_600, 400], [-32_022, 400], [INSTANCES_EXHAUSTED, 503], [RATE_LIMITED, 429]])
 
 /** Outcome of DELETE /mcp (seed › Streamable HTTP legacy › DELETE). */
 export type DeleteOutcome = 'ended' | 'no-header' | 'unknown' | 'modern'
@@ -87,6 +89,11 @@ export interface RefusalRow {
   readonly message: string
   /** `Retry-After`, seconds, when the refusal is temporary. */
   readonly retryAfterSeconds?: number
+  /**
+   * `Retry-After` from the error's `data.retryAfterMs` instead: that many ms rounded up to whole
+   * seconds (RFC 9110 §10.2.3 takes seconds), at least 1.
+   */
+  readonly retryAfterFromData?: true
   /** `Allow` (RFC 9110 §15.5.6: the methods the target supports). */
   readonly allow?: string
   /** `WWW-Authenticate` (RFC 6750 §3.1). */
@@ -156,6 +163,19 @@ export const REFUSALS = Object.freeze({
    * Its message names the upstream and both limits (given to {@link refusal}).
    */
   upstreamBusy: { status: 503, code: INTERNAL_ERROR, message: 'Server busy: too many calls queued for this upstream; retry later', retryAfterSeconds: RETRY_AFTER_SECONDS },
+  /**
+   * Past a policy rule's rateLimit (issue #17 › Rate limits): RFC 6585 §4 Too Many Requests. Raised
+   * inside the dispatcher, so it reaches HTTP as a marked response ({@link markRefused}) carrying
+   * the request's id, its own message and `data.retryAfterMs`; `Retry-After` is that, in seconds,
+   * rounded up. Over stdio, and as a member of a 2025-03-26 batch (whose reply is 200), it is the
+   * JSON-RPC error alone. Legacy and modern alike: the body is the same.
+   */
+  rateLimited: { status: 429, code: RATE_LIMITED, message: 'Rate limit exceeded; retry later', retryAfterFromData: true },
+  /**
+   * A rate-limited call while the shared rate-limit store (Redis) cannot be reached: refused (fail
+   * closed: a limit that an outage lifts is no limit), 503 with Retry-After like the session store's.
+   */
+  rateLimitUnavailable: { status: 503, code: INTERNAL_ERROR, message: 'Service Unavailable: the rate-limit store cannot be reached; retry later', retryAfterSeconds: STORE_RETRY_AFTER_SECONDS },
   /** Past transport.maxSessions (memory store). */
   tooManySessions: { status: 503, code: INTERNAL_ERROR, message: 'Server busy: too many sessions; retry later', retryAfterSeconds: RETRY_AFTER_SECONDS },
   /** The session store (Redis) cannot be reached: session requests are 503 with Retry-After (issue #11). */
@@ -204,10 +224,7 @@ export interface Refusal {
  */
 export function refusal (reason: RefusalReason, id?: RequestId, detail?: { code?: number, message?: string }): Refusal {
   const row: RefusalRow = REFUSALS[reason]
-  const headers: Record<string, string> = {}
-  if (row.retryAfterSeconds !== undefined) headers['retry-after'] = String(row.retryAfterSeconds)
-  if (row.allow !== undefined) headers.allow = row.allow
-  if (row.wwwAuthenticate !== undefined) headers['www-authenticate'] = row.wwwAuthenticate
+  const headers = headersOf(row)
   const message = errorResponse(id, detail?.code ?? row.code, detail?.message ?? row.message)
   return { status: row.status, headers, body: encodeMessage(message), message }
 }
@@ -230,6 +247,35 @@ export function markRefused<T extends object> (response: T, reason: RefusalReaso
 /** The refusal a response was marked as by {@link markRefused}, if any. Never throws. */
 export function refusedAs (response: object): RefusalReason | undefined {
   return REFUSED_RESPONSES.get(response)
+}
+
+/**
+ * A dispatcher response marked as a refusal ({@link markRefused}: an upstream's full queue, a rate
+ * limit), as its row answers it over HTTP: the row's status and headers, the response itself as the
+ * body (its id, code, message and data, byte for byte what stdio sends). `Retry-After` comes from
+ * `data.retryAfterMs` for rows that say so. Undefined for any other response. Never throws.
+ */
+export function markedRefusal (response: JsonRpcResponse): Refusal | undefined {
+  const reason = REFUSED_RESPONSES.get(response)
+  if (reason === undefined || !('error' in response)) return undefined
+  const row: RefusalRow = REFUSALS[reason]
+  const headers = headersOf(row)
+  const data = response.error.data as { retryAfterMs?: unknown } | undefined
+  if (row.retryAfterFromData === true && typeof data?.retryAfterMs === 'number') headers['retry-after'] = String(retryAfterSecondsOf(data.retryAfterMs))
+  return { status: row.status, headers, body: encodeMessage(response), message: response }
+}
+
+/** `Retry-After` seconds for a wait in ms: rounded up, at least 1. Never throws. */
+export function retryAfterSecondsOf (ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000))
+}
+
+function headersOf (row: RefusalRow): Record<string, string> {
+  const headers: Record<string, string> = {}
+  if (row.retryAfterSeconds !== undefined) headers['retry-after'] = String(row.retryAfterSeconds)
+  if (row.allow !== undefined) headers.allow = row.allow
+  if (row.wwwAuthenticate !== undefined) headers['www-authenticate'] = row.wwwAuthenticate
+  return headers
 }
 
 /**

@@ -25,13 +25,15 @@ export interface UpstreamsPluginOptions {
   config: McpxConfig
   /** Close the registry (kill children) when the instance closes. Default true. */
   closeRegistry?: boolean
-  /** Counts lost audit lines (issue #17); default: not counted. */
-  metrics?: Pick<McpxMetrics, 'auditFailed'>
+  /** Counts lost audit lines and rate-limit refusals (issue #17); default: not counted. */
+  metrics?: Pick<McpxMetrics, 'auditFailed' | 'rateLimitRefused'>
 }
 
 export default fp<UpstreamsPluginOptions>(async function mcpxUpstreams (fastify, opts) {
   const metrics = opts.metrics
-  const core = createCore(opts.config, opts.registry, fastify.log, metrics !== undefined ? { onAuditFailure: reason => { metrics.auditFailed(reason) } } : {})
+  const core = createCore(opts.config, opts.registry, fastify.log, metrics !== undefined
+    ? { onAuditFailure: reason => { metrics.auditFailed(reason) }, onRateLimited: reason => { metrics.rateLimitRefused(reason) } }
+    : {})
   fastify.decorate('mcp', core)
   fastify.addHook('onClose', async function stopUpstreams () {
     await core.close()
