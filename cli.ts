@@ -16,6 +16,7 @@
 import { parseArgs } from 'node:util'
 import { resolveConfig, parseDuration, type McpxConfig } from './lib/config.js'
 import { McpxError } from './lib/errors.js'
+import type { CuratedServer } from './lib/servers.js'
 
 /** Exit code of a usage error (bad flag, missing argument). */
 const USAGE_EXIT = 2
@@ -61,7 +62,7 @@ const COMMANDS: Record<string, Command> = {
     options: {
       ...COMMON,
       ...WAIT,
-      server: { type: 'string', value: 'NAME', help: 'the catalogue of one curated endpoint (needs the `servers` config, issue #17)' },
+      server: { type: 'string', value: 'NAME', help: 'the catalogue of one curated endpoint of config.servers, as its clients list it (issue #17); an unknown name exits 2' },
       json: { type: 'boolean', help: 'print the tools as JSON (the tools/list `tools` array)' }
     },
     positionals: 0
@@ -125,14 +126,18 @@ async function check (config: McpxConfig, values: Record<string, unknown>): Prom
 }
 
 async function tools (config: McpxConfig, values: Record<string, unknown>): Promise<number> {
+  let server: CuratedServer | undefined
   if (values.server !== undefined) {
-    // Curated endpoints (`servers`) come with issue #17 (policy); this build's config has none.
-    const servers = (config as unknown as Record<string, unknown>).servers
-    if (servers === undefined) throw new UsageError(`--server ${JSON.stringify(values.server)}: this config has no \`servers\` (curated endpoints, issue #17); drop --server to list the whole catalogue`)
-    throw new UsageError('--server is not supported by this mcpx build yet')
+    // One curated endpoint's catalogue (issue #17): filtered, renamed, overridden, defaults dropped
+    // from `required`, as its clients list it before any per-caller policy.
+    const name = values.server as string
+    if (config.servers === undefined) throw new UsageError(`--server ${JSON.stringify(name)}: this config has no \`servers\` (curated endpoints, issue #17); drop --server to list the whole catalogue`)
+    const { Servers } = await import('./lib/servers.js')
+    server = new Servers(config.servers).get(name)
+    if (server === undefined) throw new UsageError(`--server ${JSON.stringify(name)}: no such curated endpoint; config.servers has ${Object.keys(config.servers).map(n => JSON.stringify(n)).join(', ') || 'none'}`)
   }
   const { withCatalogue } = await import('./lib/probe.js')
-  const { value: list, notReady } = await withCatalogue(config, await commandLogger(values), async registry => registry.tools(), waitMs(values.timeout as string | undefined))
+  const { value: list, notReady } = await withCatalogue(config, await commandLogger(values), async registry => server === undefined ? registry.tools() : server.exposeTools(registry.tools()), waitMs(values.timeout as string | undefined))
   if (values.json === true) process.stdout.write(JSON.stringify(list, null, 2) + '\n')
   else {
     process.stdout.write(formatTable(['TOOL', 'DESCRIPTION'], list.map(t => {

@@ -92,3 +92,20 @@ t.test('cli/tools/merged-catalogue', async t => {
   t.match(server.stderr, /--server "team": this config has no `servers`/)
 })
 
+t.test('cli/tools/one-curated-endpoint', async t => {
+  const config = writeConfig(t, {
+    upstreams: { a: fixtureCommand(), b: fixtureCommand('--era', 'legacy') },
+    servers: { team: { tools: { allow: ['a__*'], deny: ['a__crash'] }, rename: { a__echo: 'say' }, override: { a__slow: { description: 'Takes its time.' } } } }
+  })
+  const json = await mcpx('tools', '--config', config, '--server', 'team', '--json')
+  t.equal(json.code, 0, json.stderr)
+  const tools = JSON.parse(json.stdout) as Array<{ name: string, description?: string }>
+  const names = tools.map(tool => tool.name)
+  t.ok(names.includes('say') && !names.includes('a__echo'), 'renamed: only the exposed name')
+  t.ok(names.every(name => name === 'say' || (name.startsWith('a__') && name !== 'a__crash')), `only the allowed tools, minus the denied: ${names.join(', ')}`)
+  t.equal(tools.find(tool => tool.name === 'a__slow')?.description, 'Takes its time.', 'overridden')
+  const unknown = await mcpx('tools', '--config', config, '--server', 'billing')
+  t.equal(unknown.code, 2, 'an unknown endpoint: exit 2')
+  t.match(unknown.stderr, /--server "billing": no such curated endpoint; config\.servers has "team"/)
+})
+
