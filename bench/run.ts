@@ -21,6 +21,11 @@
  *                  in process, ns per request (issue #15)
  *  14 in-flight cap an upstream's maxInFlight gate alone, in process: ns per call under the cap
  *                  (and whether it allocates), µs per call through its queue (issue #20)
+ *  15 policy off   as 11 (a static bearer token), on a daemon with no policy and no audit trail
+ *  16 policy on    the same call on a daemon with a 50-rule policy (the caller's rule carries a
+ *                  rateLimit it never reaches, so the in-memory limiter counts every call) and the
+ *                  audit trail on with arguments "keys" (to a file); 15 and 16 run back to back, and
+ *                  16/15 is what policy and audit cost (issue #17: goal ≤ 15 % of req/s)
  *
  * The load generator (autocannon, or the stdio client) runs in this process; every server runs in
  * its own child process (its own process group, its output in a log file under the run's temp
@@ -48,6 +53,7 @@ import { createServer } from 'node:http'
 import { once } from 'node:events'
 import { activeTracing, httpTraceIn } from '../lib/trace.js'
 import { gateCost, type GateFigures } from './gate.js'
+import { fiftyRules, policyCost, type PolicyFigures } from './policy.js'
 
 const { values: flags } = parseArgs({
   options: {
@@ -387,6 +393,19 @@ function report (startedAt: Date, elapsedS: number): string {
   }
   ratio(12, 11, 'OAuth JWT vs static token')
   ratio(13, 3, 'tracing on vs off (the default), same call')
+  ratio(16, 15, '50-rule policy + audit keys vs both off, same call')
+  const r15 = rows.get(15)
+  const r16 = rows.get(16)
+  if (r15 !== undefined && r16 !== undefined) {
+    const cost = 1 - r16.rps / r15.rps
+    const signed = (v: number, digits: number): string => `${v < 0 ? '−' : '+'}${fmt(Math.abs(v), digits)}`
+    lines.push(`policy + audit (16 vs 15, issue #17): ${fmt(r15.rps, 0)} → ${fmt(r16.rps, 0)} req/s, cost ${fmt(cost * 100, 1)} % of req/s (goal ≤ 15 %${cost <= 0.15 ? ', met' : ', not met'}; a negative cost is load noise)` +
+      (r15.serverCpuUs !== undefined && r16.serverCpuUs !== undefined ? `; server CPU ${fmt(r15.serverCpuUs, 0)} → ${fmt(r16.serverCpuUs, 0)} µs/req (${signed(r16.serverCpuUs - r15.serverCpuUs, 0)})` : ''))
+  }
+  if (policy !== undefined) {
+    lines.push(`policy + audit in process (15–16; the real Dispatcher, 50 rules, MemoryRateLimiter, AuditTrail "keys" to a file; ${policy.calls} calls × 5 rounds, alternating, median): ` +
+      `${fmt(policy.offUs, 2)} CPU µs per tools/call off, ${fmt(policy.onUs, 2)} on: ${policy.onUs >= policy.offUs ? "+" : "−"}${fmt(Math.abs(policy.onUs - policy.offUs), 2)} µs per call; ${policy.auditLines} audit lines`)
+  }
   if (tracingOffNs !== undefined) lines.push(`tracing off (13): the request path's hooks (activeTracing, httpTraceIn), in process: ${fmt(tracingOffNs, 1)} ns per request`)
   const r11 = rows.get(11)
   const r12 = rows.get(12)
@@ -442,6 +461,36 @@ async function scenarioTracing (): Promise<void> {
   if (sinkhole !== 0) throw new Error('bench: tracing is on in the bench process')
 }
 
+/**
+ * 15 and 16: the same modern call with a static token on two daemons, one without policy and audit,
+ * one with a 50-rule policy (49 rules for other tokens, each with its globs, 10 with a rateLimit,
+ * and the caller's own rule, with a rateLimit of a million calls a second) and audit `keys` to a file.
+ */
+async function scenarioPolicy (): Promise<void> {
+  const token = `bench-policy-${'y'.repeat(32)}`
+  process.env.MCPX_BENCH_POLICY_TOKEN = token
+  const tokens = [{ name: 'bench', tokenEnv: 'MCPX_BENCH_POLICY_TOKEN' }]
+  const headers = { ...MODERN_HEADERS, authorization: `Bearer ${token}` }
+  const variants = [
+    [15, '15 mcpx modern, static token, no policy, no audit', {}],
+    [16, '16 the same, 50-rule policy (rate-limited rule) + audit "keys"', { policy: fiftyRules(), audit: { file: join(LOG_DIR, 'audit.jsonl'), arguments: 'keys' } }]
+  ] as const
+  for (const [n, label, extra] of variants) {
+    if (!wanted(15) && !wanted(16)) return
+    const port = await freePort()
+    const file = join(LOG_DIR, `mcpx-policy-${n}.json`)
+    writeFileSync(file, JSON.stringify({ daemon: { address: `127.0.0.1:${port}` }, auth: { tokens }, upstreams: { fixture: STDIO_UPSTREAM }, ...extra }, null, 2))
+    const child = await startDaemon(`${n}-mcpx-policy`, file, port)
+    try {
+      await sanity(label, port, headers, MODERN_BODY)
+      rows.set(n, await httpLoad({ ...base, serverPgid: child.pid, scenario: label, url: `http://127.0.0.1:${port}/mcp`, headers, body: MODERN_BODY }))
+    } finally { await child.stop() }
+  }
+  policy = await policyCost(QUICK ? 10_000 : 50_000)
+}
+
+let policy: PolicyFigures | undefined
+
 let gate: GateFigures | undefined
 async function scenarioGate (): Promise<void> {
   gate = await gateCost(QUICK ? 1_000_000 : 5_000_000, QUICK ? 10_000 : 50_000)
@@ -460,6 +509,7 @@ async function main (): Promise<number> {
   if (wanted(11) || wanted(12)) await scenarioAuth()
   if (wanted(13)) await scenarioTracing()
   if (wanted(14)) await scenarioGate()
+  if (wanted(15) || wanted(16)) await scenarioPolicy()
   const text = report(startedAt, (performance.now() - t0) / 1000)
   process.stdout.write(text + '\n')
   if (flags.out !== undefined) writeFileSync(flags.out, text + '\n')
