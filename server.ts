@@ -1,7 +1,8 @@
 /**
  * The daemon (`mcpx daemon`, `npm start`, the container): a Fastify instance with mcpx
  * registered at `/mcp`, `GET /healthz` (liveness), `GET /readyz` (readiness), `GET /metrics`
- * (Prometheus), and graceful shutdown on SIGTERM/SIGINT (issue #7 › Operability).
+ * (Prometheus), `GET /status` and `/status.json` (issue #15), `POST /admin/reload`, and graceful
+ * shutdown on SIGTERM/SIGINT (issue #7 › Operability).
  *
  * The health and metrics routes sit on the root instance, outside mcpx's /mcp scope: no Origin,
  * CORS, auth or header rules apply to them, and they are never logged at info. Fastify's own
@@ -22,6 +23,8 @@ import { readinessStatus, refusal } from './lib/status.js'
 import { sendRefusal } from './plugins/send-refusal.js'
 import { httpServerTimeouts, resolveConfig, type McpxConfig } from './lib/config.js'
 import type { Socket } from 'node:net'
+import statusRoutes from './routes/status/index.js'
+import { collectStatus } from './lib/status-report.js'
 
 /** How often idle keep-alive connections are closed while shutting down, ms. */
 const SHUTDOWN_IDLE_SWEEP_MS = 100
@@ -170,6 +173,22 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
     onReload: result => app.mcpxMetrics.configReloaded(result.trigger, result.ok ? 'applied' : 'refused')
   })
   app.decorate('mcpxReloader', reloader)
+  // GET /status and /status.json (issue #15): a loopback Host as for /metrics (on any bind), else an admin token.
+  const startedAt = new Date()
+  await app.register(statusRoutes, {
+    guard: adminGuard(verifyAdmin, adminTokens.length > 0, false),
+    collect: () => collectStatus({
+      registry: app.upstreams,
+      upstreamConfigs: () => reloader.current.upstreams,
+      open: () => app.mcpxMetrics.open(),
+      config: () => ({
+        source: reloader.source,
+        loadedAt: reloader.loadedAt,
+        ...(reloader.last !== undefined ? { lastReload: { at: reloader.last.at, trigger: reloader.last.trigger, ok: reloader.last.ok } } : {})
+      }),
+      startedAt
+    })
+  })
   // POST /admin/reload (issue #15): an admin token always (a Host check could not stop a
   // cross-site POST; an Authorization header can only be set by a real client).
   app.post('/admin/reload', { logLevel: 'warn', onRequest: adminGuard(verifyAdmin, adminTokens.length > 0, true) }, async function adminReload (_request, reply) {

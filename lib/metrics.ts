@@ -76,6 +76,8 @@ export interface McpxMetrics {
   instrument: (upstreams: UpstreamRegistry) => UpstreamRegistry
   /** Lets the /mcp scope report its sessions and streams (called once, at registration). */
   bindScope: (gauges: ScopeGauges) => void
+  /** Legacy sessions and SSE streams open now, as the gauges report them (0 before bindScope). Never throws. */
+  open: () => { sessions: number, streams: { get: number, listen: number } }
   /** Counts one connection the daemon cut for sending its request too slowly (issue #20). Never throws. */
   connectionTimedOut: (kind: ConnectionTimeoutKind) => void
   /** Counts a message taken out of an outgoing stream past its mark (lib/flow.ts FlowPolicy.dropped). Never throws. */
@@ -320,6 +322,9 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
       })
     },
     bindScope (gauges) { scope = gauges },
+    open () {
+      return { sessions: scope?.sessions() ?? 0, streams: { get: scope?.streams('get') ?? 0, listen: scope?.streams('listen') ?? 0 } }
+    },
     connectionTimedOut (kind) { connectionTimeouts.inc({ kind }) },
     streamDropped (stream, what) { streamDropped.inc({ stream, kind: what }) },
     streamOverflowed (stream) { streamOverflows.inc({ stream }) },

@@ -16,9 +16,10 @@ import { EventEmitter } from 'node:events'
 import { isDeepStrictEqual } from 'node:util'
 import { INVALID_PARAMS, RESOURCE_NOT_FOUND, UPSTREAM_ERROR, isObject } from '../jsonrpc.js'
 import { Upstream } from './upstream.js'
+import type { CallStats } from './call-stats.js'
 import {
   UpstreamRpcError, type ListKind, type UpstreamHeaderProvider, type UpstreamLogger, type JsonObject, type UpstreamCallOptions, type UpstreamConfig, type UpstreamLoad, type UpstreamRegistry, type UpstreamStatus,
-  type ReconcileSummary, type CatalogueCounts
+  type ReconcileSummary, type CatalogueCounts, type UpstreamCallStats, type NameCollision
 } from './types.js'
 
 /** Joins a prefix and an upstream name: `everything__echo`. */
@@ -84,7 +85,9 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   private templateRoutes: TemplateRoute[] = []
   private readonly warned = new Set<string>()
   /** The resource URI and template collisions of the last resources rebuild (keys as warned). */
-  private resourceCollisions = new Set<string>()
+  private resourceCollisions = new Map<string, NameCollision>()
+  /** The tool and prompt name collisions of the last rebuild of each. */
+  private nameCollisions: Record<'tools' | 'prompts', NameCollision[]> = { tools: [], prompts: [] }
   private readonly subscriptionCounts = new Map<string, { upstream: Upstream, count: number }>()
   private started: Promise<void> | undefined
 
@@ -94,8 +97,9 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     this.assignPrefixes()
   }
 
-  private createUpstream (name: string, config: UpstreamConfig): Upstream {
+  private createUpstream (name: string, config: UpstreamConfig, stats?: CallStats): Upstream {
     const upstream: Upstream = new Upstream(name, config, {
+      ...(stats !== undefined ? { stats } : {}),
       logger: this.options.logger,
       defaultTimeoutMs: this.options.defaultTimeoutMs,
       ...(this.options.streamBufferBytes !== undefined ? { streamBufferBytes: this.options.streamBufferBytes } : {}),
@@ -143,7 +147,8 @@ class Registry extends EventEmitter implements UpstreamRegistry {
         summary.unchanged.push(name)
         continue
       }
-      const fresh = this.createUpstream(name, upstreamConfig)
+      // A restarted upstream keeps counting its callers' calls where the old one left off (status page).
+      const fresh = this.createUpstream(name, upstreamConfig, old?.stats)
       next.push(fresh)
       starting.push(fresh)
       if (old !== undefined) { stopping.push(old); summary.restarted.push(name) } else summary.added.push(name)
@@ -168,6 +173,17 @@ class Registry extends EventEmitter implements UpstreamRegistry {
       const lists = upstream.lists()
       return { name: upstream.name, tools: lists.tools.length, prompts: lists.prompts.length, resources: lists.resources.length, resourceTemplates: lists.resourceTemplates.length }
     })
+  }
+
+  /** Per upstream (config order): its callers' calls, errors and latency window (call-stats.ts). */
+  callStats (): UpstreamCallStats[] {
+    const nowMs = performance.now()
+    return this.upstreams.map(upstream => ({ name: upstream.name, ...upstream.stats.snapshot(nowMs) }))
+  }
+
+  /** Names and URIs claimed by two upstreams now (the later one's dropped), tools and prompts first. */
+  collisions (): NameCollision[] {
+    return [...this.nameCollisions.tools, ...this.nameCollisions.prompts, ...this.resourceCollisions.values()]
   }
 
   async start (): Promise<void> {
@@ -332,6 +348,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     if (kind === 'tools' || kind === 'prompts') {
       const routes = new Map<string, Route>()
       const merged: JsonObject[] = []
+      const collisions: NameCollision[] = []
       for (const upstream of this.upstreams) {
         const prefix = this.prefixes.get(upstream) ?? ''
         for (const item of upstream.lists()[kind]) {
@@ -340,6 +357,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
           const owner = routes.get(name)
           if (owner !== undefined) {
             if (owner.upstream !== upstream) {
+              collisions.push({ kind: kind === 'tools' ? 'tool' : 'prompt', name, kept: owner.upstream.name, dropped: upstream.name })
               this.warnOnce(`${kind}\0${name}\0${upstream.name}`, `${kind === 'tools' ? 'tool' : 'prompt'} name collision: ${name} of upstream ${upstream.name} dropped, ${owner.upstream.name} keeps it`,
                 { kind, name, kept: owner.upstream.name, dropped: upstream.name })
             }
@@ -351,6 +369,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
         }
       }
       const before = kind === 'tools' ? this.tools_ : this.prompts_
+      this.nameCollisions[kind] = collisions
       if (kind === 'tools') { this.tools_ = merged; this.toolRoutes = routes } else { this.prompts_ = merged; this.promptRoutes = routes }
       if (announced || JSON.stringify(before) !== JSON.stringify(merged)) this.emit('list_changed', kind)
       return
@@ -359,11 +378,11 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     const resources: JsonObject[] = []
     const templateRoutes: TemplateRoute[] = []
     const templates: JsonObject[] = []
-    const collisions = new Set<string>()
+    const collisions = new Map<string, NameCollision>()
     const previous = this.resourceCollisions
     // Warned when new since the last rebuild, or on a re-list an upstream announced.
-    const collide = (key: string, message: string, fields: Record<string, unknown>): void => {
-      collisions.add(key)
+    const collide = (key: string, message: string, fields: { kind: string, uri?: string, uriTemplate?: string, kept: string, dropped: string }): void => {
+      collisions.set(key, { kind: fields.uri !== undefined ? 'resource' : 'template', name: fields.uri ?? fields.uriTemplate ?? '', kept: fields.kept, dropped: fields.dropped })
       if (announced || !previous.has(key)) this.options.logger.warn(fields, message)
     }
     for (const upstream of this.upstreams) {

@@ -12,6 +12,7 @@ import type { Era, Revision } from '../revisions.js'
 import type { UpstreamAuthConfig } from '../oauth/upstream-credentials.js'
 import type { RequestTrace } from '../trace.js'
 import { INTERNAL_ERROR } from '../jsonrpc.js'
+import type { CallStatsSnapshot } from './call-stats.js'
 
 /** Any JSON object, as it crossed the wire. */
 export type JsonObject = Record<string, unknown>
@@ -356,6 +357,25 @@ export interface UpstreamRegistry extends EventEmitter {
   reconcile? (config: Record<string, UpstreamConfig>): Promise<ReconcileSummary>
   /** Per upstream, the counts of what it lists now (for the status page). Optional, like reconcile. */
   counts? (): CatalogueCounts[]
+  /** Per upstream, its callers' calls, errors and latency window (the status page; call-stats.ts). Optional. */
+  callStats? (): UpstreamCallStats[]
+  /** Names and resource URIs two upstreams claim now (the status page; issue #18). Optional. */
+  collisions? (): NameCollision[]
+}
+
+/** One upstream's call statistics (lib/upstreams/call-stats.ts). */
+export type UpstreamCallStats = { name: string } & CallStatsSnapshot
+
+/**
+ * A tool or prompt name (prefixed), resource URI or resource template claimed by two upstreams:
+ * the first in config order (`kept`) serves it, the other's (`dropped`) is left out of the catalogue.
+ */
+export interface NameCollision {
+  kind: 'tool' | 'prompt' | 'resource' | 'template'
+  /** The downstream name, the URI, or the URI template. */
+  name: string
+  kept: string
+  dropped: string
 }
 
 /** What a reconcile changed: upstream names, in config order (removed: in their old order). */

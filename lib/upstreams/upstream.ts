@@ -10,6 +10,7 @@
 import { INSTANCES_EXHAUSTED, UPSTREAM_ERROR } from '../jsonrpc.js'
 import { EMPTY_CATALOGUE, SupervisedConnection, type ConnectionHost, type ConnectionState } from './connection.js'
 import { CallGate } from './gate.js'
+import { CallStats } from './call-stats.js'
 import type { CallTiming, Link, UnroutedKind } from './link.js'
 import {
   DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED, DEFAULT_STREAM_BUFFER_BYTES, UpstreamRpcError, wantsLegacyConnection, type UpstreamLoad, type JsonObject, type UpstreamCallOptions, type UpstreamCatalogue, type UpstreamConfig,
@@ -50,6 +51,8 @@ export interface UpstreamOptions {
   headerProvider?: UpstreamHeaderProvider
   /** High-water mark of a stdio upstream's stdin, bytes (default DEFAULT_STREAM_BUFFER_BYTES). */
   streamBufferBytes?: number
+  /** Where its callers' calls are counted (the status page); default a fresh one. A reload's restart hands the old one on. */
+  stats?: CallStats
 }
 
 /**
@@ -78,6 +81,8 @@ export class Upstream implements ConnectionHost {
   private readonly gate: CallGate
   /** Isolated instances by key (issue #18), when `isolation` is not shared. */
   private readonly instances = new Map<string, Instance>()
+  /** Callers' calls, errors and latency window (issue #15 › A status page; call-stats.ts). */
+  readonly stats: CallStats
 
   constructor (readonly name: string, readonly config: UpstreamConfig, private readonly options: UpstreamOptions) {
     this.kind = 'command' in config ? 'stdio' : 'http'
@@ -88,6 +93,7 @@ export class Upstream implements ConnectionHost {
     this.primary = new SupervisedConnection('primary', this)
     this.legacy = new SupervisedConnection('legacy', this)
     this.gate = new CallGate(name, config.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, config.maxQueued ?? DEFAULT_MAX_QUEUED, options.logger)
+    this.stats = options.stats ?? new CallStats()
   }
 
   get logger (): UpstreamLogger { return this.options.logger }
@@ -319,18 +325,26 @@ export class Upstream implements ConnectionHost {
    * after waiting in its queue; see gate.ts), sends it, and gives the slot back when it settles.
    */
   private async call (method: string, params: JsonObject, options: UpstreamCallOptions, tool?: JsonObject): Promise<JsonObject> {
-    const key = this.instanceKey(options)
-    if (key !== undefined) return await this.callIsolated(key, method, params, options, tool) // bounded by maxInstances, not the gate
-    const gate = this.gate
-    let timeoutMs = this.timeoutMs
-    if (!gate.tryAcquire()) {
-      this.primaryLink() // a down upstream fails at once, it does not queue
-      timeoutMs = await gate.wait(method, options.signal, timeoutMs)
-    }
+    // Counted for the status page (call-stats.ts): two clock reads and a few integer operations.
+    const startMs = performance.now()
+    let result: JsonObject | undefined
     try {
-      return await this.send(method, params, options, timeoutMs, tool)
+      const key = this.instanceKey(options)
+      if (key !== undefined) return (result = await this.callIsolated(key, method, params, options, tool)) // bounded by maxInstances, not the gate
+      const gate = this.gate
+      let timeoutMs = this.timeoutMs
+      if (!gate.tryAcquire()) {
+        this.primaryLink() // a down upstream fails at once, it does not queue
+        timeoutMs = await gate.wait(method, options.signal, timeoutMs)
+      }
+      try {
+        return (result = await this.send(method, params, options, timeoutMs, tool))
+      } finally {
+        gate.release()
+      }
     } finally {
-      gate.release()
+      const nowMs = performance.now()
+      this.stats.record(nowMs - startMs, result === undefined || result.isError === true, nowMs)
     }
   }
 

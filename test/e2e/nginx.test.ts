@@ -330,8 +330,8 @@ t.test('deploy/nginx/every-location-reaches-mcpx', skip, async t => {
   const mcpxAddr = new URL(daemon.base).host
 
   // Proxied to mcpx, whatever mcpx answers (here, without auth.oauth, the metadata is its 404; with
-  // it, see oauth-metadata-challenge-and-sdk-flow; /mcp/<name> and /status land with issues #17 and
-  // #15): nginx's access log names mcpx as the upstream that answered, and nginx passed its status on.
+  // it, see oauth-metadata-challenge-and-sdk-flow; /status is the page, for a client on nginx's host):
+  // nginx's access log names mcpx as the upstream that answered, and nginx passed its status on.
   const proxied: Array<[string, string]> = [
     ['POST', '/mcp/no-such-server'],
     ['GET', '/.well-known/oauth-protected-resource'],

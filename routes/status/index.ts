@@ -1,0 +1,32 @@
+/**
+ * GET /status (HTML for people) and GET /status.json (the same report for machines), issue #15 ›
+ * A status page. Thin: the guard comes from the daemon (loopback Host or an admin token, refusals
+ * from lib/status.ts), the report from lib/status-report.ts, the HTML and its headers (strict CSP)
+ * from lib/status-page.ts.
+ */
+import type { FastifyPluginAsync, onRequestHookHandler } from 'fastify'
+import { renderStatusPage, STATUS_PAGE_HEADERS } from '../../lib/status-page.js'
+import type { StatusReport } from '../../lib/status-report.js'
+
+/** Options of the status routes. */
+export interface StatusRouteOptions {
+  /** Builds the report now (lib/status-report.ts collectStatus over the daemon's state). */
+  collect: () => StatusReport
+  /** Who may read it (the daemon's admin guard, loopback Host or admin token). */
+  guard: onRequestHookHandler
+}
+
+/** Headers of /status.json: never cached, never sniffed as anything but JSON. */
+const JSON_HEADERS = Object.freeze({ 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' })
+
+const statusRoutes: FastifyPluginAsync<StatusRouteOptions> = async function statusRoutes (fastify, opts) {
+  const route = { logLevel: 'warn' as const, onRequest: opts.guard }
+  fastify.get('/status', route, async function statusPage (_request, reply) {
+    return await reply.headers(STATUS_PAGE_HEADERS).send(renderStatusPage(opts.collect()))
+  })
+  fastify.get('/status.json', route, async function statusJson (_request, reply) {
+    return await reply.headers(JSON_HEADERS).send(opts.collect())
+  })
+}
+
+export default statusRoutes
