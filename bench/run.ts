@@ -26,6 +26,8 @@
  *                  rateLimit it never reaches, so the in-memory limiter counts every call) and the
  *                  audit trail on with arguments "keys" (to a file); 15 and 16 run back to back, and
  *                  16/15 is what policy and audit cost (issue #17: goal ≤ 15 % of req/s)
+ *  17 call stats   the status page's per-call counting alone (two clock reads and CallStats.record),
+ *                  in process: ns per call and whether it allocates (issue #15)
  *
  * The load generator (autocannon, or the stdio client) runs in this process; every server runs in
  * its own child process (its own process group, its output in a log file under the run's temp
@@ -53,6 +55,7 @@ import { createServer } from 'node:http'
 import { once } from 'node:events'
 import { activeTracing, httpTraceIn } from '../lib/trace.js'
 import { gateCost, type GateFigures } from './gate.js'
+import { callStatsCost, type CallStatsFigures } from './call-stats.js'
 import { fiftyRules, policyCost, type PolicyFigures } from './policy.js'
 
 const { values: flags } = parseArgs({
@@ -417,6 +420,12 @@ function report (startedAt: Date, elapsedS: number): string {
       `${gate.hotGcs} garbage collections in the window, where 16 bytes allocated per call would cause about ${Math.round(gate.calls * 5 * 16 / (16 * 1024 * 1024))}); ` +
       `${fmt(gate.queuedUs, 2)} µs per call through the queue (${gate.queuedCalls} calls)`)
   }
+  if (callStats !== undefined) {
+    lines.push('')
+    lines.push(`status page call stats (17, in process; issue #15): ${fmt(callStats.perCallNs, 1)} ns per call (two performance.now() reads and CallStats.record, ` +
+      `${callStats.calls} calls × 5 rounds), of which record alone ${fmt(callStats.recordNs, 1)} ns; ${callStats.gcs} garbage collections in the window, ` +
+      `where 16 bytes allocated per call would cause about ${Math.round(callStats.calls * 10 * 16 / (16 * 1024 * 1024))}; one snapshot (per upstream, per page view) ${fmt(callStats.snapshotUs, 1)} µs`)
+  }
   if (memory !== undefined) {
     lines.push('')
     lines.push(`memory (7): daemon RSS ${mib(memory.baselineRssBytes)} → ${mib(memory.afterSessionsRssBytes)} after ${memory.sessions} idle legacy sessions (minted in ${memory.mintSeconds.toFixed(1)} s) → ${mib(memory.afterStreamsRssBytes)} after ${memory.streams} open GET streams; errors ${memory.errors}`)
@@ -496,6 +505,11 @@ async function scenarioGate (): Promise<void> {
   gate = await gateCost(QUICK ? 1_000_000 : 5_000_000, QUICK ? 10_000 : 50_000)
 }
 
+let callStats: CallStatsFigures | undefined
+async function scenarioCallStats (): Promise<void> {
+  callStats = await callStatsCost(QUICK ? 1_000_000 : 5_000_000)
+}
+
 async function main (): Promise<number> {
   const startedAt = new Date()
   const t0 = performance.now()
@@ -510,6 +524,7 @@ async function main (): Promise<number> {
   if (wanted(13)) await scenarioTracing()
   if (wanted(14)) await scenarioGate()
   if (wanted(15) || wanted(16)) await scenarioPolicy()
+  if (wanted(17)) await scenarioCallStats()
   const text = report(startedAt, (performance.now() - t0) / 1000)
   process.stdout.write(text + '\n')
   if (flags.out !== undefined) writeFileSync(flags.out, text + '\n')
