@@ -43,6 +43,11 @@ declare module 'fastify' {
     upstreams: UpstreamRegistry
     /** mcpx's Prometheus metrics (`await app.mcpxMetrics.registry.metrics()`); the daemon serves them at /metrics. */
     mcpxMetrics: McpxMetrics
+    /**
+     * Applies a reloaded config's `policy` and `servers` to this mcpx (lib/core.ts Core.applyAccess;
+     * the daemon's reload calls it). @returns the keys it could not apply live.
+     */
+    mcpxApplyAccess: (next: McpxConfig) => string[]
   }
 }
 
@@ -60,13 +65,16 @@ export type McpxOptions = McpxConfigInput & {
 /** Keys Fastify itself puts into register options; they are not mcpx config. */
 const FASTIFY_KEYS = new Set(['prefix', 'logLevel', 'logSerializers', 'registry'])
 
-interface ScopeOptions { config: McpxConfig, registry: UpstreamRegistry, metrics: McpxMetrics, authenticator: Authenticator }
+interface ScopeOptions { config: McpxConfig, registry: UpstreamRegistry, metrics: McpxMetrics, authenticator: Authenticator, access: AccessHandle }
+
+/** Filled in by the scope once its core exists: how a reload reaches the dispatcher inside it. */
+interface AccessHandle { apply: (next: McpxConfig) => string[] }
 
 /**
  * The encapsulated scope: request log and stream tracking first (so refused requests are logged
  * too), then plugins in wire order (origin, CORS, auth, era, modern headers, legacy sessions), then routes.
  */
-const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fastify, { config, registry, metrics, authenticator }) {
+const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fastify, { config, registry, metrics, authenticator, access }) {
   const policy = originPolicyFromConfig(config)
   await fastify.register(requestLogPlugin, { metrics })
   await fastify.register(streamsPlugin, { maxStreams: config.transport.maxGetStreams })
@@ -75,6 +83,7 @@ const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fa
   await fastify.register(authPlugin, { authenticator })
   // The one registry handle of this scope: fastify.mcp.registry (instrumented), read by every plugin and route below.
   await fastify.register(upstreamsPlugin, { registry, config, closeRegistry: false, metrics })
+  access.apply = next => fastify.mcp.applyAccess(next)
   await fastify.register(eraPlugin)
   await fastify.register(modernHeadersPlugin)
   await fastify.register(legacySessionsPlugin, { idleTimeoutMs: config.transport.sessionIdleTimeout, maxSessions: config.transport.maxSessions, sessions: config.sessions })
@@ -127,7 +136,9 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
   fastify.decorate('mcpxMetrics', metrics)
   // The scope's own prefix is `<prefix>/mcp`: @fastify/cors adds an `OPTIONS <prefix>*` route, and
   // this keeps it (and every mcpx hook) off the host app's other routes.
-  await fastify.register(mcpxScope, { prefix: mountPath, config, registry: metrics.instrument(registry), metrics, authenticator })
+  const access: AccessHandle = { apply: () => ['policy', 'servers'] }
+  fastify.decorate('mcpxApplyAccess', (next: McpxConfig) => access.apply(next))
+  await fastify.register(mcpxScope, { prefix: mountPath, config, registry: metrics.instrument(registry), metrics, authenticator, access })
   if (authenticator.oauth !== undefined) {
     // RFC 9728 metadata, outside the /mcp scope (no token, no MCP hooks), in its own scope.
     await fastify.register(protectedResourceRoutes, { prefix: PRM_WELL_KNOWN, oauth: authenticator.oauth, mountPath, policy: originPolicyFromConfig(config) })

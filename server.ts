@@ -170,7 +170,9 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
     load,
     source,
     logger: app.log,
-    onReload: result => app.mcpxMetrics.configReloaded(result.trigger, result.ok ? 'applied' : 'refused')
+    onReload: result => app.mcpxMetrics.configReloaded(result.trigger, result.ok ? 'applied' : 'refused'),
+    // policy and servers (issue #17) apply live, to requests that start after the reload.
+    applyAccess: next => app.mcpxApplyAccess(next)
   })
   app.decorate('mcpxReloader', reloader)
   // GET /status and /status.json (issue #15): a loopback Host as for /metrics (on any bind), else an admin token.

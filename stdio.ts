@@ -64,7 +64,9 @@ export async function runStdio (config: McpxConfig, logger: Logger, io: { input:
     logger,
     load: source !== '(embedded default)'
       ? () => resolveConfig(source).config
-      : () => { throw new McpxError('MCPX_ERR_CONFIG', 'mcpx: this server was given no config file to read again') }
+      : () => { throw new McpxError('MCPX_ERR_CONFIG', 'mcpx: this server was given no config file to read again') },
+    // policy and servers (issue #17) apply live, to requests that start after the reload.
+    applyAccess: next => core.applyAccess(next)
   })
   // Node's default action for SIGHUP is to exit (orphaning the children): here it reloads.
   const onSighup = (): void => { if (!signalled) void reloader.reload('SIGHUP') }

@@ -31,6 +31,15 @@ export interface Core {
   readonly audit: AuditTrail | undefined
   /** The rate limiter (issue #17), when a policy rule has a `rateLimit`: in memory, or Redis when `sessions.store` is `redis`. */
   readonly rateLimiter: RateLimiter | undefined
+  /**
+   * A reload's `policy` and `servers` (issue #15 › Hot reload; issue #17): compiled and swapped in
+   * (dispatcher.setAccess) for requests that start from now; then list_changed is offered for every
+   * list, so a client whose view changed is told (the hub sends it where the view's list changed).
+   * A policy that needs a rate limiter this core was built without (its first `rateLimit`) is not
+   * applied: its key comes back, to be applied by a restart.
+   * @returns the config keys not applied (empty: both applied). Throws only for a config that did not pass loadConfig.
+   */
+  applyAccess: (next: McpxConfig) => string[]
   /** Stops the hub, cancels parked calls upstream and flushes the audit trail; the registry is left to its owner. Never rejects. */
   close: () => Promise<void>
 }
@@ -76,6 +85,7 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
     ...(options.onRateLimited !== undefined ? { onRateLimited: options.onRateLimited } : {})
   })
   const hub = new NotificationHub(registry)
+  let runningPolicy = policy
   return {
     dispatcher,
     hub,
@@ -84,6 +94,15 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
     registry,
     audit,
     rateLimiter,
+    applyAccess (next) {
+      const nextPolicy = compilePolicy(next.policy)
+      const notApplied: string[] = []
+      if (nextPolicy?.hasLimits === true && rateLimiter === undefined) notApplied.push('policy')
+      else runningPolicy = nextPolicy
+      dispatcher.setAccess(runningPolicy, next.servers === undefined ? undefined : new Servers(next.servers))
+      for (const kind of ['tools', 'prompts', 'resources'] as const) registry.emit('list_changed', kind)
+      return notApplied
+    },
     async close () {
       hub.close()
       dispatcher.close()

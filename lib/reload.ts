@@ -10,9 +10,10 @@
  *
  * Refused (one error line; the running config stays): a config that cannot be read or is invalid,
  * a change of `daemon.address` (the listening socket is not moved), a change to an upstream's
- * `auth` (its credentials are read once, at start). Other keys outside `upstreams` (transport,
- * auth, sessions…) are not applied live: the reload goes ahead for the upstreams and its log line
- * names those keys as "restart to apply".
+ * `auth` (its credentials are read once, at start). `policy` and `servers` (issue #17) are applied
+ * live when the face gives `applyAccess` (the daemon and `mcpx serve` do): requests that start after
+ * the reload see them. Other keys outside `upstreams` (transport, auth, sessions…) are not applied
+ * live: the reload goes ahead and its log line names those keys as "restart to apply".
  *
  * Reloads never overlap: one asked for while another runs waits for it, and several waiting are
  * coalesced into one (they all get its result).
@@ -43,7 +44,15 @@ export interface ReloaderOptions {
   logger: Pick<Logger, 'info' | 'warn' | 'error'>
   /** Called after every reload, applied or refused (a metric). Must not throw. */
   onReload?: (result: ReloadResult) => void
+  /**
+   * Applies `policy` and `servers` live (lib/core.ts Core.applyAccess); returns the keys it could
+   * not apply. Absent: those keys too are "restart to apply".
+   */
+  applyAccess?: (next: McpxConfig) => string[]
 }
+
+/** The keys besides `upstreams` a reload applies live when the face gives {@link ReloaderOptions.applyAccess}. */
+const ACCESS_KEYS = new Set(['policy', 'servers'])
 
 /** Runs reloads one at a time and remembers the last one. */
 export class Reloader {
@@ -104,13 +113,23 @@ export class Reloader {
       return (before?.auth !== undefined || after?.auth !== undefined) && !isDeepStrictEqual(before?.auth, after?.auth)
     })
     if (authChanged.length > 0) return refuse(`upstreams.${authChanged.join(', upstreams.')}: auth changed; upstream credentials are read at start, restart mcpx to apply`)
-    const restartToApply = Object.keys({ ...this.current, ...next }).filter(key => key !== 'upstreams' &&
-      !isDeepStrictEqual((this.current as unknown as Record<string, unknown>)[key], (next as unknown as Record<string, unknown>)[key]))
+    const differs = (key: string): boolean => !isDeepStrictEqual((this.current as unknown as Record<string, unknown>)[key], (next as unknown as Record<string, unknown>)[key])
+    const applyAccess = this.options.applyAccess
+    const restartToApply = Object.keys({ ...this.current, ...next }).filter(key => key !== 'upstreams' && !(applyAccess !== undefined && ACCESS_KEYS.has(key)) && differs(key))
     const summary = await registry.reconcile(next.upstreams)
-    // The running config is the new one for upstreams; the keys that need a restart keep their running values.
-    this.current = { ...this.current, upstreams: next.upstreams }
+    // The running config is the new one for upstreams (and policy, servers when applied); the keys that need a restart keep their running values.
+    const running: McpxConfig = { ...this.current, upstreams: next.upstreams }
+    const accessChanged = differs('policy') || differs('servers')
+    if (applyAccess !== undefined && accessChanged) {
+      const notApplied = applyAccess(next)
+      for (const key of ACCESS_KEYS) {
+        if (notApplied.includes(key)) { if (differs(key)) restartToApply.push(key); continue }
+        ;(running as unknown as Record<string, unknown>)[key] = (next as unknown as Record<string, unknown>)[key]
+      }
+    }
+    this.current = running
     this.loadedAt = at
-    const changed = summary.added.length + summary.removed.length + summary.restarted.length > 0
+    const changed = summary.added.length + summary.removed.length + summary.restarted.length > 0 || (applyAccess !== undefined && accessChanged)
     const result: ReloadResult = { ok: true, trigger, at, changed, restartToApply, ...summary }
     this.options.logger.info({ trigger, config: this.source, added: summary.added, removed: summary.removed, restarted: summary.restarted, unchanged: summary.unchanged.length, restartToApply },
       `config reloaded: ${summary.added.length} added, ${summary.removed.length} removed, ${summary.restarted.length} restarted, ${summary.unchanged.length} unchanged` +

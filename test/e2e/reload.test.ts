@@ -220,3 +220,36 @@ t.test('ops/reload/stdio-sighup', async t => {
   serve.end()
   t.match(await serve.exited, { code: 0 })
 })
+
+/** The tool names `tools/list` gives a modern client on `path` (`/mcp` or `/mcp/<server>`), or the HTTP status when it is refused. */
+async function toolNames (daemon: DaemonProcess, path: string): Promise<string[] | number> {
+  const res = await fetch(`${daemon.base}${path}`, { method: 'POST', headers: modernHeaders('tools/list'), body: modernBody(1, 'tools/list') })
+  if (res.status !== 200) { await res.text(); return res.status }
+  return ((await res.json()) as { result: { tools: Array<{ name: string }> } }).result.tools.map(tool => tool.name).sort()
+}
+
+t.test('ops/reload/policy-and-servers-applied-live', async t => {
+  const upstream = { ...fixtureCommand(), prefix: '' }
+  const config = (servers: Record<string, unknown>, policy?: Record<string, unknown>): Record<string, unknown> => ({
+    admin: { tokens: ['admin-s3cret'] }, upstreams: { a: upstream }, servers, ...(policy !== undefined ? { policy } : {})
+  })
+  const daemon = await startDaemon(t, config({ team: { tools: { allow: ['echo'] } } }))
+  const pid = (await until(daemon, r => r.upstreams[0]?.state === 'ready')).upstreams[0].pid
+  t.same(await toolNames(daemon, '/mcp/team'), ['echo'])
+  t.equal(await toolNames(daemon, '/mcp/ops'), 404, 'no endpoint ops yet')
+  const everything = await toolNames(daemon, '/mcp')
+  t.ok(Array.isArray(everything) && everything.includes('slow'))
+
+  rewrite(daemon.file, { daemon: { address: daemon.base.slice('http://'.length) }, ...config({ team: { tools: { allow: ['echo', 'slow'] } }, ops: { tools: { allow: ['bump'] } } }, { default: 'allow', rules: [{ deny: { tools: ['slow'] } }] }) })
+  const reload = await fetch(`${daemon.base}/admin/reload`, { method: 'POST', headers: { authorization: 'Bearer admin-s3cret' } })
+  t.equal(reload.status, 200)
+  const body = await reload.json() as { restartToApply: string[], unchanged: string[] }
+  t.same(body.restartToApply, [], 'policy and servers are not "restart to apply"')
+  t.same(body.unchanged, ['a'], 'the upstream is untouched')
+  t.same(await toolNames(daemon, '/mcp/team'), ['echo'], 'team allows slow now, but the new policy denies it to everyone')
+  t.same(await toolNames(daemon, '/mcp/ops'), ['bump'], 'the new endpoint is served')
+  const after = await toolNames(daemon, '/mcp')
+  t.ok(Array.isArray(after) && !after.includes('slow') && after.includes('echo'), 'the policy applies on /mcp too')
+  t.equal((await readyz(daemon)).upstreams[0].pid, pid, 'same child')
+  await daemon.waitForLine(line => line.msg?.toString().startsWith('config reloaded') === true && Array.isArray(line.restartToApply) && (line.restartToApply as unknown[]).length === 0)
+})
