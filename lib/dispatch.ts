@@ -15,7 +15,7 @@ import {
 } from './jsonrpc.js'
 import { MODERN_REVISIONS, SUPPORTED_REVISIONS, negotiateLegacy, unsupportedVersion, type Revision } from './revisions.js'
 import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, metaOf } from './inbound.js'
-import { UpstreamBusyError, UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamQuestion, type UpstreamRegistry } from './upstreams/types.js'
+import { InstancesExhaustedError, UpstreamBusyError, UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamQuestion, type UpstreamRegistry } from './upstreams/types.js'
 import type { DispatchContext } from './dispatch-types.js'
 import { markRefused, refusedAs, REFUSALS, type RefusalReason } from './status.js'
 import { ELICITATION_COMPLETE, MrtrBridge, StateSealer, missingCapabilities, missingCapabilityError } from './mrtr.js'
@@ -536,9 +536,9 @@ export class Dispatcher {
       const code = err.code === RESOURCE_NOT_FOUND && ctx.era === 'modern' ? INVALID_PARAMS : err.code
       const response = errorResponse(request.id, code, err.message, err.data)
       if (err instanceof HiddenError && this.audit !== undefined) this.denials.add(response)
-      // An upstream's full queue (issue #20) and a rate limit (issue #17) are refusals: over HTTP,
-      // their lib/status.ts rows (503 / 429, with Retry-After).
-      return err instanceof UpstreamBusyError || err instanceof RefusedError ? markRefused(response, err.refusal) : response
+      // An upstream's full queue (issue #20), a rate limit (issue #17) and an isolated upstream's
+      // instance cap (issue #18) are refusals: over HTTP, their lib/status.ts rows (503 / 429, with Retry-After).
+      return err instanceof UpstreamBusyError || err instanceof RefusedError || err instanceof InstancesExhaustedError ? markRefused(response, err.refusal) : response
     }
     if (ctx.signal.aborted) return errorResponse(request.id, UPSTREAM_ERROR, 'Request cancelled')
     this.log.error({ err, method: request.method }, 'request failed')

@@ -17,10 +17,11 @@ import {
 
 const MODERN_ERROR_STATUS = new Map<number, number>([
   [-32_022, 400], [-32_021, 400], [-32_020, 400], [-32_602, 400], [-32_600, 400], [-32_700, 400], [-32_601, 404],
-  // An isolated upstream at maxInstances (issue #18): a cap, like the other 503s.
-  [INSTANCES_EXHAUSTED, 503],
   // Past a policy rate limit (issue #17; REFUSALS.rateLimited, which also sets Retry-After).
   [RATE_LIMITED, 429]
+  // An isolated upstream at maxInstances (-31001, issue #18) is not here: it is the refusal row
+  // `instancesExhausted` (503 with Retry-After), marked on the response mcpx built, so an upstream's
+  // own -31001 (another mcpx upstream of this one) is never taken for mcpx's.
 ])
 
 /** HTTP status of a modern reply, from its error alone (undefined error: a result → 200). Never throws. */
@@ -39,7 +40,7 @@ export function legacyStatus (error: JsonRpcErrorObject | undefined): number {
   return LEGACY_ERROR_STATUS.get(error.code) ?? 200
 }
 
-const LEGACY_ERROR_STATUS = new Map<number, number>([[-32_700, 400], [-32_600, 400], [-32_022, 400], [INSTANCES_EXHAUSTED, 503], [RATE_LIMITED, 429]])
+const LEGACY_ERROR_STATUS = new Map<number, number>([[-32_700, 400], [-32_600, 400], [-32_022, 400], [RATE_LIMITED, 429]])
 
 /** Outcome of DELETE /mcp (seed › Streamable HTTP legacy › DELETE). */
 export type DeleteOutcome = 'ended' | 'no-header' | 'unknown' | 'modern'
@@ -176,6 +177,13 @@ export const REFUSALS = Object.freeze({
    * closed: a limit that an outage lifts is no limit), 503 with Retry-After like the session store's.
    */
   rateLimitUnavailable: { status: 503, code: INTERNAL_ERROR, message: 'Service Unavailable: the rate-limit store cannot be reached; retry later', retryAfterSeconds: STORE_RETRY_AFTER_SECONDS },
+  /**
+   * An isolated upstream (issue #18 › Isolated upstreams) at `maxInstances`: a new session or
+   * principal gets no instance until one is reaped (DELETE, expiry, idleTimeout). Raised inside the
+   * dispatcher (lib/upstreams/upstream.ts), marked like `upstreamBusy`; over stdio the JSON-RPC
+   * error alone. Its message names the upstream and the cap (given to {@link refusal}).
+   */
+  instancesExhausted: { status: 503, code: INSTANCES_EXHAUSTED, message: 'Server busy: every isolated instance of this upstream is in use; retry later', retryAfterSeconds: RETRY_AFTER_SECONDS },
   /** Past transport.maxSessions (memory store). */
   tooManySessions: { status: 503, code: INTERNAL_ERROR, message: 'Server busy: too many sessions; retry later', retryAfterSeconds: RETRY_AFTER_SECONDS },
   /** The session store (Redis) cannot be reached: session requests are 503 with Retry-After (issue #11). */

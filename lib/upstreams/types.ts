@@ -11,7 +11,7 @@ import type { Logger } from '../log.js'
 import type { Era, Revision } from '../revisions.js'
 import type { UpstreamAuthConfig } from '../oauth/upstream-credentials.js'
 import type { RequestTrace } from '../trace.js'
-import { INTERNAL_ERROR } from '../jsonrpc.js'
+import { INSTANCES_EXHAUSTED, INTERNAL_ERROR } from '../jsonrpc.js'
 import type { CallStatsSnapshot } from './call-stats.js'
 
 /** Any JSON object, as it crossed the wire. */
@@ -191,6 +191,20 @@ export class UpstreamBusyError extends UpstreamRpcError {
   constructor (message: string) {
     super(INTERNAL_ERROR, message)
     this.name = 'UpstreamBusyError'
+  }
+}
+
+/**
+ * An isolated upstream (issue #18) has `maxInstances` instances running and the call's session or
+ * principal has none: -31001 INSTANCES_EXHAUSTED, answered over HTTP by the lib/status.ts refusal
+ * row `instancesExhausted` (503 with `Retry-After`). It never reached the upstream.
+ */
+export class InstancesExhaustedError extends UpstreamRpcError {
+  /** The lib/status.ts refusal row this error is answered with over HTTP. */
+  readonly refusal = 'instancesExhausted' as const
+  constructor (message: string) {
+    super(INSTANCES_EXHAUSTED, message)
+    this.name = 'InstancesExhaustedError'
   }
 }
 

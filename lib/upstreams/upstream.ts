@@ -7,13 +7,13 @@
  * Sources: DIGEST §2e (cancellation, progress), §3a (timeouts), §6a (eras, dual-era), §6b (stdio
  * probe, restart), §6c (HTTP), §6d (mirrored headers), §6f (subscriptions/listen, MRTR).
  */
-import { INSTANCES_EXHAUSTED, UPSTREAM_ERROR } from '../jsonrpc.js'
+import { UPSTREAM_ERROR } from '../jsonrpc.js'
 import { EMPTY_CATALOGUE, SupervisedConnection, type ConnectionHost, type ConnectionState } from './connection.js'
 import { CallGate } from './gate.js'
 import { CallStats } from './call-stats.js'
 import type { CallTiming, Link, UnroutedKind } from './link.js'
 import {
-  DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED, DEFAULT_STREAM_BUFFER_BYTES, UpstreamRpcError, wantsLegacyConnection, type UpstreamLoad, type JsonObject, type UpstreamCallOptions, type UpstreamCatalogue, type UpstreamConfig,
+  DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED, DEFAULT_STREAM_BUFFER_BYTES, InstancesExhaustedError, UpstreamRpcError, wantsLegacyConnection, type UpstreamLoad, type JsonObject, type UpstreamCallOptions, type UpstreamCatalogue, type UpstreamConfig,
   type UpstreamEvents, type UpstreamHeaderProvider, type UpstreamLogger, type UpstreamStatus
 } from './types.js'
 
@@ -251,7 +251,7 @@ export class Upstream implements ConnectionHost {
     if (instance === undefined) {
       const max = this.config.maxInstances ?? DEFAULT_MAX_INSTANCES
       if (this.instances.size >= max) {
-        throw new UpstreamRpcError(INSTANCES_EXHAUSTED, `upstream ${this.name}: all ${max} isolated instances are in use (maxInstances); retry later`)
+        throw new InstancesExhaustedError(`upstream ${this.name}: all ${max} isolated instances are in use (maxInstances); retry later`)
       }
       const stopped = { value: false }
       instance = { key, connection: new SupervisedConnection('primary', this.instanceHost(stopped)), inFlight: 0, idleTimer: undefined, stopped }

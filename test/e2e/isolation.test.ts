@@ -84,9 +84,9 @@ t.test('isolation/per-session/daemon-own-state-delete-and-cap-503', async t => {
   const daemon = await startDaemon(t, { upstreams: { fixture: { ...fixtureCommand(), isolation: 'per-session', maxInstances: 2 } } })
   const base = daemon.base
   const [a, b, c] = [await fetchSession(base, REVISION), await fetchSession(base, REVISION), await fetchSession(base, REVISION)]
-  const bump = async (sid: string, id: number): Promise<{ status: number, body: any }> => {
+  const bump = async (sid: string, id: number): Promise<{ status: number, body: any, retryAfter: string | null }> => {
     const res = await post(base, callBody(id, 'bump'), { ...sessionHeaders(sid, REVISION), accept: 'application/json' })
-    return { status: res.status, body: await res.json() }
+    return { status: res.status, body: await res.json(), retryAfter: res.headers.get('retry-after') }
   }
   t.equal((await bump(a, 1)).body.result.content[0].text, 'counter 1')
   t.equal((await bump(a, 2)).body.result.content[0].text, 'counter 2')
@@ -94,6 +94,7 @@ t.test('isolation/per-session/daemon-own-state-delete-and-cap-503', async t => {
   const capped = await bump(c, 4)
   t.equal(capped.status, 503, 'a third session past maxInstances 2 is 503')
   t.match(capped.body, { jsonrpc: '2.0', id: 4, error: { code: -31_001, message: /all 2 isolated instances are in use/ } })
+  t.equal(capped.retryAfter, '5', 'with Retry-After (lib/status.ts refusal row instancesExhausted)')
   const deleted = await fetch(`${base}/mcp`, { method: 'DELETE', headers: sessionHeaders(a, REVISION) })
   t.equal(deleted.status, 204, 'session A deleted')
   await pollUntil('A\'s instance to stop', async () => (await bump(c, 5)).status === 200 || undefined, 20_000)

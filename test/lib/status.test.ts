@@ -54,3 +54,13 @@ t.test('all/status/era-status-functions', async t => {
   t.equal(legacyStatus({ code: -32_601, message: '' }), 200)
   t.equal(legacyStatus({ code: -32_022, message: '' }), 400)
 })
+
+t.test('isolation/status/instance-cap-is-a-marked-refusal', async t => {
+  const capped = refusal('instancesExhausted', 9, { message: 'upstream fx: all 2 isolated instances are in use (maxInstances); retry later' })
+  t.equal(capped.status, 503)
+  t.equal(capped.headers['retry-after'], '5')
+  t.strictSame(capped.message, { jsonrpc: '2.0', id: 9, error: { code: -31_001, message: 'upstream fx: all 2 isolated instances are in use (maxInstances); retry later' } })
+  // By the mark alone: an upstream's own -31001 (say, another mcpx behind this one) keeps the era's status.
+  t.equal(modernStatus({ code: -31_001, message: '' }), 200)
+  t.equal(legacyStatus({ code: -31_001, message: '' }), 200)
+})
