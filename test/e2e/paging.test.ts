@@ -132,7 +132,8 @@ t.test('paging/catalogue/three-upstreams-one-paging-mcpx-serve', async t => {
   const log = logPath()
   const serve = spawnServe(t, { config: { transport: { pageSize: PAGE_SIZE }, upstreams: threeUpstreams(log) } })
   let id = 1000
-  // The upstreams come up after the first line is read: wait until the merged tools list is whole.
+  // Wait (generously: three children starting on a loaded machine) until the merged tools list is whole.
+  let seen = 0
   await pollUntil('all three upstreams listed', async () => {
     const reply = await serve.request({ jsonrpc: '2.0', id: id++, method: 'tools/list', params: { _meta: modernMeta() } })
     let count = (reply.result.tools as unknown[]).length
@@ -142,8 +143,9 @@ t.test('paging/catalogue/three-upstreams-one-paging-mcpx-serve', async t => {
       count += (next.result.tools as unknown[]).length
       cursor = next.result.nextCursor
     }
+    seen = count
     return count === EXPECTED.tools.length
-  }, 20_000)
+  }, 60_000).catch(err => { throw new Error(`${(err as Error).message}: ${seen} of ${EXPECTED.tools.length} tools listed; stderr ${serve.stderr().slice(-2000)}`) })
   await checkAllLists(t, 'stdio modern', async (method, _id, cursor) => await serve.request({ jsonrpc: '2.0', id: id++, method, params: { ...(cursor === undefined ? {} : { cursor }), _meta: modernMeta() } }), modernValidate)
   const init = await serve.request({ jsonrpc: '2.0', id: id++, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'paging-test', version: '0' } } })
   t.equal(init.result.protocolVersion, '2025-06-18')
@@ -189,11 +191,13 @@ t.test('paging/cursor/across-a-catalogue-change', async t => {
   await untilReady(daemon.base)
   const target = { base: daemon.base }
   const names = (reply: Message): string[] => (reply.result.tools as Array<{ name: string }>).map(tool => tool.name)
+  // The whole list; a walk that met the change midway (its cursor outdated: -32602) starts over.
   const whole = async (): Promise<string[]> => {
     const out: string[] = []
     let cursor: string | undefined
     do {
       const reply = (await modernRpc(target, 9, 'tools/list', cursor === undefined ? {} : { cursor })).json
+      if (reply.error?.code === -32602 && cursor !== undefined) return await whole()
       out.push(...names(reply))
       cursor = reply.result.nextCursor
     } while (cursor !== undefined)
