@@ -4,7 +4,7 @@
  * `subscriptions/listen` streams (DIGEST §6f; their filter and tagging: lib/listen.ts). One registry listener per event, however many
  * sessions listen, so 10,000 sessions cost a Set entry each, not an EventEmitter listener each.
  */
-import type { ListKind, UpstreamRegistry } from './upstreams/types.js'
+import type { JsonObject, ListKind, UpstreamRegistry } from './upstreams/types.js'
 import type { JsonRpcNotification } from './jsonrpc.js'
 import type { Visibility } from './visibility.js'
 
@@ -22,7 +22,21 @@ export interface HubListener {
    * for a URI the caller sees. Absent: everything, as the registry announces it.
    */
   visibility?: Visibility
+  /**
+   * Also deliver events another replica saw ({@link NotificationHub.relay}; lib/redis-sessions):
+   * set by legacy GET streams, which a session may hold on any replica. Filtered as above.
+   */
+  relayed?: boolean
 }
+
+/**
+ * An upstream change another replica saw (lib/redis-sessions relays it over Redis pub/sub). A
+ * list_changed carries `changed`: the catalogue keys (tool and prompt names, resource URIs and
+ * uriTemplates) whose items were added, removed or altered on that replica, so a filtered listener
+ * here can tell whether its view changed without that replica's lists ({@link ListSnapshots}).
+ * Absent `changed` (an older replica): a filtered listener is told nothing.
+ */
+export type RelayedEvent = { kind: ListKind, changed?: readonly string[] } | { uri: string }
 
 /** The list_changed notification method of each list kind (the one table; lib/redis-sessions relays with it too). */
 export const LIST_CHANGED: Readonly<Record<ListKind, string>> = Object.freeze({
@@ -59,6 +73,30 @@ export class NotificationHub {
     for (const listener of this.listeners) if (listener.uris.has(uri) && listener.visibility?.seesUri(uri) !== false) listener.send(notification)
   }
 
+  /**
+   * Delivers an event another replica saw to the listeners that asked for relayed events, under
+   * the same filter as this replica's own: resources/updated only for a subscribed URI the
+   * listener sees, list_changed only when one of the changed catalogue keys is visible to it
+   * (issue #17 › Notifications: "reach a caller only for what it can see"). Never throws.
+   */
+  relay (event: RelayedEvent): void {
+    if ('uri' in event) {
+      const notification: JsonRpcNotification = { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: event.uri } }
+      for (const listener of this.listeners) {
+        if (listener.relayed === true && listener.uris.has(event.uri) && listener.visibility?.seesUri(event.uri) !== false) listener.send(notification)
+      }
+      return
+    }
+    const kind = event.kind
+    const notification: JsonRpcNotification = { jsonrpc: '2.0', method: LIST_CHANGED[kind] }
+    for (const listener of this.listeners) {
+      if (listener.relayed !== true || !listener.lists.has(kind)) continue
+      const visibility = listener.visibility
+      if (visibility !== undefined && (event.changed === undefined || !event.changed.some(key => visibility.seesCatalogue(kind, key)))) continue
+      listener.send(notification)
+    }
+  }
+
   constructor (private readonly registry: UpstreamRegistry) {
     registry.on('list_changed', this.onListChanged)
     registry.on('resource_updated', this.onResourceUpdated)
@@ -85,5 +123,41 @@ export class NotificationHub {
     this.registry.off('resource_updated', this.onResourceUpdated)
     this.listeners.clear()
     this.seen.clear()
+  }
+}
+
+type Lists = Pick<UpstreamRegistry, 'tools' | 'prompts' | 'resources' | 'resourceTemplates'>
+
+/**
+ * The last merged lists of a registry, to name what a list_changed changed (the `changed` of a
+ * {@link RelayedEvent}). The registry replaces a list's array when it changes, so keeping the
+ * arrays costs nothing; {@link changed} compares item by item (JSON), only on a list_changed.
+ */
+export class ListSnapshots {
+  private readonly last: Record<ListKind, Map<string, string>>
+  constructor (private readonly registry: Lists) {
+    this.last = { tools: this.read('tools'), prompts: this.read('prompts'), resources: this.read('resources') }
+  }
+
+  /** The catalogue keys of `kind` added, removed or altered since the last call (or construction). */
+  changed (kind: ListKind): string[] {
+    const before = this.last[kind]
+    const now = this.read(kind)
+    this.last[kind] = now
+    const out: string[] = []
+    for (const [key, json] of now) if (before.get(key) !== json) out.push(key)
+    for (const key of before.keys()) if (!now.has(key)) out.push(key)
+    return out
+  }
+
+  private read (kind: ListKind): Map<string, string> {
+    const out = new Map<string, string>()
+    const add = (items: readonly JsonObject[], key: string): void => {
+      for (const item of items) { const k = item[key]; if (typeof k === 'string') out.set(k, JSON.stringify(item)) }
+    }
+    if (kind === 'tools') add(this.registry.tools(), 'name')
+    else if (kind === 'prompts') add(this.registry.prompts(), 'name')
+    else { add(this.registry.resources(), 'uri'); add(this.registry.resourceTemplates(), 'uriTemplate') }
+    return out
   }
 }

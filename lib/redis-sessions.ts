@@ -48,8 +48,8 @@ import type { JsonObject } from './upstreams/types.js'
 import type { SseStream } from './sse.js'
 import { idKey, isObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcResponse } from './jsonrpc.js'
 import type { Logger } from './log.js'
-import { LIST_CHANGED } from './notify-hub.js'
-import type { ListKind } from './upstreams/types.js'
+import { ListSnapshots, type RelayedEvent } from './notify-hub.js'
+import type { ListKind, UpstreamRegistry } from './upstreams/types.js'
 import {
   newSession, newSessionId, releaseLive,
   type EndOutcome, type FindOutcome, type MintOutcome, type Session, type SessionStore, type StreamOutcome,
@@ -66,7 +66,12 @@ export interface RedisSessionStoreOptions {
   /** TTL of the GET-stream owner key, refreshed every third of it by the owner, ms (sessions.streamLease). */
   streamLeaseMs: number
   /** The upstream registry: refcounted upstream subscriptions, and the change events to share. */
-  upstreams: UpstreamSubscriptions & Pick<EventEmitter, 'on' | 'off'>
+  upstreams: UpstreamSubscriptions & Pick<EventEmitter, 'on' | 'off'> & Pick<UpstreamRegistry, 'tools' | 'prompts' | 'resources' | 'resourceTemplates'>
+  /**
+   * Receives the upstream changes other replicas saw, for this replica's GET streams
+   * (NotificationHub.relay: filtered per listener by what its caller sees, issue #17).
+   */
+  relay: (event: RelayedEvent) => void
   logger: Logger
   /** How long one command may take before the store reports unavailable, ms. Default 1000. */
   commandTimeoutMs?: number
@@ -83,7 +88,7 @@ type BusMessage =
   | { t: 'end', sid: string }
   | { t: 'cancel', sid: string, key: string }
   | { t: 'sub', sid: string, uri: string, add: boolean }
-  | { t: 'ev', from: string, kind?: ListKind, uri?: string }
+  | { t: 'ev', from: string, kind?: ListKind, uri?: string, changed?: string[] }
 type ReplicaMessage =
   | { t: 'send', sid: string, msg: JsonRpcMessage }
   | { t: 'ans', sid: string, qid: string, res: JsonRpcResponse }
@@ -187,8 +192,10 @@ export class RedisSessionStore implements SessionStore {
   private closed = false
   private down = false
 
-  private readonly onListChanged = (kind: 'tools' | 'prompts' | 'resources'): void => {
-    this.publishBus({ t: 'ev', from: this.replicaId, kind })
+  /** This replica's last lists: what a list_changed changed travels with it (issue #17 › Notifications). */
+  private readonly snapshots: ListSnapshots
+  private readonly onListChanged = (kind: ListKind): void => {
+    this.publishBus({ t: 'ev', from: this.replicaId, kind, changed: this.snapshots.changed(kind) })
   }
 
   private readonly onResourceUpdated = (uri: string): void => {
@@ -197,6 +204,7 @@ export class RedisSessionStore implements SessionStore {
 
   constructor (private readonly options: RedisSessionStoreOptions) {
     this.log = options.logger.child({ component: 'sessions', replica: this.replicaId })
+    this.snapshots = new ListSnapshots(options.upstreams)
     // Fail fast rather than queue (issue #11 › Redis faults); we subscribe on every 'ready' ourselves.
     const connection = { commandTimeoutMs: options.commandTimeoutMs ?? 1_000, autoResubscribe: false }
     this.redis = createRedisConnection(options.redis, connection)
@@ -486,17 +494,15 @@ export class RedisSessionStore implements SessionStore {
     }
   }
 
-  /** An upstream change another replica saw: to this replica's GET streams (the local hub delivers our own). */
+  /**
+   * An upstream change another replica saw: to this replica's GET streams (the local hub delivers
+   * our own), through the hub, so each stream's caller gets only what it sees (issue #17).
+   */
   private deliverEvent (message: Extract<BusMessage, { t: 'ev' }>): void {
-    let notification: JsonRpcNotification
-    if (message.kind !== undefined && Object.hasOwn(LIST_CHANGED, message.kind)) notification = { jsonrpc: '2.0', method: LIST_CHANGED[message.kind] }
-    else if (typeof message.uri === 'string') notification = { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: message.uri } }
-    else return
-    const uri = message.uri
-    for (const shadow of this.shadows.values()) {
-      if (shadow.stream === undefined) continue
-      if (uri === undefined || shadow.subscriptions.has(uri)) shadow.stream.send(notification)
-    }
+    if (message.kind === 'tools' || message.kind === 'prompts' || message.kind === 'resources') {
+      const changed = Array.isArray(message.changed) ? message.changed.filter(key => typeof key === 'string') : undefined
+      this.options.relay(changed !== undefined ? { kind: message.kind, changed } : { kind: message.kind })
+    } else if (typeof message.uri === 'string') this.options.relay({ uri: message.uri })
   }
 
   private onReplica (message: ReplicaMessage): void {

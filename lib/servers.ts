@@ -88,6 +88,9 @@ export class CuratedServer {
   /** The name a catalogue tool has on this endpoint. */
   exposedTool (catalogue: string): string { return this.renamed.get(catalogue) ?? catalogue }
 
+  /** Whether the tool `name` (catalogue name) is exposed here (under its own name or a rename). */
+  allowsTool (name: string): boolean { return this.tools.test(name) }
+
   /** Whether the prompt `name` (catalogue name) is exposed here. */
   allowsPrompt (name: string): boolean { return this.prompts.test(name) }
 

@@ -74,6 +74,18 @@ export class Visibility {
     return this.server.exposeTool(item)
   }
 
+  /**
+   * Whether the catalogue item `key` of `kind` (a tool's or prompt's catalogue name, a resource's
+   * URI or a template's uriTemplate) is in this caller's view here: a change to it changes the view.
+   */
+  seesCatalogue (kind: ListKind, key: string): boolean {
+    switch (kind) {
+      case 'tools': return (this.server === undefined || this.server.allowsTool(key)) && (this.policy === undefined || this.policy.allows('tools', key))
+      case 'prompts': return this.prompt(key)
+      case 'resources': return this.resource(key)
+    }
+  }
+
   /** Whether notifications/resources/updated for `uri` may reach this caller. */
   seesUri (uri: string): boolean { return this.resource(uri) }
 

@@ -54,6 +54,7 @@ export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fast
       streamLeaseMs: opts.sessions.streamLease,
       idleTimeoutMs: opts.idleTimeoutMs,
       upstreams: registry,
+      relay: event => { fastify.mcp.hub.relay(event) },
       logger: fastify.log
     })
     // Unreachable at startup is not fatal: modern traffic is served, session requests get 503 until Redis answers.

@@ -44,7 +44,8 @@ const getRoute: FastifyPluginAsync<McpRouteDeps> = async function (fastify, opts
       const open = stream
       slots.track('get', open)
       const visibility = fastify.mcp.dispatcher.visibilityOf({ caller: request.mcpPrincipal ?? undefined, endpoint: endpointOf(request) })
-      const remove = fastify.mcp.hub.add({ lists: ALL_LISTS, uris: session.subscriptions, send: (n) => { open.send(n) }, ...(visibility !== undefined ? { visibility } : {}) })
+      // relayed: with the Redis store, changes other replicas saw reach this stream too, filtered alike.
+      const remove = fastify.mcp.hub.add({ lists: ALL_LISTS, uris: session.subscriptions, relayed: true, send: (n) => { open.send(n) }, ...(visibility !== undefined ? { visibility } : {}) })
       await open.closed
       remove()
     } finally {
