@@ -28,6 +28,8 @@
  *                  16/15 is what policy and audit cost (issue #17: goal ≤ 15 % of req/s)
  *  17 call stats   the status page's per-call counting alone (two clock reads and CallStats.record),
  *                  in process: ns per call and whether it allocates (issue #15)
+ *  18 instances    RSS per per-session instance of the fixture (isolation "per-session", issue #18):
+ *                  each instance child's RSS, and the daemon's own growth per instance
  *
  * The load generator (autocannon, or the stdio client) runs in this process; every server runs in
  * its own child process (its own process group, its output in a log file under the run's temp
@@ -49,6 +51,7 @@ import {
 } from './harness.js'
 import { stdioLoad } from './stdio-load.js'
 import { measureMemory, type MemoryFigures } from './memory.js'
+import { measureInstances, type InstanceFigures } from './instances.js'
 import { INITIALIZED_BODY, INITIALIZE_BODY, LEGACY_BODY, MODERN_BODY, MODERN_HEADERS, legacyHeaders } from './wire.js'
 import { startBenchIssuer, verificationCostUs } from './auth.js'
 import { createServer } from 'node:http'
@@ -342,6 +345,18 @@ async function scenarioMemory (): Promise<void> {
   } finally { await child.stop() }
 }
 
+let instances: InstanceFigures | undefined
+/** 18: a daemon whose fixture upstream is isolated per session; one instance per session (bench/instances.ts). */
+async function scenarioInstances (): Promise<void> {
+  const port = await freePort()
+  const count = QUICK ? 5 : 20
+  const config = writeConfig('mcpx-instances', port, { ...STDIO_UPSTREAM, isolation: 'per-session', maxInstances: count + 2 })
+  const child = await startDaemon('18-mcpx-daemon-instances', config, port)
+  try {
+    instances = await measureInstances({ pid: child.pid, port, instances: count, settleMs: QUICK ? 500 : 1500 })
+  } finally { await child.stop() }
+}
+
 /* ------------------------------------------------------------------ report */
 
 const fmt = (n: number, digits = 2): string => Number.isFinite(n) ? n.toFixed(digits) : 'n/a'
@@ -430,6 +445,11 @@ function report (startedAt: Date, elapsedS: number): string {
     lines.push('')
     lines.push(`memory (7): daemon RSS ${mib(memory.baselineRssBytes)} → ${mib(memory.afterSessionsRssBytes)} after ${memory.sessions} idle legacy sessions (minted in ${memory.mintSeconds.toFixed(1)} s) → ${mib(memory.afterStreamsRssBytes)} after ${memory.streams} open GET streams; errors ${memory.errors}`)
     lines.push(`memory (7): ${(memory.bytesPerSession / 1024).toFixed(2)} KiB per idle session, ${(memory.bytesPerStream / 1024).toFixed(2)} KiB per open GET stream`)
+  }
+  if (instances !== undefined) {
+    lines.push('')
+    lines.push(`instances (18): ${instances.instances} per-session instances of the fixture (stdio, isolation "per-session"), started in ${instances.startSeconds.toFixed(1)} s; ` +
+      `RSS per instance child ${mib(instances.childRssMeanBytes)} mean, ${mib(instances.childRssMaxBytes)} max; daemon growth ${(instances.daemonBytesPerInstance / 1024).toFixed(0)} KiB per instance; errors ${instances.errors}`)
   }
   lines.push('')
   lines.push(`logs: ${LOG_DIR}`)
@@ -525,10 +545,11 @@ async function main (): Promise<number> {
   if (wanted(14)) await scenarioGate()
   if (wanted(15) || wanted(16)) await scenarioPolicy()
   if (wanted(17)) await scenarioCallStats()
+  if (wanted(18)) await scenarioInstances()
   const text = report(startedAt, (performance.now() - t0) / 1000)
   process.stdout.write(text + '\n')
   if (flags.out !== undefined) writeFileSync(flags.out, text + '\n')
-  const errors = [...rows.values()].reduce((sum, r) => sum + r.errors, 0) + (memory?.errors ?? 0)
+  const errors = [...rows.values()].reduce((sum, r) => sum + r.errors, 0) + (memory?.errors ?? 0) + (instances?.errors ?? 0)
   if (errors > 0) process.stderr.write(`bench: ${errors} errors (must be 0)\n`)
   return errors > 0 ? 1 : 0
 }
