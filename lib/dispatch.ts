@@ -11,7 +11,7 @@ import type { Logger } from './log.js'
 import {
   errorResponse, successResponse, isObject,
   INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, UPSTREAM_ERROR,
-  type JsonRpcRequest, type JsonRpcResponse, type JsonRpcErrorResponse
+  type JsonRpcRequest, type JsonRpcResponse, type JsonRpcErrorResponse, type JsonRpcNotification
 } from './jsonrpc.js'
 import { MODERN_REVISIONS, SUPPORTED_REVISIONS, negotiateLegacy, unsupportedVersion, type Revision } from './revisions.js'
 import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, metaOf } from './inbound.js'
@@ -484,13 +484,25 @@ export class Dispatcher {
     if (notify !== undefined && (ctx.era === 'legacy' || (isObject(meta) && typeof meta[META_LOG_LEVEL] === 'string'))) {
       const legacy = ctx.era === 'legacy'
       options.onNotification = (n) => {
-        if (n.method === 'notifications/message' || (legacy && n.method === ELICITATION_COMPLETE)) notify({ jsonrpc: '2.0', method: n.method, ...(n.params !== undefined ? { params: n.params } : {}) })
+        if (n.method !== 'notifications/message' && !(legacy && n.method === ELICITATION_COMPLETE)) return
+        const notification: JsonRpcNotification = { jsonrpc: '2.0', method: n.method }
+        if (n.params !== undefined) notification.params = n.params
+        notify(notification)
       }
     }
     if ((typeof progressToken === 'string' || typeof progressToken === 'number') && ctx.notify !== undefined) {
       const notify = ctx.notify
+      // Once per notification of a flood (issue #20), so built property by property: with an object
+      // spread here (`{ ...p, progressToken }`) Node 20's V8 promoted these short-lived objects to
+      // the old generation (alone in a loop: 20% of what it allocated, against 0.2% without), which
+      // grew by ~4 MB/s under a flood to a stalled client until a major GC (RSS past 300 MB with 4
+      // stalled calls; flat without the spread). Same bytes on the wire.
       options.onProgress = (p) => {
-        notify({ jsonrpc: '2.0', method: 'notifications/progress', params: { ...p, progressToken } })
+        const params: JsonObject = { progress: p.progress }
+        if (p.total !== undefined) params.total = p.total
+        if (p.message !== undefined) params.message = p.message
+        params.progressToken = progressToken
+        notify({ jsonrpc: '2.0', method: 'notifications/progress', params })
       }
     }
     const ask = ctx.ask

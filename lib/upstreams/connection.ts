@@ -196,10 +196,8 @@ export class SupervisedConnection {
     if (this.role === 'primary') {
       for (const kind of LIST_KINDS) client.setNotificationHandler(`notifications/${kind}/list_changed`, () => { this.refresh(link, kind) })
     }
-    client.setNotificationHandler('notifications/resources/updated', (notification: { params?: { uri?: unknown } }) => {
-      const uri = notification.params?.uri
-      if (typeof uri === 'string') host.events.resourceUpdated(uri)
-    })
+    // resources/updated bypass the SDK client (Link.intercept): one per message of a flood (issue #20).
+    link.onResourceUpdated = uri => { host.events.resourceUpdated(uri) }
     return this.role === 'primary' ? await this.primaryReady(link) : await this.legacyReady(link)
   }
 

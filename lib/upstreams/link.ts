@@ -55,6 +55,11 @@ export class Link implements CallLink {
   private envelope: JsonObject | undefined
   private progressTokens = 0
   private ownIds = 0
+  /**
+   * Where the upstream's `notifications/resources/updated` go (their `params.uri`), set by the
+   * connection once established; unset: they reach the SDK client's handlers. Must not throw.
+   */
+  onResourceUpdated: ((uri: string) => void) | undefined
   /** `notifications/cancelled` POSTs still under way (legacy HTTP): dispose() waits for them, bounded. */
   private readonly cancelsInFlight = new Set<Promise<void>>()
 
@@ -297,6 +302,13 @@ export class Link implements CallLink {
       const call = typeof token === 'string' ? this.progress.get(token) : undefined
       if (call === undefined || params === undefined) return false
       call.onProgress(params)
+      return true
+    }
+    if (method === 'notifications/resources/updated' && this.onResourceUpdated !== undefined) {
+      // Taken here, not through the SDK client's notification handler: that path schema-parses and
+      // copies every message, and a flooding upstream (issue #20) made its garbage the daemon's RSS.
+      const uri = isObject(message.params) ? message.params.uri : undefined
+      if (typeof uri === 'string') this.onResourceUpdated(uri)
       return true
     }
     if (method === 'notifications/message') {
