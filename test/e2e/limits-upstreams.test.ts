@@ -22,9 +22,9 @@ import { pino } from 'pino'
 import { runStdio } from '../../stdio.js'
 import { loadConfig } from '../../lib/config.js'
 
-// Twenty EOF drains, 10,000 requests and 50 MB lines: minutes on a loaded 2-core machine, beyond
-// the suite's 240 s per file (.taprc).
-t.setTimeout(600_000)
+// Twenty EOF drains, eight SIGTERMed daemons, 10,000 requests and 50 MB lines: minutes on a
+// loaded 2-core machine, beyond the suite's 240 s per file (.taprc).
+t.setTimeout(720_000)
 
 const HOSTILE = fileURLToPath(new URL('../fixtures/hostile-upstream.js', import.meta.url))
 const ECHO = fileURLToPath(new URL('../fixtures/echo-upstream.js', import.meta.url))
@@ -245,6 +245,38 @@ t.test('limits/upstreams/eof-drain-cancel-reaches-upstream', async t => {
     check(run, log, call)
   }
   t.equal(delivered, runs, `the cancel reached the upstream in ${delivered} runs out of ${runs}`)
+})
+
+t.test('limits/upstreams/sigterm-cancel-reaches-upstream', async t => {
+  // At SIGTERM the daemon lets in-flight requests finish for daemon.shutdownTimeout, then cuts
+  // them: each cut call's notifications/cancelled must be written and flushed to its stdio upstream,
+  // and the child must read it before it is ended (issue #20 › Cancels are delivered before exit).
+  // 8 real daemons, 3 calls in flight on each at its SIGTERM: 24 cancels, every one must arrive (a
+  // daemon start and stop takes ~8 s on the loaded 2-core machine, so not 20 daemons). The hostile
+  // fixture appends a record for every notifications/cancelled it reads, synchronously.
+  const runs = 8
+  const callsPerRun = 3
+  let delivered = 0
+  for (let run = 1; run <= runs; run++) {
+    const { log, release } = scratch(t)
+    const daemon = await startDaemon(t, { daemon: { shutdownTimeout: '100ms' }, upstreams: { h: hostile(log) } })
+    await daemonReady(daemon.base)
+    const replies = Array.from({ length: callsPerRun }, async (_, i) => {
+      const body = JSON.stringify({ jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name: 'hold', arguments: { tag: `r${run}-${i}`, release }, _meta: modernMeta() } })
+      return await fetch(`${daemon.base}/mcp`, { method: 'POST', headers: modernHeaders('tools/call', 'hold'), body }).then(async res => await res.text(), () => 'cut')
+    })
+    const calls = await pollUntil('the calls at the upstream', () => { const c = records(log).filter(r => r.event === 'call'); return c.length === callsPerRun ? c : undefined }, 20_000)
+    daemon.child.kill('SIGTERM')
+    const code = await daemon.exited
+    await Promise.all(replies)
+    if (code !== 0) t.fail(`run ${run}: the daemon exited ${String(code)}`)
+    const cancelled = new Set(records(log).filter(r => r.event === 'cancelled').map(r => r.requestId))
+    for (const call of calls) {
+      if (cancelled.has(call.id)) delivered++
+      else t.fail(`run ${run}: no cancel recorded for call ${String(call.id)} (recorded: ${JSON.stringify([...cancelled])})`)
+    }
+  }
+  t.equal(delivered, runs * callsPerRun, `the cancel reached the upstream for ${delivered} calls out of ${runs * callsPerRun} (${runs} SIGTERMs)`)
 })
 
 t.test('limits/upstreams/stalled-upstream-stdin-bounded', async t => {
