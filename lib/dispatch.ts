@@ -402,7 +402,7 @@ export class Dispatcher {
         if (limits !== undefined && limits.length > 0) await this.countCall(ctx, name, limited as string, limits)
         return await this.mrtr.call(request, ctx, name, async options => {
           const catalogue = visible.tool(name)
-          if (catalogue === undefined) throw hidden('tool', name)
+          if (catalogue === undefined) throw this.hidden('tool', name)
           return await this.registry.callTool(catalogue, visible.argumentsFor(catalogue, args), options)
         })
       }
@@ -411,7 +411,7 @@ export class Dispatcher {
         if (params.arguments !== undefined && !isObject(params.arguments)) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: arguments must be an object')
         const args = params.arguments as Record<string, string> | undefined
         return await this.mrtr.call(request, ctx, name, async options => {
-          if (!visible.prompt(name)) throw hidden('prompt', name)
+          if (!visible.prompt(name)) throw this.hidden('prompt', name)
           return await this.registry.getPrompt(name, args, options)
         })
       }
@@ -542,6 +542,16 @@ export class Dispatcher {
     return shaped
   }
 
+  /**
+   * The error for a hidden tool or prompt: the registry's answer for that name were it absent
+   * (issue #17 › Hidden things look absent), so it is the same bytes as an absent name's while the
+   * upstream the name would belong to is down or connecting too; marked hidden for the audit.
+   */
+  private hidden (kind: 'tool' | 'prompt', name: string): UpstreamRpcError {
+    const absent = this.registry.absent(kind, name)
+    return new HiddenError(absent.code, absent.message, absent.data)
+  }
+
   private errorFor (request: JsonRpcRequest, ctx: DispatchContext, err: unknown): JsonRpcResponse {
     if (err instanceof UpstreamRpcError) {
       // Resource-not-found is -32002 in the legacy revisions and -32602 in 2026-07-28 (server/resources.mdx).
@@ -559,8 +569,8 @@ export class Dispatcher {
 }
 
 /**
- * The error for a hidden tool or prompt: the registry's own answer for a name no upstream lists
- * (lib/upstreams/registry.ts `unknown`), byte for byte, so a hidden name looks absent (issue #17).
+ * completion/complete's error for a hidden prompt: the registry's own for a prompt it does not
+ * route (lib/upstreams/registry.ts `complete`, which has no "upstream down" variant), byte for byte.
  */
 function hidden (kind: 'tool' | 'prompt', name: string): UpstreamRpcError {
   return new HiddenError(INVALID_PARAMS, `Unknown ${kind}: ${name}`)

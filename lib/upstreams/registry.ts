@@ -208,7 +208,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
    * belong to (by its prefix, or the only upstream) is down or connecting, its items are out of the
    * catalogue, but the name is not unknown: that is a transient UPSTREAM_ERROR, not -32602.
    */
-  private unknown (kind: 'tool' | 'prompt', name: string): UpstreamRpcError {
+  absent (kind: 'tool' | 'prompt', name: string): UpstreamRpcError {
     for (const upstream of this.upstreams) {
       const status = upstream.status()
       if (status.state === 'ready') continue
@@ -269,13 +269,13 @@ class Registry extends EventEmitter implements UpstreamRegistry {
 
   async callTool (name: string, args: JsonObject | undefined, options: UpstreamCallOptions): Promise<JsonObject> {
     const route = this.toolRoutes.get(name)
-    if (route === undefined) throw this.unknown('tool', name)
+    if (route === undefined) throw this.absent('tool', name)
     return await route.upstream.callTool(route.name, args, options, route.item)
   }
 
   async getPrompt (name: string, args: Record<string, string> | undefined, options: UpstreamCallOptions): Promise<JsonObject> {
     const route = this.promptRoutes.get(name)
-    if (route === undefined) throw this.unknown('prompt', name)
+    if (route === undefined) throw this.absent('prompt', name)
     const params: JsonObject = { name: route.name }
     if (args !== undefined) params.arguments = args
     return await route.upstream.request('prompts/get', params, options)

@@ -352,6 +352,13 @@ export interface UpstreamRegistry extends EventEmitter {
    */
   capabilities (): JsonObject
 
+  /**
+   * The error {@link callTool} (`kind` 'tool') or {@link getPrompt} ('prompt') rejects with for a
+   * name no ready upstream lists: -32602 `Unknown <kind>: <name>`, or a transient UPSTREAM_ERROR
+   * while the upstream the name would belong to is down or connecting. The dispatcher answers a
+   * hidden name with exactly this (issue #17 › Hidden things look absent). Never throws.
+   */
+  absent (kind: 'tool' | 'prompt', name: string): UpstreamRpcError
   /** Rejects with UpstreamRpcError: -32602 for an unknown tool, the upstream's own error otherwise. */
   callTool (name: string, args: JsonObject | undefined, options: UpstreamCallOptions): Promise<JsonObject>
   /** Rejects with UpstreamRpcError: -32602 for an unknown prompt. */

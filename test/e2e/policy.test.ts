@@ -92,6 +92,28 @@ t.test('policy/calls/hidden-is-byte-identical-to-absent', async t => {
   t.equal((await legacyRpc(ci, request(1, 'resources/read', { uri: 'fixture://items/7' }))).json.result.contents[0].text, 'item 7', 'a templated URI allowed by a glob is read')
 })
 
+t.test('policy/hidden/byte-identical-to-absent-upstream-down', async t => {
+  // The one upstream never comes up (it exits at once): a name ci may see but nobody lists is a
+  // transient "not available right now"; a name ci may not see must answer exactly so.
+  const policy = {
+    default: 'deny',
+    rules: [{ principals: { tokens: ['ci'] }, allow: { tools: ['head*'], prompts: ['g*'], resources: ['fixture://items/*'] }, deny: { tools: ['headers'], prompts: ['greet'] } }]
+  }
+  const { base } = await listen(t, { upstreams: { fixture: { command: process.execPath, args: ['-e', 'process.exit(3)'] } }, auth: tokensAuth(), policy })
+  const ci = { base, token: 'ci' }
+  const cases = [
+    { method: 'tools/call', hidden: 'headers', absent: 'head_nope', params: (name: string) => ({ name, arguments: {} }) },
+    { method: 'prompts/get', hidden: 'greet', absent: 'gnope', params: (name: string) => ({ name }) },
+    { method: 'resources/read', hidden: 'fixture://counter', absent: 'fixture://items/none', params: (uri: string) => ({ uri }) }
+  ]
+  for (const { method, hidden, absent, params } of cases) {
+    const modern = [await modernRpc(ci, 11, method, params(hidden)), await modernRpc(ci, 12, method, params(absent))]
+    sameApartFromIdAndName(t, modern[0], modern[1], [hidden, absent], [11, 12], `modern ${method} ${hidden}`)
+    const legacy = [await legacyRpc(ci, request(21, method, params(hidden))), await legacyRpc(ci, request(22, method, params(absent)))]
+    sameApartFromIdAndName(t, legacy[0], legacy[1], [hidden, absent], [21, 22], `legacy ${method} ${hidden}`)
+  }
+})
+
 t.test('policy/calls/hidden-never-reaches-the-upstream', async t => {
   const base = await serve(t)
   for (let i = 0; i < 3; i++) {
