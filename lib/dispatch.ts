@@ -6,6 +6,11 @@
  * Era shaping (DIGEST §6f): a modern result carries `resultType`, `_meta` serverInfo and, on
  * the cacheable methods, `ttlMs`/`cacheScope`; a legacy result carries none of these, even when
  * the upstream that produced it is modern.
+ *
+ * Over ~500 lines on purpose: it is the method table, and each method's handling is a few lines that
+ * read best next to the others. What a rule means lives elsewhere (policy: lib/policy.ts, rate
+ * limits: lib/rate-limit.ts, paging: lib/paging.ts, the MRTR bridge: lib/mrtr.ts, audit:
+ * lib/audit.ts); this file only decides where in a request each one applies.
  */
 import type { Logger } from './log.js'
 import {

@@ -23,6 +23,10 @@
  *   waits too, until one of them answers).
  *
  * This module takes its streams as arguments and imports nothing from Fastify.
+ *
+ * Over ~500 lines on purpose: it holds the three small classes of one transport (StdioWriter,
+ * LineReader, StdioConnection) and the function that wires them; split, each would export
+ * internals that only the others use.
  */
 import type { Readable, Writable } from 'node:stream'
 import type { Logger } from './log.js'
