@@ -13,11 +13,11 @@ import { freePort } from '../helpers/daemon.js'
 import { MemoryOAuthProvider, playUser, startAuthServer } from '../helpers/oauth.js'
 
 /** mcpx on a free port whose resource is its own /mcp; the authorization server in front. */
-async function setUp (t: Test): Promise<{ url: URL, issuer: string }> {
+async function setUp (t: Test, extra: Record<string, unknown> = {}): Promise<{ url: URL, issuer: string }> {
   const as = await startAuthServer(t)
   const port = await freePort()
   const url = new URL(`http://127.0.0.1:${port}/mcp`)
-  const app = await build(t, { upstreams: fixtureUpstreams(), auth: { oauth: { issuer: as.issuer, resource: url.href, requiredScopes: ['mcp:tools'], scopesSupported: ['mcp:tools', 'mcp:admin'] } } })
+  const app = await build(t, { upstreams: fixtureUpstreams(), auth: { oauth: { issuer: as.issuer, resource: url.href, requiredScopes: ['mcp:tools'], scopesSupported: ['mcp:tools', 'mcp:admin'] } }, ...extra })
   await app.listen({ host: '127.0.0.1', port })
   return { url, issuer: as.issuer }
 }
@@ -65,4 +65,27 @@ t.test('auth/oauth/sdk-v2-client-authorization-code-flow', async t => {
   const { tools } = await client.listTools()
   t.ok(tools.some(tool => tool.name === 'echo'), 'tools listed through mcpx (2026-07-28)')
   t.equal(textOf(await client.callTool({ name: 'echo', arguments: { text: 'hello' } })), 'hello', 'a tool called through mcpx')
+})
+
+// A curated endpoint (issue #17 › Curated endpoints) behind the same OAuth front door: its 401
+// names the one Protected Resource Metadata, whose resource (<origin>/mcp) covers /mcp/<name> by
+// path prefix (the SDK's checkResourceAllowed), so the client asks for a token for /mcp and mcpx
+// accepts it on the endpoint. The endpoint's view (one tool, renamed) shows the calls went there.
+t.test('servers/oauth/sdk-v1-client-on-a-curated-endpoint', async t => {
+  const { url, issuer } = await setUp(t, { servers: { support: { tools: { allow: ['echo'] }, rename: { echo: 'say' } } } })
+  const endpoint = new URL(`${url.href}/support`)
+  const provider = new MemoryOAuthProvider()
+  const first = new ClientV1({ name: 'oauth-v1-curated', version: '1.0.0' })
+  const transport = new TransportV1(endpoint, { authProvider: provider as never })
+  await t.rejects(first.connect(transport), { message: 'Unauthorized' }, 'no token: the 401 sends the client to authorize')
+  t.ok(provider.authorizationUrl?.href.startsWith(`${issuer}/auth?`), 'it found the authorization server through the metadata')
+  t.equal(provider.authorizationUrl?.searchParams.get('resource'), url.href, 'the resource indicator is the metadata\'s resource, /mcp')
+  const { code } = await playUser(provider.authorizationUrl as URL, 'carol')
+  await transport.finishAuth(code)
+  const client = new ClientV1({ name: 'oauth-v1-curated', version: '1.0.0' })
+  await client.connect(new TransportV1(endpoint, { authProvider: provider as never }))
+  t.teardown(async () => { await client.close() })
+  const { tools } = await client.listTools()
+  t.same(tools.map(tool => tool.name), ['say'], 'the endpoint\'s view: one tool, renamed')
+  t.equal(textOf(await client.callTool({ name: 'say', arguments: { text: 'hello' } })), 'hello', 'called through the curated endpoint')
 })
