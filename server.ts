@@ -20,6 +20,7 @@ import { isLoopbackAddress, isLoopbackHostHeader, parseHostPort } from './lib/or
 import { McpxError } from './lib/errors.js'
 import { STATUS_CODES } from 'node:http'
 import { readinessStatus, refusal } from './lib/status.js'
+import { createAuthenticator, type Authenticator } from './lib/authenticate.js'
 import { sendRefusal } from './plugins/send-refusal.js'
 import { httpServerTimeouts, resolveConfig, type McpxConfig } from './lib/config.js'
 import type { Socket } from 'node:net'
@@ -86,12 +87,25 @@ declare module 'fastify' {
  * onRequest of the admin endpoints (issue #15). `required`: POST /admin/reload, always a token
  * (403 when none is configured, 401 without or with a wrong one). Otherwise (the status page):
  * a loopback Host passes as for /metrics; any other Host needs an admin token (401 for a wrong one,
- * the loopback 403 without one).
+ * the loopback 403 without one). `oauth` (admin.scopes with auth.oauth): a bearer token that is not
+ * an admin token may be an OAuth access token holding admin.scopes, which passes; a valid one
+ * without them is 403 insufficient_scope; any other is refused as a wrong admin token.
  */
-function adminGuard (verify: BearerVerifier, configured: boolean, required: boolean) {
+function adminGuard (verify: BearerVerifier, oauth: Authenticator | undefined, configured: boolean, required: boolean) {
   return async function checkAdmin (request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const outcome = verify(request.headers.authorization)
     if (outcome === 'ok') { request.adminOk = true; return }
+    if (outcome === 'invalid' && oauth !== undefined) {
+      // Not an admin token: an OAuth access token holding admin.scopes opens the endpoint too. A
+      // valid token without them is the authenticator's 403 insufficient_scope (RFC 6750 §3.1).
+      const verdict = await oauth.authenticate(request.headers.authorization)
+      if (verdict.kind === 'ok') { request.adminOk = true; return }
+      if (verdict.refusal.reason === 'insufficient_scope') {
+        const { status, wwwAuthenticate, body } = verdict.refusal
+        await reply.code(status).header('www-authenticate', wwwAuthenticate).type('application/json').send(body)
+        return
+      }
+    }
     if (required) {
       await sendRefusal(reply, refusal(!configured ? 'adminNotConfigured' : outcome === 'invalid' ? 'adminTokenInvalid' : 'adminTokenMissing'))
       return
@@ -175,10 +189,17 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
     applyAccess: next => app.mcpxApplyAccess(next)
   })
   app.decorate('mcpxReloader', reloader)
+  // admin.scopes (issue #15 › A status page: "or OAuth with an admin scope"): an OAuth access token
+  // for auth.oauth.resource holding all of them opens the admin endpoints as an admin token does.
+  // Its own authenticator: the same verifier rules, with admin.scopes as the required scopes.
+  const adminOAuth = config.admin.scopes.length > 0 && config.auth.oauth !== undefined
+    ? createAuthenticator({ bearerTokens: [], allowUnauthenticated: false, oauth: { ...config.auth.oauth, requiredScopes: config.admin.scopes } }, { logger: app.log.child({ component: 'admin-auth' }) })
+    : undefined
+  const adminConfigured = adminTokens.length > 0 || adminOAuth !== undefined
   // GET /status and /status.json (issue #15): a loopback Host as for /metrics (on any bind), else an admin token.
   const startedAt = new Date()
   await app.register(statusRoutes, {
-    guard: adminGuard(verifyAdmin, adminTokens.length > 0, false),
+    guard: adminGuard(verifyAdmin, adminOAuth, adminConfigured, false),
     collect: () => collectStatus({
       registry: app.upstreams,
       upstreamConfigs: () => reloader.current.upstreams,
@@ -193,7 +214,7 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
   })
   // POST /admin/reload (issue #15): an admin token always (a Host check could not stop a
   // cross-site POST; an Authorization header can only be set by a real client).
-  app.post('/admin/reload', { logLevel: 'warn', onRequest: adminGuard(verifyAdmin, adminTokens.length > 0, true) }, async function adminReload (_request, reply) {
+  app.post('/admin/reload', { logLevel: 'warn', onRequest: adminGuard(verifyAdmin, adminOAuth, adminConfigured, true) }, async function adminReload (_request, reply) {
     const result = await reloader.reload('admin')
     if (!result.ok) return await reply.code(422).send({ status: 'refused', reason: result.reason })
     const { added, removed, restarted, unchanged, restartToApply } = result

@@ -276,7 +276,13 @@ export const CONFIG_SCHEMA = {
       properties: {
         tokens: { type: 'array', items: { type: 'string', minLength: 1 }, default: [], description: 'accepted admin bearer tokens' },
         tokensFile: { type: 'string', description: 'a file with one admin token per line' },
-        tokensEnv: { type: 'string', description: 'an environment variable holding comma-separated admin tokens' }
+        tokensEnv: { type: 'string', description: 'an environment variable holding comma-separated admin tokens' },
+        scopes: {
+          type: 'array',
+          items: { type: 'string', minLength: 1 },
+          default: [],
+          description: 'with auth.oauth: an OAuth access token for auth.oauth.resource that holds all these scopes opens the admin endpoints too (empty: only admin tokens do)'
+        }
       }
     },
     sessions: {
@@ -416,7 +422,7 @@ export interface McpxConfig {
     oauth?: OAuthConfig
   }
   /** Operator tokens for POST /admin/reload and remote /status (issue #15); read by lib/auth loadAdminTokens. */
-  admin: { tokens: string[], tokensFile?: string, tokensEnv?: string }
+  admin: { tokens: string[], tokensFile?: string, tokensEnv?: string, scopes: string[] }
   /** After loading, `redis` is always set: from `redisUrl` (its earlier spelling, then removed), else {@link DEFAULT_REDIS_URL}. */
   sessions: { store: 'memory' | 'redis', redis: RedisTarget, keyPrefix: string, streamLease: number }
   /** The MRTR bridge (issue #10): requestState sealing and parked calls. */
@@ -659,6 +665,9 @@ export function loadConfig (raw: unknown): McpxConfig {
     oauth.audience ??= [oauth.resource]
     oauth.clockTolerance = parseDuration(oauth.clockTolerance, 'auth.oauth.clockTolerance')
     oauth.jwksCooldown = parseDuration(oauth.jwksCooldown, 'auth.oauth.jwksCooldown')
+  }
+  if (c.admin.scopes.length > 0 && oauth === undefined) {
+    throw new McpxError('MCPX_ERR_CONFIG', 'mcpx: invalid config:\n  admin.scopes: needs auth.oauth (the scopes are those of an OAuth access token)')
   }
   const serverIssues = serversProblems(c.servers ?? {})
   if (serverIssues.length > 0) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: invalid config:\n${serverIssues.map(p => '  ' + p).join('\n')}`)

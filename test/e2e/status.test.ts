@@ -15,6 +15,7 @@ import { legacyHeaders, modernHeaders } from '../helpers/app.js'
 import { startDaemon, type DaemonProcess } from '../helpers/daemon.js'
 import { modernBody, post } from '../helpers/modern-wire.js'
 import { REFUSALS } from '../../lib/status.js'
+import { CLIENTS, startAuthServer } from '../helpers/oauth.js'
 import type { StatusReport } from '../../lib/status-report.js'
 
 /** A GET with any Host header (fetch cannot set Host): status, headers and body text. */
@@ -181,4 +182,35 @@ t.test('ops/status/page-self-contained-strict-csp', async t => {
   t.ok(csp.includes(`script-src ${hash(scripts[0])}`), 'the script\'s hash is the CSP\'s')
   t.notMatch(html, /\ssrc=|<link rel="stylesheet"|\sstyle=|\son[a-z]+=/i, 'no external asset, style attribute or inline handler')
   t.notMatch(html, /https?:\/\//, 'no absolute URL at all')
+})
+
+// "With admin.tokens, or OAuth with an admin scope" (issue #15 › A status page): admin.scopes opens
+// /status, /status.json and POST /admin/reload to an OAuth access token (from a real oidc-provider)
+// holding them; a valid token without them is 403 insufficient_scope; no token is still the 401.
+t.test('ops/status/oauth-admin-scope-opens-remote-status', async t => {
+  const as = await startAuthServer(t)
+  const resource = 'https://mcpx.example.com/mcp'
+  const daemon = await startDaemon(t, { auth: { oauth: { issuer: as.issuer, resource } }, admin: { scopes: ['mcp:admin'] }, upstreams: { a: fixtureCommand() } })
+  const admin = await as.clientCredentials(CLIENTS.alice, { resource, scope: 'mcp:admin' })
+  const tools = await as.clientCredentials(CLIENTS.bob, { resource, scope: 'mcp:tools' })
+  for (const path of ['/status', '/status.json']) {
+    const ok = await plainGet(`${daemon.base}${path}`, { host: 'mcpx.example.com', authorization: `Bearer ${admin}` })
+    t.equal(ok.status, 200, `${path}: a foreign Host with an OAuth token holding mcp:admin is served`)
+    const scoped = await plainGet(`${daemon.base}${path}`, { host: 'mcpx.example.com', authorization: `Bearer ${tools}` })
+    t.equal(scoped.status, 403, `${path}: a valid token without mcp:admin is 403`)
+    t.match(String(scoped.headers['www-authenticate']), /error="insufficient_scope"/)
+    t.match(String(scoped.headers['www-authenticate']), /scope="mcp:admin"/)
+    const none = await plainGet(`${daemon.base}${path}`, { host: 'mcpx.example.com' })
+    t.equal(none.status, REFUSALS.adminTokenMissing.status, `${path}: no token is still the admin 401`)
+    const wrong = await plainGet(`${daemon.base}${path}`, { host: 'mcpx.example.com', authorization: 'Bearer nope' })
+    t.equal(JSON.parse(wrong.text).error.message, REFUSALS.adminTokenInvalid.message, `${path}: neither an admin nor an OAuth token`)
+  }
+  const reload = await fetch(`${daemon.base}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${admin}` } })
+  t.equal(reload.status, 200, 'POST /admin/reload with the admin-scoped OAuth token')
+  t.match(await reload.json(), { status: 'applied' })
+  const refused = await fetch(`${daemon.base}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${tools}` } })
+  t.equal(refused.status, 403, 'and without the scope, refused')
+  await refused.text()
+  const log = JSON.stringify(daemon.lines) + daemon.stderr()
+  t.notOk(log.includes(admin) || log.includes(tools), 'no token reaches the log')
 })

@@ -147,3 +147,10 @@ t.test('paging/config/page-size-bounds', async t => {
   }
   t.match(configError(() => loadConfig({ transport: { pageSize: 10_001 } })), /transport\.pageSize: must be <= 10000/, 'the message gives the bound')
 })
+
+t.test('ops/status/admin-scopes-need-oauth', async t => {
+  t.same(loadConfig({}).admin.scopes, [], 'no admin scopes by default: only admin tokens open the admin endpoints')
+  t.match(configError(() => loadConfig({ admin: { scopes: ['mcp:admin'] } })), /admin\.scopes: needs auth\.oauth/, 'admin.scopes without auth.oauth is refused, naming the key')
+  const config = loadConfig({ admin: { scopes: ['mcp:admin'] }, auth: { oauth: { issuer: 'https://as.example.com', resource: 'https://mcpx.example.com/mcp' } } })
+  t.same(config.admin.scopes, ['mcp:admin'])
+})
