@@ -8,14 +8,12 @@
  * change made through B is seen by A only as a relayed event.
  */
 import t, { type Test } from 'tap'
-import { randomBytes } from 'node:crypto'
-import { Redis } from 'ioredis'
+import { REDIS_URL, redisTestPrefix } from '../helpers/redis.js'
 import Fastify from 'fastify'
 import mcpx, { type McpxOptions } from '../../app.js'
 import { fixtureUpstreams } from '../helpers/app.js'
 import { legacyRpc, legacySession, modernRpc, openGetStream, request, tokensAuth, type Collected } from '../helpers/policy.js'
 
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
 
 /** ci sees echo, head*, slow and fixture://static, fixture://items/*; admin everything. */
 const POLICY = {
@@ -43,15 +41,7 @@ async function replica (t: Test, prefix: string, options: Partial<McpxOptions>):
 }
 
 async function pair (t: Test, optionsOfB: Partial<McpxOptions> = {}): Promise<[string, string]> {
-  const prefix = `mcpx-test:${randomBytes(6).toString('hex')}:`
-  t.teardown(async () => {
-    const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 })
-    try {
-      await redis.connect()
-      const keys = await redis.keys(`${prefix}*`)
-      if (keys.length > 0) await redis.del(...keys)
-    } finally { redis.disconnect() }
-  })
+  const prefix = redisTestPrefix(t)
   return [await replica(t, prefix, {}), await replica(t, prefix, optionsOfB)]
 }
 

@@ -11,8 +11,8 @@ import t, { type Test } from 'tap'
 import { join } from 'node:path'
 import { readFileSync, existsSync } from 'node:fs'
 import { createServer } from 'node:net'
-import { randomBytes } from 'node:crypto'
 import { Redis } from 'ioredis'
+import { REDIS_URL, redisTestPrefix } from '../helpers/redis.js'
 import type { FastifyInstance } from 'fastify'
 import { listen, fixtureUpstreams } from '../helpers/app.js'
 import { startDaemon } from '../helpers/daemon.js'
@@ -21,7 +21,6 @@ import { fixtureCommand } from '../helpers/fixture.js'
 import { pollUntil } from '../helpers/legacy.js'
 import { legacyRpc, legacySession, modernRpc, request, tokenEnvironment, tokensAuth, untilReady, type RawReply, type Target } from '../helpers/policy.js'
 
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
 const RATE_LIMITED = -31_002
 const HOUR_MS = 3_600_000
 
@@ -148,22 +147,8 @@ t.test('policy/rate-limit/stdio-serve', async t => {
   t.ok(child.messages.every(m => m !== undefined), 'every stdout line is one JSON-RPC message')
 })
 
-/** A key prefix no other test (or run) uses; its keys are deleted at teardown. */
-function redisPrefix (t: Test): string {
-  const prefix = `mcpx-test:${randomBytes(6).toString('hex')}:`
-  t.teardown(async () => {
-    const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 })
-    try {
-      await redis.connect()
-      const keys = await redis.keys(`${prefix}*`)
-      if (keys.length > 0) await redis.del(...keys)
-    } finally { redis.disconnect() }
-  })
-  return prefix
-}
-
 t.test('policy/rate-limit/shared-by-two-replicas-through-redis', async t => {
-  const prefix = redisPrefix(t)
+  const prefix = redisTestPrefix(t)
   const replica = async (): Promise<{ base: string, app: FastifyInstance }> => await listen(t, {
     upstreams: fixtureUpstreams(),
     auth: tokensAuth(),

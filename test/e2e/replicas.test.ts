@@ -14,12 +14,12 @@ import { once } from 'node:events'
 import { createServer } from 'node:net'
 import { randomBytes } from 'node:crypto'
 import { Redis } from 'ioredis'
+import { REDIS_URL, redisTestPrefix } from '../helpers/redis.js'
 import Fastify, { type FastifyInstance } from 'fastify'
 import mcpx, { type McpxOptions } from '../../app.js'
 import { fixtureUpstreams, modernHeaders, modernMeta } from '../helpers/app.js'
 import { callBody, post, fetchSession, sessionHeaders, pollUntil, fixtureLogPath, fixtureEvents, initializeBody, SseReader } from '../helpers/legacy.js'
 
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
 const KEEP_ALIVE_MS = 50
 const REVISION = '2025-11-25'
 
@@ -45,11 +45,8 @@ interface Cluster {
   next: () => string
 }
 
-/** A key prefix no other test (or run) uses. */
-function uniquePrefix (): string { return `mcpx-test:${randomBytes(6).toString('hex')}:` }
-
 async function cluster (t: Test, options: { flags?: string[], log?: string, redisUrl?: string, streamLease?: string, n?: number } = {}): Promise<Cluster> {
-  const prefix = uniquePrefix()
+  const prefix = redisTestPrefix(t)
   const apps: Cluster['apps'] = []
   const bases: string[] = []
   for (let i = 0; i < (options.n ?? 3); i++) {
@@ -61,14 +58,6 @@ async function cluster (t: Test, options: { flags?: string[], log?: string, redi
     apps.push(app)
     bases.push(base)
   }
-  t.teardown(async () => {
-    const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 })
-    try {
-      await redis.connect()
-      const keys = await redis.keys(`${prefix}*`)
-      if (keys.length > 0) await redis.del(...keys)
-    } catch { /* a test that used another Redis */ } finally { redis.disconnect() }
-  })
   let turn = 0
   return { bases, apps, prefix, next: () => bases[turn++ % bases.length] }
 }
@@ -385,7 +374,7 @@ async function expect503 (t: Test, res: Response, id: unknown, what: string): Pr
 
 t.test('replicas/redis/unreachable-503-modern-keeps-working', async t => {
   const port = await freePort()
-  const { base } = await listen(t, { upstreams: fixtureUpstreams(), sessions: { store: 'redis', redis: `redis://127.0.0.1:${port}`, keyPrefix: uniquePrefix() } })
+  const { base } = await listen(t, { upstreams: fixtureUpstreams(), sessions: { store: 'redis', redis: `redis://127.0.0.1:${port}`, keyPrefix: redisTestPrefix(t) } })
   await expect503(t, await post(base, initializeBody(REVISION, {}, 'init-1')), 'init-1', 'initialize')
   const sid = randomBytes(16).toString('base64url')
   await expect503(t, await post(base, ping('p-1'), sessionHeaders(sid, REVISION)), 'p-1', 'a session request')
