@@ -13,6 +13,9 @@
  * Suites: @modelcontextprotocol/conformance 0.1.16 `--suite active`, and
  * 0.2.0-alpha.12 `--requirements 2025-11-25` and `--requirements 2026-07-28`
  * (installed as the npm aliases conformance-0116 / conformance-020a12).
+ * Alongside them, the ten `tasks-*` extension scenarios of 0.2.0-alpha.12 (one `--scenario`
+ * process each) run against test/fixtures/tasks-upstream: direct over HTTP, and through a second
+ * daemon that has it as its only stdio upstream.
  *
  * Prints one table and writes it as markdown to
  * dist/test/conformance/conformance-results.md. Exit status:
@@ -35,6 +38,8 @@ import { fileURLToPath } from 'node:url'
 const HERE = dirname(fileURLToPath(import.meta.url))
 const REPO_ROOT = resolve(HERE, '../../..')
 const FIXTURE_JS = join(REPO_ROOT, 'dist/test/fixtures/conformance-upstream.js')
+/** The Tasks extension fixture (JSON-RPC level; the server SDK has no Tasks API) for the `tasks-*` scenarios. */
+const TASKS_FIXTURE_JS = join(REPO_ROOT, 'dist/test/fixtures/tasks-upstream.js')
 const CLI_JS = join(REPO_ROOT, 'dist/cli.js')
 const PRELOAD = join(REPO_ROOT, 'test/conformance/globsync-preload.mjs')
 const RESULTS_MD = join(REPO_ROOT, 'dist/test/conformance/conformance-results.md')
@@ -56,7 +61,27 @@ interface Suite {
   args: string[]
   /** The requirements file (0.2.x) whose not_scored notes explain pending/extension entries. */
   requirementsFile?: string
+  /**
+   * Run these scenarios one suite process each (`--scenario`, TASKS_CONCURRENCY at a time)
+   * instead of one process for `args`' selection; judged like any other scenario.
+   */
+  scenarios?: string[]
+  /** Which fixture the target serves: the conformance upstream (default) or the Tasks one. */
+  fixture?: 'tasks'
 }
+
+/**
+ * The `[extension]` io.modelcontextprotocol/tasks server scenarios (SEP-2663) of 0.2.0-alpha.12,
+ * which `--requirements` leaves out; run against test/fixtures/tasks-upstream, direct and behind
+ * its own mcpx daemon, in parallel with the other suites.
+ */
+const TASKS_SCENARIOS = [
+  'tasks-lifecycle', 'tasks-capability-negotiation', 'tasks-wire-fields', 'tasks-request-state-removal',
+  'tasks-mrtr-input', 'tasks-request-headers', 'tasks-dispatch-and-envelope', 'tasks-status-notifications',
+  'tasks-required-task-error', 'tasks-mrtr-composition'
+]
+/** Tasks scenario processes running at once (each mostly waits on task timers). */
+const TASKS_CONCURRENCY = 5
 
 const SUITES: Suite[] = [
   { label: '0.1.16 active', pkg: 'conformance-0116', args: ['--suite', 'active'] },
@@ -71,6 +96,13 @@ const SUITES: Suite[] = [
     pkg: 'conformance-020a12',
     args: ['--requirements', '2026-07-28', '--timeout', String(SCENARIO_TIMEOUT_MS)],
     requirementsFile: 'requirements/2026-07-28.yaml'
+  },
+  {
+    label: '0.2.0-a12 tasks ext',
+    pkg: 'conformance-020a12',
+    args: ['--timeout', String(SCENARIO_TIMEOUT_MS)],
+    scenarios: TASKS_SCENARIOS,
+    fixture: 'tasks'
   }
 ]
 
@@ -186,8 +218,8 @@ const tail = (text: string, lines = 25): string => text.trimEnd().split('\n').sl
 
 // ----- targets -----
 
-async function startDirect (workDir: string): Promise<{ url: string, child: ChildProcess, output: () => string }> {
-  const child = spawnGroup(process.execPath, [FIXTURE_JS, '--http', '0'], { cwd: workDir })
+async function startDirect (workDir: string, fixture = FIXTURE_JS): Promise<{ url: string, child: ChildProcess, output: () => string }> {
+  const child = spawnGroup(process.execPath, [fixture, '--http', '0'], { cwd: workDir })
   const output = collect(child)
   const deadline = Date.now() + STARTUP_TIMEOUT_MS
   while (Date.now() < deadline) {
@@ -199,12 +231,12 @@ async function startDirect (workDir: string): Promise<{ url: string, child: Chil
   throw new Error(`conformance upstream did not start:\n${tail(output())}`)
 }
 
-async function startMcpx (workDir: string): Promise<{ url: string, child: ChildProcess, output: () => string }> {
+async function startMcpx (workDir: string, fixture = FIXTURE_JS): Promise<{ url: string, child: ChildProcess, output: () => string }> {
   const port = await freePort()
-  const configPath = join(workDir, 'mcpx.json')
+  const configPath = join(workDir, fixture === FIXTURE_JS ? 'mcpx.json' : 'mcpx-tasks.json')
   writeFileSync(configPath, JSON.stringify({
     daemon: { address: `127.0.0.1:${port}` },
-    upstreams: { conformance: { command: process.execPath, args: [FIXTURE_JS], prefix: '' } }
+    upstreams: { conformance: { command: process.execPath, args: [fixture], prefix: '' } }
   }, null, 2))
   const child = spawnGroup(process.execPath, [CLI_JS, 'daemon', '--config', configPath], { cwd: workDir })
   const output = collect(child)
@@ -258,6 +290,7 @@ function readScenarioResults (outDir: string, target: SuiteRun['target']): Map<s
 }
 
 async function runSuite (suite: Suite, target: SuiteRun['target'], url: string, workDir: string): Promise<SuiteRun> {
+  if (suite.scenarios !== undefined) return await runScenarios(suite, suite.scenarios, target, url, workDir)
   const outDir = mkdtempSync(join(workDir, `${target}-${suite.pkg}-`))
   const bin = join(REPO_ROOT, 'node_modules', suite.pkg, 'dist/index.js')
   const nodeArgs = NEEDS_GLOB_PRELOAD ? ['--import', PRELOAD] : []
@@ -286,6 +319,37 @@ async function runSuite (suite: Suite, target: SuiteRun['target'], url: string, 
     notScored.set(name, note === undefined ? (entry[2] as string) : `${entry[2] as string}: ${note}`)
   }
   return { suite, target, scenarios, notScored, timedOut, exitCode, logTail: tail(text, 40) }
+}
+
+/**
+ * One suite process per scenario (`--scenario <name>`), `TASKS_CONCURRENCY` at a time, all
+ * writing into one output directory; merged into one SuiteRun. Each process is capped like a suite run.
+ */
+async function runScenarios (suite: Suite, names: string[], target: SuiteRun['target'], url: string, workDir: string): Promise<SuiteRun> {
+  const outDir = mkdtempSync(join(workDir, `${target}-${suite.pkg}-tasks-`))
+  const bin = join(REPO_ROOT, 'node_modules', suite.pkg, 'dist/index.js')
+  const nodeArgs = NEEDS_GLOB_PRELOAD ? ['--import', PRELOAD] : []
+  const queue = [...names]
+  let timedOut = false
+  let exitCode: number | null = 0
+  let text = ''
+  const worker = async (): Promise<void> => {
+    for (let name = queue.shift(); name !== undefined; name = queue.shift()) {
+      const child = spawnGroup(process.execPath, [...nodeArgs, bin, 'server', '--url', url, '--scenario', name, ...suite.args, '-o', outDir], { cwd: outDir })
+      const output = collect(child)
+      const timer = setTimeout(() => { timedOut = true; void stopGroup(child) }, SUITE_RUN_TIMEOUT_MS)
+      const [code] = await once(child, 'exit') as [number | null]
+      clearTimeout(timer)
+      if (code !== 0) exitCode = code
+      text += `=== Running scenario: ${name} ===\n${output()}\n`
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(TASKS_CONCURRENCY, names.length) }, worker))
+  const scenarios = readScenarioResults(outDir, target)
+  for (const name of names) {
+    if (!scenarios.has(name)) scenarios.set(name, { state: 'no-result', passed: 0, total: 0, failures: [], warnings: 0, deviations: [] })
+  }
+  return { suite, target, scenarios, notScored: new Map(), timedOut, exitCode, logTail: tail(text, 40) }
 }
 
 // ----- report -----
@@ -380,13 +444,33 @@ function renderExempt (runs: SuiteRun[]): string {
 
 // ----- main -----
 
+/**
+ * Runs every suite against one target, into `runs` by SUITES index: the conformance-upstream
+ * suites one after another at `url`, the Tasks scenarios at `tasksUrl` alongside them.
+ */
+async function runTarget (target: SuiteRun['target'], url: string, tasksUrl: string | undefined, workDir: string, runs: SuiteRun[]): Promise<void> {
+  const one = async (index: number): Promise<void> => {
+    const suite = SUITES[index] as Suite
+    const run = await runSuite(suite, target, suite.fixture === 'tasks' ? tasksUrl as string : url, workDir)
+    console.error(`${target}: ${suite.label}: ${run.scenarios.size} scenarios${run.timedOut ? ' (timed out)' : ''}`)
+    runs[index] = run
+  }
+  const plain = [...SUITES.keys()].filter((index) => SUITES[index]?.fixture === undefined)
+  const tasks = tasksUrl === undefined ? [] : [...SUITES.keys()].filter((index) => SUITES[index]?.fixture === 'tasks')
+  await Promise.all([
+    (async () => { for (const index of plain) await one(index) })(),
+    ...tasks.map(one)
+  ])
+}
+
+
 /** fs.globSync arrived in Node 22; the suite imports it by name, so Node 20 needs the preload. */
 const NEEDS_GLOB_PRELOAD = typeof (fs as unknown as Record<string, unknown>)['globSync'] !== 'function'
 
 async function main (): Promise<number> {
   const startedAt = Date.now()
-  if (!existsSync(FIXTURE_JS)) {
-    console.error(`missing ${FIXTURE_JS}: run \`npm run build\` first (npm run conformance does)`)
+  if (!existsSync(FIXTURE_JS) || !existsSync(TASKS_FIXTURE_JS)) {
+    console.error(`missing ${FIXTURE_JS} or ${TASKS_FIXTURE_JS}: run \`npm run build\` first (npm run conformance does)`)
     return 2
   }
   const workDir = mkdtempSync(join(tmpdir(), 'mcpx-conformance-'))
@@ -394,14 +478,10 @@ async function main (): Promise<number> {
   let mcpx: SuiteRun[] | undefined
   let mcpxProblem: string | undefined
   try {
-    const upstream = await startDirect(workDir)
-    console.error(`direct: conformance upstream at ${upstream.url}`)
-    for (const suite of SUITES) {
-      const run = await runSuite(suite, 'direct', upstream.url, workDir)
-      console.error(`direct: ${suite.label}: ${run.scenarios.size} scenarios${run.timedOut ? ' (timed out)' : ''}`)
-      direct.push(run)
-    }
-    await stopGroup(upstream.child)
+    const [upstream, tasksUpstream] = await Promise.all([startDirect(workDir), startDirect(workDir, TASKS_FIXTURE_JS)])
+    console.error(`direct: conformance upstream at ${upstream.url}, tasks upstream at ${tasksUpstream.url}`)
+    await runTarget('direct', upstream.url, tasksUpstream.url, workDir, direct)
+    await Promise.all([stopGroup(upstream.child), stopGroup(tasksUpstream.child)])
 
     if (!existsSync(CLI_JS)) {
       mcpxProblem = `${CLI_JS} does not exist (the daemon is not built yet)`
@@ -415,11 +495,8 @@ async function main (): Promise<number> {
       if (daemon !== undefined) {
         console.error(`mcpx: daemon at ${daemon.url}`)
         mcpx = []
-        for (const suite of SUITES) {
-          const run = await runSuite(suite, 'mcpx', daemon.url, workDir)
-          console.error(`mcpx: ${suite.label}: ${run.scenarios.size} scenarios${run.timedOut ? ' (timed out)' : ''}`)
-          mcpx.push(run)
-        }
+        // The Tasks scenarios run direct only until mcpx passes the extension through.
+        await runTarget('mcpx', daemon.url, undefined, workDir, mcpx)
         writeFileSync(join(workDir, 'daemon.log'), daemon.output())
         await stopGroup(daemon.child)
       }
@@ -435,8 +512,8 @@ async function main (): Promise<number> {
   const markdown = [
     '# mcpx conformance results',
     '',
-    `Suites: @modelcontextprotocol/conformance 0.1.16 (\`--suite active\`) and 0.2.0-alpha.12 (\`--requirements 2025-11-25\`, \`--requirements 2026-07-28\`).`,
-    '"direct" is the conformance upstream fixture served over Streamable HTTP; "mcpx" is the same fixture behind `mcpx daemon` (stdio upstream, prefix "").',
+    `Suites: @modelcontextprotocol/conformance 0.1.16 (\`--suite active\`) and 0.2.0-alpha.12 (\`--requirements 2025-11-25\`, \`--requirements 2026-07-28\`, and the \`tasks-*\` extension scenarios one \`--scenario\` each).`,
+    '"direct" is the conformance upstream fixture served over Streamable HTTP; "mcpx" is the same fixture behind `mcpx daemon` (stdio upstream, prefix ""). The `tasks ext` rows use test/fixtures/tasks-upstream the same way, with its own daemon.',
     'Cells: pass/FAIL and checks passed/total (SUCCESS out of SUCCESS+FAILURE+WARNING; INFO and SKIPPED are not counted).',
     '',
     renderTable(rows),
