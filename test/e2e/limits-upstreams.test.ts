@@ -12,11 +12,10 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { spawnServe, type Message, type ServeChild, type Teardown } from '../helpers/spawn.js'
 import { startDaemon } from '../helpers/daemon.js'
+import { startHttpUpstream } from '../helpers/fixture.js'
 import { callBody, fixtureEvents, initializeBody, pollUntil, type FixtureEvent } from '../helpers/legacy.js'
 import { legacyHeaders, modernHeaders, modernMeta } from '../helpers/app.js'
 import { PassThrough } from 'node:stream'
-import { spawn } from 'node:child_process'
-import { once } from 'node:events'
 import { createInterface } from 'node:readline'
 import { pino } from 'pino'
 import { runStdio } from '../../stdio.js'
@@ -315,22 +314,7 @@ t.test('limits/upstreams/stalled-upstream-stdin-bounded', async t => {
 
 /** The hostile upstream over HTTP; resolves with its URL. Stopped at teardown. */
 async function hostileHttp (t: Teardown, log: string): Promise<string> {
-  const child = spawn(process.execPath, [HOSTILE, '--http'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, FIXTURE_LOG: log } })
-  t.teardown(async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return
-    const exited = once(child, 'exit')
-    child.kill('SIGTERM')
-    await exited
-  })
-  let text = ''
-  return await new Promise((resolve, reject) => {
-    child.once('exit', code => reject(new Error(`hostile http upstream exited (${String(code)}): ${text}`)))
-    child.stderr.on('data', (chunk: Buffer) => {
-      text += chunk.toString('utf8')
-      const match = /listening (\d+)/.exec(text)
-      if (match !== null) resolve(`http://127.0.0.1:${match[1]}/mcp`)
-    })
-  })
+  return await startHttpUpstream(t, process.execPath, [HOSTILE, '--http'], { FIXTURE_LOG: log })
 }
 
 t.test('limits/upstreams/oversized-reply-http', async t => {

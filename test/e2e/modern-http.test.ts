@@ -6,7 +6,6 @@
  * official v2 client (`@modelcontextprotocol/client` 2.4.0) talking to mcpx.
  */
 import t, { type Test } from 'tap'
-import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdtempSync, readFileSync, existsSync, rmSync, watch } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -15,7 +14,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { FastifyInstance } from 'fastify'
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
 import { listen, fixtureUpstreams, modernHeaders, modernMeta } from '../helpers/app.js'
-import { fixtureCommand } from '../helpers/fixture.js'
+import { startHttpFixture } from '../helpers/fixture.js'
 import { modernBody, openSse, post, schemaErrors, SseReader, type OpenSse, type TestId } from '../helpers/modern-wire.js'
 
 const toolCall = (id: TestId, name: string, args: Record<string, unknown> = {}, meta?: Record<string, unknown>): string =>
@@ -188,20 +187,8 @@ t.test('2026-07-28/cross-era/legacy-upstream-modern-results', async t => {
 })
 
 t.test('2026-07-28/param-headers/sent-upstream-for-the-unprefixed-name', async t => {
-  const { command, args } = fixtureCommand('--http', '0', '--era', 'modern')
-  const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] })
-  t.teardown(() => { if (child.exitCode === null) child.kill('SIGTERM') })
-  let stderr = ''
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stderr.setEncoding('utf8')
-    child.stderr.on('data', (chunk: string) => {
-      stderr += chunk
-      const match = /listening (\d+)/.exec(stderr)
-      if (match !== null) resolve(Number(match[1]))
-    })
-    child.on('exit', code => reject(new Error(`fixture exited ${String(code)}: ${stderr}`)))
-  })
-  const { base } = await listen(t, { upstreams: { up: { url: `http://127.0.0.1:${port}/mcp`, prefix: 'up' } } })
+  const { url } = await startHttpFixture(t, '--era', 'modern')
+  const { base } = await listen(t, { upstreams: { up: { url, prefix: 'up' } } })
   const list = await post(base, modernBody(0, 'tools/list'), modernHeaders('tools/list'))
   const headersTool = list.json.result.tools.find((tool: { name: string }) => tool.name === 'up__headers')
   t.ok(headersTool !== undefined, 'the tool is listed under its prefixed name')

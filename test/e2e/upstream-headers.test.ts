@@ -5,30 +5,19 @@
  * (node:http) that refuses any `authorization` other than `Bearer good` with 401 and records what
  * it saw; the connection's own traffic (handshake, listen) carries no authorization and passes.
  */
-import { spawn } from 'node:child_process'
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import { createRegistry } from '../../lib/upstreams/registry.js'
 import type { UpstreamHeaderRequest } from '../../lib/upstreams/types.js'
-import { fixtureCommand } from '../helpers/fixture.js'
+import { fixtureCommand, startHttpUpstream } from '../helpers/fixture.js'
 import type { Teardown } from '../helpers/app.js'
 import { captureLogger } from '../helpers/registry.js'
 
-/** Starts the HTTP fixture; resolves with its port. Killed at teardown. */
+/** Starts the HTTP fixture; resolves with its port. Stopped at teardown. */
 async function startHttpFixture (t: Teardown): Promise<number> {
   const { command, args } = fixtureCommand('--http', '0')
-  const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] })
-  t.teardown(() => { child.kill('SIGKILL') })
-  return await new Promise((resolve, reject) => {
-    let buffered = ''
-    child.once('exit', code => reject(new Error(`http fixture exited early (${String(code)})`)))
-    child.stderr.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString('utf8')
-      const match = /listening (\d+)/.exec(buffered)
-      if (match !== null) resolve(Number(match[1]))
-    })
-  })
+  return Number(new URL(await startHttpUpstream(t, command, args)).port)
 }
 
 /** A gate in front of the fixture: 401 for any authorization but `Bearer good`; records each one seen. */

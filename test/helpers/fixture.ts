@@ -32,7 +32,17 @@ export function everythingCommand (): { command: string, args: string[] } {
  */
 export async function startHttpFixture (t: { teardown: (fn: () => unknown) => void }, ...flags: string[]): Promise<{ url: string }> {
   const { command, args } = fixtureCommand('--http', '0', ...flags)
-  const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] })
+  return { url: await startHttpUpstream(t, command, args) }
+}
+
+/**
+ * Spawns any HTTP upstream fixture that prints `listening <port>` on stderr (echo-upstream with
+ * `--http 0`, hostile-upstream with `--http`, …) and resolves with `http://127.0.0.1:<port>/mcp`.
+ * @param env extra environment, merged over `process.env`.
+ * Rejects if the child exits before it listens. Stopped (SIGTERM, awaited) at teardown.
+ */
+export async function startHttpUpstream (t: { teardown: (fn: () => unknown) => void }, command: string, args: string[], env: Record<string, string> = {}): Promise<string> {
+  const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } })
   t.teardown(async () => {
     if (child.exitCode !== null || child.signalCode !== null) return
     const exited = once(child, 'exit')
@@ -41,11 +51,11 @@ export async function startHttpFixture (t: { teardown: (fn: () => unknown) => vo
   })
   let buffered = ''
   return await new Promise((resolve, reject) => {
-    child.once('exit', code => reject(new Error(`http fixture exited early (${String(code)}): ${buffered}`)))
+    child.once('exit', code => reject(new Error(`http upstream ${args.join(' ')} exited early (${String(code)}): ${buffered}`)))
     child.stderr.on('data', (chunk: Buffer) => {
       buffered += chunk.toString('utf8')
       const match = /listening (\d+)/.exec(buffered)
-      if (match !== null) resolve({ url: `http://127.0.0.1:${match[1]}/mcp` })
+      if (match !== null) resolve(`http://127.0.0.1:${match[1]}/mcp`)
     })
   })
 }
