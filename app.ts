@@ -48,6 +48,8 @@ declare module 'fastify' {
      * the daemon's reload calls it). @returns the keys it could not apply live.
      */
     mcpxApplyAccess: (next: McpxConfig) => string[]
+    /** The authenticator of `/mcp` (lib/authenticate.ts); the daemon's admin check reuses its OAuth verifier. */
+    mcpxAuthenticator: Authenticator
   }
 }
 
@@ -138,6 +140,7 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
   // this keeps it (and every mcpx hook) off the host app's other routes.
   const access: AccessHandle = { apply: () => ['policy', 'servers'] }
   fastify.decorate('mcpxApplyAccess', (next: McpxConfig) => access.apply(next))
+  fastify.decorate('mcpxAuthenticator', authenticator)
   await fastify.register(mcpxScope, { prefix: mountPath, config, registry: metrics.instrument(registry), metrics, authenticator, access })
   if (authenticator.oauth !== undefined) {
     // RFC 9728 metadata, outside the /mcp scope (no token, no MCP hooks), in its own scope.

@@ -191,9 +191,12 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
   app.decorate('mcpxReloader', reloader)
   // admin.scopes (issue #15 › A status page: "or OAuth with an admin scope"): an OAuth access token
   // for auth.oauth.resource holding all of them opens the admin endpoints as an admin token does.
-  // Its own authenticator: the same verifier rules, with admin.scopes as the required scopes.
+  // Its own authenticator, with admin.scopes as the required scopes, on the /mcp authenticator's
+  // verifier: one JWKS cache, one verdict cache, one discovery.
+  const mcpVerifier = app.mcpxAuthenticator.oauth?.verifier
   const adminOAuth = config.admin.scopes.length > 0 && config.auth.oauth !== undefined
-    ? createAuthenticator({ bearerTokens: [], allowUnauthenticated: false, oauth: { ...config.auth.oauth, requiredScopes: config.admin.scopes } }, { logger: app.log.child({ component: 'admin-auth' }) })
+    ? createAuthenticator({ bearerTokens: [], allowUnauthenticated: false, oauth: { ...config.auth.oauth, requiredScopes: config.admin.scopes } },
+      { logger: app.log.child({ component: 'admin-auth' }), ...(mcpVerifier !== undefined ? { verifier: mcpVerifier } : {}) })
     : undefined
   const adminConfigured = adminTokens.length > 0 || adminOAuth !== undefined
   // GET /status and /status.json (issue #15): a loopback Host as for /metrics (on any bind), else an admin token.

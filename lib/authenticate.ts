@@ -76,14 +76,35 @@ const { unauthorizedMissing: MISSING, unauthorizedInvalid: INVALID, insufficient
 /** Message of the 403 body when the token lacks required scopes. */
 export const AUTH_SCOPE_MESSAGE = SCOPE.message
 
+/** Builds the OAuth verifier of `auth.oauth` and starts its discovery in the background. */
+function startVerifier (oauthConfig: OAuthConfig, env: NodeJS.ProcessEnv, logger: Logger): OAuthVerifier {
+  const introspection = oauthConfig.introspection
+  const verifier = new OAuthVerifier({
+    issuer: oauthConfig.issuer,
+    audience: oauthConfig.audience,
+    ...(oauthConfig.jwksUri !== undefined ? { jwksUri: oauthConfig.jwksUri } : {}),
+    clockToleranceMs: oauthConfig.clockTolerance,
+    jwksCooldownMs: oauthConfig.jwksCooldown,
+    ...(introspection !== undefined
+      ? { introspection: { url: introspection.url, clientId: introspection.clientId, clientSecret: readSecret({ env: introspection.clientSecretEnv, file: introspection.clientSecretFile }, 'auth.oauth.introspection', env) } }
+      : {}),
+    logger
+  })
+  verifier.warmUp()
+  return verifier
+}
+
 /**
  * Builds the authenticator of a config. Static tokens are read (env, files) and hashed here; the
  * OAuth verifier is created and starts its discovery in the background.
  * @param auth the `auth` section of a loaded config
  * @param options.logger for key-fetch and discovery failures (never token text)
+ * @param options.verifier an existing verifier for the same `auth.oauth` issuer and audience (its
+ *        JWKS cache and verdict cache are shared); used instead of building one. The admin check
+ *        (admin.scopes) passes the `/mcp` authenticator's, so one JWKS fetch serves both.
  * @throws McpxError MCPX_ERR_CONFIG for unreadable token or secret sources (see loadStaticTokens)
  */
-export function createAuthenticator (auth: McpxConfig['auth'], options: { logger: Logger, env?: NodeJS.ProcessEnv }): Authenticator {
+export function createAuthenticator (auth: McpxConfig['auth'], options: { logger: Logger, env?: NodeJS.ProcessEnv, verifier?: OAuthVerifier }): Authenticator {
   const env = options.env ?? process.env
   const statics: StaticToken[] = loadStaticTokens(auth, env)
   const oauthConfig = auth.oauth
@@ -102,19 +123,7 @@ export function createAuthenticator (auth: McpxConfig['auth'], options: { logger
     const metadataUrl = protectedResourceMetadataUrl(oauthConfig.resource)
     const rm = `resource_metadata=${quoted(metadataUrl)}`
     const scope = oauthConfig.requiredScopes.length > 0 ? `scope=${quoted(oauthConfig.requiredScopes.join(' '))}` : undefined
-    const introspection = oauthConfig.introspection
-    const verifier = new OAuthVerifier({
-      issuer: oauthConfig.issuer,
-      audience: oauthConfig.audience,
-      ...(oauthConfig.jwksUri !== undefined ? { jwksUri: oauthConfig.jwksUri } : {}),
-      clockToleranceMs: oauthConfig.clockTolerance,
-      jwksCooldownMs: oauthConfig.jwksCooldown,
-      ...(introspection !== undefined
-        ? { introspection: { url: introspection.url, clientId: introspection.clientId, clientSecret: readSecret({ env: introspection.clientSecretEnv, file: introspection.clientSecretFile }, 'auth.oauth.introspection', env) } }
-        : {}),
-      logger: options.logger
-    })
-    verifier.warmUp()
+    const verifier = options.verifier ?? startVerifier(oauthConfig, env, options.logger)
     oauth = Object.freeze({
       config: oauthConfig,
       metadata: protectedResourceMetadata({ resource: oauthConfig.resource, issuer: oauthConfig.issuer, scopesSupported: oauthConfig.scopesSupported ?? oauthConfig.requiredScopes, resourceName: oauthConfig.resourceName }),
