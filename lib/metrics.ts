@@ -232,27 +232,36 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
     collect () { this.reset(); for (const u of upstreams.status()) this.set({ upstream: u.name }, u.state === 'ready' ? 1 : 0) }
   })
 
-  // Issue #20's per-upstream bounds, read from the registry at scrape time.
+  // Issue #20's per-upstream bounds, read from the registry at scrape time: once per scrape, for
+  // the five series below (prom-client collects them in one turn; the snapshot is dropped after it).
+  let scrapeLoads: ReturnType<NonNullable<UpstreamRegistry['loads']>> | undefined
+  const loads = (): NonNullable<typeof scrapeLoads> => {
+    if (scrapeLoads === undefined) {
+      scrapeLoads = upstreams.loads?.() ?? []
+      setImmediate(() => { scrapeLoads = undefined })
+    }
+    return scrapeLoads
+  }
   new Gauge({
     name: 'mcpx_upstream_in_flight',
     help: 'Calls in flight to an upstream now (at most its maxInFlight)',
     labelNames: ['upstream'] as const,
     registers,
-    collect () { for (const u of upstreams.loads?.() ?? []) this.set({ upstream: u.name }, u.inFlight) }
+    collect () { this.reset(); for (const u of loads()) this.set({ upstream: u.name }, u.inFlight) }
   })
   new Gauge({
     name: 'mcpx_upstream_queued',
     help: 'Calls waiting for one of an upstream\'s maxInFlight slots now (at most its maxQueued)',
     labelNames: ['upstream'] as const,
     registers,
-    collect () { for (const u of upstreams.loads?.() ?? []) this.set({ upstream: u.name }, u.queued) }
+    collect () { this.reset(); for (const u of loads()) this.set({ upstream: u.name }, u.queued) }
   })
   new Gauge({
     name: 'mcpx_upstream_stdin_buffered_bytes',
     help: 'Bytes waiting in mcpx for a stdio upstream\'s stdin pipe (bounded by transport.streamBufferBytes plus one message)',
     labelNames: ['upstream'] as const,
     registers,
-    collect () { for (const u of upstreams.loads?.() ?? []) this.set({ upstream: u.name }, u.stdinBuffered) }
+    collect () { this.reset(); for (const u of loads()) this.set({ upstream: u.name }, u.stdinBuffered) }
   })
   const seenLoad = new Map<string, { refused: number, oversized: number }>()
   const loadDelta = (name: string, key: 'refused' | 'oversized', value: number): number => {
@@ -267,14 +276,14 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
     help: 'Calls refused because the upstream had maxInFlight calls in flight and maxQueued waiting (JSON-RPC -32603; HTTP 503)',
     labelNames: ['upstream'] as const,
     registers,
-    collect () { for (const u of upstreams.loads?.() ?? []) this.inc({ upstream: u.name }, loadDelta(u.name, 'refused', u.refused)) }
+    collect () { for (const u of loads()) this.inc({ upstream: u.name }, loadDelta(u.name, 'refused', u.refused)) }
   })
   new Counter({
     name: 'mcpx_upstream_oversized_messages_total',
     help: 'Messages from an upstream skipped for being larger than its maxMessageBytes',
     labelNames: ['upstream'] as const,
     registers,
-    collect () { for (const u of upstreams.loads?.() ?? []) this.inc({ upstream: u.name }, loadDelta(u.name, 'oversized', u.oversized)) }
+    collect () { for (const u of loads()) this.inc({ upstream: u.name }, loadDelta(u.name, 'oversized', u.oversized)) }
   })
 
   function timed<A extends unknown[]> (target: UpstreamRegistry, operation: Timed, call: (...args: A) => Promise<JsonObject>, nameOf: (...args: A) => string | undefined) {
