@@ -4,7 +4,7 @@
  */
 import type { Era, Revision } from './revisions.js'
 import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from './jsonrpc.js'
-import type { JsonObject, UpstreamQuestion } from './upstreams/types.js'
+import type { InstanceHome, JsonObject, UpstreamQuestion } from './upstreams/types.js'
 import type { RequestTrace, TraceIn } from './trace.js'
 
 /** Everything the dispatcher needs to know about where a request came from. */
@@ -50,6 +50,11 @@ export interface DispatchContext {
    * per-session instances by it.
    */
   sessionId?: string
+  /**
+   * Where the session's per-session isolated instances live when replicas share sessions (Redis
+   * store; issue #18): handed to upstream calls as their `home`. Undefined: this process.
+   */
+  instanceHome?: InstanceHome
   /**
    * The endpoint the request came in on (issue #17): a curated server's name (`<prefix>/mcp/<name>`,
    * `mcpx serve --server <name>`), or undefined for `/mcp` itself (the whole catalogue).

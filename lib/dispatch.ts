@@ -20,7 +20,7 @@ import {
 } from './jsonrpc.js'
 import { MODERN_REVISIONS, SUPPORTED_REVISIONS, negotiateLegacy, unsupportedVersion, type Revision } from './revisions.js'
 import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, metaOf } from './inbound.js'
-import { InstancesExhaustedError, UpstreamBusyError, UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamQuestion, type UpstreamRegistry } from './upstreams/types.js'
+import { InstanceForwardError, InstancesExhaustedError, UpstreamBusyError, UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamQuestion, type UpstreamRegistry } from './upstreams/types.js'
 import type { DispatchContext } from './dispatch-types.js'
 import { markRefused, refusedAs, REFUSALS, type RefusalReason } from './status.js'
 import { ELICITATION_COMPLETE, MrtrBridge, StateSealer, missingCapabilities, missingCapabilityError } from './mrtr.js'
@@ -479,6 +479,7 @@ export class Dispatcher {
     if (ctx.trace !== undefined) options.trace = ctx.trace // a child span per upstream call (lib/trace.ts)
     if (ctx.caller !== undefined) options.principal = ctx.caller // per-caller upstream credentials (issue #16)
     if (ctx.sessionId !== undefined) options.owner = ctx.sessionId // whose questions and log lines (issue #18)
+    if (ctx.instanceHome !== undefined) options.home = ctx.instanceHome // where its isolated instances live (Redis store)
     if (ctx.principal !== undefined) options.principalKey = ctx.principal // per-principal isolation (issue #18)
     const notify = ctx.notify
     // Log lines go to a legacy client as they come (it opted in by declaring nothing: legacy servers
@@ -565,6 +566,7 @@ export class Dispatcher {
       if (err instanceof HiddenError && this.audit !== undefined) this.denials.add(response)
       // An upstream's full queue (issue #20), a rate limit (issue #17) and an isolated upstream's
       // instance cap (issue #18) are refusals: over HTTP, their lib/status.ts rows (503 / 429, with Retry-After).
+      if (err instanceof InstanceForwardError) return err.refusal === undefined ? response : markRefused(response, err.refusal) // issue #18 under Redis
       return err instanceof UpstreamBusyError || err instanceof RefusedError || err instanceof InstancesExhaustedError ? markRefused(response, err.refusal) : response
     }
     if (ctx.signal.aborted) return errorResponse(request.id, UPSTREAM_ERROR, 'Request cancelled')

@@ -338,7 +338,10 @@ export class HttpExchange {
       subscriptions: session === undefined ? undefined : deps.sessions.subscriptionsOf(session)
     })
     if (channel.caller !== undefined) ctx.caller = channel.caller // per-caller upstream credentials (issue #16)
-    if (session !== undefined) ctx.sessionId = session.id
+    if (session !== undefined) {
+      ctx.sessionId = session.id
+      if (session.instanceHome !== undefined) ctx.instanceHome = session.instanceHome // Redis store: issue #18's forwarding
+    }
     if (channel.traceIn !== undefined) ctx.traceIn = session === undefined ? channel.traceIn : { ...channel.traceIn, sessionId: session.id }
     if (channel.endpoint !== undefined) ctx.endpoint = channel.endpoint // issue #17
     try {

@@ -49,7 +49,11 @@ import type { SseStream } from './sse.js'
 import { idKey, isObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcResponse } from './jsonrpc.js'
 import type { Logger } from './log.js'
 import { ListSnapshots, type RelayedEvent } from './notify-hub.js'
-import type { ListKind, UpstreamRegistry } from './upstreams/types.js'
+import type { InstanceHome, ListKind, UpstreamRegistry } from './upstreams/types.js'
+import { FORWARD_MESSAGE_TYPES, InstanceForwarder, type ForwardMessage } from './redis-instances.js'
+import { INTERNAL_ERROR, INVALID_REQUEST } from './jsonrpc.js'
+import { InstanceForwardError } from './upstreams/types.js'
+import { REFUSALS } from './status.js'
 import {
   newSession, newSessionId, releaseLive,
   type EndOutcome, type FindOutcome, type MintOutcome, type Session, type SessionStore, type StreamOutcome,
@@ -66,7 +70,7 @@ export interface RedisSessionStoreOptions {
   /** TTL of the GET-stream owner key, refreshed every third of it by the owner, ms (sessions.streamLease). */
   streamLeaseMs: number
   /** The upstream registry: refcounted upstream subscriptions, and the change events to share. */
-  upstreams: UpstreamSubscriptions & Pick<EventEmitter, 'on' | 'off'> & Pick<UpstreamRegistry, 'tools' | 'prompts' | 'resources' | 'resourceTemplates'>
+  upstreams: UpstreamSubscriptions & Pick<EventEmitter, 'on' | 'off'> & Pick<UpstreamRegistry, 'tools' | 'prompts' | 'resources' | 'resourceTemplates' | 'callUpstream'>
   /**
    * Receives the upstream changes other replicas saw, for this replica's GET streams
    * (NotificationHub.relay: filtered per listener by what its caller sees, issue #17).
@@ -81,6 +85,9 @@ export interface RedisSessionStoreOptions {
 interface Shadow extends Session {
   /** URIs this replica subscribed to upstream on this session's behalf (released on end/unsubscribe). */
   readonly upstreamSubs: Set<string>
+  /** The replica holding its per-session isolated instances (the hash's `inst`), once known (issue #18). */
+  instanceOwner: string | undefined
+  readonly instanceHome: InstanceHome
 }
 
 /** Messages on the channels; short keys, JSON-encoded. */
@@ -95,7 +102,7 @@ type ReplicaMessage =
 
 /* Lua scripts. KEYS and ARGV are documented at each; every one touches a single session's slot. */
 
-/** KEYS: session, subs. ARGV: idleMs, wantCaps ('1'|'0'). → nil | {rev, caps|false, {uris}} */
+/** KEYS: session, subs. ARGV: idleMs, wantCaps ('1'|'0'). → nil | {rev, caps|false, {uris}, instance owner|false} */
 const FIND = `
 local rev = redis.call('HGET', KEYS[1], 'rev')
 if not rev then return false end
@@ -103,7 +110,18 @@ redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 local caps = false
 if ARGV[2] == '1' then caps = redis.call('HGET', KEYS[1], 'caps') end
-return {rev, caps, redis.call('SMEMBERS', KEYS[2])}`
+return {rev, caps, redis.call('SMEMBERS', KEYS[2]), redis.call('HGET', KEYS[1], 'inst')}`
+
+/**
+ * KEYS: session. ARGV: replica id. The replica holding the session's isolated instances (issue
+ * #18): the one recorded, else this one, recorded now. → owner id | nil (no session)
+ */
+const CLAIM_INSTANCES = `
+local owner = redis.call('HGET', KEYS[1], 'inst')
+if owner then return owner end
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+redis.call('HSET', KEYS[1], 'inst', ARGV[1])
+return ARGV[1]`
 
 /** KEYS: session, subs, stream. ARGV: bus channel, payload. → 1 ended | 0 unknown */
 const END = `
@@ -167,7 +185,8 @@ const SCRIPTS = {
   mcpxHeartbeat: { numberOfKeys: 3, lua: HEARTBEAT },
   mcpxSendToStream: { numberOfKeys: 1, lua: SEND_TO_STREAM },
   mcpxAnswer: { numberOfKeys: 1, lua: ANSWER },
-  mcpxSubscription: { numberOfKeys: 2, lua: SUBSCRIPTION }
+  mcpxSubscription: { numberOfKeys: 2, lua: SUBSCRIPTION },
+  mcpxClaimInstances: { numberOfKeys: 1, lua: CLAIM_INSTANCES }
 } as const
 type ScriptName = keyof typeof SCRIPTS
 type ScriptRunner = (...keysAndArgs: Array<string | number>) => Promise<unknown>
@@ -191,6 +210,10 @@ export class RedisSessionStore implements SessionStore {
   private readonly log: Logger
   private closed = false
   private down = false
+  /** Calls of sessions whose isolated instances another replica holds, and the ones it sends here (issue #18). */
+  private readonly forwarder: InstanceForwarder
+  /** Sessions whose isolated instances this replica holds: stopped when the session ends or expires. */
+  private readonly homed = new Set<string>()
 
   /** This replica's last lists: what a list_changed changed travels with it (issue #17 › Notifications). */
   private readonly snapshots: ListSnapshots
@@ -213,6 +236,13 @@ export class RedisSessionStore implements SessionStore {
     this.busChannel = `${options.keyPrefix}bus`
     this.replicaPrefix = `${options.keyPrefix}r:`
     this.replicaChannel = this.replicaPrefix + this.replicaId
+    this.forwarder = new InstanceForwarder({
+      replicaId: this.replicaId,
+      publish: async (replica, payload) => await this.redis.publish(this.replicaPrefix + replica, payload),
+      endSession: async sid => await this.end(sid),
+      upstreams: options.upstreams,
+      logger: this.log
+    })
     // No unhandled 'error' events: log the first failure of an outage, and the recovery.
     this.redis.on('error', (err: Error) => {
       if (!this.down) this.log.warn({ err }, 'session store (Redis) unreachable: session requests get 503 until it returns')
@@ -265,7 +295,7 @@ export class RedisSessionStore implements SessionStore {
   async find (id: string): Promise<FindOutcome> {
     const known = this.shadows.get(id)
     const [sessionKey, subsKey] = this.keys(id)
-    let reply: [string, string | null, string[]] | null
+    let reply: [string, string | null, string[], string | null] | null
     try {
       reply = await this.script('mcpxFind')(sessionKey, subsKey, this.options.idleTimeoutMs, known === undefined ? '1' : '0') as typeof reply
     } catch (err) {
@@ -274,11 +304,13 @@ export class RedisSessionStore implements SessionStore {
     }
     if (reply === null) {
       if (known !== undefined) this.drop(known)
+      this.stopInstances(id)
       return { kind: 'unknown' }
     }
-    const [revision, caps, uris] = reply
+    const [revision, caps, uris, owner] = reply
     const session = known ?? this.shadowFor(id, revision, parseCaps(caps))
     session.lastSeenMs = Date.now()
+    session.instanceOwner = owner ?? undefined
     mirror(session.subscriptions, uris)
     if (session.stream !== undefined) for (const uri of uris) if (!session.upstreamSubs.has(uri)) void this.holdUpstream(session, uri)
     return { kind: 'found', session }
@@ -295,6 +327,7 @@ export class RedisSessionStore implements SessionStore {
     }
     const known = this.shadows.get(id)
     if (known !== undefined) this.drop(known)
+    this.stopInstances(id) // here at once; the owner, wherever it is, on the bus message
     return ended === 1 ? 'ended' : 'unknown'
   }
 
@@ -396,6 +429,7 @@ export class RedisSessionStore implements SessionStore {
     clearInterval(this.sweeper)
     this.options.upstreams.off('list_changed', this.onListChanged)
     this.options.upstreams.off('resource_updated', this.onResourceUpdated)
+    this.forwarder.close()
     for (const shadow of [...this.shadows.values()]) this.drop(shadow) // closes streams: their leases are released
     for (const id of this.leases) this.releaseLease(id)
     await Promise.all(this.releasing)
@@ -418,9 +452,46 @@ export class RedisSessionStore implements SessionStore {
   }
 
   private shadowFor (id: string, revision: Revision, clientCapabilities: JsonObject): Shadow {
-    const shadow: Shadow = Object.assign(newSession(id, revision, clientCapabilities), { upstreamSubs: new Set<string>() })
+    const home: InstanceHome = {
+      isHere: () => this.instancesHere(shadow),
+      forward: async (upstream, method, params, options, timeoutMs) =>
+        await this.forwarder.forward(id, shadow.instanceOwner ?? this.replicaId, upstream, method, params, options, timeoutMs)
+    }
+    const shadow: Shadow = Object.assign(newSession(id, revision, clientCapabilities), { upstreamSubs: new Set<string>(), instanceOwner: undefined, instanceHome: home })
     this.shadows.set(id, shadow)
     return shadow
+  }
+
+  /**
+   * Whether this replica holds the session's isolated instances (issue #18): known from its last
+   * find, else claimed now (one round trip, once per session). Rejects with InstanceForwardError
+   * when Redis cannot be asked, or the session is gone.
+   */
+  private instancesHere (shadow: Shadow): boolean | Promise<boolean> {
+    const owner = shadow.instanceOwner
+    if (owner !== undefined) {
+      if (owner === this.replicaId) this.homed.add(shadow.id)
+      return owner === this.replicaId
+    }
+    return (async () => {
+      let claimed: unknown
+      try {
+        claimed = await this.script('mcpxClaimInstances')(this.keys(shadow.id)[0], this.replicaId)
+      } catch (err) {
+        this.log.debug({ err }, 'claiming isolated instances: session store unavailable')
+        throw new InstanceForwardError('storeUnavailable', INTERNAL_ERROR, REFUSALS.storeUnavailable.message)
+      }
+      if (typeof claimed !== 'string') throw new InstanceForwardError('unknownSession', INVALID_REQUEST, REFUSALS.unknownSession.message)
+      shadow.instanceOwner = claimed
+      if (claimed === this.replicaId) this.homed.add(shadow.id)
+      return claimed === this.replicaId
+    })()
+  }
+
+  /** Stops session `sid`'s isolated instances if this replica holds them (its end, expiry). Never throws. */
+  private stopInstances (sid: string): void {
+    if (!this.homed.delete(sid)) return
+    void this.options.upstreams.endSession?.(sid)
   }
 
   /** Forgets a session here: live objects ended, upstream subscriptions released. */
@@ -466,7 +537,10 @@ export class RedisSessionStore implements SessionStore {
     let message: BusMessage | ReplicaMessage
     try { message = JSON.parse(payload) as BusMessage | ReplicaMessage } catch { return }
     if (channel === this.busChannel) this.onBus(message as BusMessage)
-    else if (channel === this.replicaChannel) this.onReplica(message as ReplicaMessage)
+    else if (channel === this.replicaChannel) {
+      if (FORWARD_MESSAGE_TYPES.has(message.t)) this.forwarder.receive(message as unknown as ForwardMessage)
+      else this.onReplica(message as ReplicaMessage)
+    }
   }
 
   private onBus (message: BusMessage): void {
@@ -474,6 +548,7 @@ export class RedisSessionStore implements SessionStore {
       if (message.from !== this.replicaId) this.deliverEvent(message)
       return
     }
+    if (message.t === 'end') this.stopInstances(message.sid) // issue #18: ended on any replica
     const shadow = this.shadows.get(message.sid)
     if (shadow === undefined) return
     switch (message.t) {
@@ -536,14 +611,26 @@ export class RedisSessionStore implements SessionStore {
     })
   }
 
-  /** Forgets idle shadows that hold nothing live; the session itself lives on in Redis. */
+  /** Forgets idle shadows that hold nothing live; the session itself lives on in Redis. Stops the instances of expired sessions. */
   private sweep (): void {
+    if (this.homed.size > 0) void this.reapExpired()
     const now = Date.now()
     for (const shadow of [...this.shadows.values()]) {
       if (now - shadow.lastSeenMs <= this.options.idleTimeoutMs) continue
       if (shadow.stream !== undefined || shadow.peer.inFlight > 0 || shadow.peer.pendingQuestions > 0) continue
       this.drop(shadow)
     }
+  }
+
+  /**
+   * Stops the isolated instances this replica holds for sessions that expired (a Redis TTL ends a
+   * session without a word to anyone; issue #18 › "Ending a session (DELETE or expiry) stops its
+   * instances"). One EXISTS per such session, every sweep. Never rejects.
+   */
+  private async reapExpired (): Promise<void> {
+    const sids = [...this.homed]
+    const results = await Promise.allSettled(sids.map(async sid => await this.redis.exists(this.keys(sid)[0])))
+    results.forEach((result, i) => { if (result.status === 'fulfilled' && result.value === 0) this.stopInstances(sids[i]) })
   }
 }
 

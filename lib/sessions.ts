@@ -20,7 +20,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto'
 import type { Revision } from './revisions.js'
-import type { JsonObject } from './upstreams/types.js'
+import type { InstanceHome, JsonObject } from './upstreams/types.js'
 import type { SseStream } from './sse.js'
 import type { JsonRpcMessage, JsonRpcResponse } from './jsonrpc.js'
 import type { SubscriptionSet } from './dispatch-types.js'
@@ -48,6 +48,11 @@ export interface Session {
    * (for notifications/cancelled) and the questions they asked its client.
    */
   readonly peer: Peer
+  /**
+   * Where its per-session isolated upstream instances live (issue #18), when replicas share the
+   * session (Redis store: lib/redis-instances.ts). Undefined: this process (the memory store).
+   */
+  readonly instanceHome?: InstanceHome
 }
 
 /** The part of the upstream registry a store uses: refcounted upstream resource subscriptions. */

@@ -184,6 +184,19 @@ export const REFUSALS = Object.freeze({
    * error alone. Its message names the upstream and the cap (given to {@link refusal}).
    */
   instancesExhausted: { status: 503, code: INSTANCES_EXHAUSTED, message: 'Server busy: every isolated instance of this upstream is in use; retry later', retryAfterSeconds: RETRY_AFTER_SECONDS },
+  /**
+   * Under `sessions.store: "redis"` (issue #18): past the replica's bound on calls forwarded to the
+   * replicas holding their sessions' isolated instances (lib/redis-instances.ts), sent or served.
+   * The call never reached the upstream.
+   */
+  forwardBusy: { status: 503, code: INTERNAL_ERROR, message: 'Server busy: too many calls forwarded between replicas; retry later', retryAfterSeconds: RETRY_AFTER_SECONDS },
+  /**
+   * Under `sessions.store: "redis"` (issue #18): the replica that held the session's isolated
+   * upstream instances is gone, and their state with it. mcpx ends the session rather than serve it
+   * from a fresh instance the client does not know about: 404, the spec's "start a new session"
+   * (seed › legacy › Sessions), with -32603 saying why. The call never reached an upstream.
+   */
+  sessionInstanceLost: { status: 404, code: INTERNAL_ERROR, message: 'Session ended: the replica holding its isolated upstream instances is gone; send initialize again without Mcp-Session-Id' },
   /** Past transport.maxSessions (memory store). */
   tooManySessions: { status: 503, code: INTERNAL_ERROR, message: 'Server busy: too many sessions; retry later', retryAfterSeconds: RETRY_AFTER_SECONDS },
   /** The session store (Redis) cannot be reached: session requests are 503 with Retry-After (issue #11). */

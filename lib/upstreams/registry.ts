@@ -232,6 +232,13 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     return this.upstreams.find(upstream => upstream.name === name)?.instancePids() ?? []
   }
 
+  async callUpstream (name: string, method: string, params: JsonObject, options: UpstreamCallOptions): Promise<JsonObject> {
+    const upstream = this.upstreams.find(u => u.name === name)
+    if (upstream === undefined) throw new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${name} is not configured on this replica`)
+    const tool = method === 'tools/call' ? upstream.lists().tools.find(t => t.name === params.name) : undefined
+    return await upstream.forwardedCall(method, params, options, tool)
+  }
+
   tools (): JsonObject[] { return this.tools_ }
   prompts (): JsonObject[] { return this.prompts_ }
   resources (): JsonObject[] { return this.resources_ }

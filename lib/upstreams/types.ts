@@ -101,6 +101,11 @@ export interface UpstreamCallOptions {
   /** The caller's principal key (lib/principal.ts Principal.key), for per-principal isolation. */
   principalKey?: string
   /**
+   * Where the `owner` session's per-session isolated instances live, when replicas share sessions
+   * (`sessions.store: "redis"`; lib/redis-instances.ts). Undefined: on this process, always.
+   */
+  home?: InstanceHome
+  /**
    * The era of the downstream client this call serves. A dual-era upstream serves server→client
    * questions and log notifications only in a legacy session (its SDK pins the era per
    * connection), so a `'legacy'` call uses the upstream's legacy connection when it has one
@@ -205,6 +210,41 @@ export class InstancesExhaustedError extends UpstreamRpcError {
   constructor (message: string) {
     super(INSTANCES_EXHAUSTED, message)
     this.name = 'InstancesExhaustedError'
+  }
+}
+
+/**
+ * Where one legacy session's per-session isolated instances live when several replicas serve it
+ * (issue #18 under `sessions.store: "redis"`): on the replica that started the first of them, for
+ * every isolated upstream. Another replica forwards the session's calls there.
+ */
+export interface InstanceHome {
+  /**
+   * true when they live on this replica: the first asker claims them (one Redis round trip per
+   * session; later answers are synchronous). Rejects with {@link InstanceForwardError} when that
+   * cannot be told (the store is down, the session is gone).
+   */
+  isHere: () => boolean | Promise<boolean>
+  /**
+   * Runs `method` on the owner replica's instance of `upstream` and resolves with its raw result;
+   * progress, log lines and questions come back to `options`' callbacks, `options.signal` cancels it.
+   * Rejects with UpstreamRpcError (the upstream's error, or the owner's refusal) or
+   * {@link InstanceForwardError} (too many forwarded calls, the owner is gone, no answer in time).
+   * @param timeoutMs the upstream's call timeout, ms: with no word from the owner for this long plus a grace, the call fails
+   */
+  forward: (upstream: string, method: string, params: JsonObject, options: UpstreamCallOptions, timeoutMs: number) => Promise<JsonObject>
+}
+
+/**
+ * A call that could not be forwarded to, or answered by, the replica holding its session's isolated
+ * instance (issue #18 under Redis; lib/redis-instances.ts). `refusal` names the lib/status.ts row it
+ * is answered with over HTTP (`forwardBusy`, `sessionInstanceLost`, `storeUnavailable`,
+ * `unknownSession`); undefined: an in-band JSON-RPC error (a timeout).
+ */
+export class InstanceForwardError extends UpstreamRpcError {
+  constructor (readonly refusal: 'forwardBusy' | 'sessionInstanceLost' | 'storeUnavailable' | 'unknownSession' | undefined, code: number, message: string) {
+    super(code, message)
+    this.name = 'InstanceForwardError'
   }
 }
 
@@ -329,6 +369,12 @@ export interface UpstreamRegistry extends EventEmitter {
   endSession (key: string): Promise<void>
   /** Process ids of an isolated upstream's running stdio instances. */
   instancePids (name: string): number[]
+  /**
+   * Sends one request to the upstream configured as `upstream` (its own, unprefixed names), as a
+   * caller's call: the owner replica's end of a forwarded call (lib/redis-instances.ts). Rejects
+   * with UpstreamRpcError (UPSTREAM_ERROR when no upstream has that name here). Optional for test doubles.
+   */
+  callUpstream?: (upstream: string, method: string, params: JsonObject, options: UpstreamCallOptions) => Promise<JsonObject>
   status (): UpstreamStatus[]
   /** Each upstream's calls in flight and queued, and what its bounds refused (metrics). Optional for test doubles. */
   loads?: () => UpstreamLoad[]

@@ -213,6 +213,15 @@ export class Upstream implements ConnectionHost {
   }
 
   /**
+   * The owner replica's end of a call forwarded from another replica (issue #18 under Redis;
+   * lib/redis-instances.ts): a caller's call like any other, `tool` being this upstream's own
+   * definition when it is a tools/call. Rejects with UpstreamRpcError.
+   */
+  async forwardedCall (method: string, params: JsonObject, options: UpstreamCallOptions, tool?: JsonObject): Promise<JsonObject> {
+    return await this.call(method, params, options, tool)
+  }
+
+  /**
    * Subscribes upstream to `uri`: `resources/subscribe` on a legacy connection, a
    * `subscriptions/listen` with `resourceSubscriptions` on a modern one (DIGEST §6f).
    * Remembered across restarts. Rejects with UpstreamRpcError when the upstream refuses.
@@ -330,7 +339,16 @@ export class Upstream implements ConnectionHost {
     let result: JsonObject | undefined
     try {
       const key = this.instanceKey(options)
-      if (key !== undefined) return (result = await this.callIsolated(key, method, params, options, tool)) // bounded by maxInstances, not the gate
+      if (key !== undefined) {
+        // A legacy session's instances live on one replica (issue #18 under Redis): elsewhere its
+        // calls are forwarded there. Per-principal keys stay per replica (README › Isolated upstreams).
+        const home = options.home
+        if (home !== undefined && key === options.owner) {
+          const here = home.isHere()
+          if (!(here === true || (here !== false && await here))) return (result = await home.forward(this.name, method, params, options, this.timeoutMs))
+        }
+        return (result = await this.callIsolated(key, method, params, options, tool)) // bounded by maxInstances, not the gate
+      }
       const gate = this.gate
       let timeoutMs = this.timeoutMs
       if (!gate.tryAcquire()) {

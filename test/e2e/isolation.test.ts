@@ -9,10 +9,12 @@
  * the log line dropped, both counted (mcpx_upstream_unrouted_total), warned once.
  */
 import t from 'tap'
-import { startDaemon } from '../helpers/daemon.js'
+import { execFileSync } from 'node:child_process'
+import { isAlive, startDaemon } from '../helpers/daemon.js'
 import { fixtureCommand } from '../helpers/fixture.js'
 import { sseMessages } from '../helpers/app.js'
 import { callBody, fetchSession, fixtureEvents, fixtureLogPath, pollUntil, post, sessionHeaders, SseReader } from '../helpers/legacy.js'
+import { REDIS_URL, redisTestPrefix } from '../helpers/redis.js'
 
 const REVISION = '2025-06-18'
 const isMethod = (method: string) => (m: Record<string, unknown>): boolean => m.method === method
@@ -99,4 +101,66 @@ t.test('isolation/per-session/daemon-own-state-delete-and-cap-503', async t => {
   t.equal(deleted.status, 204, 'session A deleted')
   await pollUntil('A\'s instance to stop', async () => (await bump(c, 5)).status === 200 || undefined, 20_000)
   t.pass('DELETE stopped A\'s instance: its slot serves session C')
+})
+
+/** The pids of a process's children (pgrep -P), sorted; [] when none. */
+function childPids (pid: number): number[] {
+  try {
+    return execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).split('\n').filter(l => l !== '').map(Number).sort((x, y) => x - y)
+  } catch {
+    return []
+  }
+}
+
+t.test('isolation/per-session/redis-call-on-another-replica-reaches-the-owner-instance', async t => {
+  // Two real daemons sharing one Redis; the upstream in its legacy era, so its `elicit` tool asks a real elicitation/create.
+  const config = {
+    upstreams: { fixture: { ...fixtureCommand('--era', 'legacy'), isolation: 'per-session' } },
+    sessions: { store: 'redis', redis: REDIS_URL, keyPrefix: redisTestPrefix(t) }
+  }
+  const [a, b] = await Promise.all([startDaemon(t, config), startDaemon(t, config)])
+  const [pidA, pidB] = [a.child.pid as number, b.child.pid as number]
+  const sharedA = childPids(pidA)
+  const sharedB = childPids(pidB)
+  const bump = async (base: string, sid: string, id: number): Promise<{ status: number, body: any }> => {
+    const res = await post(base, callBody(id, 'bump'), { ...sessionHeaders(sid, REVISION), accept: 'application/json' })
+    return { status: res.status, body: await res.json() }
+  }
+  const sid = await fetchSession(a.base, REVISION, { elicitation: {} })
+  t.equal((await bump(a.base, sid, 1)).body.result.content[0].text, 'counter 1', 'the first call starts the session\'s instance on A')
+  const instance = childPids(pidA).filter(pid => !sharedA.includes(pid))
+  t.equal(instance.length, 1, 'A runs one instance besides its shared child')
+  t.equal((await bump(b.base, sid, 2)).body.result.content[0].text, 'counter 2', 'a call on B reaches A\'s instance: the counter continues')
+  t.equal((await bump(b.base, sid, 3)).body.result.content[0].text, 'counter 3')
+  t.same(childPids(pidB), sharedB, 'B started no instance of its own')
+
+  // Progress and a question travel back through B: the question is asked on B's reply stream and answered on A.
+  const progress = await replyMessages(await post(b.base, { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'slow', arguments: { ms: 100, steps: 2 }, _meta: { progressToken: 'p4' } } }, sessionHeaders(sid, REVISION)))
+  t.same(progress.filter(isMethod('notifications/progress')).map(m => m.params.progress), [1, 2], 'the instance\'s progress reaches the client on B')
+  t.match(progress.find(m => m.id === 4), { result: { content: [{ type: 'text' }] } })
+  const stream = new SseReader(await post(b.base, callBody(5, 'elicit'), sessionHeaders(sid, REVISION)))
+  const question = await stream.message('the forwarded question', isMethod('elicitation/create'))
+  const answer = await post(a.base, { jsonrpc: '2.0', id: question.id, result: { action: 'accept', content: { name: 'Ada' } } }, sessionHeaders(sid, REVISION))
+  t.equal(answer.status, 202, 'the answer, posted to A, is taken')
+  const elicited = await stream.message('the elicit reply', m => m.id === 5) as any
+  t.match(elicited.result.content[0].text, /Ada/, 'the instance on A got the answer')
+
+  // DELETE on B stops A's instance.
+  const deleted = await fetch(`${b.base}/mcp`, { method: 'DELETE', headers: sessionHeaders(sid, REVISION) })
+  t.equal(deleted.status, 204)
+  await pollUntil('A\'s instance to stop', () => !isAlive(instance[0]), 20_000)
+  t.same(childPids(pidA), sharedA, 'only A\'s shared child is left')
+
+  // The owner dies: B ends the session rather than serve it from a fresh instance.
+  const sid2 = await fetchSession(b.base, REVISION)
+  t.equal((await bump(a.base, sid2, 6)).body.result.content[0].text, 'counter 1', 'a second session, its instance on A')
+  a.child.kill('SIGKILL')
+  await a.exited
+  const lost = await bump(b.base, sid2, 7)
+  t.equal(lost.status, 404, 'the owner is gone: 404, the client starts a new session')
+  t.match(lost.body, { jsonrpc: '2.0', id: 7, error: { code: -32_603, message: /replica holding its isolated upstream instances is gone/ } })
+  const after = await post(b.base, { jsonrpc: '2.0', id: 8, method: 'ping' }, sessionHeaders(sid2, REVISION))
+  t.equal(after.status, 404, 'the session has ended')
+  t.equal(((await after.json()) as any).error.code, -32_600)
+  t.same(childPids(pidB), sharedB, 'and B started no instance for it')
 })
