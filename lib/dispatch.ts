@@ -15,7 +15,7 @@
 import type { Logger } from './log.js'
 import {
   errorResponse, successResponse, isObject,
-  INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, UPSTREAM_ERROR,
+  INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY, RESOURCE_NOT_FOUND, UPSTREAM_ERROR,
   type JsonRpcRequest, type JsonRpcResponse, type JsonRpcErrorResponse, type JsonRpcNotification
 } from './jsonrpc.js'
 import { MODERN_REVISIONS, SUPPORTED_REVISIONS, negotiateLegacy, unsupportedVersion, type Revision } from './revisions.js'
@@ -31,6 +31,7 @@ import type { AuditTrail, AuditOutcome } from './audit.js'
 import { CuratedServer, type Servers } from './servers.js'
 import { Visibility } from './visibility.js'
 import { pageOf, type PagedList } from './paging.js'
+import { TASKS_REQUIRED, TaskIds, declaresTasks } from './tasks.js'
 
 export type { DispatchContext } from './dispatch-types.js'
 
@@ -129,6 +130,8 @@ export class Dispatcher {
   /** The rate limiter; undefined: no limits configured. */
   private readonly rateLimiter: RateLimiter | undefined
   private readonly onRateLimited: ((reason: 'limited' | 'unavailable') => void) | undefined
+  /** Namespaced task ids of the Tasks extension (lib/tasks.ts), under the MRTR sealer's key. */
+  private readonly taskIds: TaskIds
 
   constructor (options: DispatcherOptions) {
     this.registry = options.registry
@@ -141,8 +144,10 @@ export class Dispatcher {
     this.audit = options.audit
     this.rateLimiter = options.rateLimiter
     this.onRateLimited = options.onRateLimited
+    const sealer = options.sealer ?? new StateSealer()
+    this.taskIds = new TaskIds(sealer)
     this.mrtr = new MrtrBridge({
-      sealer: options.sealer ?? new StateSealer(),
+      sealer,
       parkTimeoutMs: options.parkTimeoutMs ?? 60_000,
       stateTtlMs: options.stateTtlMs ?? 300_000,
       logger: options.logger,
@@ -321,7 +326,10 @@ export class Dispatcher {
   /** The `initialize` result for a legacy client (2024-11-05/basic/lifecycle.mdx). */
   initializeResult (params: JsonObject | undefined): JsonObject {
     const revision = negotiateLegacy(params?.protocolVersion)
-    return { protocolVersion: revision, capabilities: this.capabilities(), serverInfo: this.serverInfo }
+    // The Tasks extension is a 2026-07-28 one (SEP-2663): a legacy client is not offered it (mcpx does
+    // not translate to the 2025-11-25 experimental tasks; README › Known limits).
+    const { extensions: _omit, ...capabilities } = this.capabilities()
+    return { protocolVersion: revision, capabilities, serverInfo: this.serverInfo }
   }
 
   /** The `server/discover` result (2026-07-28/server/discover.mdx), before modern shaping. */
@@ -353,8 +361,12 @@ export class Dispatcher {
         const name = requireString(params, 'name')
         if (params.arguments !== undefined && !isObject(params.arguments)) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: arguments must be an object')
         const args = params.arguments as JsonObject | undefined
-        return await this.mrtr.call(request, ctx, name, async options => await this.registry.callTool(name, args, options))
+        return this.exposeTask(await this.mrtr.call(request, ctx, name, async options => await this.registry.callTool(name, args, options)), name, ctx)
       }
+      case 'tasks/get':
+      case 'tasks/update':
+      case 'tasks/cancel':
+        return await this.taskRequest(request, params, ctx)
       case 'prompts/get': {
         const name = requireString(params, 'name')
         if (params.arguments !== undefined && !isObject(params.arguments)) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: arguments must be an object')
@@ -405,11 +417,12 @@ export class Dispatcher {
         const limited = visible.tool(name)
         const limits = limited === undefined || visible.policy === undefined ? undefined : visible.policy.limitsFor(limited)
         if (limits !== undefined && limits.length > 0) await this.countCall(ctx, name, limited as string, limits)
-        return await this.mrtr.call(request, ctx, name, async options => {
+        const result = await this.mrtr.call(request, ctx, name, async options => {
           const catalogue = visible.tool(name)
           if (catalogue === undefined) throw this.hidden('tool', name)
           return await this.registry.callTool(catalogue, visible.argumentsFor(catalogue, args), options)
         })
+        return this.exposeTask(result, visible.tool(name) ?? name, ctx)
       }
       case 'prompts/get': {
         const name = requireString(params, 'name')
@@ -442,6 +455,42 @@ export class Dispatcher {
       }
     }
     return await this.runUnfiltered(request, params, ctx)
+  }
+
+  /**
+   * A `tools/call` result as the client sees it: a CreateTaskResult (`resultType: "task"`, SEP-2663)
+   * gets a namespaced taskId (lib/tasks.ts) naming the upstream that serves `catalogue` (the
+   * catalogue name of the tool) and bound to the caller; any other result is returned as it is.
+   * @throws UpstreamRpcError -32603 when no upstream serves the tool any more (a reload removed it)
+   */
+  private exposeTask (result: JsonObject, catalogue: string, ctx: DispatchContext): JsonObject {
+    if (result.resultType !== 'task' || typeof result.taskId !== 'string') return result
+    const owner = this.registry.ownerOf?.('tool', catalogue)
+    if (owner === undefined) throw new UpstreamRpcError(INTERNAL_ERROR, `the task's upstream for ${catalogue} is gone`)
+    return { ...result, taskId: this.taskIds.wrap(owner.upstream, result.taskId, taskOwner(ctx)) }
+  }
+
+  /**
+   * `tasks/get`, `tasks/update` or `tasks/cancel` (the Tasks extension, SEP-2663), routed to the
+   * upstream that owns the task, with the upstream's own taskId; a result's taskId is the client's
+   * namespaced one again. Only on a modern request, and only while an upstream declares the extension
+   * (otherwise, as before, -32601).
+   * @throws UpstreamRpcError -32601 (not offered), -32021 with `data.requiredCapabilities` (the
+   *         request did not declare the extension), -32602 (taskId not a string, or not a task of
+   *         this caller's: unknown, another caller's, malformed), or what the upstream answers
+   */
+  private async taskRequest (request: JsonRpcRequest, params: JsonObject, ctx: DispatchContext): Promise<JsonObject> {
+    if (ctx.era !== 'modern' || this.registry.taskRequest === undefined || !declaresTasks(this.registry.capabilities())) {
+      throw new UpstreamRpcError(METHOD_NOT_FOUND, `Method not found: ${request.method}`)
+    }
+    if (!declaresTasks(ctx.clientCapabilities)) {
+      throw new UpstreamRpcError(MISSING_REQUIRED_CLIENT_CAPABILITY, 'Missing required client capability: extensions', { requiredCapabilities: TASKS_REQUIRED })
+    }
+    const taskId = requireString(params, 'taskId')
+    const owned = this.taskIds.unwrap(taskId, taskOwner(ctx))
+    if (owned === undefined) throw new UpstreamRpcError(INVALID_PARAMS, `Unknown task: ${taskId}`)
+    const result = await this.registry.taskRequest(owned.upstream, request.method, { ...stripMeta(params), taskId: owned.taskId }, this.callOptions(request, ctx))
+    return typeof result.taskId === 'string' ? { ...result, taskId } : result
   }
 
   /**
@@ -586,6 +635,11 @@ function hidden (kind: 'tool' | 'prompt', name: string): UpstreamRpcError {
 /** The error for a hidden resource: the registry's answer for a URI no upstream serves. */
 function hiddenResource (uri: string): UpstreamRpcError {
   return new HiddenError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`, { uri })
+}
+
+/** Whose tasks a request may name (lib/tasks.ts): the caller's principal key, or every anonymous caller's. */
+function taskOwner (ctx: DispatchContext): string {
+  return asPrincipal(ctx.caller)?.key ?? ANONYMOUS
 }
 
 function requireString (params: JsonObject, key: string): string {

@@ -18,18 +18,24 @@ const METHOD = 'Mcp-Method'
 const NAME = 'Mcp-Name'
 
 /** The body field Mcp-Name mirrors, per method (DIGEST §6d). Null prototype: keys come from the wire. */
-const NAME_FIELD: Record<string, 'name' | 'uri' | undefined> = Object.assign(Object.create(null), {
+const NAME_FIELD: Record<string, 'name' | 'uri' | 'taskId' | undefined> = Object.assign(Object.create(null), {
   'tools/call': 'name',
   'prompts/get': 'name',
   'resources/read': 'uri',
+  // The io.modelcontextprotocol/tasks extension (SEP-2663 "Streamable HTTP: Routing Headers"):
+  // tasks/get, tasks/update and tasks/cancel carry Mcp-Name: <taskId>.
+  'tasks/get': 'taskId',
+  'tasks/update': 'taskId',
+  'tasks/cancel': 'taskId'
 })
 
 /**
  * The `params` field that Mcp-Name mirrors for a method: `'name'` for `tools/call` and
- * `prompts/get`, `'uri'` for `resources/read`, undefined for every other method (Mcp-Name is
- * required on exactly those three). Never throws. DIGEST §6d "Standard headers".
+ * `prompts/get`, `'uri'` for `resources/read`, `'taskId'` for the Tasks extension's `tasks/get`,
+ * `tasks/update` and `tasks/cancel` (SEP-2663), undefined for every other method (Mcp-Name is
+ * required on exactly those six). Never throws. DIGEST §6d "Standard headers".
  */
-export function nameFieldOf (method: string): 'name' | 'uri' | undefined {
+export function nameFieldOf (method: string): 'name' | 'uri' | 'taskId' | undefined {
   return NAME_FIELD[method]
 }
 

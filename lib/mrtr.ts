@@ -84,6 +84,14 @@ export class StateSealer {
     return { ok: true, payload }
   }
 
+  /**
+   * The HMAC-SHA-256 of `body` under this sealer's key, base64url (43 characters). Shared with
+   * lib/tasks.ts (namespaced task ids), so replicas that share `mrtr.stateKey` read each other's ids.
+   */
+  sign (body: string): string {
+    return this.mac(body)
+  }
+
   private mac (body: string): string {
     return createHmac('sha256', this.key).update(body).digest('base64url')
   }

@@ -36,7 +36,7 @@ export type Revision = typeof REVISIONS[number]
 export const LEGACY_REVISIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'] as const satisfies readonly Revision[]
 
 /** The first segments a test name may have (see the scheme above). */
-export const SCOPES: readonly string[] = [...REVISIONS, 'all', 'auth', 'upstreams', 'replicas', 'isolation', 'paging', 'elicitation-url', 'limits', 'bridge', 'config', 'daemon', 'plugin', 'package', 'deploy', 'redis', 'trace', 'cli', 'ops', 'policy', 'servers', 'audit']
+export const SCOPES: readonly string[] = [...REVISIONS, 'all', 'auth', 'upstreams', 'replicas', 'isolation', 'paging', 'elicitation-url', 'limits', 'bridge', 'config', 'daemon', 'plugin', 'package', 'deploy', 'redis', 'trace', 'cli', 'ops', 'policy', 'servers', 'audit', 'tasks']
 
 /** The seed file the `seed › …` sources name, relative to shared/. */
 export const SEED_FILE = 'seeds/000_b1284d353a3cd686.txt'

@@ -40,8 +40,11 @@ export type UnroutedKind = 'question' | 'log'
 /** Most URL-mode elicitations a link remembers for their completion notification. */
 const MAX_URL_ELICITATIONS = 1024
 
-/** The body field `Mcp-Name` mirrors, per method (DIGEST §6d). */
-const NAME_FIELD: ReadonlyMap<string, string> = new Map([['tools/call', 'name'], ['prompts/get', 'name'], ['resources/read', 'uri']])
+/** The body field `Mcp-Name` mirrors, per method (DIGEST §6d; the tasks methods: SEP-2663 "Routing Headers"). */
+const NAME_FIELD: ReadonlyMap<string, string> = new Map([
+  ['tools/call', 'name'], ['prompts/get', 'name'], ['resources/read', 'uri'],
+  ['tasks/get', 'taskId'], ['tasks/update', 'taskId'], ['tasks/cancel', 'taskId']
+])
 
 /** One connection's client, transport, negotiated facts and calls in flight. */
 export class Link implements CallLink {

@@ -16,6 +16,7 @@ import { EventEmitter } from 'node:events'
 import { isDeepStrictEqual } from 'node:util'
 import { INVALID_PARAMS, RESOURCE_NOT_FOUND, UPSTREAM_ERROR, isObject } from '../jsonrpc.js'
 import { Upstream } from './upstream.js'
+import { TASKS_EXTENSION, declaresTasks } from '../tasks.js'
 import type { CallStats } from './call-stats.js'
 import {
   UpstreamRpcError, type ListKind, type UpstreamHeaderProvider, type UpstreamLogger, type JsonObject, type UpstreamCallOptions, type UpstreamConfig, type UpstreamLoad, type UpstreamRegistry, type UpstreamStatus,
@@ -270,8 +271,16 @@ class Registry extends EventEmitter implements UpstreamRegistry {
         if (value.listChanged === true) target.listChanged = true
         if (key === 'resources' && value.subscribe === true) target.subscribe = true
       }
+      // The Tasks extension (SEP-2663) is passed through: declared when any ready upstream declares it.
+      if (declaresTasks(caps)) merged.extensions = { [TASKS_EXTENSION]: {} }
     }
     return merged
+  }
+
+  async taskRequest (upstream: string, method: string, params: JsonObject, options: UpstreamCallOptions): Promise<JsonObject> {
+    const owner = this.upstreams.find(candidate => candidate.name === upstream)
+    if (owner === undefined) throw new UpstreamRpcError(INVALID_PARAMS, `Unknown task: its upstream ${upstream} is not configured`)
+    return await owner.request(method, params, options)
   }
 
   async callTool (name: string, args: JsonObject | undefined, options: UpstreamCallOptions): Promise<JsonObject> {

@@ -394,9 +394,18 @@ export interface UpstreamRegistry extends EventEmitter {
   ownerOf? (kind: 'tool' | 'prompt' | 'resource', name: string): { upstream: string, name: string } | undefined
   /**
    * Merged server capabilities of the upstreams that are ready: the union of their keys,
-   * `listChanged`/`subscribe` true when any upstream has them.
+   * `listChanged`/`subscribe` true when any upstream has them, and
+   * `extensions["io.modelcontextprotocol/tasks"]` when any declares that extension (lib/tasks.ts).
    */
   capabilities (): JsonObject
+  /**
+   * Sends a Tasks-extension request (`tasks/get`, `tasks/update`, `tasks/cancel`; SEP-2663) to the
+   * upstream named `upstream` (its configured name), `params.taskId` already the upstream's own.
+   * Returns the raw result. Rejects with UpstreamRpcError: -32602 when no such upstream is
+   * configured (a reload removed it), else what the upstream or its connection answers.
+   * Optional: a registry without it serves no tasks.
+   */
+  taskRequest? (upstream: string, method: string, params: JsonObject, options: UpstreamCallOptions): Promise<JsonObject>
 
   /**
    * The error {@link callTool} (`kind` 'tool') or {@link getPrompt} ('prompt') rejects with for a
