@@ -448,15 +448,15 @@ function renderExempt (runs: SuiteRun[]): string {
  * Runs every suite against one target, into `runs` by SUITES index: the conformance-upstream
  * suites one after another at `url`, the Tasks scenarios at `tasksUrl` alongside them.
  */
-async function runTarget (target: SuiteRun['target'], url: string, tasksUrl: string | undefined, workDir: string, runs: SuiteRun[]): Promise<void> {
+async function runTarget (target: SuiteRun['target'], url: string, tasksUrl: string, workDir: string, runs: SuiteRun[]): Promise<void> {
   const one = async (index: number): Promise<void> => {
     const suite = SUITES[index] as Suite
-    const run = await runSuite(suite, target, suite.fixture === 'tasks' ? tasksUrl as string : url, workDir)
+    const run = await runSuite(suite, target, suite.fixture === 'tasks' ? tasksUrl : url, workDir)
     console.error(`${target}: ${suite.label}: ${run.scenarios.size} scenarios${run.timedOut ? ' (timed out)' : ''}`)
     runs[index] = run
   }
   const plain = [...SUITES.keys()].filter((index) => SUITES[index]?.fixture === undefined)
-  const tasks = tasksUrl === undefined ? [] : [...SUITES.keys()].filter((index) => SUITES[index]?.fixture === 'tasks')
+  const tasks = [...SUITES.keys()].filter((index) => SUITES[index]?.fixture === 'tasks')
   await Promise.all([
     (async () => { for (const index of plain) await one(index) })(),
     ...tasks.map(one)
@@ -487,18 +487,19 @@ async function main (): Promise<number> {
       mcpxProblem = `${CLI_JS} does not exist (the daemon is not built yet)`
     } else {
       let daemon: Awaited<ReturnType<typeof startMcpx>> | undefined
+      let tasksDaemon: Awaited<ReturnType<typeof startMcpx>> | undefined
       try {
-        daemon = await startMcpx(workDir)
+        [daemon, tasksDaemon] = await Promise.all([startMcpx(workDir), startMcpx(workDir, TASKS_FIXTURE_JS)])
       } catch (error) {
         mcpxProblem = `mcpx daemon did not start: ${error instanceof Error ? error.message : String(error)}`
       }
-      if (daemon !== undefined) {
-        console.error(`mcpx: daemon at ${daemon.url}`)
+      if (daemon !== undefined && tasksDaemon !== undefined) {
+        console.error(`mcpx: daemon at ${daemon.url}, tasks daemon at ${tasksDaemon.url}`)
         mcpx = []
-        // The Tasks scenarios run direct only until mcpx passes the extension through.
-        await runTarget('mcpx', daemon.url, undefined, workDir, mcpx)
+        await runTarget('mcpx', daemon.url, tasksDaemon.url, workDir, mcpx)
         writeFileSync(join(workDir, 'daemon.log'), daemon.output())
-        await stopGroup(daemon.child)
+        writeFileSync(join(workDir, 'daemon-tasks.log'), tasksDaemon.output())
+        await Promise.all([stopGroup(daemon.child), stopGroup(tasksDaemon.child)])
       }
     }
   } finally {
