@@ -3,7 +3,8 @@
  * 2025-03-26 … 2025-11-25 for the rules it keeps). Selected by `sessions.store: "redis"`.
  *
  * Facts live in Redis, so any replica serves any request of a session:
- *   `<prefix>s:{<sid>}`          hash `rev` (negotiated revision), `caps` (client capabilities, JSON)
+ *   `<prefix>s:{<sid>}`          hash `rev` (negotiated revision), `caps` (client capabilities, JSON),
+ *                                `inst` (id of the replica holding the session's isolated upstream instances, issue #18)
  *   `<prefix>s:{<sid>}:subs`     set of resource URIs the client subscribed to
  *   `<prefix>s:{<sid>}:stream`   id of the replica holding the session's GET stream (SET NX, lease TTL)
  *   `<prefix>s:{<sid>}:q:<qid>`  id of the replica whose request asked question `qid`
@@ -18,7 +19,8 @@
  *   `<prefix>bus`        every replica: session ended, cancellation, subscription added/removed,
  *                        upstream change events (list_changed, resources/updated)
  *   `<prefix>r:<rid>`    one replica: a message for the GET stream it holds, an answer to a
- *                        question its request asked
+ *                        question its request asked, and the messages of calls forwarded to the
+ *                        replica holding their session's isolated instances (lib/redis-instances.ts)
  *
  * Hot path: `find` is ONE round trip (a Lua script: check the session exists, read its facts,
  * slide both TTLs). Everything else (mint, end, GET, questions, subscriptions) is off it.

@@ -113,9 +113,11 @@ function childPids (pid: number): number[] {
 }
 
 t.test('isolation/per-session/redis-call-on-another-replica-reaches-the-owner-instance', async t => {
-  // Two real daemons sharing one Redis; the upstream in its legacy era, so its `elicit` tool asks a real elicitation/create.
+  // Two real daemons sharing one Redis; the upstream in its legacy era, so its `elicit` tool asks a
+  // real elicitation/create. Sessions expire after 6 s idle (Redis TTL), so expiry can be watched.
   const config = {
     upstreams: { fixture: { ...fixtureCommand('--era', 'legacy'), isolation: 'per-session' } },
+    transport: { sessionIdleTimeout: '6s' },
     sessions: { store: 'redis', redis: REDIS_URL, keyPrefix: redisTestPrefix(t) }
   }
   const [a, b] = await Promise.all([startDaemon(t, config), startDaemon(t, config)])
@@ -150,6 +152,14 @@ t.test('isolation/per-session/redis-call-on-another-replica-reaches-the-owner-in
   t.equal(deleted.status, 204)
   await pollUntil('A\'s instance to stop', () => !isAlive(instance[0]), 20_000)
   t.same(childPids(pidA), sharedA, 'only A\'s shared child is left')
+
+  // Expiry (a Redis TTL, noticed by nobody) stops the owner's instance too: here B's.
+  const sid3 = await fetchSession(a.base, REVISION)
+  t.equal((await bump(b.base, sid3, 9)).body.result.content[0].text, 'counter 1', 'a session whose instance is on B')
+  const [instanceB] = childPids(pidB).filter(pid => !sharedB.includes(pid))
+  t.ok(instanceB, 'B runs it')
+  await pollUntil('the expired session\'s instance to stop', () => !isAlive(instanceB), 30_000)
+  t.equal((await post(a.base, { jsonrpc: '2.0', id: 10, method: 'ping' }, sessionHeaders(sid3, REVISION))).status, 404, 'the session had expired')
 
   // The owner dies: B ends the session rather than serve it from a fresh instance.
   const sid2 = await fetchSession(b.base, REVISION)
