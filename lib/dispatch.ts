@@ -20,7 +20,7 @@ import {
 } from './jsonrpc.js'
 import { MODERN_REVISIONS, SUPPORTED_REVISIONS, negotiateLegacy, unsupportedVersion, type Revision } from './revisions.js'
 import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, metaOf } from './inbound.js'
-import { InstanceForwardError, InstancesExhaustedError, UpstreamBusyError, UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamQuestion, type UpstreamRegistry } from './upstreams/types.js'
+import { InstanceForwardError, InstancesExhaustedError, UpstreamBusyError, UpstreamRpcError, type InstanceOwner, type JsonObject, type UpstreamCallOptions, type UpstreamQuestion, type UpstreamRegistry } from './upstreams/types.js'
 import type { DispatchContext } from './dispatch-types.js'
 import { markRefused, refusedAs, REFUSALS, type RefusalReason } from './status.js'
 import { ELICITATION_COMPLETE, MrtrBridge, StateSealer, missingCapabilities, missingCapabilityError } from './mrtr.js'
@@ -34,6 +34,19 @@ import { pageOf, type PagedList } from './paging.js'
 import { TASKS_REQUIRED, TaskIds, declaresTasks } from './tasks.js'
 
 export type { DispatchContext } from './dispatch-types.js'
+
+/**
+ * Whom a request's upstream calls serve (issue #18): its session (legacy session, the stdio
+ * client) and its principal, as UpstreamCallOptions `owner` and `principalKey`. An isolated
+ * upstream picks its instance by them (lib/upstreams/types.ts instanceKeyOf); subscriptions and
+ * notification listeners name their owner the same way, so an instance's events reach exactly it.
+ */
+export function instanceOwnerOf (ctx: Pick<DispatchContext, 'sessionId' | 'principal'>): InstanceOwner {
+  const who: InstanceOwner = {}
+  if (ctx.sessionId !== undefined) who.owner = ctx.sessionId
+  if (ctx.principal !== undefined) who.principalKey = ctx.principal
+  return who
+}
 
 /** Methods whose modern `complete` results carry `ttlMs` and `cacheScope` (2026-07-28 caching.mdx; DIGEST A20). */
 const CACHEABLE = new Set(['server/discover', 'tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read'])
@@ -382,14 +395,14 @@ export class Dispatcher {
       case 'resources/subscribe': {
         const uri = requireString(params, 'uri')
         if (ctx.subscriptions?.has(uri) !== true) {
-          await this.registry.subscribe(uri)
+          await this.registry.subscribe(uri, instanceOwnerOf(ctx))
           await ctx.subscriptions?.add(uri) // the Redis session store records it there (async)
         }
         return {}
       }
       case 'resources/unsubscribe': {
         const uri = requireString(params, 'uri')
-        if ((await ctx.subscriptions?.delete(uri)) === true) await this.registry.unsubscribe(uri)
+        if ((await ctx.subscriptions?.delete(uri)) === true) await this.registry.unsubscribe(uri, instanceOwnerOf(ctx))
         return {}
       }
       default:
@@ -527,9 +540,10 @@ export class Dispatcher {
     const options: UpstreamCallOptions = { signal: ctx.signal, era: ctx.era }
     if (ctx.trace !== undefined) options.trace = ctx.trace // a child span per upstream call (lib/trace.ts)
     if (ctx.caller !== undefined) options.principal = ctx.caller // per-caller upstream credentials (issue #16)
-    if (ctx.sessionId !== undefined) options.owner = ctx.sessionId // whose questions and log lines (issue #18)
+    // Whose questions and log lines, and which isolated instance (issue #18): as instanceOwnerOf says.
+    if (ctx.sessionId !== undefined) options.owner = ctx.sessionId
     if (ctx.instanceHome !== undefined) options.home = ctx.instanceHome // where its isolated instances live (Redis store)
-    if (ctx.principal !== undefined) options.principalKey = ctx.principal // per-principal isolation (issue #18)
+    if (ctx.principal !== undefined) options.principalKey = ctx.principal
     const notify = ctx.notify
     // Log lines go to a legacy client as they come (it opted in by declaring nothing: legacy servers
     // send logs unless logging/setLevel says otherwise); a modern client gets them only when its

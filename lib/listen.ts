@@ -7,7 +7,7 @@
 import { errorResponse, isObject, INVALID_PARAMS, type JsonRpcErrorResponse, type JsonRpcNotification, type JsonRpcRequest, type RequestId } from './jsonrpc.js'
 import { META_SUBSCRIPTION_ID } from './inbound.js'
 import type { NotificationHub } from './notify-hub.js'
-import type { ListKind } from './upstreams/types.js'
+import type { InstanceOwner, ListKind } from './upstreams/types.js'
 import type { Dispatcher } from './dispatch.js'
 import type { Logger } from './log.js'
 import type { Visibility } from './visibility.js'
@@ -102,7 +102,13 @@ export class Listen {
     private readonly filter: ReadFilter,
     private readonly send: (notification: JsonRpcNotification) => void,
     /** What the listener's caller sees on its endpoint (issue #17); undefined: everything. */
-    private readonly visibility?: Visibility
+    private readonly visibility?: Visibility,
+    /**
+     * Whom the caller's upstream calls serve (lib/dispatch.ts instanceOwnerOf): its isolated
+     * instances are subscribed to the filter's URIs, and what they announce reaches this stream
+     * (issue #18). Undefined: no instance's.
+     */
+    private readonly instanceOwner?: InstanceOwner
   ) {}
 
   /** The acknowledgement, the stream's first message. */
@@ -117,12 +123,12 @@ export class Listen {
     await Promise.all([...this.filter.uris].map(async uri => {
       if (this.visibility?.seesUri(uri) === false) return // hidden: never subscribed upstream (issue #17)
       try {
-        await registry.subscribe(uri)
+        await registry.subscribe(uri, this.instanceOwner)
       } catch (err) {
         this.logger.debug({ err, uri }, 'listen: upstream subscribe refused')
         return
       }
-      if (this.ended) await registry.unsubscribe(uri).catch(() => {})
+      if (this.ended) await registry.unsubscribe(uri, this.instanceOwner).catch(() => {})
       else this.subscribed.push(uri)
     }))
   }
@@ -130,7 +136,7 @@ export class Listen {
   /** Starts delivering notifications (after the acknowledgement has been sent). */
   start (): void {
     if (this.ended || this.remove !== undefined) return
-    this.remove = this.hub.add({ lists: this.filter.lists, uris: this.filter.uris, send: (n) => { if (!this.ended) this.send(tagWithSubscription(n, this.id)) }, ...(this.visibility !== undefined ? { visibility: this.visibility } : {}) })
+    this.remove = this.hub.add({ lists: this.filter.lists, uris: this.filter.uris, ...(this.instanceOwner !== undefined ? { instanceOwner: this.instanceOwner } : {}), send: (n) => { if (!this.ended) this.send(tagWithSubscription(n, this.id)) }, ...(this.visibility !== undefined ? { visibility: this.visibility } : {}) })
   }
 
   /** Stops delivering, and releases the upstream subscriptions no one else needs (idempotent). Never rejects. */
@@ -140,7 +146,7 @@ export class Listen {
     this.remove?.()
     const registry = this.dispatcher.registry
     await Promise.all(this.subscribed.splice(0).map(async uri => {
-      await registry.unsubscribe(uri).catch((err: unknown) => { this.logger.debug({ err, uri }, 'listen: upstream unsubscribe failed') })
+      await registry.unsubscribe(uri, this.instanceOwner).catch((err: unknown) => { this.logger.debug({ err, uri }, 'listen: upstream unsubscribe failed') })
     }))
   }
 }

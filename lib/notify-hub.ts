@@ -4,7 +4,7 @@
  * `subscriptions/listen` streams (DIGEST §6f; their filter and tagging: lib/listen.ts). One registry listener per event, however many
  * sessions listen, so 10,000 sessions cost a Set entry each, not an EventEmitter listener each.
  */
-import type { JsonObject, ListKind, UpstreamRegistry } from './upstreams/types.js'
+import { instanceKeyOf, type InstanceEvent, type InstanceOwner, type JsonObject, type ListKind, type UpstreamRegistry } from './upstreams/types.js'
 import type { JsonRpcNotification } from './jsonrpc.js'
 import type { Visibility } from './visibility.js'
 
@@ -27,6 +27,12 @@ export interface HubListener {
    * set by legacy GET streams, which a session may hold on any replica. Filtered as above.
    */
   relayed?: boolean
+  /**
+   * Whom the listener's calls serve, as they name it to the upstreams (UpstreamCallOptions
+   * `owner`, `principalKey`): it then also gets what the isolated instance its calls use announces
+   * ({@link InstanceEvent}, issue #18), and no other instance's. Absent: no instance's events.
+   */
+  instanceOwner?: InstanceOwner
 }
 
 /**
@@ -97,9 +103,29 @@ export class NotificationHub {
     }
   }
 
+  /**
+   * An isolated instance's list change or resource update (issue #18): to the listeners whose
+   * calls that instance serves (same key by {@link instanceKeyOf}), never another. A list change
+   * goes to those that asked for that kind (the merged catalogue they then re-list is the shared
+   * connection's: README › Isolated upstreams); a resource update to those subscribed to the URI
+   * that see it.
+   */
+  private readonly onInstanceEvent = (event: InstanceEvent): void => {
+    const notification: JsonRpcNotification = 'uri' in event
+      ? { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: event.uri } }
+      : { jsonrpc: '2.0', method: LIST_CHANGED[event.kind] }
+    for (const listener of this.listeners) {
+      const who = listener.instanceOwner
+      if (who === undefined || instanceKeyOf(event.isolation, who) !== event.key) continue
+      if ('uri' in event ? !listener.uris.has(event.uri) || listener.visibility?.seesUri(event.uri) === false : !listener.lists.has(event.kind)) continue
+      listener.send(notification)
+    }
+  }
+
   constructor (private readonly registry: UpstreamRegistry) {
     registry.on('list_changed', this.onListChanged)
     registry.on('resource_updated', this.onResourceUpdated)
+    registry.on('instance_event', this.onInstanceEvent)
   }
 
   /** Adds a listener; returns the function that removes it. */
@@ -121,6 +147,7 @@ export class NotificationHub {
   close (): void {
     this.registry.off('list_changed', this.onListChanged)
     this.registry.off('resource_updated', this.onResourceUpdated)
+    this.registry.off('instance_event', this.onInstanceEvent)
     this.listeners.clear()
     this.seen.clear()
   }

@@ -20,7 +20,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto'
 import type { Revision } from './revisions.js'
-import type { InstanceHome, JsonObject } from './upstreams/types.js'
+import type { InstanceHome, InstanceOwner, JsonObject } from './upstreams/types.js'
 import type { SseStream } from './sse.js'
 import type { JsonRpcMessage, JsonRpcResponse } from './jsonrpc.js'
 import type { SubscriptionSet } from './dispatch-types.js'
@@ -58,7 +58,7 @@ export interface Session {
 /** The part of the upstream registry a store uses: refcounted upstream resource subscriptions. */
 export interface UpstreamSubscriptions {
   subscribe: (uri: string) => Promise<void>
-  unsubscribe: (uri: string) => Promise<void>
+  unsubscribe: (uri: string, who?: InstanceOwner) => Promise<void>
   /** Stops the session's isolated upstream instances (issue #18). Never rejects. */
   endSession?: (key: string) => Promise<void>
 }
@@ -244,7 +244,8 @@ export class MemorySessionStore implements SessionStore {
     this.sessions.delete(id)
     releaseLive(session)
     const upstreams = this.options.upstreams
-    if (upstreams !== undefined) for (const uri of session.subscriptions) void upstreams.unsubscribe(uri).catch(() => {})
+    // The owner its subscriptions were made as (lib/dispatch.ts instanceOwnerOf: a legacy session's requests name only it).
+    if (upstreams !== undefined) for (const uri of session.subscriptions) void upstreams.unsubscribe(uri, { owner: id }).catch(() => {})
     // Its isolated upstream instances stop with it (DELETE, expiry, shutdown; issue #18).
     if (upstreams?.endSession !== undefined) void upstreams.endSession(id)
     return true

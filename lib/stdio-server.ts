@@ -45,6 +45,10 @@ import {
   type InFlight, type MessageSink, type QuestionRoute
 } from './peer.js'
 import { activeTracing, type TraceIn } from './trace.js'
+import type { InstanceOwner } from './upstreams/types.js'
+
+/** Whom every request of a stdio connection serves (lib/dispatch.ts instanceOwnerOf of its contexts): its isolated instances' events reach it (issue #18). */
+const STDIO_OWNER: InstanceOwner = Object.freeze({ owner: STDIO_SESSION, principalKey: LOCAL_PRINCIPAL.key })
 
 /** Every stdio request's trace origin (tracing on only): no headers; `_meta.traceparent` is read by the dispatcher. */
 const STDIO_TRACE_IN: TraceIn = Object.freeze({ transport: 'stdio' as const })
@@ -476,7 +480,7 @@ class StdioConnection {
       this.peer.legacy = state
       // mcpx declares listChanged (and subscribe), so a legacy client gets them (seed › Found along the way).
       const visibility = this.visibility()
-      this.removeLegacyListener ??= this.hub.add({ lists: ALL_LISTS, uris: this.subscriptions, send: (n) => { this.out.send(n) }, ...(visibility !== undefined ? { visibility } : {}) })
+      this.removeLegacyListener ??= this.hub.add({ lists: ALL_LISTS, uris: this.subscriptions, instanceOwner: STDIO_OWNER, send: (n) => { this.out.send(n) }, ...(visibility !== undefined ? { visibility } : {}) })
       this.log.debug({ revision: state.revision }, 'legacy initialize')
     }
     this.out.send(response)
@@ -489,7 +493,7 @@ class StdioConnection {
     const entry = this.peer.track(request.id)
     if (entry === undefined) { this.out.send(duplicateId(request.id)); return }
     const id = request.id
-    const listen = new Listen(this.dispatcher, this.hub, this.log, id, checked.filter, (n) => { if (!entry.cancelled && !entry.done) this.out.send(n) }, this.visibility())
+    const listen = new Listen(this.dispatcher, this.hub, this.log, id, checked.filter, (n) => { if (!entry.cancelled && !entry.done) this.out.send(n) }, this.visibility(), STDIO_OWNER)
     this.out.send(listen.ack)
     listen.start()
     void listen.subscribeUpstream()
@@ -536,7 +540,7 @@ class StdioConnection {
       this.peer.cancelAll('mcpx is shutting down')
       this.peer.end('mcpx is shutting down')
       this.removeLegacyListener?.()
-      for (const uri of this.subscriptions) this.dispatcher.registry.unsubscribe(uri).catch(() => {})
+      for (const uri of this.subscriptions) this.dispatcher.registry.unsubscribe(uri, STDIO_OWNER).catch(() => {})
       this.subscriptions.clear()
       // Aborted requests settle promptly; a batch whose other elements answered in time still
       // gets its (partial) array out. Bounded, so a stuck upstream cannot hold the exit.

@@ -19,7 +19,7 @@ import { Upstream } from './upstream.js'
 import { TASKS_EXTENSION, declaresTasks } from '../tasks.js'
 import type { CallStats } from './call-stats.js'
 import {
-  UpstreamRpcError, type ListKind, type UpstreamHeaderProvider, type UpstreamLogger, type JsonObject, type UpstreamCallOptions, type UpstreamConfig, type UpstreamLoad, type UpstreamRegistry, type UpstreamStatus,
+  UpstreamRpcError, type InstanceOwner, type ListKind, type UpstreamHeaderProvider, type UpstreamLogger, type JsonObject, type UpstreamCallOptions, type UpstreamConfig, type UpstreamLoad, type UpstreamRegistry, type UpstreamStatus,
   type ReconcileSummary, type CatalogueCounts, type UpstreamCallStats, type NameCollision
 } from './types.js'
 
@@ -110,7 +110,8 @@ class Registry extends EventEmitter implements UpstreamRegistry {
         catalogueChanged: (kind, announced) => { if (this.upstreams.includes(upstream)) this.rebuild(kind, announced) },
         resourceUpdated: uri => { if (this.upstreams.includes(upstream)) this.emit('resource_updated', uri) },
         stateChanged: status => this.emit('upstream_state', status),
-        unrouted: kind => this.emit('unrouted', name, kind)
+        unrouted: kind => this.emit('unrouted', name, kind),
+        instanceEvent: event => { if (this.upstreams.includes(upstream)) this.emit('instance_event', event) }
       }
     })
     return upstream
@@ -226,7 +227,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   }
 
   async endSession (key: string): Promise<void> {
-    await Promise.all(this.upstreams.map(async upstream => await upstream.stopInstance(key)))
+    await Promise.all(this.upstreams.map(async upstream => await upstream.endOwner(key)))
   }
 
   instancePids (name: string): number[] {
@@ -320,27 +321,35 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     throw new UpstreamRpcError(INVALID_PARAMS, 'completion/complete: ref must be ref/prompt with a name or ref/resource with a uri')
   }
 
-  async subscribe (uri: string): Promise<void> {
+  async subscribe (uri: string, who?: InstanceOwner): Promise<void> {
     const existing = this.subscriptionCounts.get(uri)
-    if (existing !== undefined) { existing.count++; return }
-    const upstream = this.ownerOfUri(uri)
-    if (upstream === undefined) throw new UpstreamRpcError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`, { uri })
-    const entry = { upstream, count: 1 }
-    this.subscriptionCounts.set(uri, entry)
-    try {
-      await upstream.subscribe(uri)
-    } catch (error) {
-      if (this.subscriptionCounts.get(uri) === entry && --entry.count === 0) this.subscriptionCounts.delete(uri)
-      throw error
+    if (existing !== undefined) {
+      existing.count++
+    } else {
+      const upstream = this.ownerOfUri(uri)
+      if (upstream === undefined) throw new UpstreamRpcError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`, { uri })
+      const entry = { upstream, count: 1 }
+      this.subscriptionCounts.set(uri, entry)
+      try {
+        await upstream.subscribe(uri)
+      } catch (error) {
+        if (this.subscriptionCounts.get(uri) === entry && --entry.count === 0) this.subscriptionCounts.delete(uri)
+        throw error
+      }
     }
+    // An isolated upstream: the caller's own instance is subscribed too (issue #18), so what it
+    // changes there is announced to them (the shared connection never sees it).
+    const entry = this.subscriptionCounts.get(uri)
+    if (who !== undefined && entry !== undefined) await entry.upstream.subscribeInstance(uri, who)
   }
 
-  async unsubscribe (uri: string): Promise<void> {
+  async unsubscribe (uri: string, who?: InstanceOwner): Promise<void> {
     const entry = this.subscriptionCounts.get(uri)
     if (entry === undefined) return
-    if (--entry.count > 0) return
-    this.subscriptionCounts.delete(uri)
-    await entry.upstream.unsubscribe(uri)
+    const last = --entry.count === 0
+    if (last) this.subscriptionCounts.delete(uri)
+    if (who !== undefined) await entry.upstream.unsubscribeInstance(uri, who)
+    if (last) await entry.upstream.unsubscribe(uri)
   }
 
   /** The upstream that listed `uri`, else the first whose template matches it. */

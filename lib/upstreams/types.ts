@@ -44,7 +44,42 @@ export interface UpstreamEvents {
    * because it could not be tied to exactly one call (issue #18).
    */
   unrouted: (kind: 'question' | 'log') => void
+  /**
+   * An isolated instance (issue #18) announced a list change (after its re-list) or sent
+   * `notifications/resources/updated`: for its owner only (the registry's 'instance_event').
+   * Optional for test doubles.
+   */
+  instanceEvent?: (event: InstanceEvent) => void
 }
+
+/**
+ * Whom a call, a subscription or a notification listener serves, in the terms an isolated
+ * upstream picks its instance by (issue #18 › Isolated upstreams): the call's `owner` (a legacy
+ * session id, the stdio client) and its `principalKey` (lib/principal.ts Principal.key).
+ */
+export interface InstanceOwner {
+  owner?: string
+  principalKey?: string
+}
+
+/**
+ * The key of the isolated instance that serves `who` (the one rule; upstream.ts and the
+ * notification hub both use it): per-session, the owner, else the principal (2026-07-28
+ * traffic has no session); per-principal, the principal; `anonymous` when neither is known.
+ * @returns undefined for a shared upstream (no instance)
+ */
+export function instanceKeyOf (isolation: UpstreamIsolation | undefined, who: InstanceOwner): string | undefined {
+  if (isolation === undefined || isolation === 'shared') return undefined
+  if (isolation === 'per-session') return who.owner ?? who.principalKey ?? 'anonymous'
+  return who.principalKey ?? 'anonymous'
+}
+
+/**
+ * What an isolated instance sent that belongs to its owner alone (issue #18): a list change it
+ * announced (`kind`, after re-listing it) or a `notifications/resources/updated` (`uri`). `key` is
+ * the instance's ({@link instanceKeyOf}); the hub delivers it only to listeners of that key.
+ */
+export type InstanceEvent = { upstream: string, isolation: 'per-session' | 'per-principal', key: string } & ({ kind: ListKind } | { uri: string })
 
 /** The logger methods the upstream layer uses: a pino Logger, or Fastify's `log`, fits. */
 export type UpstreamLogger = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>
@@ -354,6 +389,8 @@ export interface UpstreamLoad {
  * - `'upstream_state'` (status: UpstreamStatus): an upstream came up, went down or restarted.
  * - `'unrouted'` (upstream: string, kind: 'question' | 'log'): a question of that upstream was
  *   refused, or a log line dropped, because it could not be tied to exactly one call (issue #18).
+ * - `'instance_event'` (event: InstanceEvent): an isolated instance announced a list change or a
+ *   resource update; for its owner alone (lib/notify-hub.ts delivers it by `key`).
  */
 export interface UpstreamRegistry extends EventEmitter {
   /** Connects every upstream (failures leave it 'down' and retrying; never rejects for one upstream). */
@@ -422,10 +459,14 @@ export interface UpstreamRegistry extends EventEmitter {
   readResource (uri: string, options: UpstreamCallOptions): Promise<JsonObject>
   /** `completion/complete`: routed by `ref` (prompt name or resource URI/template). */
   complete (params: JsonObject, options: UpstreamCallOptions): Promise<JsonObject>
-  /** Subscribes upstream to a resource (reference counted); rejects with -32002 for an unknown URI. */
-  subscribe (uri: string): Promise<void>
-  /** Drops one reference; unsubscribes upstream when none is left. */
-  unsubscribe (uri: string): Promise<void>
+  /**
+   * Subscribes upstream to a resource (reference counted); rejects with -32002 for an unknown URI.
+   * `who`: whose subscription it is; when the URI's upstream is isolated, that caller's instance
+   * is subscribed too (now, or when it starts), so its `resources/updated` reach them (issue #18).
+   */
+  subscribe (uri: string, who?: InstanceOwner): Promise<void>
+  /** Drops one reference (and `who`'s on its instance); unsubscribes upstream when none is left. */
+  unsubscribe (uri: string, who?: InstanceOwner): Promise<void>
   /**
    * Hot reload: makes the running upstreams match `config` (see registry.ts). Optional: a registry a
    * host app supplies may not support it (then reload is refused).

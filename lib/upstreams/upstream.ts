@@ -13,7 +13,7 @@ import { CallGate } from './gate.js'
 import { CallStats } from './call-stats.js'
 import type { CallTiming, Link, UnroutedKind } from './link.js'
 import {
-  DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED, DEFAULT_STREAM_BUFFER_BYTES, InstancesExhaustedError, UpstreamRpcError, wantsLegacyConnection, type UpstreamLoad, type JsonObject, type UpstreamCallOptions, type UpstreamCatalogue, type UpstreamConfig,
+  DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED, DEFAULT_STREAM_BUFFER_BYTES, InstancesExhaustedError, UpstreamRpcError, instanceKeyOf, wantsLegacyConnection, type InstanceOwner, type UpstreamLoad, type JsonObject, type UpstreamCallOptions, type UpstreamCatalogue, type UpstreamConfig,
   type UpstreamEvents, type UpstreamHeaderProvider, type UpstreamLogger, type UpstreamStatus
 } from './types.js'
 
@@ -81,6 +81,14 @@ export class Upstream implements ConnectionHost {
   private readonly gate: CallGate
   /** Isolated instances by key (issue #18), when `isolation` is not shared. */
   private readonly instances = new Map<string, Instance>()
+  /**
+   * The resource subscriptions of each instance key (issue #18): the URIs its owner subscribed
+   * to, with how many of the owner's subscriptions hold each (two sessions of one principal,
+   * per-principal). An instance subscribes to them when it starts (its connection's
+   * `subscriptions`), and follows changes while it runs. A key leaves with its last URI, or when
+   * its owner ends ({@link endOwner}).
+   */
+  private readonly ownerSubscriptions = new Map<string, Map<string, number>>()
   /** Callers' calls, errors and latency window (issue #15 › A status page; call-stats.ts). */
   readonly stats: CallStats
 
@@ -244,11 +252,8 @@ export class Upstream implements ConnectionHost {
    * the call's owner (legacy session, stdio client), else its principal (2026-07-28 traffic);
    * per-principal, its principal. `anonymous` when the call has neither. Undefined when shared.
    */
-  private instanceKey (options: UpstreamCallOptions): string | undefined {
-    const isolation = this.config.isolation ?? 'shared'
-    if (isolation === 'shared') return undefined
-    if (isolation === 'per-session') return options.owner ?? options.principalKey ?? 'anonymous'
-    return options.principalKey ?? 'anonymous'
+  private instanceKey (options: InstanceOwner): string | undefined {
+    return instanceKeyOf(this.config.isolation, options)
   }
 
   /**
@@ -263,7 +268,7 @@ export class Upstream implements ConnectionHost {
         throw new InstancesExhaustedError(`upstream ${this.name}: all ${max} isolated instances are in use (maxInstances); retry later`)
       }
       const stopped = { value: false }
-      instance = { key, connection: new SupervisedConnection('primary', this.instanceHost(stopped)), inFlight: 0, idleTimer: undefined, stopped }
+      instance = { key, connection: new SupervisedConnection('primary', this.instanceHost(key, stopped)), inFlight: 0, idleTimer: undefined, stopped }
       this.instances.set(key, instance)
       void instance.connection.open()
     }
@@ -276,9 +281,17 @@ export class Upstream implements ConnectionHost {
     return instance
   }
 
-  /** A connection host for an isolated instance: the upstream's config, none of its catalogue events (the shared connection lists). */
-  private instanceHost (stopped: { value: boolean }): ConnectionHost {
+  /**
+   * A connection host for an isolated instance: the upstream's config; its owner's subscriptions;
+   * the list changes it announces (after its re-list; not those of it coming up or going down)
+   * and its resource updates relayed to its owner alone (the registry's 'instance_event',
+   * issue #18). The merged catalogue stays the shared connection's.
+   */
+  private instanceHost (key: string, stopped: { value: boolean }): ConnectionHost {
     const upstream = this
+    const isolation = this.config.isolation === 'per-principal' ? 'per-principal' : 'per-session'
+    const relay = this.options.events.instanceEvent
+    const name = this.name
     return {
       name: this.name,
       config: this.config,
@@ -286,15 +299,62 @@ export class Upstream implements ConnectionHost {
       logger: this.logger,
       headerProvider: this.headerProvider,
       setupTimeoutMs: this.setupTimeoutMs,
-      subscriptions: new Set<string>(),
+      get subscriptions () { return new Set(upstream.ownerSubscriptions.get(key)?.keys()) },
       get closing () { return upstream.closing || stopped.value },
-      // An instance's list_changed and resources/updated are not relayed (see README › Known limits).
-      events: { catalogueChanged () {}, resourceUpdated () {}, stateChanged () {}, unrouted: kind => upstream.options.events.unrouted(kind) },
+      events: {
+        catalogueChanged (kind, announced) { if (announced && !stopped.value) relay?.({ upstream: name, isolation, key, kind }) },
+        resourceUpdated (uri) { if (!stopped.value) relay?.({ upstream: name, isolation, key, uri }) },
+        stateChanged () {},
+        unrouted: kind => upstream.options.events.unrouted(kind)
+      },
       stateChanged () {},
       unrouted: kind => upstream.unrouted(kind),
       streamBufferBytes: this.streamBufferBytes,
       messageTooLarge: () => upstream.messageTooLarge()
     }
+  }
+
+  /**
+   * Subscribes `who`'s isolated instance to `uri` (issue #18): remembered for the instance's key,
+   * and pushed to the instance when it runs (a refusal there is logged: the shared connection
+   * already accepted the subscription). Nothing for a shared upstream. Never rejects.
+   */
+  async subscribeInstance (uri: string, who: InstanceOwner): Promise<void> {
+    const key = this.instanceKey(who)
+    if (key === undefined) return
+    let uris = this.ownerSubscriptions.get(key)
+    if (uris === undefined) this.ownerSubscriptions.set(key, uris = new Map())
+    const count = uris.get(uri) ?? 0
+    uris.set(uri, count + 1)
+    if (count === 0) await this.pushInstance(key, 'resources/subscribe', uri)
+  }
+
+  /** Drops one of `who`'s subscriptions to `uri` on its instance; the last one unsubscribes it there. Never rejects. */
+  async unsubscribeInstance (uri: string, who: InstanceOwner): Promise<void> {
+    const key = this.instanceKey(who)
+    const uris = key === undefined ? undefined : this.ownerSubscriptions.get(key)
+    const count = uris?.get(uri)
+    if (key === undefined || uris === undefined || count === undefined) return
+    if (count > 1) { uris.set(uri, count - 1); return }
+    uris.delete(uri)
+    if (uris.size === 0) this.ownerSubscriptions.delete(key)
+    await this.pushInstance(key, 'resources/unsubscribe', uri)
+  }
+
+  private async pushInstance (key: string, method: 'resources/subscribe' | 'resources/unsubscribe', uri: string): Promise<void> {
+    const instance = this.instances.get(key)
+    if (instance === undefined) return
+    try {
+      await instance.connection.pushSubscription(method, uri)
+    } catch (error) {
+      this.logger.warn({ upstream: this.name, err: error, uri }, `isolated upstream instance: ${method} failed`)
+    }
+  }
+
+  /** The owner `key` is gone (its session ended): its instance stops and its subscriptions are forgotten. Never rejects. */
+  async endOwner (key: string): Promise<void> {
+    this.ownerSubscriptions.delete(key)
+    await this.stopInstance(key)
   }
 
   /** Stops the instance of `key` (its session ended, or it sat idle); resolves once its child exited. Never rejects. */

@@ -45,7 +45,9 @@ const getRoute: FastifyPluginAsync<McpRouteDeps> = async function (fastify, opts
       slots.track('get', open)
       const visibility = fastify.mcp.dispatcher.visibilityOf({ caller: request.mcpPrincipal ?? undefined, endpoint: endpointOf(request) })
       // relayed: with the Redis store, changes other replicas saw reach this stream too, filtered alike.
-      const remove = fastify.mcp.hub.add({ lists: ALL_LISTS, uris: session.subscriptions, relayed: true, send: (n) => { open.send(n) }, ...(visibility !== undefined ? { visibility } : {}) })
+      // instanceOwner: what the session's isolated upstream instances announce reaches this stream
+      // (issue #18); its calls name only the session (lib/dispatch.ts instanceOwnerOf).
+      const remove = fastify.mcp.hub.add({ lists: ALL_LISTS, uris: session.subscriptions, relayed: true, instanceOwner: { owner: session.id }, send: (n) => { open.send(n) }, ...(visibility !== undefined ? { visibility } : {}) })
       await open.closed
       remove()
     } finally {

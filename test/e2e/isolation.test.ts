@@ -12,7 +12,8 @@ import t from 'tap'
 import { execFileSync } from 'node:child_process'
 import { isAlive, startDaemon } from '../helpers/daemon.js'
 import { fixtureCommand } from '../helpers/fixture.js'
-import { sseMessages } from '../helpers/app.js'
+import { modernHeaders, sseMessages } from '../helpers/app.js'
+import { modernBody } from '../helpers/modern-wire.js'
 import { callBody, fetchSession, fixtureEvents, fixtureLogPath, pollUntil, post, sessionHeaders, SseReader } from '../helpers/legacy.js'
 import { REDIS_URL, redisTestPrefix } from '../helpers/redis.js'
 
@@ -173,4 +174,62 @@ t.test('isolation/per-session/redis-call-on-another-replica-reaches-the-owner-in
   t.equal(after.status, 404, 'the session has ended')
   t.equal(((await after.json()) as any).error.code, -32_600)
   t.same(childPids(pidB), sharedB, 'and B started no instance for it')
+})
+
+t.test('isolation/per-session/instance-events-reach-their-owner-only', async t => {
+  // Isolated instances of the legacy-era fixture: `bump` sends notifications/resources/updated only
+  // for a URI its session subscribed (so the owner's subscription must reach its own instance),
+  // `add_tool` a tools/list_changed. Owners: two legacy sessions (GET streams) and two 2026-07-28
+  // callers told apart by their Authorization header (subscriptions/listen streams).
+  const daemon = await startDaemon(t, { upstreams: { fixture: { ...fixtureCommand('--era', 'legacy'), isolation: 'per-session' } } })
+  const base = daemon.base
+  const abort = new AbortController()
+  t.teardown(() => abort.abort())
+  const legacyStream = async (sid: string): Promise<SseReader> => {
+    const res = await fetch(`${base}/mcp`, { method: 'GET', headers: { accept: 'text/event-stream', ...sessionHeaders(sid, REVISION) }, signal: abort.signal })
+    t.equal(res.status, 200)
+    return new SseReader(res)
+  }
+  const [a, b] = [await fetchSession(base, REVISION), await fetchSession(base, REVISION)]
+  const [streamA, streamB] = [await legacyStream(a), await legacyStream(b)]
+  for (const sid of [a, b]) {
+    const res = await post(base, { jsonrpc: '2.0', id: 1, method: 'resources/subscribe', params: { uri: 'fixture://counter' } }, { ...sessionHeaders(sid, REVISION), accept: 'application/json' })
+    t.same(await res.json(), { jsonrpc: '2.0', id: 1, result: {} }, 'subscribed')
+  }
+  const modern = (who: string, method: string, name?: string): Record<string, string> => ({ ...modernHeaders(method, name), authorization: `Bearer ${who}` })
+  const listenOf = async (who: string): Promise<SseReader> => {
+    const res = await fetch(`${base}/mcp`, { method: 'POST', headers: modern(who, 'subscriptions/listen'), body: modernBody('l', 'subscriptions/listen', { notifications: { toolsListChanged: true, resourceSubscriptions: ['fixture://counter'] } }), signal: abort.signal })
+    const reader = new SseReader(res)
+    await reader.message('the acknowledgement', isMethod('notifications/subscriptions/acknowledged'))
+    return reader
+  }
+  const [m1, m2] = [await listenOf('m1'), await listenOf('m2')]
+  const callLegacy = async (sid: string, id: number, name: string, args: Record<string, unknown> = {}): Promise<any> =>
+    await (await post(base, callBody(id, name, args), { ...sessionHeaders(sid, REVISION), accept: 'application/json' })).json()
+  const callModern = async (who: string, id: number, name: string, args: Record<string, unknown> = {}): Promise<any> =>
+    await (await fetch(`${base}/mcp`, { method: 'POST', headers: { ...modern(who, 'tools/call', name), accept: 'application/json' }, body: modernBody(id, 'tools/call', { name, arguments: args }) })).json()
+  const updated = isMethod('notifications/resources/updated')
+  const toolsChanged = isMethod('notifications/tools/list_changed')
+
+  t.equal((await callLegacy(a, 2, 'bump')).result.content[0].text, 'counter 1', 'A bumps its own instance')
+  t.match(await streamA.message('A\'s resources/updated', updated), { method: 'notifications/resources/updated', params: { uri: 'fixture://counter' } })
+  t.equal((await callLegacy(a, 3, 'add_tool', { name: 'only_a' })).result.content[0].text, 'added only_a')
+  await streamA.message('A\'s tools/list_changed', toolsChanged)
+  t.equal((await callModern('m1', 4, 'bump')).result.content[0].text, 'counter 1', 'M1 has an instance of its own')
+  t.match(await m1.message('M1\'s resources/updated', updated), { params: { uri: 'fixture://counter', _meta: { 'io.modelcontextprotocol/subscriptionId': 'l' } } })
+  await callModern('m1', 5, 'add_tool', { name: 'only_m1' })
+  await m1.message('M1\'s tools/list_changed', toolsChanged)
+
+  // B and M2 now get their own instances' update: anything of A's or M1's would have come before it.
+  t.equal((await callLegacy(b, 6, 'bump')).result.content[0].text, 'counter 1', 'B\'s own instance')
+  await streamB.message('B\'s own resources/updated', updated)
+  t.equal((await callModern('m2', 7, 'bump')).result.content[0].text, 'counter 1', 'M2\'s own instance')
+  await m2.message('M2\'s own resources/updated', updated)
+  for (const [who, reader] of [['A', streamA], ['B', streamB], ['M1', m1], ['M2', m2]] as const) {
+    t.equal(reader.messages.filter(updated).length, 1, `${who} got exactly one resources/updated: its own instance's`)
+  }
+  t.equal(streamB.messages.filter(toolsChanged).length, 0, 'B got no tools/list_changed (only A\'s and M1\'s instances changed)')
+  t.equal(m2.messages.filter(toolsChanged).length, 0, 'M2 got no tools/list_changed')
+  t.equal(streamA.messages.filter(toolsChanged).length, 1, 'A got its own one only')
+  t.equal(m1.messages.filter(toolsChanged).length, 1, 'M1 got its own one only')
 })
