@@ -44,7 +44,7 @@ declare module 'fastify' {
     /** mcpx's Prometheus metrics (`await app.mcpxMetrics.registry.metrics()`); the daemon serves them at /metrics. */
     mcpxMetrics: McpxMetrics
     /**
-     * Applies a reloaded config's `policy` and `servers` to this mcpx (lib/core.ts Core.applyAccess;
+     * Applies a reloaded config's `policy`, `servers` and `transport.pageSize` to this mcpx (lib/core.ts Core.applyAccess;
      * the daemon's reload calls it). @returns the keys it could not apply live.
      */
     mcpxApplyAccess: (next: McpxConfig) => string[]

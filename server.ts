@@ -185,7 +185,7 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
     source,
     logger: app.log,
     onReload: result => app.mcpxMetrics.configReloaded(result.trigger, result.ok ? 'applied' : 'refused'),
-    // policy and servers (issue #17) apply live, to requests that start after the reload.
+    // policy and servers (issue #17), and transport.pageSize, apply live, to requests that start after the reload.
     applyAccess: next => app.mcpxApplyAccess(next)
   })
   app.decorate('mcpxReloader', reloader)

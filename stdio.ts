@@ -65,7 +65,7 @@ export async function runStdio (config: McpxConfig, logger: Logger, io: { input:
     load: source !== '(embedded default)'
       ? () => resolveConfig(source).config
       : () => { throw new McpxError('MCPX_ERR_CONFIG', 'mcpx: this server was given no config file to read again') },
-    // policy and servers (issue #17) apply live, to requests that start after the reload.
+    // policy and servers (issue #17), and transport.pageSize, apply live, to requests that start after the reload.
     applyAccess: next => core.applyAccess(next)
   })
   // Node's default action for SIGHUP is to exit (orphaning the children): here it reloads.

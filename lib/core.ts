@@ -36,7 +36,8 @@ export interface Core {
    * (dispatcher.setAccess) for requests that start from now; then list_changed is offered for every
    * list, so a client whose view changed is told (the hub sends it where the view's list changed).
    * A policy that needs a rate limiter this core was built without (its first `rateLimit`) is not
-   * applied: its key comes back, to be applied by a restart.
+   * applied: its key comes back, to be applied by a restart. `transport.pageSize` (issue #18 ›
+   * Paged catalogues) is applied too (dispatcher.setPageSize): the next list answers in pages of it.
    * @returns the config keys not applied (empty: both applied). Throws only for a config that did not pass loadConfig.
    */
   applyAccess: (next: McpxConfig) => string[]
@@ -100,6 +101,7 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
       if (nextPolicy?.hasLimits === true && rateLimiter === undefined) notApplied.push('policy')
       else runningPolicy = nextPolicy
       dispatcher.setAccess(runningPolicy, next.servers === undefined ? undefined : new Servers(next.servers))
+      dispatcher.setPageSize(next.transport.pageSize)
       for (const kind of ['tools', 'prompts', 'resources'] as const) registry.emit('list_changed', kind)
       return notApplied
     },

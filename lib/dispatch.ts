@@ -128,8 +128,8 @@ export class Dispatcher {
   readonly serverInfo: ServerInfo
   private readonly log: Logger
   private readonly listTtlMs: number
-  /** Items per page of the lists; 0: whole lists. */
-  private readonly pageSize: number
+  /** Items per page of the lists; 0: whole lists. A reload changes it (setPageSize). */
+  private pageSize: number
   /** The MRTR bridge (lib/mrtr.ts): interactive calls across eras, and the question capability rule. */
   private readonly mrtr: MrtrBridge
   /** The per-caller policy; undefined: none configured (no per-request cost). */
@@ -177,6 +177,13 @@ export class Dispatcher {
     this.policy = policy
     this.servers = servers
   }
+
+  /**
+   * Sets the items per page of the four list methods (a reload's `transport.pageSize`): requests
+   * that start from now page by it. A cursor issued before holds no page size (lib/paging.ts: the
+   * list, an offset and the last item served), so it resumes at the new size. 0: whole lists.
+   */
+  setPageSize (pageSize: number): void { this.pageSize = pageSize }
 
   /** Whether a curated endpoint by this name is configured (HTTP answers 404 for any other `/mcp/<name>`). */
   hasEndpoint (name: string): boolean { return this.servers?.has(name) === true }

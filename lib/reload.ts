@@ -10,10 +10,11 @@
  *
  * Refused (one error line; the running config stays): a config that cannot be read or is invalid,
  * a change of `daemon.address` (the listening socket is not moved), a change to an upstream's
- * `auth` (its credentials are read once, at start). `policy` and `servers` (issue #17) are applied
- * live when the face gives `applyAccess` (the daemon and `mcpx serve` do): requests that start after
- * the reload see them. Other keys outside `upstreams` (transport, auth, sessions…) are not applied
- * live: the reload goes ahead and its log line names those keys as "restart to apply".
+ * `auth` (its credentials are read once, at start). `policy`, `servers` (issue #17) and
+ * `transport.pageSize` (issue #18) are applied live when the face gives `applyAccess` (the daemon
+ * and `mcpx serve` do): requests that start after the reload see them. Other keys outside
+ * `upstreams` (the rest of transport, auth, sessions…) are not applied live: the reload goes ahead
+ * and its log line names them as "restart to apply" (`transport.<key>` for transport's).
  *
  * Reloads never overlap: one asked for while another runs waits for it, and several waiting are
  * coalesced into one (they all get its result).
@@ -45,14 +46,16 @@ export interface ReloaderOptions {
   /** Called after every reload, applied or refused (a metric). Must not throw. */
   onReload?: (result: ReloadResult) => void
   /**
-   * Applies `policy` and `servers` live (lib/core.ts Core.applyAccess); returns the keys it could
-   * not apply. Absent: those keys too are "restart to apply".
+   * Applies `policy`, `servers` and `transport.pageSize` live (lib/core.ts Core.applyAccess);
+   * returns the keys it could not apply. Absent: those keys too are "restart to apply".
    */
   applyAccess?: (next: McpxConfig) => string[]
 }
 
 /** The keys besides `upstreams` a reload applies live when the face gives {@link ReloaderOptions.applyAccess}. */
 const ACCESS_KEYS = new Set(['policy', 'servers'])
+/** The `transport` keys a reload applies live with {@link ReloaderOptions.applyAccess}. */
+const LIVE_TRANSPORT_KEYS = new Set(['pageSize'])
 
 /** Runs reloads one at a time and remembers the last one. */
 export class Reloader {
@@ -115,17 +118,25 @@ export class Reloader {
     if (authChanged.length > 0) return refuse(`upstreams.${authChanged.join(', upstreams.')}: auth changed; upstream credentials are read at start, restart mcpx to apply`)
     const differs = (key: string): boolean => !isDeepStrictEqual((this.current as unknown as Record<string, unknown>)[key], (next as unknown as Record<string, unknown>)[key])
     const applyAccess = this.options.applyAccess
-    const restartToApply = Object.keys({ ...this.current, ...next }).filter(key => key !== 'upstreams' && !(applyAccess !== undefined && ACCESS_KEYS.has(key)) && differs(key))
+    const restartToApply = Object.keys({ ...this.current, ...next }).filter(key => key !== 'upstreams' && key !== 'transport' && !(applyAccess !== undefined && ACCESS_KEYS.has(key)) && differs(key))
+    // transport, key by key: pageSize applies live (with applyAccess), the rest at the next start.
+    const transportBefore = this.current.transport as unknown as Record<string, unknown>
+    const transportAfter = next.transport as unknown as Record<string, unknown>
+    const transportChanged = Object.keys({ ...transportBefore, ...transportAfter }).filter(key => !isDeepStrictEqual(transportBefore[key], transportAfter[key]))
+    for (const key of transportChanged) if (applyAccess === undefined || !LIVE_TRANSPORT_KEYS.has(key)) restartToApply.push(`transport.${key}`)
+    const pageSizeChanged = applyAccess !== undefined && transportChanged.includes('pageSize')
     const summary = await registry.reconcile(next.upstreams)
-    // The running config is the new one for upstreams (and policy, servers when applied); the keys that need a restart keep their running values.
+    // The running config is the new one for upstreams (and policy, servers, transport.pageSize when
+    // applied); the keys that need a restart keep their running values.
     const running: McpxConfig = { ...this.current, upstreams: next.upstreams }
-    const accessChanged = differs('policy') || differs('servers')
+    const accessChanged = differs('policy') || differs('servers') || pageSizeChanged
     if (applyAccess !== undefined && accessChanged) {
       const notApplied = applyAccess(next)
       for (const key of ACCESS_KEYS) {
         if (notApplied.includes(key)) { if (differs(key)) restartToApply.push(key); continue }
         ;(running as unknown as Record<string, unknown>)[key] = (next as unknown as Record<string, unknown>)[key]
       }
+      if (pageSizeChanged) running.transport = { ...running.transport, pageSize: next.transport.pageSize }
     }
     this.current = running
     this.loadedAt = at

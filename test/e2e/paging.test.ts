@@ -5,11 +5,11 @@
  * malformed cursors; a cursor across a catalogue change. Tests are named paging/<area>/<requirement>.
  */
 import t, { type Test } from 'tap'
-import { mkdtempSync, readFileSync, existsSync } from 'node:fs'
+import { mkdtempSync, readFileSync, existsSync, renameSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { startDaemon } from '../helpers/daemon.js'
+import { startDaemon, type DaemonProcess } from '../helpers/daemon.js'
 import { spawnServe, type Message } from '../helpers/spawn.js'
 import { fixtureCommand } from '../helpers/fixture.js'
 import { modernMeta } from '../helpers/app.js'
@@ -246,9 +246,38 @@ t.test('paging/cursor/across-a-catalogue-change', async t => {
 
 t.test('paging/catalogue/no-paging-by-default', async t => {
   const log = logPath()
-  const daemon = await startDaemon(t, { upstreams: { b: hostile(log, ['--items', '20', '--page-size', '3']) } })
+  const upstreams = { b: hostile(log, ['--items', '20', '--page-size', '3']) }
+  const daemon = await startDaemon(t, { upstreams })
   await untilReady(daemon.base)
-  const reply = await modernRpc({ base: daemon.base }, 1, 'tools/list')
+  const target = { base: daemon.base }
+  const reply = await modernRpc(target, 1, 'tools/list')
   t.equal(reply.json.result.tools.length, 26, 'pageSize 0: the whole merged list in one answer (the upstream\'s 9 pages merged)')
   t.notOk('nextCursor' in reply.json.result, 'no nextCursor')
+
+  // On the same daemon: a reload (SIGHUP) applies transport.pageSize live.
+  await t.test('paging/reload/applies-page-size', async t => reloadAppliesPageSize(t, daemon, upstreams))
 })
+
+async function reloadAppliesPageSize (t: Test, daemon: DaemonProcess, upstreams: Record<string, unknown>): Promise<void> {
+  const target = { base: daemon.base }
+  const address = daemon.base.slice('http://'.length)
+  const reload = async (transport: Record<string, unknown>): Promise<Record<string, unknown>> => {
+    const since = daemon.lines.length
+    writeFileSync(daemon.file + '.tmp', JSON.stringify({ daemon: { address }, transport, upstreams }))
+    renameSync(daemon.file + '.tmp', daemon.file)
+    daemon.child.kill('SIGHUP')
+    return await daemon.waitForLine(line => /^config reload/.test(String(line.msg)), since)
+  }
+  const paged = await reload({ pageSize: PAGE_SIZE })
+  t.match(paged, { msg: /^config reloaded/, restartToApply: [] }, 'applied, not "restart to apply"')
+  const page1 = (await modernRpc(target, 2, 'tools/list')).json.result
+  t.equal(page1.tools.length, PAGE_SIZE, 'the next list answers a page of the new size')
+  t.type(page1.nextCursor, 'string', 'with a cursor')
+  t.equal((await legacyRpc(target, request(3, 'tools/list'))).json.result.tools.length, PAGE_SIZE, 'legacy clients too')
+  const whole = await reload({ pageSize: 0, maxBodyBytes: 2_000_000 })
+  t.match(whole, { msg: /restart to apply transport\.maxBodyBytes$/, restartToApply: ['transport.maxBodyBytes'] }, 'another transport key is named as "restart to apply"; pageSize is not')
+  const rest = (await modernRpc(target, 4, 'tools/list', { cursor: page1.nextCursor })).json.result
+  t.equal(rest.tools.length, 26 - PAGE_SIZE, 'paging off again: a cursor from before resumes with the whole rest')
+  t.notOk('nextCursor' in rest)
+  t.equal((await modernRpc(target, 5, 'tools/list')).json.result.tools.length, 26, 'and a fresh list is whole')
+}
