@@ -9,10 +9,11 @@
  * - 2026-07-28 client ↔ legacy upstream: an InputRequiredResult without the 2025-only `elicitationId`;
  * - 2026-07-28 client ↔ 2026-07-28 upstream: passes through.
  * In every direction a client that did not declare `elicitation.url` never receives one: a legacy
- * upstream gets -32602, a 2026-07-28 client gets -32021 naming `elicitation.url`.
+ * upstream gets -32602, a 2026-07-28 client gets -32021 naming `elicitation.url`. The same again
+ * through a real spawned `mcpx serve` (elicitation-url/stdio-serve/…).
  * Tests are named elicitation-url/<area>/<requirement>.
  */
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { fileURLToPath } from 'node:url'
 import { startDaemon } from '../helpers/daemon.js'
 import { fixtureCommand } from '../helpers/fixture.js'
@@ -22,6 +23,7 @@ import { schemaErrors as modernSchemaErrors } from '../helpers/modern-wire.js'
 import { untilReady } from '../helpers/policy.js'
 import { readFileSync, existsSync } from 'node:fs'
 import type { Teardown } from '../helpers/app.js'
+import { spawnServe, type ServeChild } from '../helpers/spawn.js'
 
 const HOSTILE = fileURLToPath(new URL('../fixtures/hostile-upstream.js', import.meta.url))
 const REVISION = '2025-11-25'
@@ -158,3 +160,79 @@ for (const upstream of ['legacy', 'modern'] as const) {
     }
   })
 }
+
+/**
+ * The same through a real spawned `mcpx serve` (one client per process, both eras on its one
+ * connection), with a legacy upstream (hostile `--elicit`, prefix `h`) and a 2026-07-28 one (echo
+ * `--era modern`, prefix `e`): a client that declared `elicitation.url` gets the URL-mode question
+ * (legacy: a real `elicitation/create` on stdout, then the completion; 2026-07-28: an
+ * InputRequiredResult, then the retry), one that did not never does.
+ */
+async function serveWith (t: Test, log: string, capabilities: Record<string, unknown>): Promise<{ serve: ServeChild, request: (method: string, params: Record<string, unknown>) => Promise<Message> }> {
+  const serve = spawnServe(t, { config: { upstreams: { h: { command: process.execPath, args: [HOSTILE, '--elicit'], env: { FIXTURE_LOG: log } }, e: fixtureCommand('--era', 'modern') } } })
+  let id = 100
+  const request = async (method: string, params: Record<string, unknown>): Promise<Message> => await serve.request({ jsonrpc: '2.0', id: id++, method, params })
+  const init = await request('initialize', { protocolVersion: REVISION, capabilities, clientInfo: { name: 'elicitation-url-stdio', version: '0' } })
+  t.equal(init.result?.protocolVersion, REVISION)
+  serve.send({ jsonrpc: '2.0', method: 'notifications/initialized' })
+  await pollUntil('both upstreams listed', async () => {
+    const names = ((await request('tools/list', {})).result.tools as Array<{ name: string }>).map(tool => tool.name)
+    return names.includes('h__elicit_url') && names.includes('e__elicit')
+  }, 60_000)
+  return { serve, request }
+}
+
+const STDIO_TOOLS = { legacy: { name: 'h__elicit_url', arguments: {} }, modern: { name: 'e__elicit', arguments: { url: TARGET } } } as const
+
+t.test('elicitation-url/stdio-serve/url-client-gets-url-mode-both-eras', async t => {
+  const log = fixtureLogPath()
+  const { serve, request } = await serveWith(t, log, URL_CAPS)
+  let id = 1
+  for (const upstream of ['legacy', 'modern'] as const) {
+    // A legacy client: the question on stdout, answered on stdin, then the completion and the result.
+    const callId = id++
+    const after = serve.messages.length
+    serve.send({ jsonrpc: '2.0', id: callId, method: 'tools/call', params: STDIO_TOOLS[upstream] })
+    const question = await serve.nextMessage(isElicitation, { after })
+    t.same(legacySchemaErrors(REVISION, 'ElicitRequest', question), [], `${upstream} upstream: a valid 2025-11-25 ElicitRequest on stdout`)
+    t.match(question.params, { mode: 'url', url: upstream === 'legacy' ? `${TARGET}?n=1` : TARGET, message: 'Confirm in your browser' })
+    const elicitationId = question.params.elicitationId as string
+    t.match(elicitationId, upstream === 'legacy' ? /^el-1$/ : /^mcpx-elicitation-[A-Za-z0-9_-]{16}$/, `${upstream} upstream: the upstream's elicitationId, or one mcpx minted`)
+    serve.send({ jsonrpc: '2.0', id: question.id, result: { action: 'accept' } })
+    const done = await serve.nextMessage(isResponse(callId), { after })
+    t.same(JSON.parse(textOf(done.result)), { action: 'accept' }, `${upstream} upstream: the client's accept reached it`)
+    const complete = serve.messages.findIndex((m, i) => i >= after && (m as Message)?.method === 'notifications/elicitation/complete')
+    t.not(complete, -1, `${upstream} upstream: notifications/elicitation/complete reached the client`)
+    t.same(serve.messages[complete], { jsonrpc: '2.0', method: 'notifications/elicitation/complete', params: { elicitationId } })
+    t.ok(complete < serve.messages.indexOf(done), 'before the call\'s result')
+
+    // The same client's 2026-07-28 request (modern `_meta` on the same connection): InputRequiredResult, then the retry.
+    const tool = STDIO_TOOLS[upstream]
+    const first = await request('tools/call', { ...tool, _meta: modernMeta(URL_CAPS) })
+    t.equal(modernSchemaErrors('InputRequiredResult', first.result), '', `${upstream} upstream: a valid 2026-07-28 InputRequiredResult over stdio`)
+    const [[key, input]] = Object.entries(first.result.inputRequests as Record<string, Message>)
+    t.match(input, { method: 'elicitation/create', params: { mode: 'url', message: 'Confirm in your browser' } })
+    t.notOk('elicitationId' in input.params, 'without the 2025-only elicitationId')
+    const retry = await request('tools/call', { ...tool, inputResponses: { [key]: { action: 'accept' } }, requestState: first.result.requestState, _meta: modernMeta(URL_CAPS) })
+    t.same(JSON.parse(textOf(retry.result)), { action: 'accept' }, `${upstream} upstream: the retry's accept reached it`)
+  }
+  t.equal(serve.messages.filter(m => m === undefined).length, 0, 'every stdout line is JSON')
+})
+
+t.test('elicitation-url/stdio-serve/form-only-client-never-gets-url-mode', async t => {
+  const log = fixtureLogPath()
+  const { serve, request } = await serveWith(t, log, FORM_ONLY)
+  for (const upstream of ['legacy', 'modern'] as const) {
+    const done = await request('tools/call', STDIO_TOOLS[upstream])
+    if (upstream === 'legacy') {
+      t.same(JSON.parse(textOf(done.result)).error?.code, -32602, 'the legacy upstream got -32602 for its question')
+    } else {
+      t.same({ code: done.error?.code, data: done.error?.data }, { code: -32021, data: { requiredCapabilities: { elicitation: { url: {} } } } }, 'the 2026-07-28 upstream asked nothing')
+    }
+    const modern = await request('tools/call', { ...STDIO_TOOLS[upstream], _meta: modernMeta(FORM_ONLY) })
+    t.same({ code: modern.error?.code, data: modern.error?.data }, { code: -32021, data: { requiredCapabilities: { elicitation: { url: {} } } } }, `${upstream} upstream, 2026-07-28 request: -32021 naming elicitation.url`)
+  }
+  t.notOk(serve.messages.some(m => isElicitation(m as Message)), 'no elicitation/create ever reached stdout')
+  t.notOk(serve.messages.some(m => (m as Message)?.method === 'notifications/elicitation/complete'), 'nor a completion')
+  t.match(upstreamAnswers(log), [{ elicitationId: 'el-1', error: { code: -32602, message: /elicitation\.url/ } }, { elicitationId: 'el-2', error: { code: -32602 } }])
+})
