@@ -15,6 +15,12 @@ export const INVALID_PARAMS = -32_602
 export const INTERNAL_ERROR = -32_603
 /** Legacy only (≤ 2025-11-25): resources/read on an unknown URI. In 2026 it is -32602. */
 export const RESOURCE_NOT_FOUND = -32_002
+/**
+ * 2025-11-25 only: URLElicitationRequired, `data.elicitations`: the URL-mode elicitations to
+ * complete before retrying (client/elicitation.mdx). 2026-07-28 must not emit it (DIGEST §6e):
+ * mcpx turns it into an InputRequiredResult for such a client (lib/mrtr.ts).
+ */
+export const URL_ELICITATION_REQUIRED = -32_042
 /** 2026-07-28: a mirrored header is missing, differs from the body, or carries bad bytes. */
 export const HEADER_MISMATCH = -32_020
 /** 2026-07-28: the request needs a client capability it did not declare. */

@@ -13,19 +13,27 @@
  *
  * - {@link MrtrBridge}: the bridge itself, used by the dispatcher for tools/call, prompts/get and
  *   resources/read, and the one capability rule for questions to a client.
+ * - A legacy (2025-11-25) upstream's `-32042` URLElicitationRequired error, which 2026-07-28 must
+ *   not emit (DIGEST §6e), reaches a modern client as the InputRequiredResult that revision has for
+ *   it: its `data.elicitations` as URL-mode `elicitation/create` inputRequests (without the
+ *   2025-only elicitationId); the retry sends the original request to the upstream again.
  *
  * The state is bound to the request, never to a session: modern traffic stays sessionless.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
-import { errorResponse, isObject, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY, type JsonRpcErrorResponse, type JsonRpcRequest, type RequestId } from './jsonrpc.js'
+import { errorResponse, isObject, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY, URL_ELICITATION_REQUIRED, type JsonRpcErrorResponse, type JsonRpcRequest, type RequestId } from './jsonrpc.js'
 import { UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamQuestion } from './upstreams/types.js'
 import type { DispatchContext } from './dispatch-types.js'
 import type { Logger } from './log.js'
 
-/** What mcpx's requestState carries. `k: 'park'` continues a parked call; `k: 'wrap'` carries a modern upstream's own state. */
+/**
+ * What mcpx's requestState carries. `k: 'park'` continues a parked call; `k: 'wrap'` carries a
+ * modern upstream's own state; `k: 'again'` answers a legacy upstream's -32042: the retry sends the
+ * original request again (2025-11-25 client/elicitation.mdx: retry once the elicitation is done).
+ */
 export interface StatePayload {
-  /** 'park' | 'wrap' */
-  k: 'park' | 'wrap'
+  /** 'park' | 'wrap' | 'again' */
+  k: 'park' | 'wrap' | 'again'
   /** originating method */
   m: string
   /** originating tool/prompt name or resource URI */
@@ -302,6 +310,9 @@ export class MrtrBridge {
         if (state.u !== undefined) extraParams.requestState = state.u
         return await this.fromModernUpstream(request.method, name, await invoke({ ...this.options.callOptions(request, ctx), extraParams }), ctx)
       }
+      // The retry after a -32042 (URL-mode elicitation done out of band, or not): the original
+      // request again, as a fresh call; the legacy upstream knows no inputResponses and decides.
+      if (state.k === 'again') return await this.fresh(request, ctx, name, invoke, undefined)
       const parked = state.p === undefined ? undefined : this.parked.get(state.p)
       const pending = parked?.pending
       if (parked === undefined || pending === undefined) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: requestState refers to a call that is no longer waiting (completed, cancelled or timed out)')
@@ -318,11 +329,16 @@ export class MrtrBridge {
       pending.answer(answer)
       return await this.drive(parked, request, ctx)
     }
-    const parked = new ParkedCall(request.method, name)
-    const options = this.options.callOptions(request, ctx)
     // A first call may carry inputResponses (a server that sends no requestState gets none back,
     // mrtr.mdx): the upstream reads them, and ignores what it does not recognise.
-    if (params.inputResponses !== undefined) options.extraParams = { inputResponses }
+    return await this.fresh(request, ctx, name, invoke, params.inputResponses !== undefined ? inputResponses : undefined)
+  }
+
+  /** A modern client's call that continues nothing of mcpx's: it may park on a legacy upstream's question. */
+  private async fresh (request: JsonRpcRequest, ctx: DispatchContext, name: string, invoke: (options: UpstreamCallOptions) => Promise<JsonObject>, inputResponses: JsonObject | undefined): Promise<JsonObject> {
+    const parked = new ParkedCall(request.method, name)
+    const options = this.options.callOptions(request, ctx)
+    if (inputResponses !== undefined) options.extraParams = { inputResponses }
     const leg = { onProgress: options.onProgress }
     options.signal = parked.controller.signal
     // Progress goes to whichever leg (original request or retry) is waiting now.
@@ -346,7 +362,12 @@ export class MrtrBridge {
       for (;;) {
         const event = await parked.next()
         if (event.kind === 'result') { this.forget(parked); return await this.fromModernUpstream(parked.method, parked.name, event.result, ctx) }
-        if (event.kind === 'error') { this.forget(parked); throw event.error }
+        if (event.kind === 'error') {
+          this.forget(parked)
+          const elicitations = urlElicitationsRequired(event.error)
+          if (elicitations === undefined) throw event.error
+          return this.urlRequired(parked, elicitations, ctx)
+        }
         // Only questions the client declared a capability for are relayed; the upstream gets an
         // error, and the client -32021 naming the capability (handle() reads takeMissing).
         const refused = this.refusal(event.question, ctx)
@@ -373,6 +394,18 @@ export class MrtrBridge {
     const inputRequest: JsonObject = { method: question.method }
     if (question.params !== undefined) inputRequest.params = forModernClient(question.method, withoutProgressToken(question.params))
     return { resultType: 'input_required', inputRequests: { [key]: inputRequest }, requestState }
+  }
+
+  /**
+   * The InputRequiredResult for a legacy upstream's -32042 (2026-07-28 must not emit the error):
+   * one URL-mode `elicitation/create` per `data.elicitations` item (`u1`, `u2`, …), without the
+   * 2025-only elicitationId, and a requestState whose retry sends the request again. A client
+   * without `elicitation.url` gets -32021 naming it (handle(): missingCapabilities).
+   */
+  private urlRequired (parked: ParkedCall, elicitations: JsonObject[], ctx: DispatchContext): JsonObject {
+    const inputRequests: JsonObject = {}
+    elicitations.forEach((params, i) => { inputRequests[`u${i + 1}`] = { method: 'elicitation/create', params: forModernClient('elicitation/create', params) } })
+    return { resultType: 'input_required', inputRequests, requestState: this.seal({ k: 'again', m: parked.method, n: parked.name }, ctx) }
   }
 
   /** A parked call never resumed: cancel it upstream and forget it (issue #10). */
@@ -440,6 +473,22 @@ export function elicitationModeMissing (method: string, params: JsonObject | und
 /** The -32021 error (400) naming the capabilities in `data.requiredCapabilities` (DIGEST §6a, §6e). */
 export function missingCapabilityError (id: RequestId, required: JsonObject): JsonRpcErrorResponse {
   return errorResponse(id, MISSING_REQUIRED_CLIENT_CAPABILITY, `Missing required client capability: ${Object.keys(required).join(', ')}`, { requiredCapabilities: required })
+}
+
+/**
+ * The URL-mode elicitations of a 2025-11-25 `-32042` URLElicitationRequired error
+ * (client/elicitation.mdx: `data.elicitations`, each ElicitRequestURLParams: mode `url`, url,
+ * message, elicitationId), or undefined for any other error, or one whose `data` is not that
+ * shape (then it reaches the client unchanged). Never throws.
+ */
+export function urlElicitationsRequired (error: unknown): JsonObject[] | undefined {
+  if (!(error instanceof UpstreamRpcError) || error.code !== URL_ELICITATION_REQUIRED || !isObject(error.data)) return undefined
+  const elicitations = error.data.elicitations
+  if (!Array.isArray(elicitations) || elicitations.length === 0) return undefined
+  for (const item of elicitations) {
+    if (!isObject(item) || item.mode !== 'url' || typeof item.url !== 'string' || typeof item.message !== 'string') return undefined
+  }
+  return elicitations as JsonObject[]
 }
 
 /**

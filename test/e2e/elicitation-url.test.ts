@@ -125,6 +125,31 @@ for (const upstream of ['legacy', 'modern'] as const) {
   })
 }
 
+/**
+ * A legacy upstream's 2025-11-25 `-32042` URLElicitationRequired (hostile `elicit_required`): a
+ * 2026-07-28 client, to which that error must not be emitted, gets the InputRequiredResult carrying
+ * the URL-mode elicitation, and its retry sends the request again; one without `elicitation.url`
+ * gets -32021; a 2025-11-25 client gets the error unchanged.
+ */
+async function urlElicitationRequired (t: Test, base: string): Promise<void> {
+  const tool = (tag: string): { name: string, arguments: Record<string, unknown> } => ({ name: 'elicit_required', arguments: { tag } })
+  const first = await modernCall(base, 11, tool('a'), URL_CAPS)
+  t.equal(first.status, 200)
+  t.equal(modernSchemaErrors('InputRequiredResult', first.body.result), '', 'a valid 2026-07-28 InputRequiredResult, not -32042')
+  t.same(first.body.result.inputRequests, { u1: { method: 'elicitation/create', params: { mode: 'url', url: 'https://auth.example/authorize?tag=a', message: 'Authorize in your browser' } } },
+    'the upstream\'s URL-mode elicitation as an inputRequest, without the 2025-only elicitationId')
+  const retry = await modernCall(base, 12, tool('a'), URL_CAPS, { inputResponses: { u1: { action: 'accept' } }, requestState: first.body.result.requestState })
+  t.equal(retry.status, 200)
+  t.equal(textOf(retry.body.result), 'authorized', 'the retry sent the request again, and the upstream answered it')
+  const formOnly = await modernCall(base, 13, tool('b'), FORM_ONLY)
+  t.equal(formOnly.status, 400)
+  t.same({ code: formOnly.body.error?.code, data: formOnly.body.error?.data }, { code: -32021, data: { requiredCapabilities: { elicitation: { url: {} } } } },
+    'a client without elicitation.url: -32021 naming it')
+  const sid = await fetchSession(base, REVISION, URL_CAPS)
+  const legacy = (await legacyCallWhole(base, sid, 14, tool('c'))).find(isResponse(14)) as Message
+  t.match(legacy.error, { code: -32042, data: { elicitations: [{ mode: 'url', elicitationId: 'el-c-1', url: 'https://auth.example/authorize?tag=c' }] } }, 'a 2025-11-25 client gets -32042 unchanged')
+}
+
 for (const upstream of ['legacy', 'modern'] as const) {
   t.test(`elicitation-url/modern-client/${upstream}-upstream-input-required-and-retry`, async t => {
     const log = fixtureLogPath()
@@ -142,6 +167,7 @@ for (const upstream of ['legacy', 'modern'] as const) {
     t.equal(retry.status, 200)
     t.same(JSON.parse(textOf(retry.body.result)), { action: 'accept' }, 'the retry\'s accept reached the upstream')
     if (upstream === 'legacy') t.match(upstreamAnswers(log), [{ elicitationId: 'el-1', action: 'accept' }])
+    if (upstream === 'legacy') await t.test('elicitation-url/modern-client/legacy-upstream-32042-is-input-required', async t => urlElicitationRequired(t, base))
   })
 
   t.test(`elicitation-url/modern-client/${upstream}-upstream-undeclared-url-mode-is-32021`, async t => {
