@@ -8,6 +8,7 @@ import t from 'tap'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import { build, modernHeaders, modernMeta } from '../helpers/app.js'
+import { TOKENS, tokensAuth } from '../helpers/policy.js'
 
 const TASKS = fileURLToPath(new URL('../fixtures/tasks-upstream.js', import.meta.url))
 const EXTENSION = 'io.modelcontextprotocol/tasks'
@@ -16,12 +17,12 @@ const WITH_TASKS = { extensions: { [EXTENSION]: {} }, elicitation: {} }
 let nextId = 1
 
 /** A 2026-07-28 POST; `name` is what Mcp-Name carries (default: the body's name or taskId). */
-async function rpc (app: FastifyInstance, method: string, params: Record<string, unknown>, capabilities: Record<string, unknown> = WITH_TASKS, name?: string | null): Promise<{ status: number, body: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+async function rpc (app: FastifyInstance, method: string, params: Record<string, unknown>, capabilities: Record<string, unknown> = WITH_TASKS, name?: string | null, token?: string): Promise<{ status: number, body: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
   const mirrored = name === null ? undefined : name ?? (typeof params.name === 'string' ? params.name : typeof params.taskId === 'string' ? params.taskId : undefined)
   const res = await app.inject({
     method: 'POST',
     url: '/mcp',
-    headers: modernHeaders(method, mirrored, { accept: 'application/json' }),
+    headers: modernHeaders(method, mirrored, { accept: 'application/json', ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}) }),
     payload: { jsonrpc: '2.0', id: nextId++, method, params: { ...params, _meta: modernMeta(capabilities) } }
   })
   return { status: res.statusCode, body: res.json() }
@@ -162,4 +163,16 @@ t.test('tasks/non-declaring-upstream/no-extension-and-32601', async t => {
   const reply = await rpc(app, 'tasks/get', { taskId: 'task-1' })
   t.equal(reply.status, 404)
   t.equal(reply.body.error.code, -32601)
+})
+
+t.test('tasks/ids/another-callers-task-is-32602', async t => {
+  const app = await build(t, { upstreams: { tasks: tasksUpstream() }, auth: tokensAuth() })
+  const created = await rpc(app, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0 } }, WITH_TASKS, undefined, TOKENS.ci)
+  const taskId = created.body.result.taskId as string
+  t.equal((await rpc(app, 'tasks/get', { taskId }, WITH_TASKS, undefined, TOKENS.ci)).body.result.taskId, taskId, 'its creator reads it')
+  for (const method of ['tasks/get', 'tasks/cancel']) {
+    const other = await rpc(app, method, { taskId }, WITH_TASKS, undefined, TOKENS.support)
+    t.equal(other.status, 400)
+    t.equal(other.body.error.code, -32602, `${method}: another principal's task id is unknown to them`)
+  }
 })
