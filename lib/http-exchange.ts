@@ -339,6 +339,8 @@ export class HttpExchange {
       subscriptions: session === undefined ? undefined : deps.sessions.subscriptionsOf(session)
     })
     if (channel.caller !== undefined) ctx.caller = channel.caller // per-caller upstream credentials (issue #16)
+    // Whose instance of a per-principal isolated upstream its calls use (issue #18); a session is bound to it.
+    if (channel.principal !== undefined) ctx.principal = channel.principal
     if (session !== undefined) {
       ctx.sessionId = session.id
       if (session.instanceHome !== undefined) ctx.instanceHome = session.instanceHome // Redis store: issue #18's forwarding

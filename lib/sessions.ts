@@ -44,6 +44,11 @@ export interface Session {
   /** Resource URIs the client subscribed to with resources/subscribe (live set, read by the hub). */
   readonly subscriptions: Set<string>
   /**
+   * The principal key the session was minted for (it is bound to it), when known here: its
+   * subscriptions are released as its requests made them (lib/dispatch.ts instanceOwnerOf).
+   */
+  principal?: string
+  /**
    * The connection core (lib/peer.ts) of this session in this process: its requests in flight here
    * (for notifications/cancelled) and the questions they asked its client.
    */
@@ -182,6 +187,7 @@ export class MemorySessionStore implements SessionStore {
       if (this.sessions.size >= this.options.maxSessions) return { kind: 'full' }
     }
     const session = newSession(newSessionId(principal), revision, clientCapabilities)
+    if (principal !== undefined) session.principal = principal
     this.sessions.set(session.id, session)
     return { kind: 'minted', session }
   }
@@ -244,8 +250,9 @@ export class MemorySessionStore implements SessionStore {
     this.sessions.delete(id)
     releaseLive(session)
     const upstreams = this.options.upstreams
-    // The owner its subscriptions were made as (lib/dispatch.ts instanceOwnerOf: a legacy session's requests name only it).
-    if (upstreams !== undefined) for (const uri of session.subscriptions) void upstreams.unsubscribe(uri, { owner: id }).catch(() => {})
+    // The owner its subscriptions were made as (lib/dispatch.ts instanceOwnerOf: its id and principal).
+    const owner = session.principal === undefined ? { owner: id } : { owner: id, principalKey: session.principal }
+    if (upstreams !== undefined) for (const uri of session.subscriptions) void upstreams.unsubscribe(uri, owner).catch(() => {})
     // Its isolated upstream instances stop with it (DELETE, expiry, shutdown; issue #18).
     if (upstreams?.endSession !== undefined) void upstreams.endSession(id)
     return true

@@ -7,6 +7,7 @@
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { endpointOf } from '../../plugins/endpoint.js'
+import { bindingKeyOf } from '../../lib/principal.js'
 import { SseStream } from '../../lib/sse.js'
 import { eraOfInbound } from '../../lib/inbound.js'
 import { ALL_LISTS } from '../../lib/notify-hub.js'
@@ -46,8 +47,10 @@ const getRoute: FastifyPluginAsync<McpRouteDeps> = async function (fastify, opts
       const visibility = fastify.mcp.dispatcher.visibilityOf({ caller: request.mcpPrincipal ?? undefined, endpoint: endpointOf(request) })
       // relayed: with the Redis store, changes other replicas saw reach this stream too, filtered alike.
       // instanceOwner: what the session's isolated upstream instances announce reaches this stream
-      // (issue #18); its calls name only the session (lib/dispatch.ts instanceOwnerOf).
-      const remove = fastify.mcp.hub.add({ lists: ALL_LISTS, uris: session.subscriptions, relayed: true, instanceOwner: { owner: session.id }, send: (n) => { open.send(n) }, ...(visibility !== undefined ? { visibility } : {}) })
+      // (issue #18); its calls name the session and its principal (lib/dispatch.ts instanceOwnerOf).
+      const principalKey = bindingKeyOf(request.mcpPrincipal ?? null, request.headers.authorization, endpointOf(request))
+      const instanceOwner = principalKey === undefined ? { owner: session.id } : { owner: session.id, principalKey }
+      const remove = fastify.mcp.hub.add({ lists: ALL_LISTS, uris: session.subscriptions, relayed: true, instanceOwner, send: (n) => { open.send(n) }, ...(visibility !== undefined ? { visibility } : {}) })
       await open.closed
       remove()
     } finally {

@@ -12,7 +12,7 @@ import t from 'tap'
 import { execFileSync } from 'node:child_process'
 import { isAlive, startDaemon } from '../helpers/daemon.js'
 import { fixtureCommand } from '../helpers/fixture.js'
-import { modernHeaders, sseMessages } from '../helpers/app.js'
+import { legacyHeaders, modernHeaders, sseMessages } from '../helpers/app.js'
 import { modernBody } from '../helpers/modern-wire.js'
 import { callBody, fetchSession, fixtureEvents, fixtureLogPath, pollUntil, post, sessionHeaders, SseReader } from '../helpers/legacy.js'
 import { REDIS_URL, redisTestPrefix } from '../helpers/redis.js'
@@ -232,4 +232,26 @@ t.test('isolation/per-session/instance-events-reach-their-owner-only', async t =
   t.equal(m2.messages.filter(toolsChanged).length, 0, 'M2 got no tools/list_changed')
   t.equal(streamA.messages.filter(toolsChanged).length, 1, 'A got its own one only')
   t.equal(m1.messages.filter(toolsChanged).length, 1, 'M1 got its own one only')
+})
+
+t.test('isolation/per-principal/legacy-sessions-keyed-by-their-principal', async t => {
+  // No auth configured: a caller is told apart by its Authorization header (lib/principal.ts
+  // bindingKeyOf), and a legacy session is bound to it. Before, legacy requests carried no principal
+  // and every legacy session shared one 'anonymous' instance of a per-principal upstream.
+  const daemon = await startDaemon(t, { upstreams: { fixture: { ...fixtureCommand(), isolation: 'per-principal' } } })
+  const base = daemon.base
+  const sessionOf = async (who: string): Promise<Record<string, string>> => {
+    const auth = { authorization: `Bearer ${who}` }
+    const res = await post(base, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: REVISION, capabilities: {}, clientInfo: { name: 'iso', version: '0' } } }, legacyHeaders(auth))
+    const sid = res.headers.get('mcp-session-id')
+    await res.text()
+    if (sid === null) throw new Error(`initialize failed: ${res.status}`)
+    return { ...sessionHeaders(sid, REVISION), ...auth, accept: 'application/json' }
+  }
+  const bump = async (headers: Record<string, string>, id: number): Promise<string> =>
+    ((await (await post(base, callBody(id, 'bump'), headers)).json()) as any).result.content[0].text
+  const [p1a, p1b, p2] = [await sessionOf('p1'), await sessionOf('p1'), await sessionOf('p2')]
+  t.equal(await bump(p1a, 1), 'counter 1', 'p1\'s first session starts p1\'s instance')
+  t.equal(await bump(p1b, 2), 'counter 2', 'p1\'s second session uses the same instance')
+  t.equal(await bump(p2, 3), 'counter 1', 'p2\'s session has an instance of its own')
 })
