@@ -13,7 +13,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import { collectDefaultMetrics } from 'prom-client'
 import mcpx from './app.js'
 import { pino } from 'pino'
-import { REDACTED_PATHS, prettyStream, resolveLogOptions } from './lib/log.js'
+import { REDACTED_PATHS, batchedDestination, prettyStream, resolveLogOptions } from './lib/log.js'
 import { loadBearerTokens, loadAdminTokens, assertSafeBind, createBearerVerifier, type BearerVerifier } from './lib/auth.js'
 import { Reloader, watchConfig } from './lib/reload.js'
 import { isLoopbackAddress, isLoopbackHostHeader, parseHostPort } from './lib/origin.js'
@@ -132,8 +132,9 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
   const log = resolveLogOptions(1, { level: options.logLevel, format: options.logFormat })
   const loggerOptions = { name: 'mcpx', level: log.level, redact: REDACTED_PATHS }
   const app = Fastify({
-    // JSON: Fastify's own pino on stdout. Pretty (a terminal, or --log-format pretty): pino-pretty on fd 1.
-    ...(log.format === 'pretty' ? { loggerInstance: pino(loggerOptions, prettyStream(1)) as unknown as FastifyBaseLogger } : { logger: loggerOptions }),
+    // JSON: Fastify's own pino on stdout, written in batches (lib/log batchedDestination: one line
+    // per /mcp request). Pretty (a terminal, or --log-format pretty): pino-pretty on fd 1, line by line.
+    ...(log.format === 'pretty' ? { loggerInstance: pino(loggerOptions, prettyStream(1)) as unknown as FastifyBaseLogger } : { logger: { ...loggerOptions, stream: batchedDestination(1) } }),
     // Fastify's "incoming request" / "request completed" pairs are off (FSTDEP023: the top-level
     // disableRequestLogging option is deprecated in favour of logController).
     logController: new LogController({ disableRequestLogging: true }),
