@@ -39,12 +39,31 @@ const NO_ACCEPT: AcceptVerdict = Object.freeze({ json: true, sse: false, refused
  */
 export function readAccept (accept: string | readonly string[] | undefined): AcceptVerdict {
   const text = Array.isArray(accept) ? accept.join(',') : (accept as string | undefined) ?? ''
+  const known = VERDICTS.get(text)
+  if (known !== undefined) return known
+  const verdict = judge(text)
+  // A client sends the same Accept on every request: read each distinct header once (issue #14).
+  if (text.length <= MAX_REMEMBERED_ACCEPT_CHARS) {
+    if (VERDICTS.size >= MAX_REMEMBERED_ACCEPTS) VERDICTS.clear()
+    VERDICTS.set(text, verdict)
+  }
+  return verdict
+}
+
+/** Verdicts of recent Accept headers, by header text; at most {@link MAX_REMEMBERED_ACCEPTS}, cleared when full. */
+const VERDICTS = new Map<string, AcceptVerdict>()
+/** Most distinct Accept headers remembered at once. */
+const MAX_REMEMBERED_ACCEPTS = 64
+/** Longest Accept header remembered, characters (a longer one is read every time). */
+const MAX_REMEMBERED_ACCEPT_CHARS = 256
+
+function judge (text: string): AcceptVerdict {
   if (text.trim() === '') return NO_ACCEPT
   const ranges = parseRanges(text)
   const json = weightOf(ranges, 'application', 'json') > 0
   const sseWeight = weightOf(ranges, 'text', 'event-stream')
   const sse = sseWeight > 0 && ranges.some(r => r.type === 'text' && r.subtype === 'event-stream' && r.q > 0)
-  return { json, sse, refused: !json && sseWeight <= 0 }
+  return Object.freeze({ json, sse, refused: !json && sseWeight <= 0 })
 }
 
 function parseRanges (text: string): MediaRange[] {

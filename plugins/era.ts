@@ -22,9 +22,11 @@ declare module 'fastify' {
 
 export default fp(async function mcpxEra (fastify) {
   fastify.decorateRequest('mcp', null)
-  fastify.addHook('preValidation', async function classifyRequest (request) {
+  // Callback style: no promise and no microtask per request (issue #14).
+  fastify.addHook('preValidation', function classifyRequest (request, _reply, done) {
     request.mcp = request.method === 'POST'
       ? classifyPost({ headers: request.headers, parsed: request.body as Parsed | undefined })
       : classifyBodiless(request.headers)
+    done()
   })
 }, { name: 'mcpx-era', fastify: '5.x' })

@@ -12,11 +12,12 @@
  * 503 with Retry-After (the JSON-RPC error carries the request's id when one can be read).
  */
 import fp from 'fastify-plugin'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { MemorySessionStore, sessionBoundTo, type Session, type SessionStore } from '../lib/sessions.js'
 import { RedisSessionStore } from '../lib/redis-sessions.js'
 import type { McpxConfig } from '../lib/config.js'
 import { encodeMessage } from '../lib/jsonrpc.js'
-import { requestIdOf } from '../lib/inbound.js'
+import { requestIdOf, type Inbound } from '../lib/inbound.js'
 import { isLegacyRevision, unsupportedLegacyVersion } from '../lib/revisions.js'
 import { readHeader } from '../lib/header-values.js'
 import { legacyStatus, refusal } from '../lib/status.js'
@@ -67,9 +68,13 @@ export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fast
   fastify.decorateRequest('mcpSession', null)
   const unknownSession = refusal('unknownSession') // built once
   const badSessionHeader = refusal('badSessionHeader')
-  fastify.addHook('preHandler', async function findSession (request, reply) {
+  // Modern and unreadable requests pass without a promise (issue #14); a legacy one is looked up.
+  fastify.addHook('preHandler', function sessionHook (request, reply, done) {
     const inbound = request.mcp
-    if (inbound === null || inbound.kind === 'reject' || inbound.era !== 'legacy') return
+    if (inbound === null || inbound.kind === 'reject' || inbound.era !== 'legacy') { done(); return }
+    findSession(request, reply, inbound).then(() => { done() }, (err: Error) => { done(err) })
+  })
+  async function findSession (request: FastifyRequest, reply: FastifyReply, inbound: Inbound): Promise<unknown> {
     const version = inbound.headerRevision
     if (version !== undefined && !isLegacyRevision(version) && request.method !== 'DELETE') {
       // The refusal carries the request's id when one can be read; a batch or a notification has none.
@@ -90,6 +95,6 @@ export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fast
       return sendRefusal(reply, refusal('storeUnavailable', requestIdOf(inbound)))
     }
     request.mcpSession = found.session
-  })
+  }
   fastify.addHook('onClose', async function endSessions () { await store.closeAll() })
 }, { name: 'mcpx-legacy-sessions', fastify: '5.x', dependencies: ['mcpx-era', 'mcpx-upstreams'] })

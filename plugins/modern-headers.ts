@@ -19,14 +19,16 @@ export default fp(async function mcpxModernHeaders (fastify) {
   // Where the named tool's inputSchema (with its x-mcp-header annotations) is looked up: the
   // dispatcher, through the caller's policy view (a hidden tool is unknown here too: issue #17).
   const dispatcher = fastify.mcp.dispatcher
+  const findTool = dispatcher.findTool.bind(dispatcher) // bound once, not per request
   const batchRefused = encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Invalid Request: 2026-07-28 has no JSON-RPC batches'))
-  fastify.addHook('preHandler', async function checkModernRequest (request, reply) {
+  // Callback style: no promise and no microtask per request (issue #14).
+  fastify.addHook('preHandler', function checkModernRequest (request, reply, done) {
     const inbound = request.mcp
-    if (inbound === null || inbound.kind === 'bodiless' || inbound.kind === 'reject' || inbound.era !== 'modern') return
+    if (inbound === null || inbound.kind === 'bodiless' || inbound.kind === 'reject' || inbound.era !== 'modern') { done(); return }
     // Seed › No batches: an array body is 400 -32600.
-    if (inbound.kind === 'batch') return reply.code(modernStatus({ code: INVALID_REQUEST, message: '' })).type('application/json').send(batchRefused)
+    if (inbound.kind === 'batch') { reply.code(modernStatus({ code: INVALID_REQUEST, message: '' })).type('application/json').send(batchRefused); return }
     const item = inbound.item
-    if (item.kind !== 'request' && item.kind !== 'notification') return // the route answers invalid bodies and responses
+    if (item.kind !== 'request' && item.kind !== 'notification') { done(); return } // the route answers invalid bodies and responses
     const message = item.message
     const id = inbound.id
     // A modern-era revision mcpx does not serve is -32022, whether the header or the body named it
@@ -34,13 +36,14 @@ export default fp(async function mcpxModernHeaders (fastify) {
     const requested = inbound.headerRevision ?? inbound.bodyRevision
     if (isUnservedModern(requested)) {
       const refused = unsupportedVersion(id, requested)
-      return reply.code(modernStatus(refused.error)).type('application/json').send(encodeMessage(refused))
+      reply.code(modernStatus(refused.error)).type('application/json').send(encodeMessage(refused))
+      return
     }
     const rejection = checkModernHeaders(request.headers, message, item.kind, inbound.bodyRevision) ??
-      (message.method === 'tools/call' ? checkToolParams(dispatcher.findTool.bind(dispatcher), { caller: request.mcpPrincipal ?? undefined, endpoint: endpointOf(request) }, request.headers, message.params) : undefined)
-    if (rejection === undefined) return
+      (message.method === 'tools/call' ? checkToolParams(findTool, { caller: request.mcpPrincipal ?? undefined, endpoint: endpointOf(request) }, request.headers, message.params) : undefined)
+    if (rejection === undefined) { done(); return }
     const refused = errorResponse(id, rejection.code, rejection.message)
-    return reply.code(modernStatus(refused.error)).type('application/json').send(encodeMessage(refused))
+    reply.code(modernStatus(refused.error)).type('application/json').send(encodeMessage(refused))
   })
 }, { name: 'mcpx-modern-headers', fastify: '5.x', dependencies: ['mcpx-era', 'mcpx-upstreams', 'mcpx-auth'] })
 

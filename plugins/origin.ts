@@ -22,9 +22,10 @@ export default fp<OriginOptions>(async function mcpxOrigin (fastify, opts) {
   createOriginCheck(opts.policy) // fail fast on a bad policy (McpxError MCPX_ERR_CONFIG), at registration
   const policy = opts.policy
   const refused = refusal('forbiddenOrigin') // built once
-  fastify.addHook('onRequest', async function checkOrigin (request, reply) {
-    if (isOriginAllowed(request.headers.origin, policy)) return
+  // Callback style: no promise and no microtask per request (issue #14).
+  fastify.addHook('onRequest', function checkOrigin (request, reply, done) {
+    if (isOriginAllowed(request.headers.origin, policy)) { done(); return }
     request.log.debug({ origin: request.headers.origin }, 'origin refused')
-    return sendRefusal(reply, refused)
+    sendRefusal(reply, refused)
   })
 }, { name: 'mcpx-origin', fastify: '5.x' })

@@ -72,13 +72,16 @@ export default fp<RequestLogOptions>(async function mcpxRequestLog (fastify, opt
   // arriving (it tests `req.aborted`), and onResponse only on 'finish', so a POST whose client
   // left during the upstream call (an abandoned JSON reply, or a hijacked SSE stream) produced
   // neither. 'close' on the raw response without `writableFinished` covers every such case.
-  fastify.addHook('onRequest', async function markStart (request, reply) {
+  // Both hooks are callback style: no promise and no microtask per request (issue #14).
+  fastify.addHook('onRequest', function markStart (request, reply, done) {
     request.mcpxStartMs = performance.now()
     reply.raw.once('close', function logIfAborted () {
       if (!reply.raw.writableFinished) record(request, CLIENT_CLOSED_STATUS, performance.now() - request.mcpxStartMs, true)
     })
+    done()
   })
-  fastify.addHook('onResponse', async function logMcpRequest (request, reply) {
+  fastify.addHook('onResponse', function logMcpRequest (request, reply, done) {
     record(request, reply.statusCode, reply.elapsedTime, false)
+    done()
   })
 }, { name: 'mcpx-request-log', fastify: '5.x' })

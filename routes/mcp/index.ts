@@ -43,27 +43,14 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
   // handler); other methods are refused 405 before any body is read.
   const methodNotAllowed = refusal('methodNotAllowed') // built once
   const notFound = refusal('notFound')
-  fastify.addHook('onRequest', async function checkMethod (request, reply) {
-    if (MCP_METHODS.has(request.method)) return
-    return sendRefusal(reply, methodNotAllowed)
-  })
   fastify.setNotFoundHandler(async function mcpNotFound (_request, reply) {
     return await sendRefusal(reply, notFound)
   })
   // issue #17: `/mcp/<name>` is a curated endpoint only when one by that name is configured (the
-  // dispatcher holds the swappable set); any other name is 404 with a JSON-RPC body. After the
-  // plugins' onRequest hooks (Origin, CORS, auth), as every rule /mcp follows.
+  // dispatcher holds the swappable set); any other name is 404 with a JSON-RPC body.
   const unknownEndpoint = refusal('unknownEndpoint')
   const dispatcher = fastify.mcp.dispatcher
-  fastify.addHook('onRequest', async function checkEndpoint (request, reply) {
-    const endpoint = endpointOf(request)
-    if (endpoint !== undefined && !dispatcher.hasEndpoint(endpoint)) return sendRefusal(reply, unknownEndpoint)
-  })
   const notAcceptable = refusal('notAcceptable')
-  fastify.addHook('onRequest', async function checkAccept (request, reply) {
-    if (request.method === 'OPTIONS') return
-    if (readAccept(request.headers.accept).refused) return sendRefusal(reply, notAcceptable)
-  })
   // transport.maxConcurrentRequests: POSTs are counted from onRequest until their response closes
   // ('close' on the raw response fires for finished, hijacked (SSE) and aborted replies alike;
   // Fastify's onResponse does not run when the client goes away first, so it would leak slots).
@@ -71,25 +58,39 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
   let inFlightPosts = 0
   function releasePostSlot (): void { inFlightPosts-- }
   fastify.decorateRequest('mcpOverCapacity', false)
-  fastify.addHook('onRequest', async function countPost (request, reply) {
-    if (request.method !== 'POST') return
-    if (inFlightPosts >= opts.maxConcurrentRequests) { request.mcpOverCapacity = true; return }
-    inFlightPosts++
-    reply.raw.once('close', releasePostSlot)
+  // The route checks that need no body, in this order, after the plugins' onRequest hooks (Origin,
+  // CORS, auth), as every rule /mcp follows: the method (405), the curated endpoint (404), Accept
+  // (406), then the POST count. One callback-style hook (issue #14: no promise and no microtask
+  // per check on every request).
+  fastify.addHook('onRequest', function admitRequest (request, reply, done) {
+    const method = request.method
+    if (!MCP_METHODS.has(method)) { sendRefusal(reply, methodNotAllowed); return }
+    const endpoint = endpointOf(request)
+    if (endpoint !== undefined && !dispatcher.hasEndpoint(endpoint)) { sendRefusal(reply, unknownEndpoint); return }
+    if (method !== 'OPTIONS' && readAccept(request.headers.accept).refused) { sendRefusal(reply, notAcceptable); return }
+    if (method === 'POST') {
+      if (inFlightPosts >= opts.maxConcurrentRequests) request.mcpOverCapacity = true
+      else {
+        inFlightPosts++
+        reply.raw.once('close', releasePostSlot)
+      }
+    }
+    done()
   })
-  fastify.addHook('preValidation', async function refusePostOverCapacity (request, reply) {
-    if (!request.mcpOverCapacity) return
+  fastify.addHook('preValidation', function refusePostOverCapacity (request, reply, done) {
+    if (!request.mcpOverCapacity) { done(); return }
     request.log.debug({ maxConcurrentRequests: opts.maxConcurrentRequests }, 'too many requests in flight')
     // mcpx-era classified the body in its own preValidation hook, which runs before this one.
-    return sendRefusal(reply, refusal('tooManyConcurrentRequests', requestIdOf(request.mcp)))
+    sendRefusal(reply, refusal('tooManyConcurrentRequests', requestIdOf(request.mcp)))
   })
   // Every unreadable body is answered here, whoever noticed it: the parser's verdict (lib/inbound
   // `reject`: -32700 with no id, or -32600 with its id for a body nested too deep; 400) in this
   // preHandler, which runs after the plugins' preHandlers (they pass rejects through), and the
   // framework's body errors (413, 415, empty body) in the error handler below.
-  fastify.addHook('preHandler', async function refuseUnreadableBody (request, reply) {
+  fastify.addHook('preHandler', function refuseUnreadableBody (request, reply, done) {
     const inbound = request.mcp
-    if (inbound?.kind === 'reject') return sendRefusal(reply, refusal('unreadableBody', inbound.id, inbound.error))
+    if (inbound?.kind === 'reject') { sendRefusal(reply, refusal('unreadableBody', inbound.id, inbound.error)); return }
+    done()
   })
   fastify.setErrorHandler(async function mcpError (error: FastifyError, request, reply) {
     const refused = frameworkRefusal(error, opts.maxBodyBytes)
