@@ -21,6 +21,13 @@ export interface DispatchContext {
   /** Aborted when the request is cancelled (notifications/cancelled, or a disconnect where that is the signal). */
   signal: AbortSignal
   /**
+   * The AbortController behind `signal`, when the face made one for this request alone and aborts
+   * it only when the request is cancelled (2026-07-28 HTTP: its client went away). The MRTR bridge
+   * (lib/mrtr.ts) then adopts it for a fresh upstream call instead of making a second one and
+   * listening on `signal` (issue #14). Undefined elsewhere.
+   */
+  controller?: AbortController
+  /**
    * Sends a request-scoped notification to the client (`notifications/progress`,
    * `notifications/message`) on this request's stream. Undefined when there is nowhere to send it.
    */

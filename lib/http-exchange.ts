@@ -208,6 +208,7 @@ export class HttpExchange {
     channel.onDisconnect(() => entry.controller.abort())
     const responder = new Responder(channel)
     const ctx = modernContext(inbound.meta, entry.controller.signal, scopedNotify(entry, responder), channel.principal)
+    ctx.controller = entry.controller // aborted only by the disconnect above: the MRTR bridge adopts it (no second controller)
     if (channel.caller !== undefined) ctx.caller = channel.caller // per-caller upstream credentials (issue #16)
     if (channel.traceIn !== undefined) ctx.traceIn = channel.traceIn
     if (channel.endpoint !== undefined) ctx.endpoint = channel.endpoint // issue #17

@@ -128,13 +128,19 @@ export class ParkedCall {
   /** Where the upstream's progress goes: the leg (request) waiting now. */
   progress: { onProgress: ((p: { progress: number, total?: number, message?: string }) => void) | undefined } | undefined
   /** Aborting it cancels the upstream call. */
-  readonly controller = new AbortController()
+  readonly controller: AbortController
   private readonly queue: ParkedEvent[] = []
   private waiter: ((event: ParkedEvent) => void) | undefined
   private timer: NodeJS.Timeout | undefined
   private questions = 0
 
-  constructor (readonly method: string, readonly name: string) {}
+  /**
+   * @param controller the first leg's own controller (DispatchContext.controller) when it has one:
+   *        the call then needs no second controller and no listener on that leg's signal
+   */
+  constructor (readonly method: string, readonly name: string, controller: AbortController = new AbortController()) {
+    this.controller = controller
+  }
 
   /** Feeds an event (from the upstream side). */
   push (event: ParkedEvent): void {
@@ -336,7 +342,7 @@ export class MrtrBridge {
 
   /** A modern client's call that continues nothing of mcpx's: it may park on a legacy upstream's question. */
   private async fresh (request: JsonRpcRequest, ctx: DispatchContext, name: string, invoke: (options: UpstreamCallOptions) => Promise<JsonObject>, inputResponses: JsonObject | undefined): Promise<JsonObject> {
-    const parked = new ParkedCall(request.method, name)
+    const parked = new ParkedCall(request.method, name, ctx.controller)
     const options = this.options.callOptions(request, ctx)
     if (inputResponses !== undefined) options.extraParams = { inputResponses }
     const leg = { onProgress: options.onProgress }
@@ -348,16 +354,22 @@ export class MrtrBridge {
       parked.push({ kind: 'question', question, answer: resolve, refuse: reject })
     })
     invoke(options).then(result => parked.push({ kind: 'result', result }), (error: unknown) => parked.push({ kind: 'error', error }))
-    return await this.drive(parked, request, ctx)
+    return await this.drive(parked, request, ctx, false)
   }
 
-  /** Waits for the parked call's next event on behalf of one modern request (a leg). */
-  private async drive (parked: ParkedCall, request: JsonRpcRequest, ctx: DispatchContext): Promise<JsonObject> {
-    if (parked.progress !== undefined) parked.progress.onProgress = this.options.callOptions(request, ctx).onProgress
-    // Seed › Closing the stream is cancellation: a leg whose client goes away cancels the upstream call.
-    const onAbort = (): void => { parked.unpark(); parked.controller.abort(); this.forget(parked) }
-    if (ctx.signal.aborted) onAbort()
-    ctx.signal.addEventListener('abort', onAbort, { once: true })
+  /**
+   * Waits for the parked call's next event on behalf of one modern request (a leg).
+   * @param retry false for the first leg, whose progress route {@link fresh} has just set
+   */
+  private async drive (parked: ParkedCall, request: JsonRpcRequest, ctx: DispatchContext, retry = true): Promise<JsonObject> {
+    if (retry && parked.progress !== undefined) parked.progress.onProgress = this.options.callOptions(request, ctx).onProgress
+    // Seed › Closing the stream is cancellation: a leg whose client goes away cancels the upstream
+    // call. A first leg whose controller the call adopted cancels it by aborting that controller.
+    const onAbort = ctx.signal === parked.controller.signal ? undefined : (): void => { parked.unpark(); parked.controller.abort(); this.forget(parked) }
+    if (onAbort !== undefined) {
+      if (ctx.signal.aborted) onAbort()
+      ctx.signal.addEventListener('abort', onAbort, { once: true })
+    }
     try {
       for (;;) {
         const event = await parked.next()
@@ -379,7 +391,7 @@ export class MrtrBridge {
         return this.inputRequired(parked, key, event.question, ctx)
       }
     } finally {
-      ctx.signal.removeEventListener('abort', onAbort)
+      if (onAbort !== undefined) ctx.signal.removeEventListener('abort', onAbort)
     }
   }
 
