@@ -122,6 +122,15 @@ export class NotificationHub {
     }
   }
 
+  /**
+   * An isolated instance's event that another replica saw (lib/redis-sessions.ts: the replica
+   * running a legacy session's instances relays them to the one holding its GET stream; issue #18),
+   * delivered as a local one is. Never throws.
+   */
+  instanceEvent (event: InstanceEvent): void {
+    this.onInstanceEvent(event)
+  }
+
   constructor (private readonly registry: UpstreamRegistry) {
     registry.on('list_changed', this.onListChanged)
     registry.on('resource_updated', this.onResourceUpdated)

@@ -51,7 +51,7 @@ import type { SseStream } from './sse.js'
 import { idKey, isObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcResponse } from './jsonrpc.js'
 import type { Logger } from './log.js'
 import { ListSnapshots, type RelayedEvent } from './notify-hub.js'
-import type { InstanceHome, ListKind, UpstreamRegistry } from './upstreams/types.js'
+import type { InstanceEvent, InstanceHome, ListKind, UpstreamRegistry } from './upstreams/types.js'
 import { FORWARD_MESSAGE_TYPES, InstanceForwarder, type ForwardMessage } from './redis-instances.js'
 import { INTERNAL_ERROR, INVALID_REQUEST } from './jsonrpc.js'
 import { InstanceForwardError } from './upstreams/types.js'
@@ -78,6 +78,11 @@ export interface RedisSessionStoreOptions {
    * (NotificationHub.relay: filtered per listener by what its caller sees, issue #17).
    */
   relay: (event: RelayedEvent) => void
+  /**
+   * Receives what a session's isolated instance, running on another replica, announced (issue #18:
+   * NotificationHub.instanceEvent, which hands it to that session's GET stream if it is here).
+   */
+  relayInstance?: (event: InstanceEvent) => void
   logger: Logger
   /** How long one command may take before the store reports unavailable, ms. Default 1000. */
   commandTimeoutMs?: number
@@ -98,6 +103,7 @@ type BusMessage =
   | { t: 'cancel', sid: string, key: string }
   | { t: 'sub', sid: string, uri: string, add: boolean }
   | { t: 'ev', from: string, kind?: ListKind, uri?: string, changed?: string[] }
+  | { t: 'iev', from: string, ev: InstanceEvent }
 type ReplicaMessage =
   | { t: 'send', sid: string, msg: JsonRpcMessage }
   | { t: 'ans', sid: string, qid: string, res: JsonRpcResponse }
@@ -227,6 +233,11 @@ export class RedisSessionStore implements SessionStore {
     this.publishBus({ t: 'ev', from: this.replicaId, uri })
   }
 
+  /** A session's instance held here announced something: to the replica holding its GET stream, wherever that is. */
+  private readonly onInstanceEvent = (event: InstanceEvent): void => {
+    if (event.isolation === 'per-session' && this.homed.has(event.key)) this.publishBus({ t: 'iev', from: this.replicaId, ev: event })
+  }
+
   constructor (private readonly options: RedisSessionStoreOptions) {
     this.log = options.logger.child({ component: 'sessions', replica: this.replicaId })
     this.snapshots = new ListSnapshots(options.upstreams)
@@ -261,6 +272,7 @@ export class RedisSessionStore implements SessionStore {
     this.sub.on('message', (channel: string, payload: string) => { this.onMessage(channel, payload) })
     options.upstreams.on('list_changed', this.onListChanged)
     options.upstreams.on('resource_updated', this.onResourceUpdated)
+    options.upstreams.on('instance_event', this.onInstanceEvent)
     this.heartbeat = setInterval(() => { void this.beat() }, Math.max(100, Math.floor(options.streamLeaseMs / 3)))
     this.heartbeat.unref()
     this.sweeper = setInterval(() => { this.sweep() }, Math.max(1_000, Math.min(options.idleTimeoutMs / 2, 60_000)))
@@ -431,6 +443,7 @@ export class RedisSessionStore implements SessionStore {
     clearInterval(this.sweeper)
     this.options.upstreams.off('list_changed', this.onListChanged)
     this.options.upstreams.off('resource_updated', this.onResourceUpdated)
+    this.options.upstreams.off('instance_event', this.onInstanceEvent)
     this.forwarder.close()
     for (const shadow of [...this.shadows.values()]) this.drop(shadow) // closes streams: their leases are released
     for (const id of this.leases) this.releaseLease(id)
@@ -548,6 +561,10 @@ export class RedisSessionStore implements SessionStore {
   private onBus (message: BusMessage): void {
     if (message.t === 'ev') {
       if (message.from !== this.replicaId) this.deliverEvent(message)
+      return
+    }
+    if (message.t === 'iev') {
+      if (message.from !== this.replicaId) this.options.relayInstance?.(message.ev) // the local hub had our own
       return
     }
     if (message.t === 'end') this.stopInstances(message.sid) // issue #18: ended on any replica

@@ -56,6 +56,7 @@ export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fast
       idleTimeoutMs: opts.idleTimeoutMs,
       upstreams: registry,
       relay: event => { fastify.mcp.hub.relay(event) },
+      relayInstance: event => { fastify.mcp.hub.instanceEvent(event) },
       logger: fastify.log
     })
     // Unreachable at startup is not fatal: modern traffic is served, session requests get 503 until Redis answers.

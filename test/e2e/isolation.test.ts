@@ -148,6 +148,17 @@ t.test('isolation/per-session/redis-call-on-another-replica-reaches-the-owner-in
   const elicited = await stream.message('the elicit reply', m => m.id === 5) as any
   t.match(elicited.result.content[0].text, /Ada/, 'the instance on A got the answer')
 
+  // What A's instance announces reaches the session's GET stream, held by B.
+  const abortGet = new AbortController()
+  t.teardown(() => abortGet.abort())
+  const get = await fetch(`${b.base}/mcp`, { method: 'GET', headers: { accept: 'text/event-stream', ...sessionHeaders(sid, REVISION) }, signal: abortGet.signal })
+  t.equal(get.status, 200)
+  const getStream = new SseReader(get)
+  t.match((await bump(b.base, sid, 11)).body, { result: { content: [{ text: 'counter 4' }] } }, 'the stream is open (a call between)')
+  const added = await post(b.base, callBody(12, 'add_tool', { name: 'instance_tool' }), { ...sessionHeaders(sid, REVISION), accept: 'application/json' })
+  t.match(await added.json(), { result: { content: [{ text: 'added instance_tool' }] } }, 'the tool is added on A\'s instance')
+  t.same(await getStream.message('the instance\'s list_changed on B', isMethod('notifications/tools/list_changed')), { jsonrpc: '2.0', method: 'notifications/tools/list_changed' })
+
   // DELETE on B stops A's instance.
   const deleted = await fetch(`${b.base}/mcp`, { method: 'DELETE', headers: sessionHeaders(sid, REVISION) })
   t.equal(deleted.status, 204)
