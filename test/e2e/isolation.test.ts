@@ -16,6 +16,7 @@ import { legacyHeaders, modernHeaders, sseMessages } from '../helpers/app.js'
 import { modernBody } from '../helpers/modern-wire.js'
 import { callBody, fetchSession, fixtureEvents, fixtureLogPath, pollUntil, post, sessionHeaders, SseReader } from '../helpers/legacy.js'
 import { REDIS_URL, redisTestPrefix } from '../helpers/redis.js'
+import { spawnServe } from '../helpers/spawn.js'
 
 const REVISION = '2025-06-18'
 const isMethod = (method: string) => (m: Record<string, unknown>): boolean => m.method === method
@@ -265,4 +266,21 @@ t.test('isolation/per-principal/legacy-sessions-keyed-by-their-principal', async
   t.equal(await bump(p1a, 1), 'counter 1', 'p1\'s first session starts p1\'s instance')
   t.equal(await bump(p1b, 2), 'counter 2', 'p1\'s second session uses the same instance')
   t.equal(await bump(p2, 3), 'counter 1', 'p2\'s session has an instance of its own')
+})
+
+t.test('isolation/per-session/stdio-client-gets-its-instance-events', async t => {
+  // `mcpx serve`: one client, one instance; what the instance announces reaches that client on stdout.
+  const serve = spawnServe(t, { config: { upstreams: { fixture: { ...fixtureCommand('--era', 'legacy'), isolation: 'per-session' } } } })
+  let id = 1
+  const request = async (method: string, params: Record<string, unknown>): Promise<any> => await serve.request({ jsonrpc: '2.0', id: id++, method, params })
+  await request('initialize', { protocolVersion: REVISION, capabilities: {}, clientInfo: { name: 'iso-stdio', version: '0' } })
+  serve.send({ jsonrpc: '2.0', method: 'notifications/initialized' })
+  await pollUntil('the resource listed', async () => ((await request('resources/list', {})).result.resources as Array<{ uri: string }>).some(r => r.uri === 'fixture://counter'), 60_000)
+  t.same((await request('resources/subscribe', { uri: 'fixture://counter' })).result, {}, 'subscribed')
+  t.equal((await request('tools/call', { name: 'bump', arguments: {} })).result.content[0].text, 'counter 1', 'the client\'s own instance')
+  t.match(await serve.nextMessage(m => m.method === 'notifications/resources/updated'), { params: { uri: 'fixture://counter' } }, 'its resources/updated on stdout')
+  await request('tools/call', { name: 'add_tool', arguments: { name: 'only_stdio' } })
+  await serve.nextMessage(m => m.method === 'notifications/tools/list_changed')
+  t.pass('its tools/list_changed on stdout')
+  t.equal(serve.messages.filter(m => m === undefined).length, 0, 'every stdout line is JSON')
 })
