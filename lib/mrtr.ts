@@ -19,6 +19,9 @@
  *   2025-only elicitationId); the retry sends the original request to the upstream again.
  *
  * The state is bound to the request, never to a session: modern traffic stays sessionless.
+ *
+ * Over ~500 lines on purpose: the sealer, the parked call and the bridge share one state format and
+ * one capability rule; apart, each would have to re-derive what the others bind.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { errorResponse, isObject, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY, URL_ELICITATION_REQUIRED, type JsonRpcErrorResponse, type JsonRpcRequest, type RequestId } from './jsonrpc.js'

@@ -22,6 +22,9 @@
  *                        question its request asked, and the messages of calls forwarded to the
  *                        replica holding their session's isolated instances (lib/redis-instances.ts)
  *
+ * Over ~500 lines on purpose: the Lua scripts and the pub/sub messages are one protocol between
+ * replicas; each script reads best beside the method that runs it and the message it answers.
+ *
  * Hot path: `find` is ONE round trip (a Lua script: check the session exists, read its facts,
  * slide both TTLs). Everything else (mint, end, GET, questions, subscriptions) is off it.
  *

@@ -5,6 +5,9 @@
  * upstream schemas are re-listed verbatim). Shaping a result for the downstream era (adding
  * `resultType`, `ttlMs`, `cacheScope`, `_meta` serverInfo, or removing them for legacy
  * clients) is the dispatcher's job, not the upstream layer's.
+ *
+ * Over ~500 lines on purpose: it is types and their docstrings only (no code to speak of), the one
+ * place a reader learns the whole seam.
  */
 import type { EventEmitter } from 'node:events'
 import type { Logger } from '../log.js'
