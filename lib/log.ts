@@ -74,10 +74,16 @@ export const LOG_BATCH_BYTES = 4096
 /** Longest a line waits in a {@link batchedDestination} before it is written, ms. */
 export const LOG_BATCH_DELAY_MS = 50
 
+/** True for a pino JSON line at level warn (40) or above: `{"level":40,` … `{"level":60,`. */
+function urgent (line: string): boolean {
+  return line.startsWith('{"level":') && line.charCodeAt(9) >= 52 /* '4' */ && line.charCodeAt(11) === 44 /* ',' */
+}
+
 /**
  * A pino destination on `fd` that writes lines in batches: once {@link LOG_BATCH_BYTES} are
  * gathered, or {@link LOG_BATCH_DELAY_MS} after the first line of a batch, whichever comes first
- * (issue #14: one write per request line was ~6 % of the daemon's CPU under load). The write is
+ * (issue #14: one write per request line was ~6 % of the daemon's CPU under load); a line at
+ * level warn or above is written at once, with every line before it. The write is
  * sonic-boom's asynchronous one, in order, on the same fd. Nothing is lost at shutdown: pino ends
  * an asynchronous destination on `beforeExit` and flushes it synchronously on `exit`; only a
  * process killed outright (SIGKILL) loses the last ≤ 50 ms of lines. The delay timer is unref'd,
@@ -104,7 +110,11 @@ export function batchedDestination (fd: 1 | 2): ReturnType<typeof pino.destinati
   const write = destination.write
   destination.write = function writeBatched (line: string): boolean {
     if (!waiting) arm()
-    return write.call(destination, line)
+    const ok = write.call(destination, line)
+    // A warning or an error is written at once, with the lines before it: an operator (or a test)
+    // reading the log when something went wrong must not wait for the batch.
+    if (urgent(line)) flushBatch()
+    return ok
   }
   destination.once('close', () => { closed = true; if (timer !== undefined) clearTimeout(timer) })
   return destination
