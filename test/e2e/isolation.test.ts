@@ -55,7 +55,10 @@ t.test('isolation/shared/question-never-guessed', async t => {
   const replyA = await streamA.message('A\'s reply', m => m.id === 21) as any
   t.match(replyA.result.content[0].text, /Ada/, 'A\'s call completes with A\'s answer')
   t.equal(await metric(base, 'mcpx_upstream_unrouted_total{upstream="fixture",kind="question"}'), 1, 'the refused question is counted')
-  const warnings = daemon.lines.filter(l => /cannot be tied to one caller/.test(String(l.msg)))
+  // The daemon's stdout is read asynchronously: wait for the line, then check it came once.
+  const tiedWarnings = (): unknown[] => daemon.lines.filter(l => /cannot be tied to one caller/.test(String(l.msg)))
+  await pollUntil('the warning to reach the log', () => tiedWarnings().length > 0, 10_000)
+  const warnings = tiedWarnings()
   t.equal(warnings.length, 1, 'warned once for the upstream')
   t.match(warnings[0], { upstream: 'fixture', level: 40 })
 })
