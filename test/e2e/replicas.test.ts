@@ -424,7 +424,12 @@ t.test('replicas/redis/outage-and-recovery', async t => {
     await res.text()
     return res.status === 200 && sid !== null ? sid : false
   })
-  t.equal((await call(c.bases[1], fresh, ping(2))).status, 200, 'the new session is served by the other replica')
+  // Each replica reconnects on its own schedule (ioredis backoff): wait for the other one too.
+  const other = await pollUntil('the other replica to reconnect', async () => {
+    const res = await call(c.bases[1], fresh, ping(2))
+    return res.status === 503 ? false : res
+  })
+  t.equal(other.status, 200, 'the new session is served by the other replica')
   const old = await post(c.bases[1], ping(3), sessionHeaders(sid, REVISION))
   t.equal(old.status, 404, 'the session lost with the Redis data is 404')
 })
