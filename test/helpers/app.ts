@@ -29,7 +29,21 @@ export async function build (t: Teardown, options: BuildOptions = {}): Promise<F
   await app.register(mcpx, opts)
   await app.ready()
   t.teardown(async () => { await app.close() })
+  await upstreamsSettled(app)
   return app
+}
+
+/**
+ * Waits (at most `boundMs`) until no upstream is still `connecting`. The plugin serves after
+ * UPSTREAM_START_WAIT_MS (5 s) whatever its upstreams do; on a loaded machine a fixture child can
+ * take longer than that to start, and a test's first call would then get -31000 "is connecting".
+ * Past the bound the test goes on (and sees what a client would). A bound, not a delay.
+ */
+async function upstreamsSettled (app: FastifyInstance, boundMs = 30_000): Promise<void> {
+  const deadline = Date.now() + boundMs
+  while (app.upstreams.status().some(u => u.state === 'connecting') && Date.now() < deadline) {
+    await new Promise(resolve => setTimeout(resolve, 25))
+  }
 }
 
 /** Boots the app on a real socket; returns the base URL (`http://127.0.0.1:<port>`) and the app. */
