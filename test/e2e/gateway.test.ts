@@ -9,7 +9,7 @@ import t from 'tap'
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client'
-import { startDaemon, isAlive } from '../helpers/daemon.js'
+import { daemonReady, startDaemon, isAlive } from '../helpers/daemon.js'
 import { fixtureCommand, everythingCommand } from '../helpers/fixture.js'
 import { modernHeaders, modernMeta } from '../helpers/app.js'
 import { pollUntil, fixtureLogPath, fixtureEvents } from '../helpers/legacy.js'
@@ -33,6 +33,7 @@ function textOf (result: unknown): string {
 
 t.test('daemon/gateway/serves-official-clients-of-both-eras-across-two-upstreams', async t => {
   const daemon = await startDaemon(t, TWO_UPSTREAMS)
+  await daemonReady(daemon.base)
 
   const v1 = new ClientV1({ name: 'gateway-test-v1', version: '1.0.0' })
   await v1.connect(new TransportV1(new URL(`${daemon.base}/mcp`)))
@@ -56,6 +57,7 @@ t.test('daemon/gateway/serves-official-clients-of-both-eras-across-two-upstreams
 t.test('upstreams/lifecycle/killed-upstream-fails-the-call-at-once-and-comes-back', async t => {
   const log = fixtureLogPath()
   const daemon = await startDaemon(t, { upstreams: { fixture: { ...fixtureCommand(), env: { FIXTURE_LOG: log } } } })
+  await daemonReady(daemon.base)
   const before = await readyz(daemon.base)
   const fixturePid = before.upstreams.find(u => u.name === 'fixture')?.pid
   if (fixturePid === undefined) throw new Error('readyz names no fixture pid')
@@ -90,6 +92,7 @@ t.test('upstreams/lifecycle/killed-upstream-fails-the-call-at-once-and-comes-bac
 
 t.test('daemon/shutdown/no-child-outlives-the-daemon', async t => {
   const daemon = await startDaemon(t, TWO_UPSTREAMS)
+  await daemonReady(daemon.base)
   const pids = pidsOf(await readyz(daemon.base))
   t.ok(pids.length >= 2, `one child per upstream at least (${pids.join(', ')})`)
   for (const pid of pids) t.ok(isAlive(pid), `child ${pid} runs while the daemon does`)

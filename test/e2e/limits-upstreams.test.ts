@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { spawnServe, type Message, type ServeChild, type Teardown } from '../helpers/spawn.js'
-import { startDaemon } from '../helpers/daemon.js'
+import { daemonReady, startDaemon } from '../helpers/daemon.js'
 import { startHttpUpstream } from '../helpers/fixture.js'
 import { callBody, fixtureEvents, initializeBody, pollUntil, type FixtureEvent } from '../helpers/legacy.js'
 import { legacyHeaders, modernHeaders, modernMeta } from '../helpers/app.js'
@@ -49,11 +49,6 @@ function hostile (log: string, limits: Record<string, number> = {}): Record<stri
  * Initializes, then waits until the upstream lists its tools: on a loaded machine an upstream may
  * still be connecting when `mcpx serve` starts reading (its calls would fail "is connecting").
  */
-/** Waits until the daemon's upstreams are all ready (/readyz 200): on a loaded machine they may still be connecting. */
-async function daemonReady (base: string): Promise<void> {
-  await pollUntil('/readyz 200', async () => (await fetch(`${base}/readyz`).then(async res => { await res.text(); return res.status })) === 200, 60_000)
-}
-
 async function initialized (serve: ServeChild): Promise<void> {
   const init = await serve.request(initializeBody('2025-06-18', {}, 'init'), 60_000)
   if (init.result === undefined) throw new Error(`initialize failed: ${JSON.stringify(init)}`)

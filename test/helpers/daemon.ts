@@ -165,3 +165,21 @@ export function readSse (response: Response): SseReader {
   }
   return { next, ended }
 }
+
+/**
+ * Waits (at most `boundMs`, default {@link WAIT_MS}) until the daemon's upstreams are all ready
+ * (`/readyz` 200): the daemon serves after 5 s whatever its upstreams do, and on a loaded machine
+ * a child can take longer to start. @throws Error naming the last status when the bound passes.
+ */
+export async function daemonReady (base: string, boundMs = WAIT_MS): Promise<void> {
+  const deadline = Date.now() + boundMs
+  let last = 0
+  while (Date.now() < deadline) {
+    const res = await fetch(`${base}/readyz`)
+    await res.text()
+    last = res.status
+    if (last === 200) return
+    await new Promise(resolve => setTimeout(resolve, 25))
+  }
+  throw new Error(`timed out after ${boundMs} ms waiting for ${base}/readyz 200 (last ${last})`)
+}
