@@ -41,10 +41,12 @@ export type { DispatchContext } from './dispatch-types.js'
  * upstream picks its instance by them (lib/upstreams/types.ts instanceKeyOf); subscriptions and
  * notification listeners name their owner the same way, so an instance's events reach exactly it.
  */
-export function instanceOwnerOf (ctx: Pick<DispatchContext, 'sessionId' | 'principal'>): InstanceOwner {
+export function instanceOwnerOf (ctx: Pick<DispatchContext, 'sessionId' | 'principal' | 'instanceHome'>): InstanceOwner {
   const who: InstanceOwner = {}
   if (ctx.sessionId !== undefined) who.owner = ctx.sessionId
   if (ctx.principal !== undefined) who.principalKey = ctx.principal
+  // Redis store: the session's own instance follows its stored subscriptions (lib/redis-sessions.ts).
+  if (ctx.instanceHome !== undefined) who.home = ctx.instanceHome
   return who
 }
 

@@ -11,6 +11,10 @@
  * call on the session's instance (lib/upstreams/registry.ts `callUpstream`) and sends back, in
  * order on one channel, its progress, log lines, questions (the receiving replica relays them to
  * the client and the answer back) and its result or error. A cancelled call is stopped on the owner.
+ * The session's `resources/subscribe` and `resources/unsubscribe` are not forwarded here: the owner
+ * follows the session's stored subscriptions (lib/redis-sessions.ts: applied at its claim, then on
+ * each bus `sub` message, which every replica gets, ahead of any call forwarded after it), so one
+ * taken by any replica reaches the instance, whichever replica holds the shared subscription.
  *
  * Messages (JSON, on the replica channels, beside lib/redis-sessions.ts' `send` and `ans`):
  *   to the owner:     `fcall` (sid, upstream, method, params, options), `fstop`, `fqans` (a question's answer)

@@ -4,7 +4,9 @@
  *
  * Facts live in Redis, so any replica serves any request of a session:
  *   `<prefix>s:{<sid>}`          hash `rev` (negotiated revision), `caps` (client capabilities, JSON),
- *                                `inst` (id of the replica holding the session's isolated upstream instances, issue #18)
+ *                                `inst` (id of the replica holding the session's isolated upstream instances, issue #18),
+ *                                `pr` (the principal key it was minted for, lib/principal.ts, when any: its
+ *                                subscriptions on per-principal instances are released as they were made)
  *   `<prefix>s:{<sid>}:subs`     set of resource URIs the client subscribed to
  *   `<prefix>s:{<sid>}:stream`   id of the replica holding the session's GET stream (SET NX, lease TTL)
  *   `<prefix>s:{<sid>}:q:<qid>`  id of the replica whose request asked question `qid`
@@ -16,8 +18,9 @@
  * questions they asked) stay in the replica that holds them; this store only relays cancellations
  * and answers to that replica's Peer, it does not re-implement them. Replicas reach each other over pub/sub, one subscriber connection
  * per replica, two channels each:
- *   `<prefix>bus`        every replica: session ended, cancellation, subscription added/removed,
- *                        upstream change events (list_changed, resources/updated)
+ *   `<prefix>bus`        every replica: session ended, cancellation, subscription added/removed
+ *                        (the replica running the session's per-session instances applies it to
+ *                        them, issue #18), upstream change events (list_changed, resources/updated)
  *   `<prefix>r:<rid>`    one replica: a message for the GET stream it holds, an answer to a
  *                        question its request asked, and the messages of calls forwarded to the
  *                        replica holding their session's isolated instances (lib/redis-instances.ts)
@@ -54,7 +57,7 @@ import type { SseStream } from './sse.js'
 import { idKey, isObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcResponse } from './jsonrpc.js'
 import type { Logger } from './log.js'
 import { ListSnapshots, type RelayedEvent } from './notify-hub.js'
-import type { InstanceEvent, InstanceHome, ListKind, UpstreamRegistry } from './upstreams/types.js'
+import type { InstanceEvent, InstanceHome, InstanceOwner, ListKind, UpstreamRegistry } from './upstreams/types.js'
 import { FORWARD_MESSAGE_TYPES, InstanceForwarder, type ForwardMessage } from './redis-instances.js'
 import { INTERNAL_ERROR, INVALID_REQUEST } from './jsonrpc.js'
 import { InstanceForwardError } from './upstreams/types.js'
@@ -75,7 +78,7 @@ export interface RedisSessionStoreOptions {
   /** TTL of the GET-stream owner key, refreshed every third of it by the owner, ms (sessions.streamLease). */
   streamLeaseMs: number
   /** The upstream registry: refcounted upstream subscriptions, and the change events to share. */
-  upstreams: UpstreamSubscriptions & Pick<EventEmitter, 'on' | 'off'> & Pick<UpstreamRegistry, 'tools' | 'prompts' | 'resources' | 'resourceTemplates' | 'callUpstream'>
+  upstreams: UpstreamSubscriptions & Pick<EventEmitter, 'on' | 'off'> & Pick<UpstreamRegistry, 'tools' | 'prompts' | 'resources' | 'resourceTemplates' | 'callUpstream' | 'instanceSubscription'>
   /**
    * Receives the upstream changes other replicas saw, for this replica's GET streams
    * (NotificationHub.relay: filtered per listener by what its caller sees, issue #17).
@@ -95,6 +98,12 @@ export interface RedisSessionStoreOptions {
 interface Shadow extends Session {
   /** URIs this replica subscribed to upstream on this session's behalf (released on end/unsubscribe). */
   readonly upstreamSubs: Set<string>
+  /**
+   * Those of `upstreamSubs` its requests subscribed here (the registry counts them for the session
+   * as `who`: a per-principal instance's subscription, issue #18); the rest are held for its GET
+   * stream. Each is released as it was made.
+   */
+  readonly instanceSubs: Set<string>
   /** The replica holding its per-session isolated instances (the hash's `inst`), once known (issue #18). */
   instanceOwner: string | undefined
   readonly instanceHome: InstanceHome
@@ -113,26 +122,36 @@ type ReplicaMessage =
 
 /* Lua scripts. KEYS and ARGV are documented at each; every one touches a single session's slot. */
 
-/** KEYS: session, subs. ARGV: idleMs, wantCaps ('1'|'0'). → nil | {rev, caps|false, {uris}, instance owner|false} */
+/**
+ * KEYS: session, subs. ARGV: idleMs, wantFacts ('1'|'0': a new shadow).
+ * → nil | {rev, caps|false, {uris}, instance owner|false, principal key|false}
+ */
 const FIND = `
 local rev = redis.call('HGET', KEYS[1], 'rev')
 if not rev then return false end
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 local caps = false
-if ARGV[2] == '1' then caps = redis.call('HGET', KEYS[1], 'caps') end
-return {rev, caps, redis.call('SMEMBERS', KEYS[2]), redis.call('HGET', KEYS[1], 'inst')}`
+local pr = false
+if ARGV[2] == '1' then
+  caps = redis.call('HGET', KEYS[1], 'caps')
+  pr = redis.call('HGET', KEYS[1], 'pr')
+end
+return {rev, caps, redis.call('SMEMBERS', KEYS[2]), redis.call('HGET', KEYS[1], 'inst'), pr}`
 
 /**
- * KEYS: session. ARGV: replica id. The replica holding the session's isolated instances (issue
- * #18): the one recorded, else this one, recorded now. → owner id | nil (no session)
+ * KEYS: session, subs. ARGV: replica id. The replica holding the session's isolated instances
+ * (issue #18): the one recorded, else this one, recorded now; with the session's subscriptions
+ * as of then (a new owner's instances start with them). → nil (no session) | {owner id, {uris}}
  */
 const CLAIM_INSTANCES = `
 local owner = redis.call('HGET', KEYS[1], 'inst')
-if owner then return owner end
-if redis.call('EXISTS', KEYS[1]) == 0 then return false end
-redis.call('HSET', KEYS[1], 'inst', ARGV[1])
-return ARGV[1]`
+if not owner then
+  if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+  redis.call('HSET', KEYS[1], 'inst', ARGV[1])
+  owner = ARGV[1]
+end
+return {owner, redis.call('SMEMBERS', KEYS[2])}`
 
 /** KEYS: session, subs, stream. ARGV: bus channel, payload. → 1 ended | 0 unknown */
 const END = `
@@ -197,7 +216,7 @@ const SCRIPTS = {
   mcpxSendToStream: { numberOfKeys: 1, lua: SEND_TO_STREAM },
   mcpxAnswer: { numberOfKeys: 1, lua: ANSWER },
   mcpxSubscription: { numberOfKeys: 2, lua: SUBSCRIPTION },
-  mcpxClaimInstances: { numberOfKeys: 1, lua: CLAIM_INSTANCES }
+  mcpxClaimInstances: { numberOfKeys: 2, lua: CLAIM_INSTANCES }
 } as const
 type ScriptName = keyof typeof SCRIPTS
 type ScriptRunner = (...keysAndArgs: Array<string | number>) => Promise<unknown>
@@ -298,13 +317,16 @@ export class RedisSessionStore implements SessionStore {
   async mint (revision: Revision, clientCapabilities: JsonObject, principal?: string): Promise<MintOutcome> {
     const id = newSessionId(principal)
     const [sessionKey] = this.keys(id)
+    // The principal key (a hash, already carried by forwarded calls) lets every replica release the session's subscriptions as made.
+    const facts: Record<string, string> = { rev: revision, caps: JSON.stringify(clientCapabilities) }
+    if (principal !== undefined) facts.pr = principal
     try {
-      await this.redis.multi().hset(sessionKey, 'rev', revision, 'caps', JSON.stringify(clientCapabilities)).pexpire(sessionKey, this.options.idleTimeoutMs).exec()
+      await this.redis.multi().hset(sessionKey, facts).pexpire(sessionKey, this.options.idleTimeoutMs).exec()
     } catch (err) {
       this.log.debug({ err }, 'mint: session store unavailable')
       return { kind: 'unavailable' }
     }
-    const session = this.shadowFor(id, revision, clientCapabilities)
+    const session = this.shadowFor(id, revision, clientCapabilities, principal)
     this.log.debug({ session: id }, 'session minted')
     return { kind: 'minted', session }
   }
@@ -312,7 +334,7 @@ export class RedisSessionStore implements SessionStore {
   async find (id: string): Promise<FindOutcome> {
     const known = this.shadows.get(id)
     const [sessionKey, subsKey] = this.keys(id)
-    let reply: [string, string | null, string[], string | null] | null
+    let reply: [string, string | null, string[], string | null, string | null] | null
     try {
       reply = await this.script('mcpxFind')(sessionKey, subsKey, this.options.idleTimeoutMs, known === undefined ? '1' : '0') as typeof reply
     } catch (err) {
@@ -324,8 +346,8 @@ export class RedisSessionStore implements SessionStore {
       this.stopInstances(id)
       return { kind: 'unknown' }
     }
-    const [revision, caps, uris, owner] = reply
-    const session = known ?? this.shadowFor(id, revision, parseCaps(caps))
+    const [revision, caps, uris, owner, principal] = reply
+    const session = known ?? this.shadowFor(id, revision, parseCaps(caps), principal ?? undefined)
     session.lastSeenMs = Date.now()
     session.instanceOwner = owner ?? undefined
     mirror(session.subscriptions, uris)
@@ -390,15 +412,24 @@ export class RedisSessionStore implements SessionStore {
     return {
       // Whether THIS replica already holds an upstream subscription for this session's URI.
       has: uri => shadow.upstreamSubs.has(uri),
+      // After the dispatcher's registry.subscribe with the session as `who` (lib/dispatch.ts instanceOwnerOf).
       add: async uri => {
         shadow.upstreamSubs.add(uri)
+        shadow.instanceSubs.add(uri)
         shadow.subscriptions.add(uri)
         await this.recordSubscription(shadow, uri, true)
+        // Its own instance, when here, at once (elsewhere: on the bus message, before any later forwarded call).
+        if (this.homed.has(shadow.id)) await this.instanceSubscription(shadow.id, uri, true)
       },
+      // true: the dispatcher releases it with the session as `who`, as it was made; one held for the GET stream is released here.
       delete: async uri => {
         shadow.subscriptions.delete(uri)
         await this.recordSubscription(shadow, uri, false)
-        return shadow.upstreamSubs.delete(uri)
+        if (this.homed.has(shadow.id)) await this.instanceSubscription(shadow.id, uri, false)
+        if (!shadow.upstreamSubs.delete(uri)) return false
+        if (shadow.instanceSubs.delete(uri)) return true
+        void this.options.upstreams.unsubscribe(uri).catch(() => {})
+        return false
       }
     }
   }
@@ -469,15 +500,37 @@ export class RedisSessionStore implements SessionStore {
     return (this.redis as unknown as Record<ScriptName, ScriptRunner>)[name].bind(this.redis)
   }
 
-  private shadowFor (id: string, revision: Revision, clientCapabilities: JsonObject): Shadow {
+  private shadowFor (id: string, revision: Revision, clientCapabilities: JsonObject, principal: string | undefined): Shadow {
     const home: InstanceHome = {
       isHere: () => this.instancesHere(shadow),
       forward: async (upstream, method, params, options, timeoutMs) =>
         await this.forwarder.forward(id, shadow.instanceOwner ?? this.replicaId, upstream, method, params, options, timeoutMs)
     }
-    const shadow: Shadow = Object.assign(newSession(id, revision, clientCapabilities), { upstreamSubs: new Set<string>(), instanceOwner: undefined, instanceHome: home })
+    const shadow: Shadow = Object.assign(newSession(id, revision, clientCapabilities), { upstreamSubs: new Set<string>(), instanceSubs: new Set<string>(), instanceOwner: undefined, instanceHome: home })
+    if (principal !== undefined) shadow.principal = principal
     this.shadows.set(id, shadow)
     return shadow
+  }
+
+  /** Whom the session's requests subscribed as (lib/dispatch.ts instanceOwnerOf): released the same way. */
+  private ownerOf (shadow: Shadow): InstanceOwner {
+    return shadow.principal === undefined ? { owner: shadow.id, home: shadow.instanceHome } : { owner: shadow.id, principalKey: shadow.principal, home: shadow.instanceHome }
+  }
+
+  /**
+   * This replica runs session `shadow`'s per-session instances from now on (issue #18): they follow
+   * its stored subscriptions (`s:{sid}:subs`, mirrored by its last find), whichever replica took
+   * them, and later ones on the bus ('sub'). Once per session.
+   */
+  private homeHere (shadow: Shadow): void {
+    if (this.homed.has(shadow.id)) return
+    this.homed.add(shadow.id)
+    for (const uri of shadow.subscriptions) void this.instanceSubscription(shadow.id, uri, true)
+  }
+
+  /** Session `sid`'s own per-session instances here subscribed to `uri` or not (idempotent). Never rejects. */
+  private async instanceSubscription (sid: string, uri: string, add: boolean): Promise<void> {
+    await this.options.upstreams.instanceSubscription?.(uri, sid, add).catch((err: unknown) => { this.log.debug({ err, uri }, 'isolated instance subscription failed') })
   }
 
   /**
@@ -488,21 +541,25 @@ export class RedisSessionStore implements SessionStore {
   private instancesHere (shadow: Shadow): boolean | Promise<boolean> {
     const owner = shadow.instanceOwner
     if (owner !== undefined) {
-      if (owner === this.replicaId) this.homed.add(shadow.id)
+      if (owner === this.replicaId) this.homeHere(shadow)
       return owner === this.replicaId
     }
     return (async () => {
-      let claimed: unknown
+      let reply: [string, string[]] | null
       try {
-        claimed = await this.script('mcpxClaimInstances')(this.keys(shadow.id)[0], this.replicaId)
+        const [sessionKey, subsKey] = this.keys(shadow.id)
+        reply = await this.script('mcpxClaimInstances')(sessionKey, subsKey, this.replicaId) as typeof reply
       } catch (err) {
         this.log.debug({ err }, 'claiming isolated instances: session store unavailable')
         throw new InstanceForwardError('storeUnavailable', INTERNAL_ERROR, REFUSALS.storeUnavailable.message)
       }
-      if (typeof claimed !== 'string') throw new InstanceForwardError('unknownSession', INVALID_REQUEST, REFUSALS.unknownSession.message)
+      if (reply === null) throw new InstanceForwardError('unknownSession', INVALID_REQUEST, REFUSALS.unknownSession.message)
+      const [claimed, uris] = reply
       shadow.instanceOwner = claimed
-      if (claimed === this.replicaId) this.homed.add(shadow.id)
-      return claimed === this.replicaId
+      if (claimed !== this.replicaId) return false
+      mirror(shadow.subscriptions, uris) // as of the claim: a later change comes on the bus, to the owner it names
+      this.homeHere(shadow)
+      return true
     })()
   }
 
@@ -516,8 +573,12 @@ export class RedisSessionStore implements SessionStore {
   private drop (shadow: Shadow): void {
     if (this.shadows.get(shadow.id) === shadow) this.shadows.delete(shadow.id)
     releaseLive(shadow)
-    for (const uri of shadow.upstreamSubs) void this.options.upstreams.unsubscribe(uri).catch(() => {})
+    // Each as it was made: its requests' with the session as `who` (a per-principal instance's count
+    // goes with it; its own per-session instances' end with them), the GET stream's without.
+    const who = this.ownerOf(shadow)
+    for (const uri of shadow.upstreamSubs) void this.options.upstreams.unsubscribe(uri, shadow.instanceSubs.has(uri) ? who : undefined).catch(() => {})
     shadow.upstreamSubs.clear()
+    shadow.instanceSubs.clear()
   }
 
   /** Deletes this replica's GET-stream lease of session `id` (compare-and-delete); closeAll waits for it. */
@@ -571,6 +632,8 @@ export class RedisSessionStore implements SessionStore {
       return
     }
     if (message.t === 'end') this.stopInstances(message.sid) // issue #18: ended on any replica
+    // Issue #18: made on any replica, for the session's instances running here (even with no shadow left here).
+    if (message.t === 'sub' && this.homed.has(message.sid)) void this.instanceSubscription(message.sid, message.uri, message.add)
     const shadow = this.shadows.get(message.sid)
     if (shadow === undefined) return
     switch (message.t) {
@@ -586,7 +649,7 @@ export class RedisSessionStore implements SessionStore {
           if (shadow.stream !== undefined) void this.holdUpstream(shadow, message.uri)
         } else {
           shadow.subscriptions.delete(message.uri)
-          if (shadow.upstreamSubs.delete(message.uri)) void this.options.upstreams.unsubscribe(message.uri).catch(() => {})
+          if (shadow.upstreamSubs.delete(message.uri)) void this.options.upstreams.unsubscribe(message.uri, shadow.instanceSubs.delete(message.uri) ? this.ownerOf(shadow) : undefined).catch(() => {})
         }
     }
   }

@@ -352,6 +352,10 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     if (last) await entry.upstream.unsubscribe(uri)
   }
 
+  async instanceSubscription (uri: string, sid: string, add: boolean): Promise<void> {
+    await this.ownerOfUri(uri)?.sessionSubscription(uri, sid, add)
+  }
+
   /** The upstream that listed `uri`, else the first whose template matches it. */
   private ownerOfUri (uri: string): Upstream | undefined {
     return this.resourceRoutes.get(uri) ?? this.templateRoutes.find(route => route.pattern.test(uri))?.upstream

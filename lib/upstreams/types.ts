@@ -63,6 +63,12 @@ export interface UpstreamEvents {
 export interface InstanceOwner {
   owner?: string
   principalKey?: string
+  /**
+   * Where the `owner` session's per-session instances live when replicas share sessions (Redis
+   * store). When set, the subscriptions of that session's own instance are not counted here: the
+   * store applies the session's stored set on the replica running it (lib/redis-sessions.ts).
+   */
+  home?: InstanceHome
 }
 
 /**
@@ -409,6 +415,14 @@ export interface UpstreamRegistry extends EventEmitter {
   endSession (key: string): Promise<void>
   /** Process ids of an isolated upstream's running stdio instances. */
   instancePids (name: string): number[]
+  /**
+   * Subscribes (`add`) or unsubscribes session `sid`'s own instance of the `per-session` upstream
+   * serving `uri` (now if it runs, else when it starts), leaving the shared connection's counts
+   * alone: the Redis store's end of a session's `resources/subscribe` made on any replica (issue
+   * #18). Idempotent; nothing for a URI of another kind of upstream, or of none. Never rejects.
+   * Optional for test doubles.
+   */
+  instanceSubscription? (uri: string, sid: string, add: boolean): Promise<void>
   /**
    * Sends one request to the upstream configured as `upstream` (its own, unprefixed names), as a
    * caller's call: the owner replica's end of a forwarded call (lib/redis-instances.ts). Rejects

@@ -317,21 +317,37 @@ export class Upstream implements ConnectionHost {
   /**
    * Subscribes `who`'s isolated instance to `uri` (issue #18): remembered for the instance's key,
    * and pushed to the instance when it runs (a refusal there is logged: the shared connection
-   * already accepted the subscription). Nothing for a shared upstream. Never rejects.
+   * already accepted the subscription). A session's own instance (key = `who.owner`) holds a URI
+   * once, however often it is asked. Nothing for a shared upstream, nor for a session whose
+   * instances have a `home` (the Redis store applies its stored set: {@link sessionSubscription}).
+   * Never rejects.
    */
   async subscribeInstance (uri: string, who: InstanceOwner): Promise<void> {
     const key = this.instanceKey(who)
-    if (key === undefined) return
+    if (key === undefined || (key === who.owner && who.home !== undefined)) return
     let uris = this.ownerSubscriptions.get(key)
     if (uris === undefined) this.ownerSubscriptions.set(key, uris = new Map())
     const count = uris.get(uri) ?? 0
+    if (count > 0 && key === who.owner) return
     uris.set(uri, count + 1)
     if (count === 0) await this.pushInstance(key, 'resources/subscribe', uri)
   }
 
-  /** Drops one of `who`'s subscriptions to `uri` on its instance; the last one unsubscribes it there. Never rejects. */
+  /**
+   * Session `sid`'s own instance subscribed to `uri` (`add`) or not, when this upstream is
+   * `per-session` (the Redis store's end of issue #18: the session's stored subscriptions, on the
+   * replica running its instance). Idempotent. Never rejects.
+   */
+  async sessionSubscription (uri: string, sid: string, add: boolean): Promise<void> {
+    if (this.config.isolation !== 'per-session') return
+    if (add) await this.subscribeInstance(uri, { owner: sid })
+    else await this.unsubscribeInstance(uri, { owner: sid })
+  }
+
+  /** Drops one of `who`'s subscriptions to `uri` on its instance; the last one unsubscribes it there (as {@link subscribeInstance} counts them). Never rejects. */
   async unsubscribeInstance (uri: string, who: InstanceOwner): Promise<void> {
     const key = this.instanceKey(who)
+    if (key !== undefined && key === who.owner && who.home !== undefined) return
     const uris = key === undefined ? undefined : this.ownerSubscriptions.get(key)
     const count = uris?.get(uri)
     if (key === undefined || uris === undefined || count === undefined) return

@@ -163,10 +163,38 @@ t.test('isolation/per-session/redis-call-on-another-replica-reaches-the-owner-in
   t.match(await added.json(), { result: { content: [{ text: 'added instance_tool' }] } }, 'the tool is added on A\'s instance')
   t.same(await getStream.message('the instance\'s list_changed on B', isMethod('notifications/tools/list_changed')), { jsonrpc: '2.0', method: 'notifications/tools/list_changed' })
 
+  // resources/subscribe through B reaches A's instance (the fixture's `bump` announces the counter
+  // only to a connection subscribed to it): its resources/updated comes to the GET stream on B.
+  const updated = isMethod('notifications/resources/updated')
+  const toolsChanged = isMethod('notifications/tools/list_changed')
+  const counterRequest = async (base: string, session: string, id: number, method: string): Promise<unknown> =>
+    await (await post(base, { jsonrpc: '2.0', id, method, params: { uri: 'fixture://counter' } }, { ...sessionHeaders(session, REVISION), accept: 'application/json' })).json()
+  t.same(await counterRequest(b.base, sid, 13, 'resources/subscribe'), { jsonrpc: '2.0', id: 13, result: {} }, 'subscribed through B')
+  t.match((await bump(b.base, sid, 14)).body, { result: { content: [{ text: 'counter 5' }] } })
+  t.same(await getStream.message('A\'s instance\'s resources/updated on B', updated), { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'fixture://counter' } })
+  // Unsubscribed through A: the next bump announces nothing (the list_changed after it shows the stream is past it).
+  t.same(await counterRequest(a.base, sid, 15, 'resources/unsubscribe'), { jsonrpc: '2.0', id: 15, result: {} }, 'unsubscribed through A')
+  t.match((await bump(b.base, sid, 16)).body, { result: { content: [{ text: 'counter 6' }] } })
+  t.match(await (await post(b.base, callBody(17, 'add_tool', { name: 'after_unsubscribe' }), { ...sessionHeaders(sid, REVISION), accept: 'application/json' })).json(), { result: { content: [{ text: 'added after_unsubscribe' }] } })
+  await getStream.until('the second tools/list_changed', () => getStream.messages.filter(toolsChanged).length === 2)
+  t.equal(getStream.messages.filter(updated).length, 1, 'no resources/updated after the unsubscribe')
+
+  // A subscription made before any replica claimed the instances (through B) is applied when A starts them.
+  const sid4 = await fetchSession(a.base, REVISION)
+  const get4 = await fetch(`${b.base}/mcp`, { method: 'GET', headers: { accept: 'text/event-stream', ...sessionHeaders(sid4, REVISION) }, signal: abortGet.signal })
+  t.equal(get4.status, 200)
+  const stream4 = new SseReader(get4)
+  t.same(await counterRequest(b.base, sid4, 18, 'resources/subscribe'), { jsonrpc: '2.0', id: 18, result: {} }, 'subscribed through B, no instance yet')
+  t.match((await bump(a.base, sid4, 19)).body, { result: { content: [{ text: 'counter 1' }] } }, 'the first call starts its instance on A')
+  t.match(await stream4.message('the new instance\'s resources/updated on B', updated), { params: { uri: 'fixture://counter' } })
+  const instance4 = childPids(pidA).filter(pid => !sharedA.includes(pid) && !instance.includes(pid))
+  t.equal(instance4.length, 1, 'on A')
+  t.equal((await fetch(`${b.base}/mcp`, { method: 'DELETE', headers: sessionHeaders(sid4, REVISION) })).status, 204)
+
   // DELETE on B stops A's instance.
   const deleted = await fetch(`${b.base}/mcp`, { method: 'DELETE', headers: sessionHeaders(sid, REVISION) })
   t.equal(deleted.status, 204)
-  await pollUntil('A\'s instance to stop', () => !isAlive(instance[0]), 20_000)
+  await pollUntil('A\'s instances to stop', () => !isAlive(instance[0]) && !isAlive(instance4[0]), 20_000)
   t.same(childPids(pidA), sharedA, 'only A\'s shared child is left')
 
   // Expiry (a Redis TTL, noticed by nobody) stops the owner's instance too: here B's.
