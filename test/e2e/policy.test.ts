@@ -107,12 +107,25 @@ t.test('policy/hidden/byte-identical-to-absent-upstream-down', async t => {
     { method: 'resources/read', hidden: 'fixture://counter', absent: 'fixture://items/none', params: (uri: string) => ({ uri }) }
   ]
   for (const { method, hidden, absent, params } of cases) {
-    const modern = [await modernRpc(ci, 11, method, params(hidden)), await modernRpc(ci, 12, method, params(absent))]
+    const modern = await samePhase(async () => [await modernRpc(ci, 11, method, params(hidden)), await modernRpc(ci, 12, method, params(absent))])
     sameApartFromIdAndName(t, modern[0], modern[1], [hidden, absent], [11, 12], `modern ${method} ${hidden}`)
-    const legacy = [await legacyRpc(ci, request(21, method, params(hidden))), await legacyRpc(ci, request(22, method, params(absent)))]
+    const legacy = await samePhase(async () => [await legacyRpc(ci, request(21, method, params(hidden))), await legacyRpc(ci, request(22, method, params(absent)))])
     sameApartFromIdAndName(t, legacy[0], legacy[1], [hidden, absent], [21, 22], `legacy ${method} ${hidden}`)
   }
 })
+
+/**
+ * The upstream above restarts with backoff, so it is `down` and then `connecting` by turns. Two
+ * requests sent across such a flip differ in that word, not because one name is hidden: such a
+ * pair is sent again (at most 20 times; the comparison then judges the last pair as it is).
+ */
+async function samePhase (send: () => Promise<[RawReply, RawReply]>): Promise<[RawReply, RawReply]> {
+  const phase = (reply: RawReply): string | undefined => /is (down|connecting):/.exec(reply.text)?.[1]
+  for (let attempt = 1; ; attempt++) {
+    const pair = await send()
+    if (phase(pair[0]) === phase(pair[1]) || attempt >= 20) return pair
+  }
+}
 
 t.test('policy/calls/hidden-never-reaches-the-upstream', async t => {
   const base = await serve(t)
