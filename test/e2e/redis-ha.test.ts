@@ -117,12 +117,14 @@ t.test('redis/sentinel/failover-mid-session-503-then-the-session-carries-on', sk
   const recovered = await pollUntil('the session to be served again', async () => {
     const reply = await call(a, sid, ping('after'))
     return reply.status === 200 ? reply : false
-  }, 20_000)
+  }, 45_000)
   t.same(recovered.body, { jsonrpc: '2.0', id: 'after', result: {} }, 'the same session carries on, on A')
+  let lastOnB: unknown
   const onB = await pollUntil('B to be served again', async () => {
     const reply = await call(b, sid, callBody(2, 'echo', { text: 'after failover' }))
+    lastOnB = reply
     return reply.status === 200 ? reply : false
-  }, 20_000)
+  }, 45_000).catch((err: Error) => { throw new Error(`${err.message}; last reply ${JSON.stringify(lastOnB)}`) })
   t.same(onB.body?.result?.content, [{ type: 'text', text: 'after failover' }], 'and on B')
   const role = await command(ha.replica.port, 'ROLE') as unknown[] | undefined
   t.equal(role?.[0], 'master', 'the old replica is the master now')
