@@ -13,7 +13,7 @@ import { compilePolicy } from './policy.js'
 import { Servers } from './servers.js'
 import { createAuditTrail, type AuditFailure, type AuditTrail } from './audit.js'
 import { createRateLimiter, type RateLimiter } from './rate-limit.js'
-import type { UpstreamRegistry } from './upstreams/types.js'
+import type { JsonObject, UpstreamRegistry } from './upstreams/types.js'
 
 /** What {@link createCore} builds. */
 export interface Core {
@@ -86,6 +86,14 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
     ...(options.onRateLimited !== undefined ? { onRateLimited: options.onRateLimited } : {})
   })
   const hub = new NotificationHub(registry)
+  // 2025-11-25 task status (issue #18 › Tasks): to the session that created the task through mcpx,
+  // and no other; one mcpx did not create (or created for a sessionless POST, or whose session has
+  // no stream here) is dropped and counted (mcpx_upstream_unrouted_total{kind="task"}).
+  const onTaskStatus = (upstream: string, params: JsonObject): void => {
+    const relay = dispatcher.relayTaskStatus(upstream, params)
+    if (relay === undefined || !hub.toSession(relay.session, relay.notification)) registry.emit('unrouted', upstream, 'task')
+  }
+  registry.on('task_status', onTaskStatus)
   let runningPolicy = policy
   return {
     dispatcher,
@@ -106,6 +114,7 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
       return notApplied
     },
     async close () {
+      registry.off('task_status', onTaskStatus)
       hub.close()
       dispatcher.close()
       await Promise.all([audit?.close(), rateLimiter?.close()])

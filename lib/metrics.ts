@@ -15,8 +15,10 @@
  *   notifications superseded by a newer one; stream `reply` | `get` | `listen`.
  * - `mcpx_stream_overflows_total{stream}`: streams ended past transport.streamBufferMaxBytes.
  * - `mcpx_upstream_restarts_total{upstream}`, `mcpx_upstream_up{upstream}`: from `status()`.
- * - `mcpx_upstream_unrouted_total{upstream, kind}`: an upstream's questions refused (`question`) and
- *   log lines dropped (`log`) because they could not be tied to one call (issue #18; the registry's 'unrouted' event).
+ * - `mcpx_upstream_unrouted_total{upstream, kind}`: an upstream's questions refused (`question`),
+ *   log lines dropped (`log`) because they could not be tied to one call, and 2025-11-25 task status
+ *   notifications dropped (`task`: a task mcpx did not create, or its session has no stream here)
+ *   (issue #18; the registry's 'unrouted' event).
  * - `mcpx_upstream_in_flight{upstream}`, `mcpx_upstream_queued{upstream}`,
  *   `mcpx_upstream_refused_total{upstream}` (queue full), `mcpx_upstream_oversized_messages_total{upstream}`
  *   (over maxMessageBytes), `mcpx_upstream_stdin_buffered_bytes{upstream}`: from `loads()` (issue #20).

@@ -33,6 +33,12 @@ export interface HubListener {
    * ({@link InstanceEvent}, issue #18), and no other instance's. Absent: no instance's events.
    */
   instanceOwner?: InstanceOwner
+  /**
+   * The legacy session (HTTP session id, or `stdio`) whose session-scoped notifications this
+   * listener delivers ({@link NotificationHub.toSession}: 2025-11-25 `notifications/tasks/status`
+   * of the tasks it created). Set by legacy GET streams and the stdio client's legacy listener only.
+   */
+  session?: string
 }
 
 /**
@@ -135,6 +141,21 @@ export class NotificationHub {
     registry.on('list_changed', this.onListChanged)
     registry.on('resource_updated', this.onResourceUpdated)
     registry.on('instance_event', this.onInstanceEvent)
+  }
+
+  /**
+   * Delivers a notification meant for one legacy session (2025-11-25 task status: lib/dispatch.ts
+   * relayTaskStatus) to the listeners of that session ({@link HubListener.session}): its GET stream
+   * on this process, or the stdio client. @returns whether one took it. Never throws.
+   */
+  toSession (session: string, notification: JsonRpcNotification): boolean {
+    let sent = false
+    for (const listener of this.listeners) {
+      if (listener.session !== session) continue
+      listener.send(notification)
+      sent = true
+    }
+    return sent
   }
 
   /** Adds a listener; returns the function that removes it. */

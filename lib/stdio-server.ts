@@ -480,7 +480,7 @@ class StdioConnection {
       this.peer.legacy = state
       // mcpx declares listChanged (and subscribe), so a legacy client gets them (seed › Found along the way).
       const visibility = this.visibility()
-      this.removeLegacyListener ??= this.hub.add({ lists: ALL_LISTS, uris: this.subscriptions, instanceOwner: STDIO_OWNER, send: (n) => { this.out.send(n) }, ...(visibility !== undefined ? { visibility } : {}) })
+      this.removeLegacyListener ??= this.hub.add({ lists: ALL_LISTS, uris: this.subscriptions, instanceOwner: STDIO_OWNER, session: STDIO_SESSION, send: (n) => { this.out.send(n) }, ...(visibility !== undefined ? { visibility } : {}) })
       this.log.debug({ revision: state.revision }, 'legacy initialize')
     }
     this.out.send(response)

@@ -206,7 +206,13 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'bridge/state/expired-is-refused': { source: 'DIGEST §6f', text: 'requestState binds an expiry' },
   'bridge/state/bound-to-the-caller': { source: 'DIGEST §6f', text: 'requestState binds the principal' },
   'bridge/state/state-of-another-request-is-refused': { source: 'DIGEST §6f', text: 'requestState binds the originating request' },
-  'bridge/capability/undeclared-question-is-refused-upstream-and-named-to-the-client': { source: 'DIGEST §6f', text: 'the server must not request inputs the client lacks the capability for' }
+  'bridge/capability/undeclared-question-is-refused-upstream-and-named-to-the-client': { source: 'DIGEST §6f', text: 'the server must not request inputs the client lacks the capability for' },
+  'tasks/legacy-capabilities/declared-at-2025-11-25-only': { source: 'DIGEST §5', text: 'experimental tasks: capabilities.tasks offered to a 2025-11-25 client only, never in server/discover' },
+  'tasks/legacy-routing/call-get-result-cancel': { source: 'DIGEST §5', text: 'task-augmented tools/call, tasks/get, tasks/result (blocks until terminal, related-task _meta) and tasks/cancel' },
+  'tasks/legacy-ids/tampered-or-foreign-is-32602': { source: 'DIGEST §5', text: 'an invalid or nonexistent taskId is -32602' },
+  'tasks/legacy-list/only-the-callers-tasks': { source: 'DIGEST §5', text: 'tasks/list shows a requestor the tasks it may retrieve, and no others' },
+  'tasks/legacy-notify/status-reaches-the-owning-session-only': { source: 'DIGEST §5', text: 'notifications/tasks/status reaches the task\'s requestor only' },
+  'tasks/legacy-stdio/serve-relays-tasks-and-status': { source: 'DIGEST §5', text: 'experimental tasks over mcpx serve (stdio)' }
 }
 
 /** One concrete id of the manifest, with the key it came from (a family key for a `*` family). */

@@ -63,6 +63,11 @@ export class Link implements CallLink {
    * connection once established; unset: they reach the SDK client's handlers. Must not throw.
    */
   onResourceUpdated: ((uri: string) => void) | undefined
+  /**
+   * Where the upstream's `notifications/tasks/status` go (their params, 2025-11-25 experimental
+   * tasks), set by a primary connection once established; unset: they reach the SDK client. Must not throw.
+   */
+  onTaskStatus: ((params: JsonObject) => void) | undefined
   /** `notifications/cancelled` POSTs still under way (legacy HTTP): dispose() waits for them, bounded. */
   private readonly cancelsInFlight = new Set<Promise<void>>()
 
@@ -320,6 +325,10 @@ export class Link implements CallLink {
     }
     if (method === 'notifications/elicitation/complete') {
       this.completeElicitation(isObject(message.params) ? message.params : {})
+      return true
+    }
+    if (method === 'notifications/tasks/status' && this.onTaskStatus !== undefined) {
+      if (isObject(message.params)) this.onTaskStatus(message.params)
       return true
     }
     return false

@@ -111,7 +111,8 @@ class Registry extends EventEmitter implements UpstreamRegistry {
         resourceUpdated: uri => { if (this.upstreams.includes(upstream)) this.emit('resource_updated', uri) },
         stateChanged: status => this.emit('upstream_state', status),
         unrouted: kind => this.emit('unrouted', name, kind),
-        instanceEvent: event => { if (this.upstreams.includes(upstream)) this.emit('instance_event', event) }
+        instanceEvent: event => { if (this.upstreams.includes(upstream)) this.emit('instance_event', event) },
+        taskStatus: params => { if (this.upstreams.includes(upstream)) this.emit('task_status', name, params) }
       }
     })
     return upstream
@@ -276,6 +277,23 @@ class Registry extends EventEmitter implements UpstreamRegistry {
       if (declaresTasks(caps)) merged.extensions = { [TASKS_EXTENSION]: {} }
     }
     return merged
+  }
+
+  legacyTasks (): JsonObject | undefined {
+    let merged: JsonObject | undefined
+    for (const upstream of this.upstreams) {
+      const tasks = upstream.legacyTasks()
+      if (tasks === undefined) continue
+      merged ??= { requests: { tools: { call: {} } } }
+      if (isObject(tasks.list)) merged.list = {}
+      if (isObject(tasks.cancel)) merged.cancel = {}
+    }
+    // Key order as the spec's example (list, cancel, requests).
+    return merged === undefined ? undefined : { ...(merged.list !== undefined ? { list: {} } : {}), ...(merged.cancel !== undefined ? { cancel: {} } : {}), requests: merged.requests }
+  }
+
+  legacyTaskUpstreams (key: 'list' | 'cancel'): string[] {
+    return this.upstreams.filter(upstream => isObject(upstream.legacyTasks()?.[key])).map(upstream => upstream.name)
   }
 
   async taskRequest (upstream: string, method: string, params: JsonObject, options: UpstreamCallOptions): Promise<JsonObject> {

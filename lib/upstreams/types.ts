@@ -48,6 +48,12 @@ export interface UpstreamEvents {
    */
   unrouted: (kind: 'question' | 'log') => void
   /**
+   * The upstream sent `notifications/tasks/status` (2025-11-25 experimental tasks) on its primary
+   * connection: its params (a Task, with the upstream's own taskId). The registry emits
+   * 'task_status'; the dispatcher relays it to the task's creator (lib/dispatch.ts). Optional.
+   */
+  taskStatus?: (params: JsonObject) => void
+  /**
    * An isolated instance (issue #18) announced a list change (after its re-list) or sent
    * `notifications/resources/updated`: for its owner only (the registry's 'instance_event').
    * Optional for test doubles.
@@ -162,6 +168,14 @@ export interface UpstreamCallOptions {
    * registry's {@link UpstreamHeaderProvider} for calls to HTTP upstreams. Undefined: no caller identity.
    */
   principal?: unknown
+  /**
+   * The `task` param of a 2025-11-25 task-augmented `tools/call` (TaskMetadata, `{ ttl? }`;
+   * basic/utilities/tasks.mdx), from a legacy client that negotiated 2025-11-25. Sent upstream
+   * only when the upstream's connection negotiated 2025-11-25 and declared
+   * `capabilities.tasks.requests.tools.call`; otherwise dropped, as the spec has a receiver that
+   * did not declare it ignore it ("MUST process requests of that type normally").
+   */
+  task?: JsonObject
 }
 
 /** What an {@link UpstreamHeaderProvider} is asked for one HTTP upstream request. */
@@ -396,10 +410,14 @@ export interface UpstreamLoad {
  * - `'resource_updated'` (uri: string): an upstream sent `notifications/resources/updated`
  *   for a URI (downstream form, i.e. as mcpx lists it).
  * - `'upstream_state'` (status: UpstreamStatus): an upstream came up, went down or restarted.
- * - `'unrouted'` (upstream: string, kind: 'question' | 'log'): a question of that upstream was
- *   refused, or a log line dropped, because it could not be tied to exactly one call (issue #18).
+ * - `'unrouted'` (upstream: string, kind: 'question' | 'log' | 'task'): a question of that upstream was
+ *   refused, or a log line dropped, because it could not be tied to exactly one call (issue #18);
+ *   `task`: a 2025-11-25 task status notification with no creator to relay it to (lib/core.ts).
  * - `'instance_event'` (event: InstanceEvent): an isolated instance announced a list change or a
  *   resource update; for its owner alone (lib/notify-hub.ts delivers it by `key`).
+ * - `'task_status'` (upstream: string, params: JsonObject): an upstream sent
+ *   `notifications/tasks/status` (2025-11-25) on its primary connection; lib/core.ts hands it to
+ *   the dispatcher, which names the task's creator (or drops it: 'unrouted' kind `task`).
  */
 export interface UpstreamRegistry extends EventEmitter {
   /** Connects every upstream (failures leave it 'down' and retrying; never rejects for one upstream). */
@@ -460,6 +478,19 @@ export interface UpstreamRegistry extends EventEmitter {
    * Optional: a registry without it serves no tasks.
    */
   taskRequest? (upstream: string, method: string, params: JsonObject, options: UpstreamCallOptions): Promise<JsonObject>
+  /**
+   * The 2025-11-25 experimental `tasks` server capability (basic/utilities/tasks.mdx) mcpx offers a
+   * legacy client that negotiated 2025-11-25: merged over the ready upstreams whose primary
+   * connection negotiated 2025-11-25 and declared `capabilities.tasks` with
+   * `requests.tools.call`: `list` and `cancel` when at least one of those offers them, and
+   * `requests.tools.call`. Undefined when none does. Optional: a registry without it offers none.
+   */
+  legacyTasks? (): JsonObject | undefined
+  /**
+   * The configured names of the upstreams whose 2025-11-25 `tasks` capability (as in
+   * {@link legacyTasks}) has `key` (`list` or `cancel`), in config order. Optional.
+   */
+  legacyTaskUpstreams? (key: 'list' | 'cancel'): string[]
 
   /**
    * The error {@link callTool} (`kind` 'tool') or {@link getPrompt} ('prompt') rejects with for a

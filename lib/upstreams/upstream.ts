@@ -7,7 +7,8 @@
  * Sources: DIGEST §2e (cancellation, progress), §3a (timeouts), §6a (eras, dual-era), §6b (stdio
  * probe, restart), §6c (HTTP), §6d (mirrored headers), §6f (subscriptions/listen, MRTR).
  */
-import { UPSTREAM_ERROR } from '../jsonrpc.js'
+import { UPSTREAM_ERROR, isObject } from '../jsonrpc.js'
+import { LEGACY_TASKS_REVISION } from '../tasks.js'
 import { EMPTY_CATALOGUE, SupervisedConnection, type ConnectionHost, type ConnectionState } from './connection.js'
 import { CallGate } from './gate.js'
 import { CallStats } from './call-stats.js'
@@ -184,6 +185,19 @@ export class Upstream implements ConnectionHost {
   }
 
   /**
+   * Its 2025-11-25 experimental `tasks` capability (basic/utilities/tasks.mdx): the primary
+   * connection's `capabilities.tasks` when it is ready, legacy, negotiated 2025-11-25 and declares
+   * `requests.tools.call` (the one task-augmented request mcpx forwards). Undefined otherwise.
+   */
+  legacyTasks (): JsonObject | undefined {
+    const link = this.primary.link
+    if (this.primary.state !== 'ready' || link === undefined || link.era !== 'legacy' || link.revision !== LEGACY_TASKS_REVISION) return undefined
+    const tasks = link.capabilities.tasks
+    if (!isObject(tasks) || !isObject(tasks.requests) || !isObject(tasks.requests.tools) || !isObject(tasks.requests.tools.call)) return undefined
+    return tasks
+  }
+
+  /**
    * Stops retrying, kills every child (SIGTERM, SIGKILL after 2 s), including one spawned by a
    * (re)start whose setup has not finished, and resolves once they have exited. Never rejects.
    */
@@ -204,11 +218,17 @@ export class Upstream implements ConnectionHost {
   /**
    * Calls a tool by its upstream (unprefixed) name. `tool` is the upstream's own definition,
    * used for Mcp-Param-* mirroring on a modern HTTP connection (DIGEST §6d).
+   * With `options.task` (2025-11-25 tasks) the result may be a CreateTaskResult (`{ task }`).
    * @returns the raw result object. Rejects with UpstreamRpcError.
    */
   async callTool (name: string, args: JsonObject | undefined, options: UpstreamCallOptions, tool?: JsonObject): Promise<JsonObject> {
     const params: JsonObject = { name }
     if (args !== undefined) params.arguments = args
+    // A 2025-11-25 task-augmented call (options.task): forwarded only to an upstream that declared
+    // task-augmented tools/call; dropped for any other, which per the spec would ignore it anyway
+    // (basic/utilities/tasks.mdx, Task Support and Handling 1). The tool's own execution.taskSupport
+    // is the upstream's to enforce.
+    if (options.task !== undefined && this.legacyTasks() !== undefined) params.task = options.task
     return await this.call('tools/call', params, options, tool)
   }
 

@@ -3,7 +3,8 @@
  * 405 without a session or with a modern header; 404 for an unknown session (mcpx-legacy-sessions);
  * 409 for a second stream on one session; 503 past the stream cap (transport.maxGetStreams, shared
  * with subscriptions/listen streams). The stream carries
- * list_changed and the session's resources/updated, and a `:` comment every keep-alive interval.
+ * list_changed, the session's resources/updated and the status of the 2025-11-25 tasks it created
+ * (notifications/tasks/status), and a `:` comment every keep-alive interval.
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { endpointOf } from '../../plugins/endpoint.js'
@@ -50,7 +51,7 @@ const getRoute: FastifyPluginAsync<McpRouteDeps> = async function (fastify, opts
       // (issue #18); its calls name the session and its principal (lib/dispatch.ts instanceOwnerOf).
       const principalKey = bindingKeyOf(request.mcpPrincipal ?? null, request.headers.authorization, endpointOf(request))
       const instanceOwner = principalKey === undefined ? { owner: session.id } : { owner: session.id, principalKey }
-      const remove = fastify.mcp.hub.add({ lists: ALL_LISTS, uris: session.subscriptions, relayed: true, instanceOwner, send: (n) => { open.send(n) }, ...(visibility !== undefined ? { visibility } : {}) })
+      const remove = fastify.mcp.hub.add({ lists: ALL_LISTS, uris: session.subscriptions, relayed: true, instanceOwner, session: session.id, send: (n) => { open.send(n) }, ...(visibility !== undefined ? { visibility } : {}) })
       await open.closed
       remove()
     } finally {
