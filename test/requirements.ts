@@ -212,6 +212,8 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'tasks/legacy-ids/tampered-or-foreign-is-32602': { source: 'DIGEST §5', text: 'an invalid or nonexistent taskId is -32602' },
   'tasks/legacy-list/only-the-callers-tasks': { source: 'DIGEST §5', text: 'tasks/list shows a requestor the tasks it may retrieve, and no others' },
   'tasks/legacy-notify/status-reaches-the-owning-session-only': { source: 'DIGEST §5', text: 'notifications/tasks/status reaches the task\'s requestor only' },
+  'tasks/legacy-sdk/v1-client-drives-a-task': { source: 'DIGEST §5', text: 'the official v1 SDK client drives a task through mcpx (callToolStream, getTask, listTasks)' },
+  'tasks/legacy-book/bounded-per-owner-and-in-all': { source: 'DIGEST §5', text: 'the tasks mcpx lists for a caller are kept bounded, per owner and in all' },
   'tasks/legacy-stdio/serve-relays-tasks-and-status': { source: 'DIGEST §5', text: 'experimental tasks over mcpx serve (stdio)' }
 }
 

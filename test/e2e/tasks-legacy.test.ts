@@ -12,6 +12,8 @@ import { fileURLToPath } from 'node:url'
 import { listen, legacyHeaders, modernHeaders, modernMeta, sseMessages } from '../helpers/app.js'
 import { TOKENS, openGetStream, tokensAuth, type Collected } from '../helpers/policy.js'
 import { spawnServe, type Message } from '../helpers/spawn.js'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 
 const TASKS = fileURLToPath(new URL('../fixtures/tasks-upstream.js', import.meta.url))
 const RELATED = 'io.modelcontextprotocol/related-task'
@@ -139,6 +141,31 @@ t.test('tasks/legacy-http/shared-upstream-two-principals', async t => {
     t.same(idsB, [other], 'B sees only its own')
     t.notOk('nextCursor' in listA.result, 'one page')
     t.equal((await callA('tasks/list', { cursor: 'x' })).error.code, -32602, 'mcpx issues no cursor')
+  })
+
+  t.test('tasks/legacy-sdk/v1-client-drives-a-task', async t => {
+    // The official v1 SDK client (its experimental tasks API) at 2025-11-25, as principal `ci`.
+    const client = new Client({ name: 'sdk-v1', version: '1.0.0' })
+    const transport = new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${TOKENS.ci}` } } })
+    await client.connect(transport)
+    t.teardown(async () => { await client.close() })
+    t.ok(client.getServerCapabilities()?.tasks?.requests?.tools?.call, 'the SDK sees task-augmented tools/call offered')
+    const types: string[] = []
+    let taskId: string | undefined
+    let text: string | undefined
+    for await (const message of client.experimental.tasks.callToolStream({ name: 'slow_compute', arguments: { seconds: 0.3, label: 'sdk' } }, undefined, { task: { ttl: 30_000 } })) {
+      types.push(message.type)
+      if (message.type === 'taskCreated') taskId = message.task.taskId
+      if (message.type === 'result') text = (message.result.content as Array<{ text: string }>)[0]?.text
+      if (message.type === 'error') t.fail(String(message.error))
+    }
+    t.equal(types[0], 'taskCreated')
+    t.equal(types.at(-1), 'result')
+    t.match(taskId, /^mcpx1\./)
+    t.equal(text, 'sdk: done after 0.3s', 'polled with tasks/get, then tasks/result')
+    t.equal((await client.experimental.tasks.getTask(taskId as string)).status, 'completed')
+    const listed = await client.experimental.tasks.listTasks()
+    t.ok(listed.tasks.some(task => task.taskId === taskId), 'tasks/list has it (same principal as A)')
   })
 
   t.test('tasks/legacy-notify/status-reaches-the-owning-session-only', async t => {

@@ -4,7 +4,7 @@
  */
 import t from 'tap'
 import { StateSealer } from '../../lib/mrtr.js'
-import { TASKS_EXTENSION, TaskIds, declaresTasks } from '../../lib/tasks.js'
+import { TASKS_EXTENSION, TaskBook, TaskIds, declaresTasks } from '../../lib/tasks.js'
 
 const KEY = Buffer.alloc(32, 7)
 
@@ -47,4 +47,24 @@ t.test('tasks/capabilities/declares-tasks', async t => {
   t.equal(declaresTasks({ tasks: {} }), false, 'the 2025-11-25 capabilities.tasks slot is not the extension')
   t.equal(declaresTasks(undefined), false)
   t.equal(declaresTasks('x'), false)
+})
+
+t.test('tasks/legacy-book/bounded-per-owner-and-in-all', async t => {
+  const book = new TaskBook(2, 3)
+  book.add({ upstream: 'u', taskId: 't1', owner: 'p', session: 's1' })
+  book.add({ upstream: 'u', taskId: 't2', owner: 'p', session: 's1' })
+  book.add({ upstream: 'u', taskId: 't3', owner: 'p', session: 's2' })
+  t.same([...book.ownedOn('p', 'u').keys()], ['t2', 't3'], 'per owner: the oldest dropped first')
+  t.equal(book.find('u', 't1'), undefined)
+  t.equal(book.find('u', 't3')?.session, 's2', 'found by the upstream id, with its session')
+  book.add({ upstream: 'v', taskId: 't1', owner: 'q', session: undefined })
+  book.add({ upstream: 'v', taskId: 't2', owner: 'q', session: undefined })
+  t.equal(book.size, 3, 'in all: the oldest dropped first, whoever owns it')
+  t.same([...book.ownedOn('p', 'u').keys()], ['t3'])
+  t.same([...book.ownedOn('p', 'v').keys()], [], 'another upstream\'s tasks are not this one\'s')
+  book.forget('q', 'v', 't1')
+  t.same([...book.ownedOn('q', 'v').keys()], ['t2'], 'forgotten when its upstream says it is unknown')
+  book.add({ upstream: 'v', taskId: 't2', owner: 'p', session: 's3' })
+  t.equal(book.find('v', 't2')?.owner, 'p', 'two owners\' isolated instances may mint one id: the latest is found')
+  t.same([...book.ownedOn('q', 'v').keys()], ['t2'], 'and each owner keeps its own')
 })
