@@ -40,9 +40,10 @@ export type { DispatchContext } from './dispatch-types.js'
  * client) and its principal, as UpstreamCallOptions `owner` and `principalKey`. An isolated
  * upstream picks its instance by them (lib/upstreams/types.ts instanceKeyOf); subscriptions and
  * notification listeners name their owner the same way, so an instance's events reach exactly it.
+ * Writes the fields into `who` (a new object by default: call options pass themselves, so a call
+ * allocates nothing more) and returns it.
  */
-export function instanceOwnerOf (ctx: Pick<DispatchContext, 'sessionId' | 'principal' | 'instanceHome'>): InstanceOwner {
-  const who: InstanceOwner = {}
+export function instanceOwnerOf<T extends InstanceOwner = InstanceOwner> (ctx: Pick<DispatchContext, 'sessionId' | 'principal' | 'instanceHome'>, who: T = {} as T): T {
   if (ctx.sessionId !== undefined) who.owner = ctx.sessionId
   if (ctx.principal !== undefined) who.principalKey = ctx.principal
   // Redis store: the session's own instance follows its stored subscriptions (lib/redis-sessions.ts).
@@ -674,10 +675,8 @@ export class Dispatcher {
     const options: UpstreamCallOptions = { signal: ctx.signal, era: ctx.era }
     if (ctx.trace !== undefined) options.trace = ctx.trace // a child span per upstream call (lib/trace.ts)
     if (ctx.caller !== undefined) options.principal = ctx.caller // per-caller upstream credentials (issue #16)
-    // Whose questions and log lines, and which isolated instance (issue #18): as instanceOwnerOf says.
-    if (ctx.sessionId !== undefined) options.owner = ctx.sessionId
-    if (ctx.instanceHome !== undefined) options.home = ctx.instanceHome // where its isolated instances live (Redis store)
-    if (ctx.principal !== undefined) options.principalKey = ctx.principal
+    // Whose questions and log lines, which isolated instance, and where it lives (issue #18).
+    instanceOwnerOf(ctx, options)
     const notify = ctx.notify
     // Log lines go to a legacy client as they come (it opted in by declaring nothing: legacy servers
     // send logs unless logging/setLevel says otherwise); a modern client gets them only when its

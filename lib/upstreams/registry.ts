@@ -232,11 +232,11 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   }
 
   instancePids (name: string): number[] {
-    return this.upstreams.find(upstream => upstream.name === name)?.instancePids() ?? []
+    return this.byName(name)?.instancePids() ?? []
   }
 
   async callUpstream (name: string, method: string, params: JsonObject, options: UpstreamCallOptions): Promise<JsonObject> {
-    const upstream = this.upstreams.find(u => u.name === name)
+    const upstream = this.byName(name)
     if (upstream === undefined) throw new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${name} is not configured on this replica`)
     const tool = method === 'tools/call' ? upstream.lists().tools.find(t => t.name === params.name) : undefined
     return await upstream.forwardedCall(method, params, options, tool)
@@ -297,7 +297,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   }
 
   async taskRequest (upstream: string, method: string, params: JsonObject, options: UpstreamCallOptions): Promise<JsonObject> {
-    const owner = this.upstreams.find(candidate => candidate.name === upstream)
+    const owner = this.byName(upstream)
     if (owner === undefined) throw new UpstreamRpcError(INVALID_PARAMS, `Unknown task: its upstream ${upstream} is not configured`)
     return await owner.request(method, params, options)
   }
@@ -372,6 +372,11 @@ class Registry extends EventEmitter implements UpstreamRegistry {
 
   async instanceSubscription (uri: string, sid: string, add: boolean): Promise<void> {
     await this.ownerOfUri(uri)?.sessionSubscription(uri, sid, add)
+  }
+
+  /** The upstream configured as `name`, if any. */
+  private byName (name: string): Upstream | undefined {
+    return this.upstreams.find(upstream => upstream.name === name)
   }
 
   /** The upstream that listed `uri`, else the first whose template matches it. */
