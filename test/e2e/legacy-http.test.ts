@@ -26,6 +26,23 @@ async function server (t: Test, options: { log?: string, flags?: string[] } = {}
   })
 }
 
+/**
+ * One app per revision and fixture flags, shared by the cases that need nothing of their own (no
+ * fixture log, no other config): sessions keep those cases apart, as they keep clients apart in
+ * production, and the cases run one at a time. Booted on first use, closed when the file ends.
+ * Each boot spawns a fixture; sharing saves ~40 of them (this file was the suite's longest).
+ */
+const shared = new Map<string, ReturnType<typeof listen>>()
+async function sharedServer (revision: string, flags: string[] = []): Promise<Awaited<ReturnType<typeof listen>>> {
+  const key = `${revision} ${flags.join(' ')}`
+  let app = shared.get(key)
+  if (app === undefined) {
+    app = server(t, { flags })
+    shared.set(key, app)
+  }
+  return await app
+}
+
 /** Opens the session's GET stream; aborted at teardown. */
 async function openGet (t: Test, base: string, sid: string, revision: string): Promise<SseReader> {
   const abort = new AbortController()
@@ -52,7 +69,7 @@ for (const revision of LEGACY) {
   /* ------------------------------------------------------------- GET stream */
 
   t.test(`${revision}/get/opens-stream-keep-alive-409`, async t => {
-    const { base } = await server(t)
+    const { base } = await sharedServer(revision)
     const sid = await fetchSession(base, revision)
     const stream = await openGet(t, base, sid, revision)
     t.equal(stream.response.status, 200)
@@ -69,7 +86,7 @@ for (const revision of LEGACY) {
   })
 
   t.test(`${revision}/get/closes-on-delete`, async t => {
-    const { base } = await server(t)
+    const { base } = await sharedServer(revision)
     const sid = await fetchSession(base, revision)
     const stream = await openGet(t, base, sid, revision)
     const del = await fetch(`${base}/mcp`, { method: 'DELETE', headers: { 'mcp-session-id': sid, 'mcp-protocol-version': revision } })
@@ -81,7 +98,7 @@ for (const revision of LEGACY) {
   })
 
   t.test(`${revision}/get/tools-list-changed`, async t => {
-    const { base } = await server(t)
+    const { base } = await sharedServer(revision)
     const sid = await fetchSession(base, revision)
     const stream = await openGet(t, base, sid, revision)
     const added = await call(base, sid, revision, callBody(1, 'add_tool', { name: 'fresh_tool' }))
@@ -93,7 +110,7 @@ for (const revision of LEGACY) {
   })
 
   t.test(`${revision}/get/resources-updated`, async t => {
-    const { base } = await server(t)
+    const { base } = await sharedServer(revision)
     const sid = await fetchSession(base, revision)
     const stream = await openGet(t, base, sid, revision)
     const sub = await call(base, sid, revision, { jsonrpc: '2.0', id: 1, method: 'resources/subscribe', params: { uri: 'fixture://counter' } })
@@ -104,7 +121,7 @@ for (const revision of LEGACY) {
   })
 
   t.test(`${revision}/get/subscription-before-stream-delivers`, async t => {
-    const { base } = await server(t)
+    const { base } = await sharedServer(revision)
     const sid = await fetchSession(base, revision)
     const sub = await call(base, sid, revision, { jsonrpc: '2.0', id: 1, method: 'resources/subscribe', params: { uri: 'fixture://counter' } })
     t.same(sub, { jsonrpc: '2.0', id: 1, result: {} })
@@ -115,7 +132,7 @@ for (const revision of LEGACY) {
   })
 
   t.test(`${revision}/get/no-stream-dropped`, async t => {
-    const { base, app } = await server(t)
+    const { base, app } = await sharedServer(revision)
     const sid = await fetchSession(base, revision)
     await call(base, sid, revision, { jsonrpc: '2.0', id: 1, method: 'resources/subscribe', params: { uri: 'fixture://counter' } })
     // With no GET stream open, a tools/list_changed happens (wait for mcpx itself to have seen it).
@@ -180,7 +197,7 @@ for (const revision of LEGACY) {
 
   for (const era of ['legacy', 'dual'] as const) {
     t.test(`${revision}/questions/elicitation-relayed-${era}-upstream`, async t => {
-      const { base } = await server(t, { flags: ['--era', era] })
+      const { base } = await sharedServer(revision, ['--era', era])
       const sid = await fetchSession(base, revision, { elicitation: {} })
       const res = await post(base, callBody(11, 'elicit'), sessionHeaders(sid, revision))
       t.equal(res.status, 200)
@@ -205,7 +222,7 @@ for (const revision of LEGACY) {
   }
 
   t.test(`${revision}/questions/no-capability-no-hang`, async t => {
-    const { base } = await server(t, { flags: ['--era', 'legacy'] })
+    const { base } = await sharedServer(revision, ['--era', 'legacy'])
     const sid = await fetchSession(base, revision, {})
     const res = await post(base, callBody(12, 'elicit'), sessionHeaders(sid, revision), AbortSignal.timeout(10_000))
     const text = await res.text()
@@ -219,7 +236,7 @@ for (const revision of LEGACY) {
 
   t.test(`${revision}/questions/on-get-stream-when-json-only`, async t => {
     // Issue #4 › Questions: on the request's SSE stream, or on the GET stream if none.
-    const { base } = await server(t, { flags: ['--era', 'legacy'] })
+    const { base } = await sharedServer(revision, ['--era', 'legacy'])
     const sid = await fetchSession(base, revision, { elicitation: {} })
     const stream = await openGet(t, base, sid, revision)
     const pending = post(base, callBody(13, 'elicit'), { ...sessionHeaders(sid, revision), accept: 'application/json' })
@@ -237,7 +254,7 @@ for (const revision of LEGACY) {
   /* -------------------------------------------------------------- isolation */
 
   t.test(`${revision}/isolation/cannot-answer-another-sessions-question`, async t => {
-    const { base } = await server(t, { flags: ['--era', 'legacy'] })
+    const { base } = await sharedServer(revision, ['--era', 'legacy'])
     const a = await fetchSession(base, revision, { elicitation: {} })
     const b = await fetchSession(base, revision, { elicitation: {} })
     const stream = new SseReader(await post(base, callBody(21, 'elicit'), sessionHeaders(a, revision)))
@@ -270,7 +287,7 @@ for (const revision of LEGACY) {
   })
 
   t.test(`${revision}/isolation/never-sees-another-sessions-notifications`, async t => {
-    const { base } = await server(t)
+    const { base } = await sharedServer(revision)
     const a = await fetchSession(base, revision)
     const b = await fetchSession(base, revision)
     const streamA = await openGet(t, base, a, revision)
@@ -312,7 +329,7 @@ t.test('2025-03-26/batch/elements-run-concurrently', async t => {
 })
 
 t.test('2025-03-26/batch/streamed-replies-as-separate-events', async t => {
-  const { base } = await server(t)
+  const { base } = await sharedServer('2025-03-26')
   const sid = await fetchSession(base, '2025-03-26')
   const res = await post(base, [
     { jsonrpc: '2.0', id: 'slow', method: 'tools/call', params: { name: 'slow', arguments: { ms: 100, steps: 2 }, _meta: { progressToken: 'tok' } } },
@@ -327,7 +344,7 @@ t.test('2025-03-26/batch/streamed-replies-as-separate-events', async t => {
 })
 
 t.test('2025-03-26/batch/answers-delivered-in-a-batch', async t => {
-  const { base } = await server(t, { flags: ['--era', 'legacy'] })
+  const { base } = await sharedServer('2025-03-26', ['--era', 'legacy'])
   const sid = await fetchSession(base, '2025-03-26', { elicitation: {} })
   const stream = new SseReader(await post(base, callBody(1, 'elicit'), sessionHeaders(sid, '2025-03-26')))
   const question = await stream.message('elicitation/create', isMethod('elicitation/create'))
@@ -355,7 +372,7 @@ class OfferingTransport extends StreamableHTTPClientTransport {
 
 for (const revision of ['2025-11-25', '2025-03-26', '2024-11-05']) {
   t.test(`${revision}/sdk-v1/connect-list-call-notify-terminate`, async t => {
-    const { base } = await server(t)
+    const { base } = await sharedServer(revision)
     const transport = revision === '2025-11-25' ? new StreamableHTTPClientTransport(new URL(`${base}/mcp`)) : new OfferingTransport(new URL(`${base}/mcp`), revision)
     const client = new Client({ name: 'sdk-v1', version: '1.0.0' })
     t.teardown(() => client.close())
