@@ -62,6 +62,23 @@ async function cluster (t: Test, options: { flags?: string[], log?: string, redi
   return { bases, apps, prefix, next: () => bases[turn++ % bases.length] }
 }
 
+/**
+ * Three replicas per fixture flags, shared by the cases that need nothing of their own (no fixture
+ * log, no other Redis, lease or size): sessions keep those cases apart, as they keep clients apart
+ * in production, and the cases run one at a time. Started on first use, closed when the file ends;
+ * sharing saves 21 apps and fixtures.
+ */
+const sharedClusters = new Map<string, Promise<Cluster>>()
+async function sharedCluster (flags: string[] = []): Promise<Cluster> {
+  const key = flags.join(' ')
+  let shared = sharedClusters.get(key)
+  if (shared === undefined) {
+    shared = cluster(t, { flags })
+    sharedClusters.set(key, shared)
+  }
+  return await shared
+}
+
 /** Opens the session's GET stream on `base`; aborted at teardown. Throws unless 200. */
 async function openGet (t: Test, base: string, sid: string, abort = new AbortController()): Promise<SseReader> {
   const res = await getStream(t, base, sid, abort)
@@ -95,7 +112,7 @@ const ping = (id: number | string): Record<string, unknown> => ({ jsonrpc: '2.0'
 const isMethod = (method: string) => (m: Record<string, unknown>) => m.method === method
 
 t.test('replicas/sessions/unknown-404-on-every-replica', async t => {
-  const { bases } = await cluster(t)
+  const { bases } = await sharedCluster()
   const sid = randomBytes(16).toString('base64url')
   for (const base of bases) {
     const res = await post(base, ping(1), sessionHeaders(sid, REVISION))
@@ -107,7 +124,7 @@ t.test('replicas/sessions/unknown-404-on-every-replica', async t => {
 })
 
 t.test('replicas/sessions/any-replica-serves-the-session', async t => {
-  const c = await cluster(t)
+  const c = await sharedCluster()
   const sid = await fetchSession(c.next(), REVISION, { elicitation: {} })
   for (let i = 0; i < 6; i++) {
     const base = c.next()
@@ -120,7 +137,7 @@ t.test('replicas/sessions/any-replica-serves-the-session', async t => {
 })
 
 t.test('replicas/sessions/delete-on-one-ends-it-everywhere', async t => {
-  const c = await cluster(t)
+  const c = await sharedCluster()
   const [a, b, z] = c.bases
   const sid = await fetchSession(a, REVISION)
   t.equal((await call(b, sid, ping(1))).status, 200)
@@ -138,7 +155,7 @@ t.test('replicas/sessions/delete-on-one-ends-it-everywhere', async t => {
 })
 
 t.test('replicas/get/one-stream-cluster-wide-409-keep-alive', async t => {
-  const c = await cluster(t)
+  const c = await sharedCluster()
   const [a, b, z] = c.bases
   const sid = await fetchSession(a, REVISION)
   const abort = new AbortController()
@@ -176,7 +193,7 @@ t.test('replicas/get/list-changed-to-a-stream-on-another-replica', async t => {
 })
 
 t.test('replicas/get/resources-updated-subscribed-through-another-replica', async t => {
-  const c = await cluster(t)
+  const c = await sharedCluster()
   const [a, b, z] = c.bases
   const sid = await fetchSession(a, REVISION)
   const stream = await openGet(t, a, sid)
@@ -205,7 +222,7 @@ t.test('replicas/get/resources-updated-subscribed-through-another-replica', asyn
 })
 
 t.test('replicas/get/subscription-before-stream-delivers-on-another-replica', async t => {
-  const c = await cluster(t)
+  const c = await sharedCluster()
   const [a, b, z] = c.bases
   const sid = await fetchSession(a, REVISION)
   await call(b, sid, { jsonrpc: '2.0', id: 1, method: 'resources/subscribe', params: { uri: 'fixture://counter' } })
@@ -252,7 +269,7 @@ t.test('replicas/cancel/from-another-session-is-ignored', async t => {
 })
 
 t.test('replicas/questions/answered-through-another-replica', async t => {
-  const c = await cluster(t, { flags: ['--era', 'legacy'] })
+  const c = await sharedCluster(['--era', 'legacy'])
   const [a, b, z] = c.bases
   const sid = await fetchSession(a, REVISION, { elicitation: {} })
   const stream = new SseReader(await post(a, callBody(11, 'elicit'), sessionHeaders(sid, REVISION)))
@@ -271,7 +288,7 @@ t.test('replicas/questions/answered-through-another-replica', async t => {
 })
 
 t.test('replicas/questions/on-a-get-stream-held-by-another-replica', async t => {
-  const c = await cluster(t, { flags: ['--era', 'legacy'] })
+  const c = await sharedCluster(['--era', 'legacy'])
   const [a, b, z] = c.bases
   const sid = await fetchSession(a, REVISION, { elicitation: {} })
   const stream = await openGet(t, z, sid)
@@ -286,7 +303,7 @@ t.test('replicas/questions/on-a-get-stream-held-by-another-replica', async t => 
 })
 
 t.test('2025-03-26/replicas/batch', async t => {
-  const c = await cluster(t, { flags: ['--era', 'legacy'] })
+  const c = await sharedCluster(['--era', 'legacy'])
   const [a, b, z] = c.bases
   const sid = await fetchSession(a, '2025-03-26', { elicitation: {} })
   const res = await post(b, [ping('p'), callBody('e', 'echo', { text: 'batched' })], sessionHeaders(sid, '2025-03-26'))
