@@ -103,9 +103,9 @@ export class Link implements CallLink {
     return this.transport instanceof StdioUpstreamTransport ? this.transport.runningPid : undefined
   }
 
-  /** Bytes waiting in mcpx for the child's stdin pipe (stdio; 0 for HTTP). */
+  /** Bytes waiting in mcpx for the child's stdin pipe, the pending batch included (stdio; 0 for HTTP). */
   get stdinBuffered (): number {
-    return this.transport instanceof StdioUpstreamTransport ? this.transport.child?.stdin?.writableLength ?? 0 : 0
+    return this.transport instanceof StdioUpstreamTransport ? this.transport.buffered : 0
   }
 
   /** How the child ended on its own (stdio), once it has. */

@@ -5,7 +5,9 @@
  * `JSON.parse` per line and no schema pass (the SDK's ReadBuffer zod-validates every message and
  * concatenates buffers per chunk). It still has the SDK `Transport` shape, so the SDK client runs
  * the handshake over it; the `stderr` and `pid` properties make the client probe the era IN PLACE
- * (see ./README.md). Calls write their frames with {@link StdioUpstreamTransport.write}.
+ * (see ./README.md). Calls write their frames with {@link StdioUpstreamTransport.write}, batched:
+ * every frame of one event-loop turn leaves in one `stdin.write` (issue #14: one write per call was
+ * the daemon's largest single cost under load).
  * Sources: DIGEST §6b (stdio upstreams); MCP 2025-11-25 transports › stdio.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -70,6 +72,14 @@ export class StdioUpstreamTransport implements Transport, LineSink {
   readonly highWaterBytes: number
   /** The one wait for the child's stdin to drain, shared by every call held back (no listener per call). */
   private drainWait: Promise<void> | undefined
+  /**
+   * Frames written by calls since the last flush, joined, for this child's stdin only (a transport
+   * has one child: a restarted upstream gets a new transport, so no frame reaches the next child).
+   * Empty: nothing pending and no flush scheduled by it.
+   */
+  private batch = ''
+  /** Flushes the batch at the end of the loop turn (setImmediate), bound once. */
+  private readonly flushSoon = (): void => { this.flush() }
   private readonly lines: LineSplitter
   /** Set by kill(): a start() that has not spawned yet must not spawn at all. */
   private killed = false
@@ -130,27 +140,56 @@ export class StdioUpstreamTransport implements Transport, LineSink {
   async send (message: JSONRPCMessage): Promise<void> {
     const stdin = this.child?.stdin
     if (stdin == null || stdin.destroyed) throw new Error('Not connected')
+    this.flush() // the calls' frames written before it leave before it
     if (!stdin.write(JSON.stringify(message) + '\n')) await new Promise(resolve => stdin.once('drain', resolve))
   }
 
   /**
-   * Writes one frame (a serialised message followed by '\n') for a call. Node queues it when the
-   * pipe is full. @returns false when the child's stdin is gone. Never throws.
+   * Writes one frame (a serialised message followed by '\n') for a call. The frame joins the batch
+   * of this loop turn, handed to the child's stdin in one `write` at the turn's end (setImmediate,
+   * after the poll phase: the requests of every socket read in that phase share it), or earlier by
+   * {@link send} or {@link kill}, so frames keep their order; a batch that reaches the stream's own
+   * high-water mark (`writableHighWaterMark`, 16 KiB) is handed over at once, so Node's backpressure
+   * (`writableNeedDrain`, hence {@link congested}) sees it within the turn. Node queues the batch
+   * when the pipe is full. A child that dies before the flush takes the batch's frames with it, as it would
+   * have taken them from the pipe: their calls fail when the connection closes (Link.failAll).
+   * @returns false, at once, when the child's stdin is gone (the frame is dropped). Never throws.
    */
   write (frame: string): boolean {
     const stdin = this.child?.stdin
     if (stdin == null || stdin.destroyed || !stdin.writable) return false
-    stdin.write(frame)
+    if (this.batch.length === 0) setImmediate(this.flushSoon)
+    this.batch += frame
+    if (this.batch.length >= stdin.writableHighWaterMark) this.flush()
     return true
+  }
+
+  /** Hands the pending batch to the child's stdin, if it is still there; a no-op when nothing is pending. Never throws. */
+  private flush (): void {
+    const batch = this.batch
+    if (batch.length === 0) return
+    this.batch = ''
+    const stdin = this.child?.stdin
+    if (stdin == null || stdin.destroyed || !stdin.writable) return
+    stdin.write(batch)
+  }
+
+  /**
+   * What waits in mcpx for the child's stdin: the pending batch and what Node queues, in string
+   * length units (as Node counts a string chunk's `writableLength`; bytes for ASCII frames).
+   */
+  get buffered (): number {
+    return this.batch.length + (this.child?.stdin?.writableLength ?? 0)
   }
 
   /**
    * True while the child is not reading fast enough: a write found its stdin pipe full, and more
-   * than `highWaterBytes` wait in mcpx for it. Calls then wait for {@link drained} (issue #20).
+   * than `highWaterBytes` wait in mcpx for it (the pending batch counted). Calls then wait for
+   * {@link drained} (issue #20).
    */
   get congested (): boolean {
     const stdin = this.child?.stdin
-    return stdin != null && stdin.writableNeedDrain && stdin.writableLength > this.highWaterBytes
+    return stdin != null && stdin.writableNeedDrain && stdin.writableLength + this.batch.length > this.highWaterBytes
   }
 
   /** Resolves once the child's stdin drains, or closes. One shared wait and one listener pair, whatever the number of waiting calls. */
@@ -184,6 +223,7 @@ export class StdioUpstreamTransport implements Transport, LineSink {
    */
   async kill (graceMs: number, eofGraceMs = EOF_GRACE_MS): Promise<void> {
     this.killed = true
+    this.flush() // the batch is among the frames end() waits for
     const child = this.child
     if (child === undefined || child.exitCode !== null || child.signalCode !== null) return
     const stdin = child.stdin
