@@ -25,13 +25,14 @@ import type { DispatchContext } from './dispatch-types.js'
 import { markRefused, refusedAs, REFUSALS, type RefusalReason } from './status.js'
 import { ELICITATION_COMPLETE, MrtrBridge, StateSealer, missingCapabilities, missingCapabilityError } from './mrtr.js'
 import { activeTracing } from './trace.js'
-import { WHOLE_CATALOGUE, asPrincipal, type AppliedLimit, type Policy } from './policy.js'
+import { WHOLE_CATALOGUE, asPrincipal, callerKey, type AppliedLimit, type Policy } from './policy.js'
 import type { RateLimiter } from './rate-limit.js'
 import type { AuditTrail, AuditOutcome } from './audit.js'
 import { CuratedServer, type Servers } from './servers.js'
 import { Visibility } from './visibility.js'
 import { pageOf, type PagedList } from './paging.js'
 import { LEGACY_TASKS_REVISION, LEGACY_TASK_METHODS, RELATED_TASK, TASKS_REQUIRED, TaskBook, TaskIds, declaresTasks } from './tasks.js'
+import { requireString, stripMeta } from './params.js'
 
 export type { DispatchContext } from './dispatch-types.js'
 
@@ -112,9 +113,6 @@ class RefusedError extends UpstreamRpcError {
     super(REFUSALS[refusal].code, message, data)
   }
 }
-
-/** Whose counters a call counts against when the caller is anonymous (HTTP without auth): all such callers share them. */
-const ANONYMOUS = 'anonymous'
 
 /** An endpoint a request names that is not configured (a reload removed it): nothing is exposed (fail closed). */
 const NO_SERVER = new CuratedServer('', {})
@@ -652,7 +650,7 @@ export class Dispatcher {
       this.onRateLimited?.('unavailable')
       throw new RefusedError('rateLimitUnavailable', REFUSALS.rateLimitUnavailable.message)
     }
-    const taken = limiter.take(asPrincipal(ctx.caller)?.key ?? ANONYMOUS, catalogue, limits)
+    const taken = limiter.take(callerKey(ctx.caller), catalogue, limits)
     const decision = taken instanceof Promise ? await taken : taken
     if (decision.kind === 'allowed') return
     this.onRateLimited?.(decision.kind)
@@ -808,19 +806,7 @@ function withRelatedTask (result: JsonObject, taskId: string): JsonObject {
 
 /** Whose tasks a request may name (lib/tasks.ts): the caller's principal key, or every anonymous caller's. */
 function taskOwner (ctx: DispatchContext): string {
-  return asPrincipal(ctx.caller)?.key ?? ANONYMOUS
-}
-
-function requireString (params: JsonObject, key: string): string {
-  const value = params[key]
-  if (typeof value !== 'string') throw new UpstreamRpcError(INVALID_PARAMS, `Invalid params: ${key} must be a string`)
-  return value
-}
-
-function stripMeta (params: JsonObject): JsonObject {
-  if (params._meta === undefined) return params
-  const { _meta: _omit, ...rest } = params
-  return rest
+  return callerKey(ctx.caller)
 }
 
 /** Removes the modern-only result fields (a dual-era gateway must not add them to legacy results, DIGEST §6f). */

@@ -177,6 +177,15 @@ export function asPrincipal (caller: unknown): Principal | undefined {
   return kind === 'oauth' || kind === 'token' || kind === 'local' ? caller as Principal : undefined
 }
 
+/**
+ * The key a caller's rate-limit counters (lib/rate-limit.ts) and 2025-11-25/2026 tasks (lib/tasks.ts
+ * owner) go under: its principal's `key`, or `anonymous` for every caller without one (HTTP
+ * without auth), who all share them. Never throws.
+ */
+export function callerKey (caller: unknown): string {
+  return asPrincipal(caller)?.key ?? 'anonymous'
+}
+
 function claimHolds (claim: unknown, wanted: string | number | boolean): boolean {
   if (claim === wanted) return true
   return Array.isArray(claim) && claim.includes(wanted)
