@@ -90,7 +90,7 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
   // and no other; one mcpx did not create (or created for a sessionless POST, or whose session has
   // no stream here) is dropped and counted (mcpx_upstream_unrouted_total{kind="task"}).
   const onTaskStatus = (upstream: string, params: JsonObject): void => {
-    const relay = dispatcher.relayTaskStatus(upstream, params)
+    const relay = dispatcher.tasks.relayStatus(upstream, params)
     if (relay === undefined || !hub.toSession(relay.session, relay.notification)) registry.emit('unrouted', upstream, 'task')
   }
   registry.on('task_status', onTaskStatus)

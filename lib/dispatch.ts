@@ -10,12 +10,13 @@
  * Over ~500 lines on purpose: it is the method table, and each method's handling is a few lines that
  * read best next to the others. What a rule means lives elsewhere (policy: lib/policy.ts, rate
  * limits: lib/rate-limit.ts, paging: lib/paging.ts, the MRTR bridge: lib/mrtr.ts, audit:
- * lib/audit.ts); this file only decides where in a request each one applies.
+ * lib/audit.ts, tasks of both eras: lib/tasks.ts); this file only decides where in a request
+ * each one applies.
  */
 import type { Logger } from './log.js'
 import {
   errorResponse, successResponse, isObject,
-  INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY, RESOURCE_NOT_FOUND, UPSTREAM_ERROR,
+  INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, UPSTREAM_ERROR,
   type JsonRpcRequest, type JsonRpcResponse, type JsonRpcErrorResponse, type JsonRpcNotification
 } from './jsonrpc.js'
 import { MODERN_REVISIONS, SUPPORTED_REVISIONS, negotiateLegacy, unsupportedVersion, type Revision } from './revisions.js'
@@ -31,7 +32,7 @@ import type { AuditTrail, AuditOutcome } from './audit.js'
 import { CuratedServer, type Servers } from './servers.js'
 import { Visibility } from './visibility.js'
 import { pageOf, type PagedList } from './paging.js'
-import { LEGACY_TASKS_REVISION, LEGACY_TASK_METHODS, RELATED_TASK, TASKS_REQUIRED, TaskBook, TaskIds, declaresTasks } from './tasks.js'
+import { Tasks } from './tasks.js'
 import { requireString, stripMeta } from './params.js'
 
 export type { DispatchContext } from './dispatch-types.js'
@@ -144,10 +145,8 @@ export class Dispatcher {
   /** The rate limiter; undefined: no limits configured. */
   private readonly rateLimiter: RateLimiter | undefined
   private readonly onRateLimited: ((reason: 'limited' | 'unavailable') => void) | undefined
-  /** Namespaced task ids of the Tasks extension (lib/tasks.ts), under the MRTR sealer's key. */
-  private readonly taskIds: TaskIds
-  /** The 2025-11-25 tasks mcpx created for legacy clients (tasks/list, status notifications; lib/tasks.ts). */
-  readonly taskBook = new TaskBook()
+  /** The task methods of both eras, ids and book (lib/tasks.ts); lib/core relays status notifications through it. */
+  readonly tasks: Tasks
 
   constructor (options: DispatcherOptions) {
     this.registry = options.registry
@@ -161,13 +160,14 @@ export class Dispatcher {
     this.rateLimiter = options.rateLimiter
     this.onRateLimited = options.onRateLimited
     const sealer = options.sealer ?? new StateSealer()
-    this.taskIds = new TaskIds(sealer)
+    const callOptions = (request: JsonRpcRequest, ctx: DispatchContext): UpstreamCallOptions => this.callOptions(request, ctx)
+    this.tasks = new Tasks({ registry: this.registry, sealer, logger: options.logger, callOptions })
     this.mrtr = new MrtrBridge({
       sealer,
       parkTimeoutMs: options.parkTimeoutMs ?? 60_000,
       stateTtlMs: options.stateTtlMs ?? 300_000,
       logger: options.logger,
-      callOptions: (request, ctx) => this.callOptions(request, ctx)
+      callOptions
     })
   }
 
@@ -351,12 +351,10 @@ export class Dispatcher {
     const revision = negotiateLegacy(params?.protocolVersion)
     // The Tasks extension is a 2026-07-28 one (SEP-2663): a legacy client is not offered it. A client
     // that negotiated 2025-11-25 is offered that revision's experimental `tasks` instead, when an
-    // upstream that negotiated 2025-11-25 declares them (registry.legacyTasks; README › Tasks).
+    // upstream that negotiated 2025-11-25 declares them (lib/tasks.ts; README › Tasks).
     const { extensions: _omit, ...capabilities } = this.capabilities()
-    if (revision === LEGACY_TASKS_REVISION) {
-      const tasks = this.registry.legacyTasks?.()
-      if (tasks !== undefined) capabilities.tasks = tasks
-    }
+    const tasks = this.tasks.legacyCapability(revision)
+    if (tasks !== undefined) capabilities.tasks = tasks
     return { protocolVersion: revision, capabilities, serverInfo: this.serverInfo }
   }
 
@@ -389,19 +387,17 @@ export class Dispatcher {
         const name = requireString(params, 'name')
         if (params.arguments !== undefined && !isObject(params.arguments)) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: arguments must be an object')
         const args = params.arguments as JsonObject | undefined
-        const task = legacyTaskParam(params, ctx)
+        const task = this.tasks.taskParam(params, ctx)
         const result = await this.mrtr.call(request, ctx, name, async options => await this.registry.callTool(name, args, task === undefined ? options : { ...options, task }))
-        return this.exposeTask(result, name, ctx, task !== undefined)
+        return this.tasks.expose(result, name, ctx, task !== undefined)
       }
+      // Both eras' task methods (lib/tasks.ts): the era picks 2025-11-25 or the Tasks extension.
       case 'tasks/get':
       case 'tasks/update':
       case 'tasks/cancel':
-        return ctx.era === 'legacy' ? await this.legacyTaskRequest(request, params, ctx) : await this.taskRequest(request, params, ctx)
       case 'tasks/result':
       case 'tasks/list':
-        // 2025-11-25 only (SEP-2663 removed both): a modern request gets -32601, as before.
-        if (ctx.era === 'legacy') return await this.legacyTaskRequest(request, params, ctx)
-        throw new UpstreamRpcError(METHOD_NOT_FOUND, `Method not found: ${request.method}`)
+        return await this.tasks.request(request, params, ctx)
       case 'prompts/get': {
         const name = requireString(params, 'name')
         if (params.arguments !== undefined && !isObject(params.arguments)) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: arguments must be an object')
@@ -452,13 +448,13 @@ export class Dispatcher {
         const limited = visible.tool(name)
         const limits = limited === undefined || visible.policy === undefined ? undefined : visible.policy.limitsFor(limited)
         if (limits !== undefined && limits.length > 0) await this.countCall(ctx, name, limited as string, limits)
-        const task = legacyTaskParam(params, ctx)
+        const task = this.tasks.taskParam(params, ctx)
         const result = await this.mrtr.call(request, ctx, name, async options => {
           const catalogue = visible.tool(name)
           if (catalogue === undefined) throw this.hidden('tool', name)
           return await this.registry.callTool(catalogue, visible.argumentsFor(catalogue, args), task === undefined ? options : { ...options, task })
         })
-        return this.exposeTask(result, visible.tool(name) ?? name, ctx, task !== undefined)
+        return this.tasks.expose(result, visible.tool(name) ?? name, ctx, task !== undefined)
       }
       case 'prompts/get': {
         const name = requireString(params, 'name')
@@ -491,152 +487,6 @@ export class Dispatcher {
       }
     }
     return await this.runUnfiltered(request, params, ctx)
-  }
-
-  /**
-   * A `tools/call` result as the client sees it: a CreateTaskResult (`resultType: "task"`, SEP-2663)
-   * gets a namespaced taskId (lib/tasks.ts) naming the upstream that serves `catalogue` (the
-   * catalogue name of the tool) and bound to the caller; so does a 2025-11-25 CreateTaskResult
-   * (`{ task: { taskId, … } }`) answering a task-augmented call (`legacyTask`), which is also
-   * recorded in the task book (its owner and session: tasks/list, status notifications). Any
-   * other result is returned as it is.
-   * @throws UpstreamRpcError -32603 when no upstream serves the tool any more (a reload removed it)
-   */
-  private exposeTask (result: JsonObject, catalogue: string, ctx: DispatchContext, legacyTask = false): JsonObject {
-    if (legacyTask) return this.exposeLegacyTask(result, catalogue, ctx)
-    if (result.resultType !== 'task' || typeof result.taskId !== 'string') return result
-    const owner = this.registry.ownerOf?.('tool', catalogue)
-    if (owner === undefined) throw new UpstreamRpcError(INTERNAL_ERROR, `the task's upstream for ${catalogue} is gone`)
-    return { ...result, taskId: this.taskIds.wrap(owner.upstream, result.taskId, taskOwner(ctx)) }
-  }
-
-  /** {@link exposeTask} of a 2025-11-25 task-augmented call's result. */
-  private exposeLegacyTask (result: JsonObject, catalogue: string, ctx: DispatchContext): JsonObject {
-    const task = result.task
-    if (!isObject(task) || typeof task.taskId !== 'string') return result
-    const upstream = this.registry.ownerOf?.('tool', catalogue)?.upstream
-    if (upstream === undefined) throw new UpstreamRpcError(INTERNAL_ERROR, `the task's upstream for ${catalogue} is gone`)
-    const owner = taskOwner(ctx)
-    this.taskBook.add({ upstream, taskId: task.taskId, owner, session: ctx.sessionId })
-    const taskId = this.taskIds.wrap(upstream, task.taskId, owner)
-    return withRelatedTask({ ...result, task: { ...task, taskId } }, taskId)
-  }
-
-  /**
-   * `tasks/get`, `tasks/result`, `tasks/cancel` or `tasks/list` of the 2025-11-25 experimental tasks
-   * (basic/utilities/tasks.mdx) from a legacy client: offered only to a client that negotiated
-   * 2025-11-25 while an upstream that negotiated 2025-11-25 declares tasks (registry.legacyTasks;
-   * `tasks/list` only when one declares `tasks.list`), else -32601 as before. The client needs
-   * no capability of its own (its `tasks` capability is about requests it receives). The first
-   * three go to the upstream the namespaced id names, with the upstream's own id; every taskId of
-   * the reply (`taskId`, `_meta["io.modelcontextprotocol/related-task"].taskId`) is the client's
-   * namespaced one again. `tasks/result` blocks on the upstream until the task is terminal, bounded
-   * like any call by the upstream's `timeout` (and `maxTotalTimeout`; the upstream sends no
-   * progress for it, so `resetTimeoutOnProgress` has nothing to restart on): past it the client
-   * gets -31000 and the upstream a `notifications/cancelled` for that tasks/result request only
-   * (the task runs on; the client may ask again). A tasks/get the upstream answers -32602 (the
-   * task is gone) drops it from the task book.
-   * @throws UpstreamRpcError -32601 (not offered), -32602 (taskId not a string, or not a task of
-   *         this caller's: unknown, another caller's, tampered; a tasks/list cursor), or what the upstream answers
-   */
-  private async legacyTaskRequest (request: JsonRpcRequest, params: JsonObject, ctx: DispatchContext): Promise<JsonObject> {
-    const method = request.method
-    const offered = ctx.revision === LEGACY_TASKS_REVISION && LEGACY_TASK_METHODS.has(method) ? this.registry.legacyTasks?.() : undefined
-    if (offered === undefined || this.registry.taskRequest === undefined || (method === 'tasks/list' && offered.list === undefined)) {
-      throw new UpstreamRpcError(METHOD_NOT_FOUND, `Method not found: ${method}`)
-    }
-    const owner = taskOwner(ctx)
-    if (method === 'tasks/list') return await this.listLegacyTasks(request, params, ctx, owner)
-    const taskId = requireString(params, 'taskId')
-    const owned = this.taskIds.unwrap(taskId, owner)
-    if (owned === undefined) throw new UpstreamRpcError(INVALID_PARAMS, `Unknown task: ${taskId}`)
-    let result: JsonObject
-    try {
-      result = await this.registry.taskRequest(owned.upstream, method, { ...stripMeta(params), taskId: owned.taskId }, this.callOptions(request, ctx))
-    } catch (err) {
-      // Only tasks/get's -32602 surely means "no such task": tasks/cancel's also means "already
-      // terminal", and tasks/result answers whatever the tool call would have.
-      if (method === 'tasks/get' && err instanceof UpstreamRpcError && err.code === INVALID_PARAMS) this.taskBook.forget(owner, owned.upstream, owned.taskId)
-      throw err
-    }
-    const shown = typeof result.taskId === 'string' ? { ...result, taskId } : result
-    return withRelatedTask(shown, taskId)
-  }
-
-  /**
-   * 2025-11-25 `tasks/list`: the caller's tasks only. Each upstream that declares `tasks.list` and
-   * holds tasks of this owner in the task book is asked for its list (its own pages followed, at
-   * most MAX_TASK_LIST_PAGES); of what it lists, only the owner's tasks are shown, with their
-   * namespaced ids; a task it no longer lists (a complete read) leaves the book. One page: no
-   * `nextCursor` (the book bounds it: MAX_TASKS_PER_OWNER); a `cursor` is -32602. An upstream
-   * that fails is left out of the page (logged at debug).
-   */
-  private async listLegacyTasks (request: JsonRpcRequest, params: JsonObject, ctx: DispatchContext, owner: string): Promise<JsonObject> {
-    if (params.cursor !== undefined) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: unknown cursor (mcpx answers tasks/list in one page)')
-    const taskRequest = this.registry.taskRequest
-    const tasks: JsonObject[] = []
-    if (taskRequest === undefined) return { tasks }
-    for (const upstream of this.registry.legacyTaskUpstreams?.('list') ?? []) {
-      const mine = this.taskBook.ownedOn(owner, upstream)
-      if (mine.size === 0) continue
-      const seen = new Set<string>()
-      let complete = false
-      try {
-        let cursor: string | undefined
-        for (let page = 0; page < MAX_TASK_LIST_PAGES && !complete; page++) {
-          const result = await taskRequest.call(this.registry, upstream, 'tasks/list', cursor === undefined ? {} : { cursor }, this.callOptions(request, ctx))
-          for (const task of Array.isArray(result.tasks) ? result.tasks : []) {
-            if (!isObject(task) || typeof task.taskId !== 'string' || !mine.has(task.taskId) || seen.has(task.taskId)) continue
-            seen.add(task.taskId)
-            tasks.push({ ...task, taskId: this.taskIds.wrap(upstream, task.taskId, owner) })
-          }
-          cursor = typeof result.nextCursor === 'string' && result.nextCursor !== '' ? result.nextCursor : undefined
-          complete = cursor === undefined
-        }
-      } catch (err) {
-        this.log.debug({ err, upstream }, 'tasks/list: upstream failed; left out')
-        continue
-      }
-      if (complete) for (const id of mine.keys()) if (!seen.has(id)) this.taskBook.forget(owner, upstream, id)
-    }
-    return { tasks }
-  }
-
-  /**
-   * An upstream's 2025-11-25 `notifications/tasks/status` (the registry's 'task_status') as its
-   * task's creator gets it: the session that created the task through mcpx (task book) and the
-   * notification with the client's namespaced taskId. Undefined when mcpx did not create that
-   * task, or created it for a sessionless request: the caller drops it. Never throws.
-   */
-  relayTaskStatus (upstream: string, params: JsonObject): { session: string, notification: JsonRpcNotification } | undefined {
-    const upstreamId = params.taskId
-    const task = typeof upstreamId === 'string' ? this.taskBook.find(upstream, upstreamId) : undefined
-    if (task === undefined || task.session === undefined) return undefined
-    const taskId = this.taskIds.wrap(upstream, task.taskId, task.owner)
-    return { session: task.session, notification: { jsonrpc: '2.0', method: 'notifications/tasks/status', params: withRelatedTask({ ...params, taskId }, taskId) } }
-  }
-
-  /**
-   * `tasks/get`, `tasks/update` or `tasks/cancel` (the Tasks extension, SEP-2663), routed to the
-   * upstream that owns the task, with the upstream's own taskId; a result's taskId is the client's
-   * namespaced one again. Only on a modern request, and only while an upstream declares the extension
-   * (otherwise, as before, -32601).
-   * @throws UpstreamRpcError -32601 (not offered), -32021 with `data.requiredCapabilities` (the
-   *         request did not declare the extension), -32602 (taskId not a string, or not a task of
-   *         this caller's: unknown, another caller's, malformed), or what the upstream answers
-   */
-  private async taskRequest (request: JsonRpcRequest, params: JsonObject, ctx: DispatchContext): Promise<JsonObject> {
-    if (ctx.era !== 'modern' || this.registry.taskRequest === undefined || !declaresTasks(this.registry.capabilities())) {
-      throw new UpstreamRpcError(METHOD_NOT_FOUND, `Method not found: ${request.method}`)
-    }
-    if (!declaresTasks(ctx.clientCapabilities)) {
-      throw new UpstreamRpcError(MISSING_REQUIRED_CLIENT_CAPABILITY, 'Missing required client capability: extensions', { requiredCapabilities: TASKS_REQUIRED })
-    }
-    const taskId = requireString(params, 'taskId')
-    const owned = this.taskIds.unwrap(taskId, taskOwner(ctx))
-    if (owned === undefined) throw new UpstreamRpcError(INVALID_PARAMS, `Unknown task: ${taskId}`)
-    const result = await this.registry.taskRequest(owned.upstream, request.method, { ...stripMeta(params), taskId: owned.taskId }, this.callOptions(request, ctx))
-    return typeof result.taskId === 'string' ? { ...result, taskId } : result
   }
 
   /**
@@ -780,33 +630,6 @@ function hidden (kind: 'tool' | 'prompt', name: string): UpstreamRpcError {
 /** The error for a hidden resource: the registry's answer for a URI no upstream serves. */
 function hiddenResource (uri: string): UpstreamRpcError {
   return new HiddenError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`, { uri })
-}
-
-/** Most pages of one upstream's tasks/list that a 2025-11-25 tasks/list reads. */
-const MAX_TASK_LIST_PAGES = 20
-
-/**
- * The `task` param (TaskMetadata) of a 2025-11-25 task-augmented tools/call, when the request is
- * one: a legacy request of a client that negotiated 2025-11-25 with `params.task` an object.
- * Anything else leaves `task` out, as mcpx always has (older revisions have no such param).
- * @throws UpstreamRpcError -32602 when such a request's `task` is not an object
- */
-function legacyTaskParam (params: JsonObject, ctx: DispatchContext): JsonObject | undefined {
-  if (ctx.era !== 'legacy' || ctx.revision !== LEGACY_TASKS_REVISION || params.task === undefined) return undefined
-  if (!isObject(params.task)) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: task must be an object')
-  return params.task
-}
-
-/** `result` with `_meta["io.modelcontextprotocol/related-task"].taskId`, when it has one, set to `taskId` (the client's). */
-function withRelatedTask (result: JsonObject, taskId: string): JsonObject {
-  const meta = result._meta
-  if (!isObject(meta) || !isObject(meta[RELATED_TASK])) return result
-  return { ...result, _meta: { ...meta, [RELATED_TASK]: { ...meta[RELATED_TASK], taskId } } }
-}
-
-/** Whose tasks a request may name (lib/tasks.ts): the caller's principal key, or every anonymous caller's. */
-function taskOwner (ctx: DispatchContext): string {
-  return callerKey(ctx.caller)
 }
 
 /** Removes the modern-only result fields (a dual-era gateway must not add them to legacy results, DIGEST §6f). */

@@ -144,8 +144,8 @@ export class NotificationHub {
   }
 
   /**
-   * Delivers a notification meant for one legacy session (2025-11-25 task status: lib/dispatch.ts
-   * relayTaskStatus) to the listeners of that session ({@link HubListener.session}): its GET stream
+   * Delivers a notification meant for one legacy session (2025-11-25 task status: lib/tasks.ts
+   * Tasks.relayStatus) to the listeners of that session ({@link HubListener.session}): its GET stream
    * on this process, or the stdio client. @returns whether one took it. Never throws.
    */
   toSession (session: string, notification: JsonRpcNotification): boolean {
