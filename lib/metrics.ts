@@ -16,8 +16,9 @@
  * - `mcpx_stream_overflows_total{stream}`: streams ended past transport.streamBufferMaxBytes.
  * - `mcpx_upstream_restarts_total{upstream}`, `mcpx_upstream_up{upstream}`: from `status()`.
  * - `mcpx_upstream_unrouted_total{upstream, kind}`: an upstream's questions refused (`question`),
- *   log lines dropped (`log`) because they could not be tied to one call, and 2025-11-25 task status
- *   notifications dropped (`task`: a task mcpx did not create, or its session has no stream here)
+ *   log lines dropped (`log`) because they could not be tied to one call, and task status
+ *   notifications dropped (`task`: 2025-11-25, a task mcpx did not create, or its session has no
+ *   stream here; 2026-07-28, not tied to one call in flight)
  *   (issue #18; the registry's 'unrouted' event).
  * - `mcpx_upstream_in_flight{upstream}`, `mcpx_upstream_queued{upstream}`,
  *   `mcpx_upstream_refused_total{upstream}` (queue full), `mcpx_upstream_oversized_messages_total{upstream}`

@@ -40,6 +40,9 @@ export const TASK_METHODS: ReadonlySet<string> = new Set(['tasks/get', 'tasks/up
 /** The `data.requiredCapabilities` of a -32021 for a client that did not declare the extension. */
 export const TASKS_REQUIRED: JsonObject = { extensions: { [TASKS_EXTENSION]: {} } }
 
+/** A task's status pushed by its server: 2025-11-25 (basic/utilities/tasks.mdx) and SEP-2663 alike. */
+export const TASK_STATUS = 'notifications/tasks/status'
+
 const PREFIX = 'mcpx1.'
 const TAG_CHARS = 22
 
@@ -297,7 +300,7 @@ export class Tasks {
     const task = typeof upstreamId === 'string' ? this.book.find(upstream, upstreamId) : undefined
     if (task === undefined || task.session === undefined) return undefined
     const taskId = this.ids.wrap(upstream, task.taskId, task.owner)
-    return { session: task.session, notification: { jsonrpc: '2.0', method: 'notifications/tasks/status', params: withRelatedTask({ ...params, taskId }, taskId) } }
+    return { session: task.session, notification: { jsonrpc: '2.0', method: TASK_STATUS, params: withRelatedTask({ ...params, taskId }, taskId) } }
   }
 
   /** {@link expose} of a 2025-11-25 task-augmented call's result. */
@@ -325,6 +328,9 @@ export class Tasks {
    * `tasks/get`, `tasks/update` or `tasks/cancel` (the Tasks extension, SEP-2663), routed to the
    * upstream that owns the task, with the upstream's own taskId; a result's taskId is the client's
    * namespaced one again. Only while an upstream declares the extension (otherwise, as before, -32601).
+   * A `notifications/tasks/status` the upstream sends for this task while it answers a tasks/get
+   * (SEP-2663 › Task Status Notifications: "on an SSE stream associated with a tasks/get request")
+   * reaches the client on its tasks/get reply, with its taskId; one for another task is dropped.
    * @throws UpstreamRpcError -32601 (not offered), -32021 with `data.requiredCapabilities` (the
    *         request did not declare the extension), -32602 (taskId not a string, or not a task of
    *         this caller's: unknown, another caller's, malformed), or what the upstream answers
@@ -337,7 +343,16 @@ export class Tasks {
       throw new UpstreamRpcError(MISSING_REQUIRED_CLIENT_CAPABILITY, 'Missing required client capability: extensions', { requiredCapabilities: TASKS_REQUIRED })
     }
     const { taskId, owned } = this.ownedTask(params, callerKey(ctx.caller))
-    const result = await this.registry.taskRequest(owned.upstream, request.method, { ...stripMeta(params), taskId: owned.taskId }, this.callOptions(request, ctx))
+    const options = this.callOptions(request, ctx)
+    const notify = ctx.notify
+    if (request.method === 'tasks/get' && notify !== undefined) {
+      const others = options.onNotification
+      options.onNotification = (n) => {
+        if (n.method !== TASK_STATUS) { others?.(n); return }
+        if (n.params?.taskId === owned.taskId) notify({ jsonrpc: '2.0', method: TASK_STATUS, params: { ...n.params, taskId } })
+      }
+    }
+    const result = await this.registry.taskRequest(owned.upstream, request.method, { ...stripMeta(params), taskId: owned.taskId }, options)
     return typeof result.taskId === 'string' ? { ...result, taskId } : result
   }
 

@@ -214,7 +214,8 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'tasks/legacy-notify/status-reaches-the-owning-session-only': { source: 'DIGEST §5', text: 'notifications/tasks/status reaches the task\'s requestor only' },
   'tasks/legacy-sdk/v1-client-drives-a-task': { source: 'DIGEST §5', text: 'the official v1 SDK client drives a task through mcpx (callToolStream, getTask, listTasks)' },
   'tasks/legacy-book/bounded-per-owner-and-in-all': { source: 'DIGEST §5', text: 'the tasks mcpx lists for a caller are kept bounded, per owner and in all' },
-  'tasks/legacy-stdio/serve-relays-tasks-and-status': { source: 'DIGEST §5', text: 'experimental tasks over mcpx serve (stdio)' }
+  'tasks/legacy-stdio/serve-relays-tasks-and-status': { source: 'DIGEST §5', text: 'experimental tasks over mcpx serve (stdio)' },
+  'tasks/e2e/status-notification-on-the-tasks-get-reply': { source: 'DIGEST §6f', text: 'the Tasks extension (SEP-2663): a server\'s notifications/tasks/status for a task, sent on a tasks/get stream, reaches the client on its tasks/get reply with the client\'s taskId' }
 }
 
 /** One concrete id of the manifest, with the key it came from (a family key for a `*` family). */

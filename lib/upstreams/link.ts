@@ -34,8 +34,8 @@ export interface CallTiming {
   maxTotalMs: number | undefined
 }
 
-/** What the link could not tie to one call: a question (refused upstream) or a log line (dropped). */
-export type UnroutedKind = 'question' | 'log'
+/** What the link could not tie to one call: a question (refused upstream), a log line or a 2026-07-28 task status (dropped). */
+export type UnroutedKind = 'question' | 'log' | 'task'
 
 /** Most URL-mode elicitations a link remembers for their completion notification. */
 const MAX_URL_ELICITATIONS = 1024
@@ -85,8 +85,8 @@ export class Link implements CallLink {
   private readonly urlElicitations = new Map<string, UpstreamCall>()
 
   /**
-   * @param unrouted told of each question refused and log line dropped because it could not be
-   *        tied to exactly one call (issue #18)
+   * @param unrouted told of each question refused, and each log line or task status dropped,
+   *        because it could not be tied to exactly one call (issue #18)
    */
   constructor (
     readonly role: 'primary' | 'legacy',
@@ -327,7 +327,15 @@ export class Link implements CallLink {
       this.completeElicitation(isObject(message.params) ? message.params : {})
       return true
     }
-    if (method === 'notifications/tasks/status' && this.onTaskStatus !== undefined) {
+    if (method === 'notifications/tasks/status') {
+      // The Tasks extension (SEP-2663 › Task Status Notifications): request-scoped, on the SSE
+      // stream of a tasks/get; routed like a log line to the call it belongs to, whose client
+      // stream carries it on (lib/tasks.ts). 2025-11-25: unsolicited, to the task's creator.
+      if (this.era === 'modern') {
+        this.routeNotification(isObject(message.params) ? { method, params: message.params } : { method }, via, 'task')
+        return true
+      }
+      if (this.onTaskStatus === undefined) return false
       if (isObject(message.params)) this.onTaskStatus(message.params)
       return true
     }
@@ -359,10 +367,10 @@ export class Link implements CallLink {
    * A request-scoped notification to the call it belongs to, found as for questions (see
    * answerQuestion). None → dropped (debug); not tied to one call → dropped and counted.
    */
-  private routeNotification (notification: { method: string, params?: JsonObject }, via: UpstreamCall | undefined): void {
+  private routeNotification (notification: { method: string, params?: JsonObject }, via: UpstreamCall | undefined, kind: 'log' | 'task' = 'log'): void {
     const found = this.owning(via, 'onNotification')
     if (found === 'ambiguous') {
-      this.unrouted('log')
+      this.unrouted(kind)
       return
     }
     const onNotification = found?.options.onNotification

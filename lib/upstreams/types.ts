@@ -43,10 +43,10 @@ export interface UpstreamEvents {
   /** State changed (connecting, ready, down, closed). */
   stateChanged: (status: UpstreamStatus) => void
   /**
-   * A question it asked was refused (`question`) or a log line it sent was dropped (`log`)
-   * because it could not be tied to exactly one call (issue #18).
+   * A question it asked was refused (`question`), or a log line (`log`) or a 2026-07-28 task
+   * status (`task`) it sent was dropped, because it could not be tied to exactly one call (issue #18).
    */
-  unrouted: (kind: 'question' | 'log') => void
+  unrouted: (kind: 'question' | 'log' | 'task') => void
   /**
    * The upstream sent `notifications/tasks/status` (2025-11-25 experimental tasks) on its primary
    * connection: its params (a Task, with the upstream's own taskId). The registry emits
@@ -412,7 +412,8 @@ export interface UpstreamLoad {
  * - `'upstream_state'` (status: UpstreamStatus): an upstream came up, went down or restarted.
  * - `'unrouted'` (upstream: string, kind: 'question' | 'log' | 'task'): a question of that upstream was
  *   refused, or a log line dropped, because it could not be tied to exactly one call (issue #18);
- *   `task`: a 2025-11-25 task status notification with no creator to relay it to (lib/core.ts).
+ *   `task`: a task status notification with no one to relay it to (2025-11-25: no creator,
+ *   lib/core.ts; 2026-07-28: not tied to one call in flight, link.ts).
  * - `'instance_event'` (event: InstanceEvent): an isolated instance announced a list change or a
  *   resource update; for its owner alone (lib/notify-hub.ts delivers it by `key`).
  * - `'task_status'` (upstream: string, params: JsonObject): an upstream sent

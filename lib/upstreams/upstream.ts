@@ -119,7 +119,7 @@ export class Upstream implements ConnectionHost {
   private warnedUnrouted = false
 
   /**
-   * A question refused or a log line dropped because it could not be tied to one call (link.ts
+   * A question refused, or a log line or task status dropped, because it could not be tied to one call (link.ts
    * `owning`): counted (the registry's 'unrouted' event, mcpx_upstream_unrouted_total), and warned
    * once per upstream, since the fix is the upstream's `isolation`. Never throws.
    */

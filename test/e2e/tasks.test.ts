@@ -9,7 +9,7 @@ import t from 'tap'
 import { fileURLToPath } from 'node:url'
 import { startDaemon } from '../helpers/daemon.js'
 import { spawnServe, type Message } from '../helpers/spawn.js'
-import { modernHeaders, modernMeta } from '../helpers/app.js'
+import { modernHeaders, modernMeta, sseMessages } from '../helpers/app.js'
 import { untilReady } from '../helpers/policy.js'
 
 const TASKS = fileURLToPath(new URL('../fixtures/tasks-upstream.js', import.meta.url))
@@ -56,6 +56,36 @@ t.test('tasks/e2e/daemon-routes-two-upstreams-by-namespaced-id', async t => {
   t.equal(doneB.result.content[0].text, 'on-b: done after 1s')
   const unknown = await send('tasks/get', { taskId: 'task-1' })
   t.equal(unknown.error.code, -32602, "an upstream's raw id is not a client id")
+})
+
+t.test('tasks/e2e/status-notification-on-the-tasks-get-reply', async t => {
+  // SEP-2663 › Task Status Notifications: a server MAY push `notifications/tasks/status`, on the
+  // stream of a tasks/get. The fixture (--status-on-get) sends the task it answers first; mcpx
+  // relays it on the client's tasks/get reply with the client's namespaced taskId.
+  const daemon = await startDaemon(t, { upstreams: { a: { command: process.execPath, args: [TASKS, '--status-on-get'] } } })
+  await untilReady(daemon.base)
+  const post = async (id: number, method: string, params: Record<string, unknown>, accept: string): Promise<Response> => {
+    const name = typeof params.name === 'string' ? params.name : params.taskId as string
+    return await fetch(`${daemon.base}/mcp`, {
+      method: 'POST',
+      headers: modernHeaders(method, name, { accept }),
+      body: JSON.stringify({ jsonrpc: '2.0', id, method, params: { ...params, _meta: modernMeta(CAPS) } })
+    })
+  }
+  const created = await (await post(1, 'tools/call', { name: 'slow_compute', arguments: { seconds: 30, label: 'pushed' } }, 'application/json')).json() as Message
+  const taskId = created.result.taskId as string
+  t.match(taskId, /^mcpx1\./, 'a namespaced id')
+  const res = await post(2, 'tasks/get', { taskId }, 'application/json, text/event-stream')
+  t.equal(res.headers.get('content-type'), 'text/event-stream', 'the reply streams to carry the notification')
+  const messages = sseMessages(await res.text()) as Message[]
+  t.same(messages.map(m => m.method ?? `reply ${String(m.id)}`), ['notifications/tasks/status', 'reply 2'], 'the status, then the reply')
+  t.match(messages[0].params, { taskId, status: 'working' }, "with the client's taskId, never the upstream's")
+  t.equal(messages[1].result.taskId, taskId)
+  // A client that takes JSON only gets the reply alone.
+  const json = await post(3, 'tasks/get', { taskId }, 'application/json')
+  t.equal(json.status, 200)
+  t.match(await json.json(), { id: 3, result: { taskId, status: 'working' } })
+  await (await post(4, 'tasks/cancel', { taskId }, 'application/json')).text()
 })
 
 t.test('tasks/e2e/serve-stdio-lifecycle', async t => {
