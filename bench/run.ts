@@ -37,7 +37,8 @@
  *
  * Options: --quick; --only 1,3,4 (a subset); --connections N; --out FILE (also write the report);
  *          --http-upstream peer|fixture (scenario 5's upstream; default peer);
- *          --mcpx-node-arg ARG (repeatable: passed to node for mcpx daemons/serve, e.g. --cpu-prof).
+ *          --mcpx-node-arg ARG (repeatable: passed to node for mcpx daemons/serve, e.g. --cpu-prof);
+ *          --help. An unknown or malformed option exits 2 with the usage.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { Agent } from 'node:http'
@@ -61,17 +62,53 @@ import { gateCost, type GateFigures } from './gate.js'
 import { callStatsCost, type CallStatsFigures } from './call-stats.js'
 import { fiftyRules, policyCost, type PolicyFigures } from './policy.js'
 
-const { values: flags } = parseArgs({
+const USAGE = `usage: npm run bench -- [options]   (or node dist/bench/run.js [options])
+  --quick                 short runs (about 2 minutes in all)
+  --only 1,3,4            a subset of the scenarios
+  --connections N         HTTP connections per scenario (default 32)
+  --out FILE              also write the report to FILE
+  --http-upstream peer|fixture   scenario 5's upstream (default peer)
+  --mcpx-node-arg ARG     passed to node for mcpx daemons and serve (repeatable; e.g. --cpu-prof)
+  --help                  this text`
+
+/** The command line as parseArgs reads it; throws on an unknown or malformed option. */
+const parse = () => parseArgs({ // eslint-disable-line @typescript-eslint/explicit-function-return-type
   options: {
     quick: { type: 'boolean', default: false },
     only: { type: 'string' },
     connections: { type: 'string', default: '32' },
     out: { type: 'string' },
     'http-upstream': { type: 'string', default: 'peer' },
-    'mcpx-node-arg': { type: 'string', multiple: true, default: [] }
+    'mcpx-node-arg': { type: 'string', multiple: true, default: [] },
+    help: { type: 'boolean', default: false }
   },
   strict: true
 })
+
+/** The command line, or exit 2 with a clear error and the usage (exit 0 with the usage for --help). */
+function parseFlags (): ReturnType<typeof parse>['values'] {
+  let values: ReturnType<typeof parse>['values']
+  try {
+    values = parse().values
+  } catch (error) {
+    process.stderr.write(`bench: ${(error as Error).message}\n${USAGE}\n`)
+    process.exit(2)
+  }
+  if (values.help === true) {
+    process.stdout.write(USAGE + '\n')
+    process.exit(0)
+  }
+  const problem = !/^[1-9]\d*$/.test(values.connections ?? '') ? `--connections must be a positive integer, not ${JSON.stringify(values.connections)}`
+    : values['http-upstream'] !== 'peer' && values['http-upstream'] !== 'fixture' ? `--http-upstream must be peer or fixture, not ${JSON.stringify(values['http-upstream'])}`
+      : undefined
+  if (problem !== undefined) {
+    process.stderr.write(`bench: ${problem}\n${USAGE}\n`)
+    process.exit(2)
+  }
+  return values
+}
+
+const flags = parseFlags()
 
 const QUICK = flags.quick === true
 const CONNECTIONS = Number(flags.connections)
