@@ -287,16 +287,23 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   }
 
   legacyTasks (): JsonObject | undefined {
-    let merged: JsonObject | undefined
+    let offered = false
+    let list = false
+    let cancel = false
     for (const upstream of this.upstreams) {
       const tasks = upstream.legacyTasks()
       if (tasks === undefined) continue
-      merged ??= { requests: { tools: { call: {} } } }
-      if (isObject(tasks.list)) merged.list = {}
-      if (isObject(tasks.cancel)) merged.cancel = {}
+      offered = true
+      list ||= isObject(tasks.list)
+      cancel ||= isObject(tasks.cancel)
     }
+    if (!offered) return undefined
     // Key order as the spec's example (list, cancel, requests).
-    return merged === undefined ? undefined : { ...(merged.list !== undefined ? { list: {} } : {}), ...(merged.cancel !== undefined ? { cancel: {} } : {}), requests: merged.requests }
+    const merged: JsonObject = {}
+    if (list) merged.list = {}
+    if (cancel) merged.cancel = {}
+    merged.requests = { tools: { call: {} } }
+    return merged
   }
 
   legacyTaskUpstreams (key: 'list' | 'cancel'): string[] {
