@@ -9,6 +9,8 @@
  *   node dist/bench/paired.js --other /path/to/other/dist [--rounds 4] [--seconds 10] [--connections 16]
  *                             [--node-arg ARG]… (passed to node for both daemons, e.g. --cpu-prof
  *                             --cpu-prof-dir=DIR: one profile per daemon, written when it stops)
+ *                             [--other-node-arg ARG]… (for the other build's daemon only: `--other` may
+ *                             name this build's own dist/ to compare node flags, e.g. --max-semi-space-size=32)
  *
  * `--other` is another build's dist/ directory (its cli.js and test/fixtures/echo-upstream.js are
  * used; it needs a node_modules next to it). Figures are printed only; nothing here is part of `npm test`.
@@ -28,7 +30,8 @@ const { values: flags } = parseArgs({
     rounds: { type: 'string', default: '4' },
     seconds: { type: 'string', default: '10' },
     connections: { type: 'string', default: '16' },
-    'node-arg': { type: 'string', multiple: true, default: [] }
+    'node-arg': { type: 'string', multiple: true, default: [] },
+    'other-node-arg': { type: 'string', multiple: true, default: [] }
   },
   strict: true
 })
@@ -44,7 +47,8 @@ async function startDaemon (name: string, dist: string): Promise<{ child: Child,
   const port = await freePort()
   const config = join(LOG_DIR, `${name}.json`)
   writeFileSync(config, JSON.stringify({ daemon: { address: `127.0.0.1:${port}` }, upstreams: { fixture: { command: NODE, args: [join(dist, 'test/fixtures/echo-upstream.js')] } } }))
-  const child = startChild(name, NODE, [...(flags['node-arg'] ?? []), join(dist, 'cli.js'), 'daemon', '--config', config], { logDir: LOG_DIR })
+  const own = name === 'other' ? flags['other-node-arg'] ?? [] : []
+  const child = startChild(name, NODE, [...(flags['node-arg'] ?? []), ...own, join(dist, 'cli.js'), 'daemon', '--config', config], { logDir: LOG_DIR })
   await waitHttp(`http://127.0.0.1:${port}/readyz`)
   const agent = new Agent({ keepAlive: false })
   const reply = await postOnce(agent, port, '/mcp', MODERN_HEADERS, MODERN_BODY)
