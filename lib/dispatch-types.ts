@@ -6,6 +6,7 @@ import type { Era, Revision } from './revisions.js'
 import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from './jsonrpc.js'
 import type { InstanceHome, JsonObject, UpstreamQuestion } from './upstreams/types.js'
 import type { RequestTrace, TraceIn } from './trace.js'
+import type { CancelSignal, Canceller } from './cancel.js'
 
 /** Everything the dispatcher needs to know about where a request came from. */
 export interface DispatchContext {
@@ -19,14 +20,14 @@ export interface DispatchContext {
   /** Legacy: the capabilities the client declared at `initialize`; modern: this request's `_meta` clientCapabilities. */
   clientCapabilities: JsonObject
   /** Aborted when the request is cancelled (notifications/cancelled, or a disconnect where that is the signal). */
-  signal: AbortSignal
+  signal: CancelSignal
   /**
-   * The AbortController behind `signal`, when the face made one for this request alone and aborts
+   * The canceller behind `signal` (lib/cancel Cancellation), when the face made one for this request alone and aborts
    * it only when the request is cancelled (2026-07-28 HTTP: its client went away). The MRTR bridge
    * (lib/mrtr.ts) then adopts it for a fresh upstream call instead of making a second one and
    * listening on `signal` (issue #14). Undefined elsewhere.
    */
-  controller?: AbortController
+  controller?: Canceller
   /**
    * Sends a request-scoped notification to the client (`notifications/progress`,
    * `notifications/message`) on this request's stream. Undefined when there is nowhere to send it.
@@ -36,7 +37,7 @@ export interface DispatchContext {
    * Asks the client a question (legacy server→client request) and resolves to its result.
    * Undefined when this transport/era cannot ask (then questions are refused upstream).
    */
-  ask?: (question: UpstreamQuestion, signal: AbortSignal) => Promise<JsonObject>
+  ask?: (question: UpstreamQuestion, signal: CancelSignal) => Promise<JsonObject>
   /**
    * An opaque identity of the authenticated caller (lib/principal.ts Principal.key), when there is one.
    * MRTR requestState is bound to it, so another caller cannot resume a parked call (mrtr.mdx:

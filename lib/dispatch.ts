@@ -23,6 +23,7 @@ import { MODERN_REVISIONS, SUPPORTED_REVISIONS, negotiateLegacy, unsupportedVers
 import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, metaOf } from './inbound.js'
 import { InstanceForwardError, InstancesExhaustedError, UpstreamBusyError, UpstreamRpcError, type InstanceOwner, type JsonObject, type UpstreamCallOptions, type UpstreamQuestion, type UpstreamRegistry } from './upstreams/types.js'
 import type { DispatchContext } from './dispatch-types.js'
+import type { CancelSignal } from './cancel.js'
 import { markRefused, refusedAs, REFUSALS, type RefusalReason } from './status.js'
 import { ELICITATION_COMPLETE, MrtrBridge, StateSealer, missingCapabilities, missingCapabilityError } from './mrtr.js'
 import { activeTracing } from './trace.js'
@@ -557,7 +558,7 @@ export class Dispatcher {
     }
     const ask = ctx.ask
     if (ask !== undefined || ctx.era === 'modern') {
-      options.onQuestion = async (question: UpstreamQuestion, signal: AbortSignal) => {
+      options.onQuestion = async (question: UpstreamQuestion, signal: CancelSignal) => {
         // 2026-07-28 (basic/index.mdx; DIGEST §6a): a capability the server needs and the
         // request did not declare is -32021 to the client, whatever the upstream makes of the refusal.
         const refused = this.mrtr.refusal(question, ctx)

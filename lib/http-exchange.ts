@@ -26,6 +26,7 @@ import type { Session, SessionStore } from './sessions.js'
 import type { SseStream, StreamSlots } from './sse.js'
 import type { Logger } from './log.js'
 import type { TraceIn } from './trace.js'
+import { Cancellation } from './cancel.js'
 
 /** What a route supplies to write one reply. */
 export interface PostChannel {
@@ -279,7 +280,7 @@ export class HttpExchange {
 
   private async serveInitialize (request: JsonRpcRequest, channel: PostChannel): Promise<void> {
     const deps = this.deps
-    const controller = new AbortController()
+    const controller = new Cancellation()
     const ctx = this.sessionless.legacyContext(controller.signal, ASSUMED_LEGACY_REVISION, {})
     if (channel.traceIn !== undefined) ctx.traceIn = channel.traceIn
     const response = await deps.dispatcher.handle(request, ctx)
@@ -417,5 +418,5 @@ export class HttpExchange {
 
 /** An in-flight entry for a request no Peer tracks (modern, sessionless legacy): cancelled only by its disconnect. */
 function untracked (request: JsonRpcRequest): InFlight {
-  return { id: request.id, controller: new AbortController(), cancelled: false, done: false }
+  return { id: request.id, controller: new Cancellation(), cancelled: false, done: false }
 }

@@ -28,6 +28,7 @@ import { errorResponse, isObject, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOU
 import { UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamQuestion } from './upstreams/types.js'
 import type { DispatchContext } from './dispatch-types.js'
 import type { Logger } from './log.js'
+import { Cancellation, type Canceller } from './cancel.js'
 
 /**
  * What mcpx's requestState carries. `k: 'park'` continues a parked call; `k: 'wrap'` carries a
@@ -131,7 +132,7 @@ export class ParkedCall {
   /** Where the upstream's progress goes: the leg (request) waiting now. */
   progress: { onProgress: ((p: { progress: number, total?: number, message?: string }) => void) | undefined } | undefined
   /** Aborting it cancels the upstream call. */
-  readonly controller: AbortController
+  readonly controller: Canceller
   private readonly queue: ParkedEvent[] = []
   private waiter: ((event: ParkedEvent) => void) | undefined
   private timer: NodeJS.Timeout | undefined
@@ -141,7 +142,7 @@ export class ParkedCall {
    * @param controller the first leg's own controller (DispatchContext.controller) when it has one:
    *        the call then needs no second controller and no listener on that leg's signal
    */
-  constructor (readonly method: string, readonly name: string, controller: AbortController = new AbortController()) {
+  constructor (readonly method: string, readonly name: string, controller: Canceller = new Cancellation()) {
     this.controller = controller
   }
 

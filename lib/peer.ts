@@ -28,6 +28,7 @@ import { FIRST_MODERN_REVISION, OLDEST_REVISION, batchAllowed, type Revision } f
 import { hasModernMeta, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from './inbound.js'
 import type { DispatchContext, SubscriptionSet } from './dispatch-types.js'
 import type { JsonObject, UpstreamQuestion } from './upstreams/types.js'
+import { Cancellation, type CancelSignal } from './cancel.js'
 
 /**
  * Where outgoing messages to one client are written, in order: the stdio writer, an SSE stream, a
@@ -77,7 +78,7 @@ const QUESTION_CANCELLED = -32_800
 export interface InFlight {
   readonly id: RequestId
   /** Aborted on cancellation: the signal reaches the upstream call. */
-  readonly controller: AbortController
+  readonly controller: Cancellation
   /** Cancelled (by the client, the connection's end or the drain): nothing more is written for it. */
   cancelled: boolean
   /** Answered: no request-scoped notification after the reply. */
@@ -150,7 +151,7 @@ export class Peer {
   track (id: RequestId): InFlight | undefined {
     const key = idKey(id)
     if (this.options.duplicateIds === 'refuse' && this.running.has(key)) return undefined
-    const entry: InFlight = { id, controller: new AbortController(), cancelled: false, done: false }
+    const entry: InFlight = { id, controller: new Cancellation(), cancelled: false, done: false }
     this.running.set(key, entry)
     return entry
   }
@@ -223,7 +224,7 @@ export class Peer {
    * @throws QuestionFailed when the client answered with an error (its code), the question was
    *         cancelled (-32800), could not be sent or the connection ended (-32603)
    */
-  async ask (question: UpstreamQuestion, signal: AbortSignal, route: QuestionRoute): Promise<JsonObject> {
+  async ask (question: UpstreamQuestion, signal: CancelSignal, route: QuestionRoute): Promise<JsonObject> {
     if (this.endedWith !== undefined) throw new QuestionFailed(INTERNAL_ERROR, this.endedWith)
     if (signal.aborted) throw new QuestionFailed(QUESTION_CANCELLED, 'question cancelled')
     const id = this.mintQuestionId()
@@ -294,7 +295,7 @@ export class Peer {
    * The context a legacy request of this connection is served in: its initialize state, or
    * `fallback` (the assumed revision) and no capabilities before any.
    */
-  legacyContext (signal: AbortSignal, fallback: Revision, extras: { notify?: DispatchContext['notify'], ask?: DispatchContext['ask'], subscriptions?: SubscriptionSet, principal?: string }): DispatchContext {
+  legacyContext (signal: CancelSignal, fallback: Revision, extras: { notify?: DispatchContext['notify'], ask?: DispatchContext['ask'], subscriptions?: SubscriptionSet, principal?: string }): DispatchContext {
     return {
       era: 'legacy',
       revision: this.legacy?.revision ?? fallback,
@@ -324,7 +325,7 @@ export function initializedState (request: JsonRpcRequest, response: JsonRpcResp
  * `ask`: a modern client never gets server→client requests (DIGEST §6b; the MRTR bridge asks instead).
  * A missing or malformed `_meta` is left to the dispatcher's envelope check (-32602).
  */
-export function modernContext (meta: Readonly<Record<string, unknown>> | undefined, signal: AbortSignal, notify: DispatchContext['notify'], principal?: string): DispatchContext {
+export function modernContext (meta: Readonly<Record<string, unknown>> | undefined, signal: CancelSignal, notify: DispatchContext['notify'], principal?: string): DispatchContext {
   const version = meta?.[META_PROTOCOL_VERSION]
   const capabilities = meta?.[META_CLIENT_CAPABILITIES]
   return {

@@ -46,6 +46,7 @@ import {
 } from './peer.js'
 import { activeTracing, type TraceIn } from './trace.js'
 import type { InstanceOwner } from './upstreams/types.js'
+import { Cancellation } from './cancel.js'
 
 /** Whom every request of a stdio connection serves (lib/dispatch.ts instanceOwnerOf of its contexts): its isolated instances' events reach it (issue #18). */
 const STDIO_OWNER: InstanceOwner = Object.freeze({ owner: STDIO_SESSION, principalKey: LOCAL_PRINCIPAL.key })
@@ -472,7 +473,7 @@ class StdioConnection {
 
   /** `initialize`, in line: settles the revision and capabilities of every later reply. */
   private async initialize (request: JsonRpcRequest): Promise<void> {
-    const entry: InFlight = { id: request.id, controller: new AbortController(), cancelled: false, done: false }
+    const entry: InFlight = { id: request.id, controller: new Cancellation(), cancelled: false, done: false }
     const response = await this.dispatcher.handle(request, this.contextFor(request, entry))
     entry.done = true
     const state = initializedState(request, response)

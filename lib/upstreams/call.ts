@@ -8,6 +8,7 @@
  */
 import { INTERNAL_ERROR, UPSTREAM_ERROR, isObject } from '../jsonrpc.js'
 import { UpstreamRpcError, type JsonObject, type UpstreamCallOptions } from './types.js'
+import { abortSignalOf } from '../cancel.js'
 
 /** Where a call travels: the live connection that sent it (see connection.ts `Link`). */
 export interface CallLink {
@@ -125,7 +126,7 @@ export class UpstreamCall {
   questionSignal (): AbortSignal {
     this.questionAbort ??= new AbortController()
     if (this.done) this.questionAbort.abort()
-    return AbortSignal.any([this.options.signal, this.questionAbort.signal])
+    return AbortSignal.any([abortSignalOf(this.options.signal), this.questionAbort.signal])
   }
 
   private finish (): void {

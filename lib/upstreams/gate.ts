@@ -14,6 +14,7 @@
  */
 import { UPSTREAM_ERROR } from '../jsonrpc.js'
 import { UpstreamBusyError, UpstreamRpcError, type UpstreamLogger } from './types.js'
+import type { CancelSignal } from '../cancel.js'
 
 /** Least time between two "queue full" warn lines of one upstream, ms (the count since the last line is logged). */
 export const QUEUE_FULL_LOG_INTERVAL_MS = 10_000
@@ -26,7 +27,7 @@ class QueuedCall {
   private reject!: (error: UpstreamRpcError) => void
   readonly promise: Promise<void>
 
-  constructor (readonly gate: CallGate, readonly method: string, readonly signal: AbortSignal, readonly timeoutMs: number) {
+  constructor (readonly gate: CallGate, readonly method: string, readonly signal: CancelSignal, readonly timeoutMs: number) {
     this.promise = new Promise<void>((resolve, reject) => { this.resolve = resolve; this.reject = reject })
   }
 
@@ -96,7 +97,7 @@ export class CallGate {
    * Rejects with UpstreamBusyError when the queue is full, with UpstreamRpcError (UPSTREAM_ERROR)
    * when the call is cancelled or times out while queued, or the gate is closed.
    */
-  async wait (method: string, signal: AbortSignal, timeoutMs: number): Promise<number> {
+  async wait (method: string, signal: CancelSignal, timeoutMs: number): Promise<number> {
     if (signal.aborted) throw new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.upstream}: ${method} cancelled`)
     if (this.waiting.size >= this.maxQueued) {
       this.refused++

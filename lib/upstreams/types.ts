@@ -16,6 +16,7 @@ import type { UpstreamAuthConfig } from '../oauth/upstream-credentials.js'
 import type { RequestTrace } from '../trace.js'
 import { INSTANCES_EXHAUSTED, INTERNAL_ERROR } from '../jsonrpc.js'
 import type { CallStatsSnapshot } from './call-stats.js'
+import type { CancelSignal } from '../cancel.js'
 
 /** Any JSON object, as it crossed the wire. */
 export type JsonObject = Record<string, unknown>
@@ -108,8 +109,8 @@ export interface UpstreamQuestion {
 
 /** Options for one call routed to an upstream. */
 export interface UpstreamCallOptions {
-  /** Aborting it cancels the upstream call (`notifications/cancelled` upstream). Required: every call is cancellable. */
-  signal: AbortSignal
+  /** Aborting it cancels the upstream call (`notifications/cancelled` upstream). Required: every call is cancellable. A real AbortSignal or a lib/cancel Cancellation. */
+  signal: CancelSignal
   /**
    * Called for each `notifications/progress` the upstream sends for this call, with the
    * upstream's progress fields (`progress`, `total?`, `message?`). The dispatcher maps them
@@ -122,7 +123,7 @@ export interface UpstreamCallOptions {
    * question cannot be relayed, so the upstream gets an error response.
    * When undefined, questions get a -32601-style error response upstream.
    */
-  onQuestion?: (question: UpstreamQuestion, signal: AbortSignal) => Promise<JsonObject>
+  onQuestion?: (question: UpstreamQuestion, signal: CancelSignal) => Promise<JsonObject>
   /** Extra `_meta` keys to pass upstream (e.g. a modern client's logLevel). */
   meta?: JsonObject
   /**

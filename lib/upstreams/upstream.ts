@@ -17,6 +17,7 @@ import {
   DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED, DEFAULT_STREAM_BUFFER_BYTES, InstancesExhaustedError, UpstreamRpcError, instanceKeyOf, wantsLegacyConnection, type InstanceOwner, type UpstreamLoad, type JsonObject, type UpstreamCallOptions, type UpstreamCatalogue, type UpstreamConfig,
   type UpstreamEvents, type UpstreamHeaderProvider, type UpstreamLogger, type UpstreamStatus
 } from './types.js'
+import { abortSignalOf, type CancelSignal } from '../cancel.js'
 
 /** The requests a legacy-era call sends over the legacy connection of a dual-era upstream (DIGEST §6f: the ones that may ask or log). */
 const LEGACY_ROUTED_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read', 'completion/complete'])
@@ -487,12 +488,12 @@ export class Upstream implements ConnectionHost {
    *          primary connection). Rejects with UpstreamRpcError (UPSTREAM_ERROR) when it could not be
    *          opened (it keeps retrying with backoff), or when the call is cancelled or mcpx closes.
    */
-  private async legacyLink (method: string, signal: AbortSignal): Promise<Link | undefined> {
+  private async legacyLink (method: string, signal: CancelSignal): Promise<Link | undefined> {
     const legacy = this.legacy
     if (legacy.state === 'unavailable') return undefined
     if (legacy.state === 'ready' && legacy.link !== undefined) return legacy.link
     if (legacy.state === 'idle') void legacy.open()
-    const stopped = AbortSignal.any([signal, this.closed.signal])
+    const stopped = AbortSignal.any([abortSignalOf(signal), this.closed.signal])
     let onStop: () => void = () => {}
     const stop = new Promise<never>((_resolve, reject) => {
       onStop = () => reject(new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.name}: ${method} ${this.closing ? 'failed: shutting down' : 'cancelled'}`))
