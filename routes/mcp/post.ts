@@ -14,41 +14,57 @@ import { endpointOf } from '../../plugins/endpoint.js'
 import { isLegacyRevision } from '../../lib/revisions.js'
 import type { McpRouteDeps } from './options.js'
 
-/** Builds the PostChannel for one Fastify request/reply pair. */
-export function channelFor (request: FastifyRequest, reply: FastifyReply, keepAliveMs: number, flow: FlowPolicy): PostChannel {
-  // lib/accept: no Accept, or a wildcard, admits JSON; `Accept: text/event-stream` alone does not, and
-  // only a client that names text/event-stream (q > 0) is answered with a stream (seed › Streamable
-  // HTTP, 2026-07-28: responses are JSON or SSE as Accept allows).
-  const accept = readAccept(request.headers.accept)
-  const caller = request.mcpPrincipal // made once by mcpx-auth
-  const endpoint = endpointOf(request) // a curated endpoint's name (issue #17), or undefined for /mcp
-  const bindingKey = bindingKeyOf(caller, request.headers.authorization, endpoint) // the principal's key, or the header's hash without auth; bound to the endpoint
-  return {
-    ...(endpoint !== undefined ? { endpoint } : {}),
-    ...(bindingKey !== undefined ? { principal: bindingKey } : {}),
-    ...(caller !== null ? { caller } : {}),
-    acceptsSse: accept.sse,
-    acceptsJson: accept.json,
-    traceIn: httpTraceIn(request.headers), // undefined unless tracing is on (lib/trace.ts)
-    json (status, body, headers) {
-      if (reply.sent) return
-      if (headers !== undefined) reply.headers(headers)
-      reply.code(status)
-      if (body === undefined) { reply.send(); return }
-      reply.type('application/json').send(body)
-    },
-    sse (headers, kind = 'reply') {
-      reply.hijack()
-      return new SseStream(reply.raw, {
-        keepAliveMs,
-        headers: { ...(reply.getHeaders() as Record<string, string>), ...headers },
-        flow: { ...flow, logger: request.log }, // the stream's one warn line carries its reqId
-        kind
-      })
-    },
-    onDisconnect (fn) {
-      reply.raw.on('close', () => { if (!reply.raw.writableFinished) fn() })
-    }
+/**
+ * The PostChannel of one Fastify request/reply pair: a class, so a POST allocates one object and no
+ * closures for its methods (issue #14).
+ */
+class FastifyChannel implements PostChannel {
+  readonly endpoint?: string
+  readonly principal?: string
+  readonly caller?: unknown
+  readonly acceptsSse: boolean
+  readonly acceptsJson: boolean
+  readonly traceIn: PostChannel['traceIn']
+
+  constructor (private readonly request: FastifyRequest, private readonly reply: FastifyReply, private readonly keepAliveMs: number, private readonly flow: FlowPolicy) {
+    // lib/accept: no Accept, or a wildcard, admits JSON; `Accept: text/event-stream` alone does not, and
+    // only a client that names text/event-stream (q > 0) is answered with a stream (seed › Streamable
+    // HTTP, 2026-07-28: responses are JSON or SSE as Accept allows).
+    const accept = readAccept(request.headers.accept)
+    const caller = request.mcpPrincipal // made once by mcpx-auth
+    const endpoint = endpointOf(request) // a curated endpoint's name (issue #17), or undefined for /mcp
+    const bindingKey = bindingKeyOf(caller, request.headers.authorization, endpoint) // the principal's key, or the header's hash without auth; bound to the endpoint
+    if (endpoint !== undefined) this.endpoint = endpoint
+    if (bindingKey !== undefined) this.principal = bindingKey
+    if (caller !== null) this.caller = caller
+    this.acceptsSse = accept.sse
+    this.acceptsJson = accept.json
+    this.traceIn = httpTraceIn(request.headers) // undefined unless tracing is on (lib/trace.ts)
+  }
+
+  json (status: number, body: string | undefined, headers?: Record<string, string>): void {
+    const reply = this.reply
+    if (reply.sent) return
+    if (headers !== undefined) reply.headers(headers)
+    reply.code(status)
+    if (body === undefined) { reply.send(); return }
+    reply.type('application/json').send(body)
+  }
+
+  sse (headers?: Record<string, string>, kind: 'reply' | 'listen' = 'reply'): SseStream {
+    const reply = this.reply
+    reply.hijack()
+    return new SseStream(reply.raw, {
+      keepAliveMs: this.keepAliveMs,
+      headers: { ...(reply.getHeaders() as Record<string, string>), ...headers },
+      flow: { ...this.flow, logger: this.request.log }, // the stream's one warn line carries its reqId
+      kind
+    })
+  }
+
+  onDisconnect (fn: () => void): void {
+    const raw = this.reply.raw
+    raw.on('close', () => { if (!raw.writableFinished) fn() })
   }
 }
 
@@ -67,7 +83,7 @@ const postRoute: FastifyPluginAsync<McpRouteDeps> = async function (fastify, opt
     // mcpx-era classified the body (and answered an unreadable one); mcpx-modern-headers refused a modern batch.
     const inbound = request.mcp
     if (inbound === null || (inbound.kind !== 'message' && inbound.kind !== 'batch')) return reply
-    const channel = channelFor(request, reply, opts.keepAliveMs, opts.flow)
+    const channel = new FastifyChannel(request, reply, opts.keepAliveMs, opts.flow)
     if (inbound.era === 'modern' && inbound.kind === 'message') {
       await exchange.serveModern(inbound, channel)
     } else {
