@@ -107,13 +107,13 @@ export type ConnectionTimeoutKind = 'silent' | 'head' | 'body'
  * (the default prefix). `undefined` otherwise (an explicit custom prefix). Never throws.
  */
 export function upstreamOf (upstreams: UpstreamRegistry, name: string | undefined): string | undefined {
-  const status = upstreams.status()
-  if (status.length === 1) return status[0].name
+  const names = upstreams.upstreamNames?.() ?? upstreams.status().map(u => u.name)
+  if (names.length === 1) return names[0]
   if (name === undefined) return undefined
   const cut = name.indexOf('__')
   if (cut <= 0) return undefined
   const prefix = name.slice(0, cut)
-  return status.some(u => u.name === prefix) ? prefix : undefined
+  return names.includes(prefix) ? prefix : undefined
 }
 
 /** The bounded `rpc_method` label of a method name. */

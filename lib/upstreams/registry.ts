@@ -82,6 +82,8 @@ function prefixed (prefix: string, name: string): string {
 
 class Registry extends EventEmitter implements UpstreamRegistry {
   private readonly upstreams: Upstream[] = []
+  /** upstreamNames(), made on first use and after a reload changed the upstreams. */
+  private names: readonly string[] | undefined = undefined
   private readonly prefixes = new Map<Upstream, string>()
   private tools_: JsonObject[] = []
   private prompts_: JsonObject[] = []
@@ -169,6 +171,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
       summary.removed.push(old.name)
     }
     this.upstreams.splice(0, this.upstreams.length, ...next)
+    this.names = undefined
     this.assignPrefixes()
     for (const [uri, entry] of this.subscriptionCounts) if (stopping.includes(entry.upstream)) this.subscriptionCounts.delete(uri)
     for (const kind of ['tools', 'prompts', 'resources'] as const) this.rebuild(kind)
@@ -232,6 +235,10 @@ class Registry extends EventEmitter implements UpstreamRegistry {
 
   status (): UpstreamStatus[] {
     return this.upstreams.map(upstream => upstream.status())
+  }
+
+  upstreamNames (): readonly string[] {
+    return (this.names ??= this.upstreams.map(upstream => upstream.name))
   }
 
   async endSession (key: string): Promise<void> {

@@ -450,6 +450,12 @@ export interface UpstreamRegistry extends EventEmitter {
    */
   callUpstream?: (upstream: string, method: string, params: JsonObject, options: UpstreamCallOptions) => Promise<JsonObject>
   status (): UpstreamStatus[]
+  /**
+   * The configured upstreams' names, in config order: what {@link status} names, without building
+   * a status per upstream (the request log and the call metrics read it per call; issue #14). The
+   * array is shared: never modify it. Optional for test doubles (status() is read instead).
+   */
+  upstreamNames?: () => readonly string[]
   /** Each upstream's calls in flight and queued, and what its bounds refused (metrics). Optional for test doubles. */
   loads?: () => UpstreamLoad[]
 

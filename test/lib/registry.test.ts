@@ -9,6 +9,7 @@ import { compileUriTemplate, createRegistry, PREFIX_SEPARATOR } from '../../lib/
 import { UpstreamRpcError, wantsLegacyConnection } from '../../lib/upstreams/types.js'
 import { INVALID_PARAMS, RESOURCE_NOT_FOUND, UPSTREAM_ERROR } from '../../lib/jsonrpc.js'
 import { loadConfig } from '../../lib/config.js'
+import { upstreamOf } from '../../lib/metrics.js'
 
 const silent = { debug () {}, info () {}, warn () {}, error () {} }
 const signal = new AbortController().signal
@@ -85,4 +86,22 @@ t.test('upstreams/registry/relays-announced-list-changed-even-when-unchanged', a
   await registry.callTool('test_trigger_tool_change', {}, { signal })
   t.equal(await changed, 'tools', 'list_changed relayed after the re-list')
   t.equal(JSON.stringify(registry.tools()), before, 'though the merged list is the same')
+})
+
+t.test('upstreams/registry/upstream-names-follow-a-reload', async t => {
+  // upstreamNames() is cached (the request log and the call metrics read it per call, issue #14):
+  // a reconcile that adds or removes an upstream must be seen at once, by upstreamOf too.
+  const registry = createRegistry({ a: { command: 'never-started' } }, { logger: silent as never, defaultTimeoutMs: 1000 })
+  t.type(registry.upstreamNames, 'function', 'the registry names its upstreams')
+  t.type(registry.reconcile, 'function')
+  t.same(registry.upstreamNames?.(), ['a'])
+  t.equal(upstreamOf(registry, 'anything'), 'a', 'a sole upstream serves every name')
+  await registry.reconcile?.({ a: { command: 'never-started' }, b: { command: 'never-started' } })
+  t.same(registry.upstreamNames?.(), ['a', 'b'], 'the added upstream is named')
+  t.equal(upstreamOf(registry, 'b__echo'), 'b', 'its prefix is told from the name')
+  t.equal(upstreamOf(registry, 'c__echo'), undefined, 'a prefix that names no upstream is not one')
+  await registry.reconcile?.({ b: { command: 'never-started' } })
+  t.same(registry.upstreamNames?.(), ['b'], 'the removed upstream is gone')
+  t.same(registry.upstreamNames?.(), registry.status().map(s => s.name), 'the same names status() gives')
+  await registry.close()
 })
