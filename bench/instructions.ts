@@ -1,0 +1,142 @@
+/**
+ * Instructions per call (issue #14): the daemon's user-space instructions per modern `tools/call
+ * echo` (scenario 3's request, the fixture over stdio), counted by valgrind's callgrind. On a
+ * shared machine CPU time per request moves by ±10–20 % from one run to the next, and by 5 % even
+ * in a paired run (bench/paired.ts); an instruction count does not depend on what else runs, so a
+ * change of a few percent can be seen. It is not time: syscalls, cache misses and the other
+ * processes' work are not in it, and the daemon runs ~5× slower under valgrind, so this is for
+ * comparing two builds, never for req/s.
+ *
+ *   node dist/bench/instructions.js [--dist DIR]… [--runs 2] [--warmup 3000] [--requests 2000] [--connections 1]
+ *
+ * Each `--dist` (default: this build's dist/) is measured `--runs` times, alternating builds. A run:
+ * the daemon starts under `valgrind --tool=callgrind --instr-atstart=no` (its upstream child is not
+ * instrumented), takes `--warmup` calls uninstrumented (so the JIT has settled), then
+ * `callgrind_control -i on`, `--requests` calls, `-i off` and a dump. Every reply is checked
+ * (status 200 and the echo text). Needs valgrind (every machine kind here has it; CI does not run this).
+ *
+ * One connection by default: calls one at a time, each with its own loop turns, so the count does
+ * not depend on how many calls one turn happens to batch (with 8 connections two runs of one build
+ * differed by 25 %; with one, by 1–10 %, mostly GC). Run each build at least twice and read the mean.
+ */
+import { spawn, execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { Agent, request } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import { freePort, waitHttp } from './harness.js'
+import { ECHO_TEXT, MODERN_BODY, MODERN_HEADERS } from './wire.js'
+
+const USAGE = 'usage: node dist/bench/instructions.js [--dist DIR]… [--runs N] [--warmup N] [--requests N] [--connections N]'
+
+function options (): { dists: string[], runs: number, warmup: number, requests: number, connections: number } {
+  let values
+  try {
+    values = parseArgs({
+      options: {
+        dist: { type: 'string', multiple: true, default: [] },
+        runs: { type: 'string', default: '2' },
+        warmup: { type: 'string', default: '3000' },
+        requests: { type: 'string', default: '2000' },
+        connections: { type: 'string', default: '1' },
+        help: { type: 'boolean', default: false }
+      },
+      strict: true
+    }).values
+  } catch (err) {
+    process.stderr.write(`instructions: ${(err as Error).message}\n${USAGE}\n`)
+    process.exit(2)
+  }
+  if (values.help) { process.stdout.write(USAGE + '\n'); process.exit(0) }
+  const count = (name: string, text: string): number => {
+    const n = Number(text)
+    if (!Number.isInteger(n) || n < 1) { process.stderr.write(`instructions: --${name} must be a positive integer, got ${JSON.stringify(text)}\n${USAGE}\n`); process.exit(2) }
+    return n
+  }
+  const dists = values.dist.length > 0 ? values.dist.map(d => resolve(d)) : [fileURLToPath(new URL('..', import.meta.url))]
+  return { dists, runs: count('runs', values.runs), warmup: count('warmup', values.warmup), requests: count('requests', values.requests), connections: count('connections', values.connections) }
+}
+
+/** One modern tools/call echo on `agent`; resolves true when the reply is a 200 carrying the echo text. */
+async function call (agent: Agent, port: number): Promise<boolean> {
+  return await new Promise(resolve => {
+    const req = request({ host: '127.0.0.1', port, path: '/mcp', method: 'POST', headers: MODERN_HEADERS, agent, timeout: 60_000 }, res => {
+      let body = ''
+      res.setEncoding('utf8')
+      res.on('data', (chunk: string) => { body += chunk })
+      res.on('end', () => { resolve(res.statusCode === 200 && body.includes(ECHO_TEXT)) })
+      res.on('error', () => { resolve(false) })
+    })
+    req.on('error', () => { resolve(false) })
+    req.on('timeout', () => { req.destroy() })
+    req.end(MODERN_BODY)
+  })
+}
+
+/** `total` calls over `connections` keep-alive connections; resolves to the number that failed. */
+async function load (port: number, total: number, connections: number): Promise<number> {
+  const agent = new Agent({ keepAlive: true, maxSockets: connections })
+  let left = total
+  let failed = 0
+  await Promise.all(Array.from({ length: connections }, async () => {
+    while (left-- > 0) if (!await call(agent, port)) failed++
+  }))
+  agent.destroy()
+  return failed
+}
+
+/** One instrumented run of `dist`'s daemon; resolves to its instructions per call. @throws Error when a call failed or nothing was counted */
+async function measure (dist: string, warmup: number, requests: number, connections: number): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'mcpx-instructions-'))
+  const port = await freePort()
+  const config = join(dir, 'config.json')
+  writeFileSync(config, JSON.stringify({ daemon: { address: `127.0.0.1:${port}` }, upstreams: { fixture: { command: process.execPath, args: [join(dist, 'test/fixtures/echo-upstream.js')] } } }))
+  const child = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${join(dir, 'callgrind.out')}`, process.execPath, join(dist, 'cli.js'), 'daemon', '--config', config],
+    { stdio: ['ignore', 'ignore', 'ignore'] })
+  const exited = new Promise<void>(resolve => child.once('exit', () => resolve()))
+  try {
+    await waitHttp(`http://127.0.0.1:${port}/readyz`, 300_000)
+    const control = (...args: string[]): void => { execFileSync('callgrind_control', [...args, String(child.pid)], { stdio: 'ignore' }) }
+    let failed = await load(port, warmup, connections)
+    control('-i', 'on')
+    failed += await load(port, requests, connections)
+    control('-i', 'off')
+    control('-d')
+    if (failed > 0) throw new Error(`instructions: ${failed} calls failed (${dist})`)
+  } finally {
+    child.kill('SIGTERM')
+    await exited
+  }
+  // The dump's `totals:` line (the file written at exit holds only the uninstrumented rest).
+  let total = 0
+  for (const file of readdirSync(dir).filter(f => f.startsWith('callgrind.out'))) {
+    for (const match of readFileSync(join(dir, file), 'utf8').matchAll(/^totals: (\d+)/gm)) total = Math.max(total, Number(match[1]))
+  }
+  if (total === 0) throw new Error(`instructions: callgrind counted nothing (${dir})`)
+  return total / requests
+}
+
+async function main (): Promise<void> {
+  const { dists, runs, warmup, requests, connections } = options()
+  console.log(`instructions per modern tools/call (daemon, user space, callgrind): ${warmup} warm-up calls, then ${requests} counted, ${connections} connections, ${runs} runs per build`)
+  const results = new Map<string, number[]>(dists.map(d => [d, []]))
+  for (let run = 1; run <= runs; run++) {
+    for (const dist of dists) {
+      const perCall = await measure(dist, warmup, requests, connections)
+      results.get(dist)?.push(perCall)
+      console.log(`run ${run}: ${dist}: ${Math.round(perCall).toLocaleString('en-US')}`)
+    }
+  }
+  const first = dists[0]
+  const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length
+  console.log('\n| build | instructions per call (mean) | runs | against the first |')
+  console.log('| --- | ---: | --- | ---: |')
+  for (const dist of dists) {
+    const xs = results.get(dist) ?? []
+    console.log(`| ${dist} | ${Math.round(mean(xs)).toLocaleString('en-US')} | ${xs.map(x => Math.round(x / 1000) + 'k').join(', ')} | ${(mean(xs) / mean(results.get(first) ?? [1])).toFixed(3)} |`)
+  }
+}
+
+main().catch((error: unknown) => { console.error(error); process.exitCode = 1 })
