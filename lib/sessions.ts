@@ -9,7 +9,7 @@
  * - {@link MemorySessionStore} (default, `sessions.store: "memory"`): everything in this process.
  * - `RedisSessionStore` (lib/redis-sessions.ts, `sessions.store: "redis"`): the facts (revision,
  *   capabilities, subscriptions, sliding expiry as Redis TTLs) in Redis, so any replica serves
- *   any request of a session; live objects (streams, AbortControllers, question resolvers) stay
+ *   any request of a session; live objects (streams, cancellations, question resolvers) stay
  *   in the replica that holds them, reached through Redis pub/sub.
  *
  * Every lookup is a Promise so that the Redis store can answer; the memory store's promises are

@@ -5,7 +5,7 @@
  * - Framing: UTF-8, one frame per `\n`-terminated line, in and out. A line that is not JSON is
  *   answered -32700 with no id (the SDK's ReadBuffer skips such lines; our rule is a clear error).
  *   Empty lines are ignored. A line longer than `maxLineBytes` is answered -32600 and discarded.
- * - Concurrency: requests run concurrently, each under its own AbortController. Notifications
+ * - Concurrency: requests run concurrently, each under its own cancellation (lib/cancel Cancellation). Notifications
  *   and `initialize` stay in line: a notification is processed, and `initialize` answered,
  *   before the next line is read. Writes are serialised, one whole frame per `write` call.
  * - Cancellation: `notifications/cancelled {requestId}` aborts the request (the signal reaches
