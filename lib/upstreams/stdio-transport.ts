@@ -11,7 +11,7 @@
  * Sources: DIGEST §6b (stdio upstreams); MCP 2025-11-25 transports › stdio.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { PassThrough } from 'node:stream'
+import { PassThrough, type Writable } from 'node:stream'
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/client'
 import { getDefaultEnvironment } from '@modelcontextprotocol/client/stdio'
 import { isObject } from '../jsonrpc.js'
@@ -156,8 +156,8 @@ export class StdioUpstreamTransport implements Transport, LineSink {
    * @returns false, at once, when the child's stdin is gone (the frame is dropped). Never throws.
    */
   write (frame: string): boolean {
-    const stdin = this.child?.stdin
-    if (stdin == null || stdin.destroyed || !stdin.writable) return false
+    const stdin = this.openStdin
+    if (stdin === undefined) return false
     if (this.batch.length === 0) setImmediate(this.flushSoon)
     this.batch += frame
     if (this.batch.length >= stdin.writableHighWaterMark) this.flush()
@@ -169,9 +169,13 @@ export class StdioUpstreamTransport implements Transport, LineSink {
     const batch = this.batch
     if (batch.length === 0) return
     this.batch = ''
+    this.openStdin?.write(batch)
+  }
+
+  /** The child's stdin while it takes writes; undefined once it is gone, destroyed or ended. */
+  private get openStdin (): Writable | undefined {
     const stdin = this.child?.stdin
-    if (stdin == null || stdin.destroyed || !stdin.writable) return
-    stdin.write(batch)
+    return stdin == null || stdin.destroyed || !stdin.writable ? undefined : stdin
   }
 
   /**
@@ -189,7 +193,7 @@ export class StdioUpstreamTransport implements Transport, LineSink {
    */
   get congested (): boolean {
     const stdin = this.child?.stdin
-    return stdin != null && stdin.writableNeedDrain && stdin.writableLength + this.batch.length > this.highWaterBytes
+    return stdin != null && stdin.writableNeedDrain && this.buffered > this.highWaterBytes
   }
 
   /** Resolves once the child's stdin drains, or closes. One shared wait and one listener pair, whatever the number of waiting calls. */
