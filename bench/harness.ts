@@ -7,7 +7,7 @@
  * Every load stays on 127.0.0.1 and is bounded in time.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { openSync, closeSync, readFileSync, readdirSync } from 'node:fs'
+import { openSync, closeSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { createServer, request as httpRequest, type Agent, type IncomingHttpHeaders } from 'node:http'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
@@ -86,6 +86,17 @@ export async function waitForLog (child: Child, pattern: RegExp, boundMs = 15_00
     if (Date.now() > deadline) throw new Error(`bench: ${child.label} did not log ${String(pattern)} within ${boundMs} ms; see ${child.logFile}`)
     await sleep(25)
   }
+}
+
+/**
+ * Writes `<dir>/<name>.json`: a daemon on 127.0.0.1:`port` whose one upstream is `dist`'s test
+ * fixture over stdio (scenario 3's set-up), for comparing builds (paired.ts, instructions.ts).
+ * @returns the file's path
+ */
+export function fixtureDaemonConfig (dir: string, name: string, dist: string, port: number): string {
+  const file = join(dir, `${name}.json`)
+  writeFileSync(file, JSON.stringify({ daemon: { address: `127.0.0.1:${port}` }, upstreams: { fixture: { command: process.execPath, args: [join(dist, 'test/fixtures/echo-upstream.js')] } } }))
+  return file
 }
 
 /** A loopback port that was free a moment ago. */

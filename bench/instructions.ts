@@ -13,21 +13,23 @@
  * the daemon starts under `valgrind --tool=callgrind --instr-atstart=no` (its upstream child is not
  * instrumented), takes `--warmup` calls uninstrumented (so the JIT has settled), then
  * `callgrind_control -i on`, `--requests` calls, `-i off` and a dump. Every reply is checked
- * (status 200 and the echo text). Needs valgrind (every machine kind here has it; CI does not run this).
+ * (status 200, no error, and the echo text: harness.ts echoCheck). Needs valgrind (every machine kind here has it; CI does not run this).
  *
  * One connection by default: calls one at a time, each with its own loop turns, so the count does
  * not depend on how many calls one turn happens to batch (with 8 connections two runs of one build
  * differed by 25 %; with one, by 1–10 %, mostly GC). Run each build at least twice and read the mean.
  */
 import { spawn, execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
-import { Agent, request } from 'node:http'
+import { mkdtempSync, readFileSync, readdirSync } from 'node:fs'
+import { Agent } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { freePort, waitHttp } from './harness.js'
-import { ECHO_TEXT, MODERN_BODY, MODERN_HEADERS } from './wire.js'
+import { echoCheck, fixtureDaemonConfig, freePort, postOnce, waitHttp } from './harness.js'
+import { MODERN_BODY, MODERN_HEADERS } from './wire.js'
+
+const check = echoCheck()
 
 const USAGE = 'usage: node dist/bench/instructions.js [--dist DIR]… [--runs N] [--warmup N] [--requests N] [--connections N]'
 
@@ -59,20 +61,14 @@ function options (): { dists: string[], runs: number, warmup: number, requests: 
   return { dists, runs: count('runs', values.runs), warmup: count('warmup', values.warmup), requests: count('requests', values.requests), connections: count('connections', values.connections) }
 }
 
-/** One modern tools/call echo on `agent`; resolves true when the reply is a 200 carrying the echo text. */
+/** One modern tools/call echo on `agent`; resolves true when the reply is a 200 that passes the echo check. */
 async function call (agent: Agent, port: number): Promise<boolean> {
-  return await new Promise(resolve => {
-    const req = request({ host: '127.0.0.1', port, path: '/mcp', method: 'POST', headers: MODERN_HEADERS, agent, timeout: 60_000 }, res => {
-      let body = ''
-      res.setEncoding('utf8')
-      res.on('data', (chunk: string) => { body += chunk })
-      res.on('end', () => { resolve(res.statusCode === 200 && body.includes(ECHO_TEXT)) })
-      res.on('error', () => { resolve(false) })
-    })
-    req.on('error', () => { resolve(false) })
-    req.on('timeout', () => { req.destroy() })
-    req.end(MODERN_BODY)
-  })
+  try {
+    const reply = await postOnce(agent, port, '/mcp', MODERN_HEADERS, MODERN_BODY)
+    return reply.status === 200 && check(reply.body, true)
+  } catch {
+    return false
+  }
 }
 
 /** `total` calls over `connections` keep-alive connections; resolves to the number that failed. */
@@ -91,8 +87,7 @@ async function load (port: number, total: number, connections: number): Promise<
 async function measure (dist: string, warmup: number, requests: number, connections: number): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'mcpx-instructions-'))
   const port = await freePort()
-  const config = join(dir, 'config.json')
-  writeFileSync(config, JSON.stringify({ daemon: { address: `127.0.0.1:${port}` }, upstreams: { fixture: { command: process.execPath, args: [join(dist, 'test/fixtures/echo-upstream.js')] } } }))
+  const config = fixtureDaemonConfig(dir, 'config', dist, port)
   const child = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${join(dir, 'callgrind.out')}`, process.execPath, join(dist, 'cli.js'), 'daemon', '--config', config],
     { stdio: ['ignore', 'ignore', 'ignore'] })
   const exited = new Promise<void>(resolve => child.once('exit', () => resolve()))

@@ -15,13 +15,13 @@
  * `--other` is another build's dist/ directory (its cli.js and test/fixtures/echo-upstream.js are
  * used; it needs a node_modules next to it). Figures are printed only; nothing here is part of `npm test`.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync } from 'node:fs'
 import { Agent } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { echoCheck, freePort, httpLoad, killAll, loadAverage1m, postOnce, startChild, waitHttp, type Child, type Row } from './harness.js'
+import { echoCheck, fixtureDaemonConfig, freePort, httpLoad, killAll, loadAverage1m, postOnce, startChild, waitHttp, type Child, type Row } from './harness.js'
 import { MODERN_BODY, MODERN_HEADERS } from './wire.js'
 
 const { values: flags } = parseArgs({
@@ -45,8 +45,7 @@ const builds = [{ name: 'other', dist: resolve(flags.other) }, { name: 'this', d
 /** Starts one build's daemon with the fixture as its stdio upstream; resolves once /readyz is 200. */
 async function startDaemon (name: string, dist: string): Promise<{ child: Child, port: number }> {
   const port = await freePort()
-  const config = join(LOG_DIR, `${name}.json`)
-  writeFileSync(config, JSON.stringify({ daemon: { address: `127.0.0.1:${port}` }, upstreams: { fixture: { command: NODE, args: [join(dist, 'test/fixtures/echo-upstream.js')] } } }))
+  const config = fixtureDaemonConfig(LOG_DIR, name, dist, port)
   const own = name === 'other' ? flags['other-node-arg'] ?? [] : []
   const child = startChild(name, NODE, [...(flags['node-arg'] ?? []), ...own, join(dist, 'cli.js'), 'daemon', '--config', config], { logDir: LOG_DIR })
   await waitHttp(`http://127.0.0.1:${port}/readyz`)
