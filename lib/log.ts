@@ -81,41 +81,48 @@ function urgent (line: string): boolean {
 
 /**
  * A pino destination on `fd` that writes lines in batches: once {@link LOG_BATCH_BYTES} are
- * gathered, or {@link LOG_BATCH_DELAY_MS} after the first line of a batch, whichever comes first
- * (issue #14: one write per request line was ~6 % of the daemon's CPU under load); a line at
- * level warn or above is written at once, with every line before it. The write is
- * sonic-boom's asynchronous one, in order, on the same fd. Nothing is lost at shutdown: pino ends
- * an asynchronous destination on `beforeExit` and flushes it synchronously on `exit`; only a
- * process killed outright (SIGKILL) loses the last ≤ 50 ms of lines. The delay timer is unref'd,
- * set only while lines wait, and never keeps the process alive. Never throws.
+ * gathered (counted in UTF-16 units, equal to bytes for ASCII lines), or {@link LOG_BATCH_DELAY_MS}
+ * after the first line of a batch, whichever comes first (issue #14: one write per request line
+ * was ~6 % of the daemon's CPU under load); a line at level warn or above is written at once, with
+ * every line before it. The batch is gathered here and handed to sonic-boom as one string, whose
+ * asynchronous write keeps the order on the same fd. (sonic-boom's own `minLength` gathers too, but
+ * measures its growing buffer with Buffer.byteLength on every line, flattening it each time:
+ * ~2 KiB allocated per request line under load.) Nothing is lost at shutdown: pino ends an
+ * asynchronous destination on `beforeExit` and flushes it synchronously on `exit`, and both hand
+ * over the gathered batch first; only a process killed outright (SIGKILL) loses the last ≤ 50 ms
+ * of lines. Lines sonic-boom cannot write yet (a slow reader) wait in its buffer, as before. The
+ * delay timer is unref'd, set only while lines wait, and never keeps the process alive. Never throws.
  */
 export function batchedDestination (fd: 1 | 2): ReturnType<typeof pino.destination> {
-  const destination = pino.destination({ fd, sync: false, minLength: LOG_BATCH_BYTES })
-  // sonic-boom 4 has no public length: its own fields are read (never written) to know whether lines
-  // wait and whether a write is in flight (a flush() during a write is dropped, so try again later).
-  const state = destination as unknown as { _len: number, _writing: boolean }
-  let waiting = false
-  let closed = false
-  let timer: NodeJS.Timeout | undefined // one timer, re-armed (refresh) by the first line of each batch
-  function arm (): void {
-    waiting = true
-    if (timer === undefined) { timer = setTimeout(flushBatch, LOG_BATCH_DELAY_MS); timer.unref() } else timer.refresh()
-  }
-  function flushBatch (): void {
-    waiting = false
-    if (closed || state._len === 0) return
-    if (state._writing) { arm(); return }
-    destination.flush()
-  }
+  const destination = pino.destination({ fd, sync: false })
   const write = destination.write
+  const flush = destination.flush
+  const flushSync = destination.flushSync
+  const end = destination.end
+  let batch = ''
+  let closed = false
+  /** What sonic-boom's last write returned: false while its own buffer is past its high-water mark. */
+  let ok = true
+  let timer: NodeJS.Timeout | undefined // one timer, re-armed (refresh) by the first line of each batch
+  function handOver (): void {
+    if (batch.length === 0) return
+    const lines = batch
+    batch = ''
+    if (!closed) ok = write.call(destination, lines)
+  }
   destination.write = function writeBatched (line: string): boolean {
-    if (!waiting) arm()
-    const ok = write.call(destination, line)
+    if (batch.length === 0) {
+      if (timer === undefined) { timer = setTimeout(handOver, LOG_BATCH_DELAY_MS); timer.unref() } else timer.refresh()
+    }
+    batch += line
     // A warning or an error is written at once, with the lines before it: an operator (or a test)
     // reading the log when something went wrong must not wait for the batch.
-    if (urgent(line)) flushBatch()
+    if (batch.length >= LOG_BATCH_BYTES || urgent(line)) handOver()
     return ok
   }
+  destination.flush = function flushBatch (cb?: (err?: Error) => void): void { handOver(); flush.call(destination, cb) }
+  destination.flushSync = function flushBatchSync (): void { handOver(); flushSync.call(destination) }
+  destination.end = function endBatch (): void { handOver(); end.call(destination) }
   destination.once('close', () => { closed = true; if (timer !== undefined) clearTimeout(timer) })
   return destination
 }
