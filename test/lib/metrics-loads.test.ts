@@ -43,3 +43,31 @@ t.test('ops/metrics/removed-upstream-leaves-the-load-gauges', async t => {
   t.match(text, /mcpx_upstream_in_flight\{upstream="a"\} 7/, 'a fresh figure, not the last scrape\'s')
   t.notMatch(text, /mcpx_upstream_(in_flight|queued|stdin_buffered_bytes)\{upstream="gone"\}/)
 })
+
+t.test('ops/metrics/request-counts-survive-scrapes', async t => {
+  // mcpx_requests_total is counted by mcpx and handed to prom-client at scrape time: every request
+  // counted once, whether the scrapes come between the requests or not, and label sets kept apart.
+  const metrics = createMetrics(loadsRegistry([]).registry)
+  const done = (rpcMethod: string, status: number): void => { metrics.requestDone({ httpMethod: 'POST', rpcMethod, era: 'modern', status, durationMs: 1 }) }
+  const count = (text: string, rpcMethod: string, status: number): number | undefined => {
+    const found = new RegExp(`^mcpx_requests_total\\{http_method="POST",rpc_method="${rpcMethod}",era="modern",status="${status}"\\} (\\d+)$`, 'm').exec(text)
+    return found === null ? undefined : Number(found[1])
+  }
+  done('tools/call', 200)
+  done('tools/call', 200)
+  let text = await metrics.registry.metrics()
+  t.equal(count(text, 'tools/call', 200), 2, 'two calls before the first scrape')
+  t.equal(count(text, 'tools/list', 200), undefined, 'no series for a label set never seen')
+  done('tools/call', 200)
+  done('tools/list', 200)
+  done('tools/call', 404)
+  done('no/such-method', 200)
+  text = await metrics.registry.metrics()
+  t.equal(count(text, 'tools/call', 200), 3, 'one more after the first scrape')
+  t.equal(count(text, 'tools/list', 200), 1)
+  t.equal(count(text, 'tools/call', 404), 1, 'status is a label of its own')
+  t.equal(count(text, 'other', 200), 1, 'an uncounted method is "other"')
+  text = await metrics.registry.metrics()
+  t.equal(count(text, 'tools/call', 200), 3, 'a scrape with no requests between changes nothing')
+  t.match(text, /mcpx_request_duration_seconds_count\{http_method="POST",era="modern"\} 6/, 'the duration histogram saw all six')
+})
