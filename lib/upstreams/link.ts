@@ -47,6 +47,21 @@ const NAME_FIELD: ReadonlyMap<string, string> = new Map([
 ])
 
 /** One connection's client, transport, negotiated facts and calls in flight. */
+/**
+ * The JSON text of a request mcpx sends upstream: `{"method","params","jsonrpc","id"}`, as
+ * JSON.stringify writes it. With `envelopeJson` (the 2026-07-28 `_meta` envelope, already JSON;
+ * DIGEST §6b), `params` must have no `_meta` of its own: the envelope becomes its last member,
+ * spliced into the serialised params instead of copied into a new object and serialised again on
+ * every call. The text equals JSON.stringify of `{ method, params: { ...params, _meta: envelope }, jsonrpc: '2.0', id }`.
+ * Never throws for JSON values.
+ */
+export function requestFrame (method: string, params: JsonObject, id: string | number, envelopeJson?: string): string {
+  if (envelopeJson === undefined) return JSON.stringify({ method, params, jsonrpc: '2.0', id })
+  const body = JSON.stringify(params)
+  const withEnvelope = body === '{}' ? `{"_meta":${envelopeJson}}` : `${body.slice(0, -1)},"_meta":${envelopeJson}}`
+  return `{"method":${JSON.stringify(method)},"params":${withEnvelope},"jsonrpc":"2.0","id":${JSON.stringify(id)}}`
+}
+
 export class Link implements CallLink {
   readonly calls = new Map<string | number, UpstreamCall>()
   readonly progress = new Map<string, UpstreamCall>()
@@ -56,6 +71,8 @@ export class Link implements CallLink {
   upSince = 0
   /** The modern `_meta` envelope (undefined on a legacy connection). */
   private envelope: JsonObject | undefined
+  /** {@link envelope} as JSON, for {@link requestFrame}. */
+  private envelopeJson: string | undefined
   private progressTokens = 0
   private ownIds = 0
   /**
@@ -129,6 +146,7 @@ export class Link implements CallLink {
         'io.modelcontextprotocol/clientInfo': CLIENT_INFO,
         'io.modelcontextprotocol/clientCapabilities': CLIENT_CAPABILITIES
       }
+      this.envelopeJson = JSON.stringify(this.envelope)
     }
     const transport = this.transport
     const sdk = transport.onmessage
@@ -161,7 +179,13 @@ export class Link implements CallLink {
       meta = { ...meta, progressToken: call.progressToken }
       this.progress.set(call.progressToken, call)
     }
-    if (this.envelope !== undefined) meta = { ...this.envelope, ...meta }
+    // The envelope alone (the common call: no `_meta` of the caller's, no progress, no trace) is
+    // spliced into the frame as JSON serialised once per connection ({@link requestFrame}).
+    let envelopeJson: string | undefined
+    if (this.envelope !== undefined) {
+      if (meta === undefined && !Object.hasOwn(params, '_meta')) envelopeJson = this.envelopeJson
+      else meta = { ...this.envelope, ...meta }
+    }
     if (meta !== undefined) params = { ...params, _meta: meta }
     const internals = this.client as unknown as ClientInternals
     const id = typeof internals._requestMessageId === 'number' ? internals._requestMessageId++ : `mcpx-call-${++this.ownIds}`
@@ -190,11 +214,11 @@ export class Link implements CallLink {
         call.unsent = false
         if (call.done) return await call.promise
       }
-      if (!transport.write(JSON.stringify({ method, params, jsonrpc: '2.0', id }) + '\n')) call.fail(new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.upstream}: ${method} failed: Not connected`))
+      if (!transport.write(requestFrame(method, params, id, envelopeJson) + '\n')) call.fail(new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${this.upstream}: ${method} failed: Not connected`))
     } else {
       let headers = this.era === 'modern' ? this.modernHeaders(method, params, tool) : undefined
       if (traced !== undefined) headers = { ...headers, ...traced.carrier }
-      transport.post(call, JSON.stringify({ method, params, jsonrpc: '2.0', id }), headers, this.era === 'modern')
+      transport.post(call, requestFrame(method, params, id, envelopeJson), headers, this.era === 'modern')
     }
     return await call.promise
   }

@@ -105,3 +105,23 @@ t.test('upstreams/registry/upstream-names-follow-a-reload', async t => {
   t.same(registry.upstreamNames?.(), registry.status().map(s => s.name), 'the same names status() gives')
   await registry.close()
 })
+
+t.test('upstreams/link/envelope-spliced-into-the-frame', async t => {
+  // lib/upstreams/link requestFrame: the 2026-07-28 envelope, serialised once per connection, is
+  // spliced into each request's params; the text is what JSON.stringify of the merged request writes.
+  const { requestFrame } = await import('../../lib/upstreams/link.js')
+  const envelope = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientInfo': { name: 'mcpx', version: '1.0.0' }, 'io.modelcontextprotocol/clientCapabilities': {} }
+  const envelopeJson = JSON.stringify(envelope)
+  const cases: Array<[string, Record<string, unknown>, string | number]> = [
+    ['tools/call', { name: 'echo', arguments: { text: 'a "quoted"\nline', n: [1, { x: null }] } }, 7],
+    ['tools/list', {}, 8],
+    ['resources/read', { uri: 'file:///ü' }, 'mcpx-call-3'],
+    ['prompts/get', { name: 'p', arguments: {}, skipped: undefined }, 0]
+  ]
+  for (const [method, params, id] of cases) {
+    const expected = JSON.stringify({ method, params: { ...params, _meta: envelope }, jsonrpc: '2.0', id })
+    t.equal(requestFrame(method, params, id, envelopeJson), expected, `${method}: the same text as the merged request`)
+    t.same(JSON.parse(requestFrame(method, params, id, envelopeJson)).params._meta, envelope, `${method}: the envelope is params._meta`)
+    t.equal(requestFrame(method, params, id), JSON.stringify({ method, params, jsonrpc: '2.0', id }), `${method}: without an envelope, JSON.stringify as before`)
+  }
+})
