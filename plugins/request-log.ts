@@ -75,7 +75,8 @@ export default fp<RequestLogOptions>(async function mcpxRequestLog (fastify, opt
   // Both hooks are callback style: no promise and no microtask per request (issue #14).
   fastify.addHook('onRequest', function markStart (request, reply, done) {
     request.mcpxStartMs = performance.now()
-    reply.raw.once('close', function logIfAborted () {
+    // `on`, not `once`: a response emits 'close' once, and once() would wrap the listener (two more objects per request).
+    reply.raw.on('close', function logIfAborted () {
       if (!reply.raw.writableFinished) record(request, CLIENT_CLOSED_STATUS, performance.now() - request.mcpxStartMs, true)
     })
     done()

@@ -72,7 +72,7 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
       if (inFlightPosts >= opts.maxConcurrentRequests) request.mcpOverCapacity = true
       else {
         inFlightPosts++
-        reply.raw.once('close', releasePostSlot)
+        reply.raw.on('close', releasePostSlot) // a response emits 'close' once (no once() wrapper per POST)
       }
     }
     done()
