@@ -357,7 +357,9 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
       requestSeconds.observe({ http_method: labels.httpMethod, era: labels.era }, labels.durationMs / 1000)
     },
     instrument (target) {
-      const overrides = new Map<PropertyKey, unknown>([
+      // The timed methods, then every other method once bound to the registry: one Map lookup per
+      // method read (the request path reads several per call); other properties are read live.
+      const methods = new Map<PropertyKey, unknown>([
         ['callTool', timed(target, 'callTool', target.callTool, (name: string) => name)],
         ['getPrompt', timed(target, 'getPrompt', target.getPrompt, (name: string) => name)],
         ['readResource', timed(target, 'readResource', target.readResource, () => undefined)],
@@ -366,14 +368,14 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
           return typeof ref?.name === 'string' ? ref.name : undefined
         })]
       ])
-      const bound = new Map<PropertyKey, unknown>()
       return new Proxy(target, {
         get (obj, key) {
-          if (overrides.has(key)) return overrides.get(key)
+          const method = methods.get(key)
+          if (method !== undefined) return method
           const value = Reflect.get(obj, key, obj) as unknown
           if (typeof value !== 'function') return value
-          let fn = bound.get(key)
-          if (fn === undefined) { fn = (value as (...a: unknown[]) => unknown).bind(obj); bound.set(key, fn) }
+          const fn = (value as (...a: unknown[]) => unknown).bind(obj)
+          methods.set(key, fn)
           return fn
         }
       })

@@ -71,3 +71,24 @@ t.test('ops/metrics/request-counts-survive-scrapes', async t => {
   t.equal(count(text, 'tools/call', 200), 3, 'a scrape with no requests between changes nothing')
   t.match(text, /mcpx_request_duration_seconds_count\{http_method="POST",era="modern"\} 6/, 'the duration histogram saw all six')
 })
+
+t.test('ops/metrics/instrumented-registry-forwards-and-times', async t => {
+  // metrics.instrument: callTool is timed (mcpx_upstream_call_duration_seconds); every other method
+  // runs on the registry itself (its `this`), and plain properties are read live, not cached.
+  const base = loadsRegistry([]).registry as unknown as Record<string, unknown>
+  const target = Object.assign(base, {
+    generation: 1,
+    upstreamOf: (name: string) => name.split('__')[0],
+    callTool: async function (this: { generation: number }, name: string) { return { name, generation: this.generation } },
+    bump (this: { generation: number }) { this.generation++; return this.generation }
+  })
+  const metrics = createMetrics(target as unknown as UpstreamRegistry)
+  const wrapped = metrics.instrument(target as unknown as UpstreamRegistry) as unknown as typeof target
+  t.equal(wrapped.bump(), 2, 'an untimed method runs with the registry as this')
+  t.equal(wrapped.bump, wrapped.bump, 'and is bound once')
+  t.equal(wrapped.generation, 2, 'a plain property is read live')
+  target.generation = 7
+  t.equal(wrapped.generation, 7, 'and follows the registry')
+  t.same(await wrapped.callTool('fixture__echo'), { name: 'fixture__echo', generation: 7 }, 'callTool answers as the registry does')
+  t.match(await metrics.registry.metrics(), /mcpx_upstream_call_duration_seconds_count\{upstream="[^"]*",operation="callTool",outcome="ok"\} 1/, 'and is timed')
+})
