@@ -46,7 +46,6 @@ const NAME_FIELD: ReadonlyMap<string, string> = new Map([
   ['tasks/get', 'taskId'], ['tasks/update', 'taskId'], ['tasks/cancel', 'taskId']
 ])
 
-/** One connection's client, transport, negotiated facts and calls in flight. */
 /**
  * The JSON text of a request mcpx sends upstream: `{"method","params","jsonrpc","id"}`, as
  * JSON.stringify writes it. With `envelopeJson` (the 2026-07-28 `_meta` envelope, already JSON;
@@ -62,6 +61,7 @@ export function requestFrame (method: string, params: JsonObject, id: string | n
   return `{"method":${JSON.stringify(method)},"params":${withEnvelope},"jsonrpc":"2.0","id":${JSON.stringify(id)}}`
 }
 
+/** One connection's client, transport, negotiated facts and calls in flight. */
 export class Link implements CallLink {
   readonly calls = new Map<string | number, UpstreamCall>()
   readonly progress = new Map<string, UpstreamCall>()
