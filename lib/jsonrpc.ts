@@ -47,6 +47,23 @@ export const INSTANCES_EXHAUSTED = -31_001
  */
 export const RATE_LIMITED = -31_002
 
+/** Any JSON object, as it crossed the wire. */
+export type JsonObject = Record<string, unknown>
+
+/** The list kinds whose changes a server announces (`notifications/<kind>/list_changed`). */
+export type ListKind = 'tools' | 'prompts' | 'resources'
+
+/**
+ * A wire error an upstream returned, or one mcpx raises in its name (upstream down, timeout):
+ * the dispatcher turns it into a JSON-RPC error response with this code/message/data.
+ */
+export class UpstreamRpcError extends Error {
+  constructor (readonly code: number, message: string, readonly data?: unknown) {
+    super(message)
+    this.name = 'UpstreamRpcError'
+  }
+}
+
 /** A numeric id that JSON.parse could not hold exactly; `raw` is its JSON text, e.g. `9007199254740993`. */
 export class RawNumberId {
   constructor (readonly raw: string) {}

@@ -3,8 +3,7 @@
  * (lib/tasks.ts) both do: the one -32602 for a missing string param, and params as an upstream
  * receives them (without the client's `_meta`, which mcpx replaces with its own per call).
  */
-import { INVALID_PARAMS } from './jsonrpc.js'
-import { UpstreamRpcError, type JsonObject } from './upstreams/types.js'
+import { INVALID_PARAMS, UpstreamRpcError, type JsonObject } from './jsonrpc.js'
 
 /**
  * `params[key]` when it is a string.

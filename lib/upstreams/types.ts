@@ -14,15 +14,13 @@ import type { Logger } from '../log.js'
 import type { Era, Revision } from '../revisions.js'
 import type { UpstreamAuthConfig } from '../oauth/upstream-credentials.js'
 import type { RequestTrace } from '../trace.js'
-import { INSTANCES_EXHAUSTED, INTERNAL_ERROR } from '../jsonrpc.js'
+import { INSTANCES_EXHAUSTED, INTERNAL_ERROR, UpstreamRpcError, type JsonObject, type ListKind } from '../jsonrpc.js'
 import type { CallStatsSnapshot } from './call-stats.js'
 import type { CancelSignal } from '../cancel.js'
 
-/** Any JSON object, as it crossed the wire. */
-export type JsonObject = Record<string, unknown>
-
-/** The list kinds an upstream can announce changes for. */
-export type ListKind = 'tools' | 'prompts' | 'resources'
+// The wire's own types live with the JSON-RPC rules; re-exported here because every side of this seam names them.
+export type { JsonObject, ListKind } from '../jsonrpc.js'
+export { UpstreamRpcError } from '../jsonrpc.js'
 
 /** One upstream's raw lists, exactly as it sent them (every page concatenated). */
 export interface UpstreamCatalogue {
@@ -210,17 +208,6 @@ export interface UpstreamHeaderRequest {
  * upstream that demands mcpx's own token (issue #16 client_credentials) can be connected at all.
  */
 export type UpstreamHeaderProvider = (request: UpstreamHeaderRequest) => Promise<Record<string, string> | undefined>
-
-/**
- * A wire error an upstream returned, or one mcpx raises in its name (upstream down, timeout):
- * the dispatcher turns it into a JSON-RPC error response with this code/message/data.
- */
-export class UpstreamRpcError extends Error {
-  constructor (readonly code: number, message: string, readonly data?: unknown) {
-    super(message)
-    this.name = 'UpstreamRpcError'
-  }
-}
 
 /** How an upstream's connections are shared among mcpx's callers (issue #18 › Isolated upstreams). */
 export type UpstreamIsolation = 'shared' | 'per-session' | 'per-principal'
