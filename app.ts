@@ -17,15 +17,15 @@
  */
 import fp from 'fastify-plugin'
 import type { FastifyPluginAsync } from 'fastify'
-import { loadConfig, type McpxConfig, type McpxConfigInput } from './lib/config.js'
-import { originPolicyFromConfig } from './lib/origin.js'
-import { createAuthenticator, type Authenticator } from './lib/authenticate.js'
-import { PRM_WELL_KNOWN } from './lib/oauth/metadata.js'
-import { createUpstreamHeaderProvider } from './lib/oauth/upstream-credentials.js'
+import { loadConfig, type McpxConfig, type McpxConfigInput } from './lib/config/config.js'
+import { originPolicyFromConfig } from './lib/http/origin.js'
+import { createAuthenticator, type Authenticator } from './lib/auth/authenticate.js'
+import { PRM_WELL_KNOWN } from './lib/auth/oauth-metadata.js'
+import { createUpstreamHeaderProvider } from './lib/upstreams/credentials.js'
 import protectedResourceRoutes from './routes/oauth/protected-resource.js'
 import { createRegistry, startUpstreams } from './lib/upstreams/registry.js'
 import type { UpstreamRegistry } from './lib/upstreams/types.js'
-import { createMetrics, type McpxMetrics } from './lib/metrics.js'
+import { createMetrics, type McpxMetrics } from './lib/ops/metrics.js'
 import originPlugin from './plugins/origin.js'
 import corsPlugin from './plugins/cors.js'
 import authPlugin from './plugins/auth.js'
@@ -54,7 +54,7 @@ declare module 'fastify' {
 }
 
 /** mcpx's own name and version, as `serverInfo` (read once, lib/version). */
-export { SERVER_INFO } from './lib/version.js'
+export { SERVER_INFO } from './lib/base/version.js'
 
 /** Options of the plugin: the config file's keys, plus a ready registry to share (tests, host apps). */
 export type McpxOptions = McpxConfigInput & {
@@ -150,6 +150,6 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
 
 export default mcpx
 export { mcpx }
-export type { McpxConfig, McpxConfigInput } from './lib/config.js'
+export type { McpxConfig, McpxConfigInput } from './lib/config/config.js'
 export type { UpstreamRegistry, UpstreamStatus } from './lib/upstreams/types.js'
-export type { McpxMetrics } from './lib/metrics.js'
+export type { McpxMetrics } from './lib/ops/metrics.js'

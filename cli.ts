@@ -14,9 +14,9 @@
  * stderr; `serve` writes nothing but MCP frames on stdout.
  */
 import { parseArgs } from 'node:util'
-import { resolveConfig, parseDuration, type McpxConfig } from './lib/config.js'
-import { McpxError } from './lib/errors.js'
-import type { CuratedServer } from './lib/servers.js'
+import { resolveConfig, parseDuration, type McpxConfig } from './lib/config/config.js'
+import { McpxError } from './lib/base/errors.js'
+import type { CuratedServer } from './lib/policy/endpoints.js'
 
 /** Exit code of a usage error (bad flag, missing argument). */
 const USAGE_EXIT = 2
@@ -104,14 +104,14 @@ function waitMs (value: string | undefined): number {
   return parseDuration(value, '--timeout')
 }
 
-async function commandLogger (values: Record<string, unknown>): Promise<import('./lib/log.js').Logger> {
-  const { createLogger } = await import('./lib/log.js')
+async function commandLogger (values: Record<string, unknown>): Promise<import('./lib/telemetry/log.js').Logger> {
+  const { createLogger } = await import('./lib/telemetry/log.js')
   // check/tools/call answer on stdout; their log (upstream children's stderr included) goes to stderr, quiet by default.
   return createLogger('stdio', { level: (values['log-level'] as string | undefined) ?? (process.env.MCPX_LOG_LEVEL || undefined) ?? 'error', format: values['log-format'] as string | undefined })
 }
 
 async function check (config: McpxConfig, values: Record<string, unknown>): Promise<number> {
-  const { probeUpstreams } = await import('./lib/probe.js')
+  const { probeUpstreams } = await import('./lib/ops/probe.js')
   const report = await probeUpstreams(config, await commandLogger(values), waitMs(values.timeout as string | undefined))
   if (values.json === true) {
     process.stdout.write(JSON.stringify(report, null, 2) + '\n')
@@ -132,11 +132,11 @@ async function tools (config: McpxConfig, values: Record<string, unknown>): Prom
     // from `required`, as its clients list it before any per-caller policy.
     const name = values.server as string
     if (config.servers === undefined) throw new UsageError(`--server ${JSON.stringify(name)}: this config has no \`servers\` (curated endpoints, issue #17); drop --server to list the whole catalogue`)
-    const { Servers } = await import('./lib/servers.js')
+    const { Servers } = await import('./lib/policy/endpoints.js')
     server = new Servers(config.servers).get(name)
     if (server === undefined) throw new UsageError(`--server ${JSON.stringify(name)}: no such curated endpoint; config.servers has ${Object.keys(config.servers).map(n => JSON.stringify(n)).join(', ') || 'none'}`)
   }
-  const { withCatalogue } = await import('./lib/probe.js')
+  const { withCatalogue } = await import('./lib/ops/probe.js')
   const { value: list, notReady } = await withCatalogue(config, await commandLogger(values), async registry => server === undefined ? registry.tools() : server.exposeTools(registry.tools()), waitMs(values.timeout as string | undefined))
   if (values.json === true) process.stdout.write(JSON.stringify(list, null, 2) + '\n')
   else {
@@ -155,7 +155,7 @@ async function call (config: McpxConfig, values: Record<string, unknown>, name: 
     try { args = JSON.parse(values.args as string) } catch (err) { throw new UsageError(`--args is not JSON: ${(err as Error).message}`) }
     if (args === null || typeof args !== 'object' || Array.isArray(args)) throw new UsageError('--args must be a JSON object')
   }
-  const { withCatalogue, callOnce } = await import('./lib/probe.js')
+  const { withCatalogue, callOnce } = await import('./lib/ops/probe.js')
   const timeout = waitMs(values.timeout as string | undefined)
   try {
     const { value: result } = await withCatalogue(config, await commandLogger(values), async registry => await callOnce(registry, name, args as Record<string, unknown>, timeout), timeout)
@@ -194,13 +194,13 @@ async function main (argv: string[]): Promise<number> {
     const log = { logLevel: values['log-level'] as string | undefined, logFormat: values['log-format'] as string | undefined }
     if (name === 'serve' || name === 'daemon') {
       // OpenTelemetry only when the OTEL_* variables ask for it (lib/trace.ts); otherwise nothing of it loads.
-      const tracing = await import('./lib/trace.js')
+      const tracing = await import('./lib/telemetry/trace.js')
       if (tracing.tracingWantedByEnv()) await tracing.startTracing()
       try {
         if (name === 'serve') {
           // Imported lazily: the stdio path never loads Fastify (its logger would write to stdout).
           const { runStdio } = await import('./stdio.js')
-          const { createLogger } = await import('./lib/log.js')
+          const { createLogger } = await import('./lib/telemetry/log.js')
           const logger = createLogger('stdio', { level: log.logLevel, format: log.logFormat })
           logger.debug({ config: source }, 'mcpx serve starting')
           return await runStdio(config, logger, undefined, values.server as string | undefined, { source })

@@ -6,12 +6,12 @@
  * (Fastify's logger writes to stdout).
  */
 import type { Readable, Writable } from 'node:stream'
-import type { Logger } from './lib/log.js'
-import { resolveConfig, type McpxConfig } from './lib/config.js'
-import { McpxError } from './lib/errors.js'
-import { Reloader } from './lib/reload.js'
+import type { Logger } from './lib/telemetry/log.js'
+import { resolveConfig, type McpxConfig } from './lib/config/config.js'
+import { McpxError } from './lib/base/errors.js'
+import { Reloader } from './lib/ops/reload.js'
 import { createCore } from './lib/core.js'
-import { startStdioServer } from './lib/stdio-server.js'
+import { startStdioServer } from './lib/stdio/server.js'
 import { createRegistry, startUpstreams } from './lib/upstreams/registry.js'
 
 /**

@@ -8,7 +8,7 @@ import { createServer } from 'node:http'
 import { once } from 'node:events'
 import { randomUUID } from 'node:crypto'
 import { SignJWT, exportJWK, generateKeyPair } from 'jose'
-import { OAuthVerifier } from '../lib/oauth/verifier.js'
+import { OAuthVerifier } from '../lib/auth/verifier.js'
 
 /** A JWKS endpoint and a long-lived token for `resource`. Close it with `close()`. */
 export interface BenchIssuer { issuer: string, jwksUri: string, token: string, mint: () => Promise<string>, close: () => void }

@@ -57,7 +57,7 @@ import { INITIALIZED_BODY, INITIALIZE_BODY, LEGACY_BODY, MODERN_BODY, MODERN_HEA
 import { startBenchIssuer, verificationCostUs } from './auth.js'
 import { createServer } from 'node:http'
 import { once } from 'node:events'
-import { activeTracing, httpTraceIn } from '../lib/trace.js'
+import { activeTracing, httpTraceIn } from '../lib/telemetry/trace.js'
 import { gateCost, type GateFigures } from './gate.js'
 import { callStatsCost, type CallStatsFigures } from './call-stats.js'
 import { fiftyRules, policyCost, type PolicyFigures } from './policy.js'

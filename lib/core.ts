@@ -3,16 +3,16 @@
  * via app.ts) and `mcpx serve` (stdio.ts). Pure of Fastify. The registry's lifetime stays with its
  * owner (the registry is shared with host apps and tests); the core only stops what it made.
  */
-import { mrtrOptions, type McpxConfig } from './config.js'
-import type { Logger } from './log.js'
-import { Dispatcher, type ServerInfo } from './dispatch.js'
-import { NotificationHub } from './notify-hub.js'
-import { StateSealer } from './mrtr.js'
-import { SERVER_INFO } from './version.js'
-import { compilePolicy } from './policy.js'
-import { Servers } from './servers.js'
-import { createAuditTrail, type AuditFailure, type AuditTrail } from './audit.js'
-import { createRateLimiter, type RateLimiter } from './rate-limit.js'
+import { mrtrOptions, type McpxConfig } from './config/config.js'
+import type { Logger } from './telemetry/log.js'
+import { Dispatcher, type ServerInfo } from './dispatch/dispatcher.js'
+import { NotificationHub } from './connection/notify-hub.js'
+import { StateSealer } from './dispatch/mrtr.js'
+import { SERVER_INFO } from './base/version.js'
+import { compilePolicy } from './policy/rules.js'
+import { Servers } from './policy/endpoints.js'
+import { createAuditTrail, type AuditFailure, type AuditTrail } from './policy/audit.js'
+import { createRateLimiter, type RateLimiter } from './policy/rate-limit.js'
 import type { JsonObject, UpstreamRegistry } from './upstreams/types.js'
 
 /** What {@link createCore} builds. */

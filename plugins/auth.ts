@@ -12,9 +12,9 @@
  * session lookup (mcpx-legacy-sessions, preHandler): no token is 401, never 404.
  */
 import fp from 'fastify-plugin'
-import type { Principal } from '../lib/principal.js'
-import { createAuthenticator, type Authenticator } from '../lib/authenticate.js'
-import { loadConfig } from '../lib/config.js'
+import type { Principal } from '../lib/auth/principal.js'
+import { createAuthenticator, type Authenticator } from '../lib/auth/authenticate.js'
+import { loadConfig } from '../lib/config/config.js'
 
 declare module 'fastify' {
   interface FastifyRequest {

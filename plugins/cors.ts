@@ -23,7 +23,7 @@
  */
 import fp from 'fastify-plugin'
 import cors from '@fastify/cors'
-import { createOriginCheck, isOriginAllowed, type OriginPolicy } from '../lib/origin.js'
+import { createOriginCheck, isOriginAllowed, type OriginPolicy } from '../lib/http/origin.js'
 
 export interface CorsOptions {
   /** The same policy object given to mcpx-origin. Required. */

@@ -10,8 +10,8 @@
  * beside the JSON parser and the framework's body errors.
  */
 import fp from 'fastify-plugin'
-import { classifyBodiless, classifyPost, type Inbound } from '../lib/inbound.js'
-import type { Parsed } from '../lib/jsonrpc.js'
+import { classifyBodiless, classifyPost, type Inbound } from '../lib/protocol/inbound.js'
+import type { Parsed } from '../lib/protocol/jsonrpc.js'
 
 declare module 'fastify' {
   interface FastifyRequest {

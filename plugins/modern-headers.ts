@@ -6,14 +6,14 @@
  * when it has one; its status comes from lib/status (modernStatus).
  */
 import fp from 'fastify-plugin'
-import { encodeMessage, errorResponse, INVALID_REQUEST } from '../lib/jsonrpc.js'
-import { modernStatus } from '../lib/status.js'
-import { checkModernHeaders } from '../lib/modern-headers.js'
-import { checkParamHeaders } from '../lib/param-headers.js'
-import { isUnservedModern, unsupportedVersion } from '../lib/revisions.js'
-import type { Dispatcher } from '../lib/dispatch.js'
+import { encodeMessage, errorResponse, INVALID_REQUEST } from '../lib/protocol/jsonrpc.js'
+import { modernStatus } from '../lib/protocol/http-status.js'
+import { checkModernHeaders } from '../lib/protocol/modern-headers.js'
+import { checkParamHeaders } from '../lib/protocol/param-headers.js'
+import { isUnservedModern, unsupportedVersion } from '../lib/protocol/revisions.js'
+import type { Dispatcher } from '../lib/dispatch/dispatcher.js'
 import { endpointOf } from './endpoint.js'
-import type { DispatchContext } from '../lib/dispatch-types.js'
+import type { DispatchContext } from '../lib/dispatch/context.js'
 
 export default fp(async function mcpxModernHeaders (fastify) {
   // Where the named tool's inputSchema (with its x-mcp-header annotations) is looked up: the

@@ -8,8 +8,8 @@
  * or a 401. Being `fp`-wrapped, it adds its hook to the scope that registers it, and only there.
  */
 import fp from 'fastify-plugin'
-import { createOriginCheck, isOriginAllowed, type OriginPolicy } from '../lib/origin.js'
-import { refusal } from '../lib/status.js'
+import { createOriginCheck, isOriginAllowed, type OriginPolicy } from '../lib/http/origin.js'
+import { refusal } from '../lib/protocol/http-status.js'
 import { sendRefusal } from './send-refusal.js'
 
 export interface OriginOptions {

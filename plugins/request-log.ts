@@ -17,8 +17,8 @@
  */
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
-import { eraOfInbound } from '../lib/inbound.js'
-import { upstreamOf, type McpxMetrics } from '../lib/metrics.js'
+import { eraOfInbound } from '../lib/protocol/inbound.js'
+import { upstreamOf, type McpxMetrics } from '../lib/ops/metrics.js'
 
 declare module 'fastify' {
   interface FastifyRequest {

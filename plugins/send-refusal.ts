@@ -4,7 +4,7 @@
  * refusals, so plugins and routes never pick a status or a header themselves.
  */
 import type { FastifyReply } from 'fastify'
-import type { Refusal } from '../lib/status.js'
+import type { Refusal } from '../lib/protocol/http-status.js'
 
 /** Sends `refused` and returns the reply (return it from a hook to end the request). */
 export function sendRefusal (reply: FastifyReply, refused: Refusal): FastifyReply {

@@ -11,9 +11,9 @@
  * complete. In-flight POST replies (SSE or JSON) are not touched: they finish on their own.
  */
 import fp from 'fastify-plugin'
-import { StreamSlots } from '../lib/sse.js'
+import { StreamSlots } from '../lib/http/sse.js'
 
-export type { StreamKind } from '../lib/sse.js'
+export type { StreamKind } from '../lib/http/sse.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -7,9 +7,9 @@
  */
 import fp from 'fastify-plugin'
 import { createCore, type Core } from '../lib/core.js'
-import type { McpxConfig } from '../lib/config.js'
+import type { McpxConfig } from '../lib/config/config.js'
 import type { UpstreamRegistry } from '../lib/upstreams/types.js'
-import type { McpxMetrics } from '../lib/metrics.js'
+import type { McpxMetrics } from '../lib/ops/metrics.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

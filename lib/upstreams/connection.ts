@@ -8,11 +8,11 @@
  */
 import { createInterface } from 'node:readline'
 import { ProtocolError, SdkError, SdkErrorCode, type McpSubscription } from '@modelcontextprotocol/client'
-import { UPSTREAM_ERROR, isObject } from '../jsonrpc.js'
+import { UPSTREAM_ERROR, isObject } from '../protocol/jsonrpc.js'
 import { createUpstreamClient } from './client.js'
 import type { HttpUpstreamTransport } from './http-transport.js'
 import { Link, type UnroutedKind } from './link.js'
-import { redactText } from './redact.js'
+import { redactText } from '../base/redact.js'
 import { KILL_GRACE_MS, StdioUpstreamTransport } from './stdio-transport.js'
 import {
   DEFAULT_MAX_MESSAGE_BYTES, UpstreamRpcError, type JsonObject, type ListKind, type UpstreamCatalogue, type UpstreamConfig, type UpstreamEvents,

@@ -12,9 +12,9 @@
  * The connection's own requests (lists, subscriptions) do not take slots: they are few, and a
  * full queue must not stop the catalogue from being read.
  */
-import { UPSTREAM_ERROR } from '../jsonrpc.js'
+import { UPSTREAM_ERROR } from '../protocol/jsonrpc.js'
 import { UpstreamBusyError, UpstreamRpcError, type UpstreamLogger } from './types.js'
-import type { CancelSignal } from '../cancel.js'
+import type { CancelSignal } from '../base/cancel.js'
 
 /** Least time between two "queue full" warn lines of one upstream, ms (the count since the last line is logged). */
 export const QUEUE_FULL_LOG_INTERVAL_MS = 10_000

@@ -13,10 +13,10 @@
  */
 import { Pool, type Dispatcher } from 'undici'
 import { StreamableHTTPClientTransport, type JSONRPCMessage } from '@modelcontextprotocol/client'
-import { UPSTREAM_ERROR, isObject } from '../jsonrpc.js'
-import { redactText } from './redact.js'
+import { UPSTREAM_ERROR, isObject } from '../protocol/jsonrpc.js'
+import { redactText } from '../base/redact.js'
 import type { UpstreamCall } from './call.js'
-import { LineSplitter, recoverResponseId, type LineSink } from './lines.js'
+import { LineSplitter, recoverResponseId, type LineSink } from '../protocol/lines.js'
 import { DEFAULT_MAX_MESSAGE_BYTES, UpstreamRpcError, type UpstreamHeaderProvider } from './types.js'
 
 /** How long an idle keep-alive socket to an HTTP upstream is kept (ms). */

@@ -4,8 +4,8 @@
  * definition. The server-side check is lib/param-headers.ts; test clients use the same builder
  * (test/helpers/param-headers.ts).
  */
-import { encodeHeaderValue } from '../header-values.js'
-import { scanParamHeaders, valueAt } from '../param-headers.js'
+import { encodeHeaderValue } from '../protocol/header-values.js'
+import { scanParamHeaders, valueAt } from '../protocol/param-headers.js'
 
 /**
  * The header text for one argument value, by the type coercion table (DIGEST §6d): a string is

@@ -21,9 +21,9 @@
  */
 import { EventEmitter } from 'node:events'
 import { isDeepStrictEqual } from 'node:util'
-import { INVALID_PARAMS, RESOURCE_NOT_FOUND, UPSTREAM_ERROR, isObject } from '../jsonrpc.js'
+import { INVALID_PARAMS, RESOURCE_NOT_FOUND, UPSTREAM_ERROR, isObject } from '../protocol/jsonrpc.js'
 import { Upstream } from './upstream.js'
-import { TASKS_EXTENSION, declaresTasks } from '../tasks.js'
+import { TASKS_EXTENSION, declaresTasks } from '../protocol/tasks.js'
 import type { CallStats } from './call-stats.js'
 import {
   UpstreamRpcError, type InstanceOwner, type ListKind, type UpstreamHeaderProvider, type UpstreamLogger, type JsonObject, type UpstreamCallOptions, type UpstreamConfig, type UpstreamLoad, type UpstreamRegistry, type UpstreamStatus,

@@ -14,8 +14,8 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { PassThrough, type Writable } from 'node:stream'
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/client'
 import { getDefaultEnvironment } from '@modelcontextprotocol/client/stdio'
-import { isObject } from '../jsonrpc.js'
-import { LineSplitter, recoverResponseId, type LineSink } from './lines.js'
+import { isObject } from '../protocol/jsonrpc.js'
+import { LineSplitter, recoverResponseId, type LineSink } from '../protocol/lines.js'
 import { DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_STREAM_BUFFER_BYTES } from './types.js'
 
 /** SIGTERM → SIGKILL grace when killing a child (ms). */

@@ -10,17 +10,17 @@
  * place a reader learns the whole seam.
  */
 import type { EventEmitter } from 'node:events'
-import type { Logger } from '../log.js'
-import type { Era, Revision } from '../revisions.js'
-import type { UpstreamAuthConfig } from '../oauth/upstream-credentials.js'
-import type { RequestTrace } from '../trace.js'
-import { INSTANCES_EXHAUSTED, INTERNAL_ERROR, UpstreamRpcError, type JsonObject, type ListKind } from '../jsonrpc.js'
+import type { Logger } from '../telemetry/log.js'
+import type { Era, Revision } from '../protocol/revisions.js'
+import type { UpstreamAuthConfig } from './credentials.js'
+import type { RequestTrace } from '../telemetry/trace.js'
+import { INSTANCES_EXHAUSTED, INTERNAL_ERROR, UpstreamRpcError, type JsonObject, type ListKind } from '../protocol/jsonrpc.js'
 import type { CallStatsSnapshot } from './call-stats.js'
-import type { CancelSignal } from '../cancel.js'
+import type { CancelSignal } from '../base/cancel.js'
 
 // The wire's own types live with the JSON-RPC rules; re-exported here because every side of this seam names them.
-export type { JsonObject, ListKind } from '../jsonrpc.js'
-export { UpstreamRpcError } from '../jsonrpc.js'
+export type { JsonObject, ListKind } from '../protocol/jsonrpc.js'
+export { UpstreamRpcError } from '../protocol/jsonrpc.js'
 
 /** One upstream's raw lists, exactly as it sent them (every page concatenated). */
 export interface UpstreamCatalogue {

@@ -5,9 +5,9 @@
  * request (2026-07-28 has no DELETE).
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import { DELETE_REFUSAL, deleteStatus, refusal, type DeleteOutcome, type Refusal } from '../../lib/status.js'
+import { DELETE_REFUSAL, deleteStatus, refusal, type DeleteOutcome, type Refusal } from '../../lib/protocol/http-status.js'
 import { sendRefusal } from '../../plugins/send-refusal.js'
-import { eraOfInbound } from '../../lib/inbound.js'
+import { eraOfInbound } from '../../lib/protocol/inbound.js'
 
 const deleteRoute: FastifyPluginAsync = async function (fastify) {
   // Built once: every DELETE refusal is id-less (DELETE has no body).

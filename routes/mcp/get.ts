@@ -8,11 +8,11 @@
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { endpointOf } from '../../plugins/endpoint.js'
-import { bindingKeyOf } from '../../lib/principal.js'
-import { SseStream } from '../../lib/sse.js'
-import { eraOfInbound } from '../../lib/inbound.js'
-import { ALL_LISTS } from '../../lib/notify-hub.js'
-import { GET_REFUSAL, refusal, type GetOutcome, type Refusal } from '../../lib/status.js'
+import { bindingKeyOf } from '../../lib/auth/principal.js'
+import { SseStream } from '../../lib/http/sse.js'
+import { eraOfInbound } from '../../lib/protocol/inbound.js'
+import { ALL_LISTS } from '../../lib/connection/notify-hub.js'
+import { GET_REFUSAL, refusal, type GetOutcome, type Refusal } from '../../lib/protocol/http-status.js'
 import { sendRefusal } from '../../plugins/send-refusal.js'
 import type { McpRouteDeps } from './options.js'
 

@@ -6,11 +6,11 @@
  * id-less JSON-RPC error. Every status comes from lib/status.
  */
 import type { FastifyPluginAsync, FastifyError } from 'fastify'
-import { parseBody } from '../../lib/jsonrpc.js'
-import { requestIdOf } from '../../lib/inbound.js'
-import { frameworkRefusal, refusal } from '../../lib/status.js'
-import { readAccept } from '../../lib/accept.js'
-import { DRAIN_FACTOR, drainRequest } from '../../lib/drain.js'
+import { parseBody } from '../../lib/protocol/jsonrpc.js'
+import { requestIdOf } from '../../lib/protocol/inbound.js'
+import { frameworkRefusal, refusal } from '../../lib/protocol/http-status.js'
+import { readAccept } from '../../lib/protocol/accept.js'
+import { DRAIN_FACTOR, drainRequest } from '../../lib/http/drain.js'
 import { sendRefusal } from '../../plugins/send-refusal.js'
 import { endpointOf } from '../../plugins/endpoint.js'
 import type { McpRoutesOptions } from './options.js'

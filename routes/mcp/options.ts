@@ -2,8 +2,8 @@
  * The options of the /mcp routes' scope, in their own module so that index.ts (the scope) and
  * get.ts/post.ts (its routes) both import them without importing each other.
  */
-import type { StreamSlots } from '../../lib/sse.js'
-import type { FlowPolicy } from '../../lib/flow.js'
+import type { StreamSlots } from '../../lib/http/sse.js'
+import type { FlowPolicy } from '../../lib/connection/flow.js'
 
 export interface McpRoutesOptions {
   maxBodyBytes: number

@@ -4,14 +4,14 @@
  * legacy sessions) have already answered everything they refuse.
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import { HttpExchange, type PostChannel } from '../../lib/http-exchange.js'
-import { SseStream } from '../../lib/sse.js'
-import type { FlowPolicy } from '../../lib/flow.js'
-import { readAccept } from '../../lib/accept.js'
-import { bindingKeyOf } from '../../lib/principal.js'
-import { httpTraceIn } from '../../lib/trace.js'
+import { HttpExchange, type PostChannel } from '../../lib/http/exchange.js'
+import { SseStream } from '../../lib/http/sse.js'
+import type { FlowPolicy } from '../../lib/connection/flow.js'
+import { readAccept } from '../../lib/protocol/accept.js'
+import { bindingKeyOf } from '../../lib/auth/principal.js'
+import { httpTraceIn } from '../../lib/telemetry/trace.js'
 import { endpointOf } from '../../plugins/endpoint.js'
-import { isLegacyRevision } from '../../lib/revisions.js'
+import { isLegacyRevision } from '../../lib/protocol/revisions.js'
 import type { McpRouteDeps } from './options.js'
 
 /**

@@ -6,9 +6,9 @@
  * same policy as /mcp). The document is built once, at registration.
  */
 import type { FastifyPluginAsync } from 'fastify'
-import type { OAuthSide } from '../../lib/authenticate.js'
-import type { OriginPolicy } from '../../lib/origin.js'
-import { PRM_WELL_KNOWN, protectedResourceMetadataPaths } from '../../lib/oauth/metadata.js'
+import type { OAuthSide } from '../../lib/auth/authenticate.js'
+import type { OriginPolicy } from '../../lib/http/origin.js'
+import { PRM_WELL_KNOWN, protectedResourceMetadataPaths } from '../../lib/auth/oauth-metadata.js'
 import originPlugin from '../../plugins/origin.js'
 import corsPlugin from '../../plugins/cors.js'
 

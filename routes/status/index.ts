@@ -5,8 +5,8 @@
  * from lib/status-page.ts.
  */
 import type { FastifyPluginAsync, onRequestHookHandler } from 'fastify'
-import { renderStatusPage, STATUS_PAGE_HEADERS } from '../../lib/status-page.js'
-import type { StatusReport } from '../../lib/status-report.js'
+import { renderStatusPage, STATUS_PAGE_HEADERS } from '../../lib/ops/status-page.js'
+import type { StatusReport } from '../../lib/ops/status-model.js'
 
 /** Options of the status routes. */
 export interface StatusRouteOptions {

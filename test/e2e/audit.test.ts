@@ -16,7 +16,7 @@ import { fixtureCommand } from '../helpers/fixture.js'
 import { pollUntil } from '../helpers/legacy.js'
 import { captureLogger } from '../helpers/registry.js'
 import { TOKENS, legacyRpc, legacySession, modernRpc, request, tokensAuth, untilReady } from '../helpers/policy.js'
-import { AuditTrail, sessionHash } from '../../lib/audit.js'
+import { AuditTrail, sessionHash } from '../../lib/policy/audit.js'
 
 const POLICY = {
   rules: [

@@ -19,7 +19,7 @@ import { fixtureCommand } from '../helpers/fixture.js'
 import { modernHeaders, type Teardown } from '../helpers/app.js'
 import { startDaemon } from '../helpers/daemon.js'
 import { modernBody, post } from '../helpers/modern-wire.js'
-import { STATUS_REFRESH_MS } from '../../lib/status-page.js'
+import { STATUS_REFRESH_MS } from '../../lib/ops/status-page.js'
 
 /** Debian's chromium package installs the browser here. */
 const CHROMIUM = process.env.MCPX_CHROMIUM ?? '/usr/bin/chromium'

@@ -14,9 +14,9 @@ import { fixtureCommand, startHttpFixture } from '../helpers/fixture.js'
 import { legacyHeaders, modernHeaders } from '../helpers/app.js'
 import { startDaemon, type DaemonProcess } from '../helpers/daemon.js'
 import { modernBody, post } from '../helpers/modern-wire.js'
-import { REFUSALS } from '../../lib/status.js'
+import { REFUSALS } from '../../lib/protocol/http-status.js'
 import { CLIENTS, startAuthServer } from '../helpers/oauth.js'
-import type { StatusReport } from '../../lib/status-report.js'
+import type { StatusReport } from '../../lib/ops/status-model.js'
 
 /** A GET with any Host header (fetch cannot set Host): status, headers and body text. */
 async function plainGet (url: string, headers: Record<string, string>): Promise<{ status: number, headers: Record<string, string | string[] | undefined>, text: string }> {

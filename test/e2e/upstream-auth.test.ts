@@ -11,7 +11,7 @@ import { freePort } from '../helpers/daemon.js'
 import { captureLogger } from '../helpers/registry.js'
 import { CLIENTS, TOKEN_EXCHANGE, startAuthServer, type AuthServer } from '../helpers/oauth.js'
 import { startProtectedUpstream, type ProtectedUpstream } from '../helpers/protected-upstream.js'
-import { createUpstreamAuthProvider } from '../../lib/oauth/upstream-credentials.js'
+import { createUpstreamAuthProvider } from '../../lib/upstreams/credentials.js'
 
 interface Reply { status: number, body: { id?: unknown, result?: { content?: Array<{ text: string }> }, error?: { code: number, message: string } } }
 

@@ -7,7 +7,7 @@ import t, { type Test } from 'tap'
 import { once } from 'node:events'
 import { createRegistry } from '../../lib/upstreams/registry.js'
 import type { UpstreamConfig, JsonObject, UpstreamQuestion } from '../../lib/upstreams/types.js'
-import { RESOURCE_NOT_FOUND, UPSTREAM_ERROR } from '../../lib/jsonrpc.js'
+import { RESOURCE_NOT_FOUND, UPSTREAM_ERROR } from '../../lib/protocol/jsonrpc.js'
 import { everythingCommand, fixtureCommand, startHttpFixture } from '../helpers/fixture.js'
 import { captureLogger, startRegistry, waitForState } from '../helpers/registry.js'
 

@@ -5,10 +5,10 @@
  * for its modern HTTP upstream calls (lib/upstreams/mirror-headers.ts, re-exported here). The
  * server-side check is lib/param-headers.ts.
  */
-import { isObject } from '../../lib/jsonrpc.js'
-import { MODERN_REVISIONS } from '../../lib/revisions.js'
-import { encodeHeaderValue } from '../../lib/header-values.js'
-import { bodyProtocolVersion, nameFieldOf, type MirroredMessage } from '../../lib/modern-headers.js'
+import { isObject } from '../../lib/protocol/jsonrpc.js'
+import { MODERN_REVISIONS } from '../../lib/protocol/revisions.js'
+import { encodeHeaderValue } from '../../lib/protocol/header-values.js'
+import { bodyProtocolVersion, nameFieldOf, type MirroredMessage } from '../../lib/protocol/modern-headers.js'
 import { buildParamHeaders } from '../../lib/upstreams/mirror-headers.js'
 
 export { buildParamHeaders }

@@ -8,9 +8,9 @@ import Fastify, { type FastifyInstance, type InjectOptions } from 'fastify'
 import mcpxOrigin from '../../plugins/origin.js'
 import mcpxCors from '../../plugins/cors.js'
 import mcpxAuth from '../../plugins/auth.js'
-import { loadBearerTokens } from '../../lib/auth.js'
-import { loadConfig } from '../../lib/config.js'
-import type { OriginPolicy } from '../../lib/origin.js'
+import { loadBearerTokens } from '../../lib/auth/tokens.js'
+import { loadConfig } from '../../lib/config/config.js'
+import type { OriginPolicy } from '../../lib/http/origin.js'
 
 type Method = 'POST' | 'GET' | 'DELETE'
 const METHODS: Method[] = ['POST', 'GET', 'DELETE']

@@ -8,7 +8,7 @@ import { connect } from 'node:net'
 import mcpxOrigin from '../../plugins/origin.js'
 import mcpxCors from '../../plugins/cors.js'
 import mcpxAuth from '../../plugins/auth.js'
-import type { OriginPolicy } from '../../lib/origin.js'
+import type { OriginPolicy } from '../../lib/http/origin.js'
 
 type Method = 'POST' | 'GET' | 'DELETE' | 'OPTIONS'
 const METHODS: Method[] = ['POST', 'GET', 'DELETE', 'OPTIONS']

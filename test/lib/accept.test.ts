@@ -3,7 +3,7 @@
  * responses are JSON or SSE as Accept allows). No Fastify.
  */
 import t from 'tap'
-import { readAccept } from '../../lib/accept.js'
+import { readAccept } from '../../lib/protocol/accept.js'
 
 t.test('all/http/accept-q-zero-is-not-acceptable', async t => {
   t.strictSame(readAccept('application/json, text/event-stream;q=0'), { json: true, sse: false, refused: false }, 'no stream for a q=0 event-stream')

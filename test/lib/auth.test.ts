@@ -4,12 +4,12 @@
 import t from 'tap'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { loadConfig, type McpxConfig } from '../../lib/config.js'
+import { loadConfig, type McpxConfig } from '../../lib/config/config.js'
 import {
   assertSafeBind, checkBearer, createBearerVerifier, loadBearerTokens
-} from '../../lib/auth.js'
-import { isLoopbackHost as isLoopbackBindHost } from '../../lib/origin.js'
-import { refusal } from '../../lib/status.js'
+} from '../../lib/auth/tokens.js'
+import { isLoopbackHost as isLoopbackBindHost } from '../../lib/http/origin.js'
+import { refusal } from '../../lib/protocol/http-status.js'
 
 const TOKENS = ['s3cret-token-A', 'token.B_~+/==']
 

@@ -4,7 +4,7 @@
  * once, in order, synchronously inside abort(); removal; a real AbortSignal on demand that follows it.
  */
 import t from 'tap'
-import { Cancellation, abortSignalOf, type CancelSignal } from '../../lib/cancel.js'
+import { Cancellation, abortSignalOf, type CancelSignal } from '../../lib/base/cancel.js'
 
 t.test('all/cancellation/cancellation-runs-each-listener-once-in-order', async t => {
   const c = new Cancellation()

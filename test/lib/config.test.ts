@@ -3,8 +3,8 @@ import t from 'tap'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { loadConfig, parseDuration, resolveConfig, mrtrOptions, httpServerTimeouts, MAX_DURATION_MS } from '../../lib/config.js'
-import { McpxError } from '../../lib/errors.js'
+import { loadConfig, parseDuration, resolveConfig, mrtrOptions, httpServerTimeouts, MAX_DURATION_MS } from '../../lib/config/config.js'
+import { McpxError } from '../../lib/base/errors.js'
 
 function configError (fn: () => unknown): string {
   try { fn() } catch (err) {

@@ -6,8 +6,8 @@ import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { pino } from 'pino'
 import { createCore } from '../../lib/core.js'
-import { SERVER_INFO, SERVER_VERSION } from '../../lib/version.js'
-import { loadConfig } from '../../lib/config.js'
+import { SERVER_INFO, SERVER_VERSION } from '../../lib/base/version.js'
+import { loadConfig } from '../../lib/config/config.js'
 import { createRegistry } from '../../lib/upstreams/registry.js'
 
 t.test('all/lifecycle/server-version-read-once-from-package-json', async t => {

@@ -5,7 +5,7 @@
  * and does not ask), so it is checked here against an upstream result that asks anyway.
  */
 import t from 'tap'
-import { elicitationModeMissing, missingCapabilities } from '../../lib/mrtr.js'
+import { elicitationModeMissing, missingCapabilities } from '../../lib/dispatch/mrtr.js'
 
 const URL_ASK = { mode: 'url', url: 'https://auth.example/x', message: 'Confirm' }
 const FORM_ASK = { message: 'Who?', requestedSchema: { type: 'object', properties: {} } }

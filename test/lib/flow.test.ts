@@ -6,8 +6,8 @@
  */
 import t from 'tap'
 import { Writable } from 'node:stream'
-import { OutboundFlow, type FlowDrop, type FlowPolicy, type FlowStream } from '../../lib/flow.js'
-import type { JsonRpcMessage } from '../../lib/jsonrpc.js'
+import { OutboundFlow, type FlowDrop, type FlowPolicy, type FlowStream } from '../../lib/connection/flow.js'
+import type { JsonRpcMessage } from '../../lib/protocol/jsonrpc.js'
 
 /** A Writable (16-byte high-water mark) that holds every write until `release()`; `frames` is what went through. */
 function stalled (): { target: Writable, frames: string[], release: () => void, reading: () => void } {

@@ -6,7 +6,7 @@
 import t from 'tap'
 import {
   decodeHeaderValue, encodeHeaderValue, headerMismatch, isValidHeaderValue, readHeader
-} from '../../lib/header-values.js'
+} from '../../lib/protocol/header-values.js'
 
 t.test('2026-07-28/headers/allowed-bytes', async t => {
   for (const ok of ['', 'tools/call', 'us west 1', '\tindented', 'a\tb', '!~', ' x ']) {

@@ -3,8 +3,8 @@
  * DIGEST §6a Eras). No Fastify.
  */
 import t from 'tap'
-import { classifyBodiless, classifyPost, eraOfInbound, requestIdOf } from '../../lib/inbound.js'
-import { parseBody } from '../../lib/jsonrpc.js'
+import { classifyBodiless, classifyPost, eraOfInbound, requestIdOf } from '../../lib/protocol/inbound.js'
+import { parseBody } from '../../lib/protocol/jsonrpc.js'
 
 const META = 'io.modelcontextprotocol/protocolVersion'
 const post = (body: unknown, headers: Record<string, string> = {}): ReturnType<typeof classifyPost> =>

@@ -6,7 +6,7 @@ import t from 'tap'
 import {
   parseBody, classify, encodeMessage, errorResponse, successResponse, RawNumberId,
   MAX_NESTING_DEPTH, INVALID_REQUEST, PARSE_ERROR, type RequestId
-} from '../../lib/jsonrpc.js'
+} from '../../lib/protocol/jsonrpc.js'
 
 /** A tools/call whose `arguments.deep` nests `levels` arrays (the message itself adds 3 levels). */
 function deepCall (idText: string | undefined, levels: number): string {

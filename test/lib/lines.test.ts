@@ -3,7 +3,7 @@
  * fed in chunks cut at every awkward place, and the id read from an oversized line's edges.
  */
 import t from 'tap'
-import { LineSplitter, recoverResponseId, EDGE_BYTES } from '../../lib/upstreams/lines.js'
+import { LineSplitter, recoverResponseId, EDGE_BYTES } from '../../lib/protocol/lines.js'
 
 function split (max: number, chunks: Array<string | Buffer>): { lines: string[], oversized: Array<{ bytes: number, head: string, tail: string }> } {
   const lines: string[] = []

@@ -9,7 +9,7 @@ import t from 'tap'
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
-const LOG_JS = fileURLToPath(new URL('../../lib/log.js', import.meta.url))
+const LOG_JS = fileURLToPath(new URL('../../lib/telemetry/log.js', import.meta.url))
 
 /** Runs a child that logs `levels` in order (one line each), then busy-waits 1 s; returns the stdout text seen before it finished. */
 async function linesBeforeBusyEnds (levels: string[], pad = 1): Promise<{ before: string, all: string }> {

@@ -5,7 +5,7 @@
 import t from 'tap'
 import { EventEmitter } from 'node:events'
 import { setImmediate as tick } from 'node:timers/promises'
-import { createMetrics } from '../../lib/metrics.js'
+import { createMetrics } from '../../lib/ops/metrics.js'
 import type { UpstreamLoad, UpstreamRegistry } from '../../lib/upstreams/types.js'
 
 /** A registry whose only live parts are its events, status() (none) and loads() (counted); a scrape reads nothing else. */

@@ -4,8 +4,8 @@
  * No Fastify: headers are given as Node's bag (lowercase names, arrays for repeats).
  */
 import t from 'tap'
-import type { HeaderBag } from '../../lib/header-values.js'
-import { bodyProtocolVersion, checkModernHeaders, nameFieldOf, type MirroredMessage } from '../../lib/modern-headers.js'
+import type { HeaderBag } from '../../lib/protocol/header-values.js'
+import { bodyProtocolVersion, checkModernHeaders, nameFieldOf, type MirroredMessage } from '../../lib/protocol/modern-headers.js'
 
 const REVISION = '2026-07-28'
 const META = { 'io.modelcontextprotocol/protocolVersion': REVISION, 'io.modelcontextprotocol/clientCapabilities': {} }

@@ -3,9 +3,9 @@
  * discovery order, issuer and resource rules, config defaults. No network, no Fastify.
  */
 import t from 'tap'
-import { loadConfig } from '../../lib/config.js'
-import { issuerMetadataUrls, protectedResourceMetadata, protectedResourceMetadataPaths, protectedResourceMetadataUrl } from '../../lib/oauth/metadata.js'
-import { oauthPrincipal, scopesOf, tokenPrincipal, LOCAL_PRINCIPAL } from '../../lib/principal.js'
+import { loadConfig } from '../../lib/config/config.js'
+import { issuerMetadataUrls, protectedResourceMetadata, protectedResourceMetadataPaths, protectedResourceMetadataUrl } from '../../lib/auth/oauth-metadata.js'
+import { oauthPrincipal, scopesOf, tokenPrincipal, LOCAL_PRINCIPAL } from '../../lib/auth/principal.js'
 
 t.test('auth/oauth/prm-url-derived-from-resource', async t => {
   t.equal(protectedResourceMetadataUrl('https://mcp.example.com/mcp'), 'https://mcp.example.com/.well-known/oauth-protected-resource/mcp')

@@ -4,10 +4,10 @@
  * D1, D2, D3, D4, D5, D6; §9 A4, A5, A6, A17, A18). No Fastify.
  */
 import t from 'tap'
-import type { HeaderBag } from '../../lib/header-values.js'
-import { checkParamHeaders, scanParamHeaders } from '../../lib/param-headers.js'
+import type { HeaderBag } from '../../lib/protocol/header-values.js'
+import { checkParamHeaders, scanParamHeaders } from '../../lib/protocol/param-headers.js'
 import { buildModernHeaders, buildParamHeaders } from '../helpers/param-headers.js'
-import { checkModernHeaders } from '../../lib/modern-headers.js'
+import { checkModernHeaders } from '../../lib/protocol/modern-headers.js'
 
 const PREFIX = 'Header mismatch: '
 const BAD_BASE64 = 'the =?base64?…?= payload is not strict base64 (standard alphabet, = padding required)'

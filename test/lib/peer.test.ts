@@ -4,8 +4,8 @@
  * The transports' wire behaviour is covered by test/e2e/stdio.test.ts and the HTTP suites.
  */
 import t from 'tap'
-import { Peer, QuestionFailed, batchRefusal, initializedState } from '../../lib/peer.js'
-import { parseBody, type JsonRpcRequest } from '../../lib/jsonrpc.js'
+import { Peer, QuestionFailed, batchRefusal, initializedState } from '../../lib/connection/peer.js'
+import { parseBody, type JsonRpcRequest } from '../../lib/protocol/jsonrpc.js'
 
 t.test('2025-03-26/cancellation/cancel-aborts-and-marks-the-request', async t => {
   const peer = new Peer({ questionIds: 'sequential', duplicateIds: 'refuse' })

@@ -3,9 +3,9 @@
  * globs, and the config schema's `policy` (issue #17 › Per-caller policy).
  */
 import t from 'tap'
-import { Policy, compileGlobs, principalMatches, type PolicyConfig } from '../../lib/policy.js'
-import { LOCAL_PRINCIPAL, oauthPrincipal, tokenPrincipal } from '../../lib/principal.js'
-import { loadConfig } from '../../lib/config.js'
+import { Policy, compileGlobs, principalMatches, type PolicyConfig } from '../../lib/policy/rules.js'
+import { LOCAL_PRINCIPAL, oauthPrincipal, tokenPrincipal } from '../../lib/auth/principal.js'
+import { loadConfig } from '../../lib/config/config.js'
 
 const ISS = 'https://as.example.com'
 const carol = oauthPrincipal({ iss: ISS, sub: 'carol', groups: ['staff', 'support-team'], tier: 'gold', level: 3 }, ['mcp:tools', 'mcp:read'])

@@ -4,9 +4,9 @@
  */
 import t from 'tap'
 import { Cluster, Redis } from 'ioredis'
-import { loadConfig } from '../../lib/config.js'
-import { McpxError } from '../../lib/errors.js'
-import { createRedisConnection, describeRedisTarget, parseHostPort, redisTargetKind } from '../../lib/redis-client.js'
+import { loadConfig } from '../../lib/config/config.js'
+import { McpxError } from '../../lib/base/errors.js'
+import { createRedisConnection, describeRedisTarget, parseHostPort, redisTargetKind } from '../../lib/base/redis.js'
 
 function configError (raw: unknown): string {
   try {

@@ -10,7 +10,7 @@ import { EventEmitter } from 'node:events'
 import { randomBytes } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { pino } from 'pino'
-import { RedisSessionStore } from '../../lib/redis-sessions.js'
+import { RedisSessionStore } from '../../lib/sessions/redis-store.js'
 import type { InstanceOwner, JsonObject } from '../../lib/upstreams/types.js'
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'

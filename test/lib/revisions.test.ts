@@ -1,6 +1,6 @@
 /** The revision table (lib/revisions.ts; DIGEST §1, §6a "Eras"). */
 import t from 'tap'
-import { SUPPORTED_REVISIONS, eraOf, isImplemented, batchAllowed, negotiateLegacy, LEGACY_REVISIONS, MODERN_REVISIONS } from '../../lib/revisions.js'
+import { SUPPORTED_REVISIONS, eraOf, isImplemented, batchAllowed, negotiateLegacy, LEGACY_REVISIONS, MODERN_REVISIONS } from '../../lib/protocol/revisions.js'
 
 t.test('all/revisions/supported-newest-first', async t => {
   t.same(SUPPORTED_REVISIONS, ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'])
@@ -29,7 +29,7 @@ t.test('all/revisions/legacy-negotiation', async t => {
 })
 
 t.test('all/versions/unsupported-version-is-32022-with-the-era-list', async t => {
-  const { isUnservedModern, unsupportedVersion, unsupportedLegacyVersion, ASSUMED_LEGACY_REVISION } = await import('../../lib/revisions.js')
+  const { isUnservedModern, unsupportedVersion, unsupportedLegacyVersion, ASSUMED_LEGACY_REVISION } = await import('../../lib/protocol/revisions.js')
   t.equal(ASSUMED_LEGACY_REVISION, '2025-03-26')
   t.ok(isUnservedModern('2027-01-01'), 'a later modern date mcpx does not serve')
   t.notOk(isUnservedModern('2026-07-28'), 'served')

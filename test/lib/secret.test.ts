@@ -6,7 +6,7 @@ import t from 'tap'
 import { inspect, format } from 'node:util'
 import { Writable } from 'node:stream'
 import { pino } from 'pino'
-import { Secret, readSecret } from '../../lib/secret.js'
+import { Secret, readSecret } from '../../lib/auth/secret.js'
 
 const VALUE = 'super-secret-value-0123456789'
 

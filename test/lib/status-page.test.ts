@@ -5,8 +5,8 @@
  */
 import t from 'tap'
 import { BUCKETS, CallStats, SLOT_MS, WINDOW_SLOTS, bucketMidUs, bucketOf } from '../../lib/upstreams/call-stats.js'
-import { collectStatus, type StatusReport } from '../../lib/status-report.js'
-import { escapeHtml, renderStatusPage, STATUS_PAGE_CSP } from '../../lib/status-page.js'
+import { collectStatus, type StatusReport } from '../../lib/ops/status-model.js'
+import { escapeHtml, renderStatusPage, STATUS_PAGE_CSP } from '../../lib/ops/status-page.js'
 import { createRegistry } from '../../lib/upstreams/registry.js'
 import type { UpstreamConfig } from '../../lib/upstreams/types.js'
 

@@ -3,7 +3,7 @@
  * status, a Retry-After or an Allow is chosen (STYLE › Errors and status). No Fastify.
  */
 import t from 'tap'
-import { REFUSALS, deleteStatus, frameworkRefusal, getStatus, legacyStatus, modernStatus, refusal, type RefusalReason } from '../../lib/status.js'
+import { REFUSALS, deleteStatus, frameworkRefusal, getStatus, legacyStatus, modernStatus, refusal, type RefusalReason } from '../../lib/protocol/http-status.js'
 
 t.test('all/status/refusal-is-an-id-less-json-rpc-error-unless-given-an-id', async t => {
   const idless = refusal('unknownSession')

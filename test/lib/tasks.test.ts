@@ -3,8 +3,9 @@
  * declaration check. Tests are named tasks/<area>/<requirement>.
  */
 import t from 'tap'
-import { StateSealer } from '../../lib/mrtr.js'
-import { TASKS_EXTENSION, TaskBook, TaskIds, declaresTasks } from '../../lib/tasks.js'
+import { StateSealer } from '../../lib/dispatch/mrtr.js'
+import { TaskBook, TaskIds } from '../../lib/dispatch/tasks.js'
+import { TASKS_EXTENSION, declaresTasks } from '../../lib/protocol/tasks.js'
 
 const KEY = Buffer.alloc(32, 7)
 

@@ -1,6 +1,6 @@
 /** When the OTEL_* environment turns tracing on (lib/trace.ts; issue #15 › Tracing). */
 import t from 'tap'
-import { activeTracing, sessionHash, tracingWantedByEnv, httpTraceIn } from '../../lib/trace.js'
+import { activeTracing, sessionHash, tracingWantedByEnv, httpTraceIn } from '../../lib/telemetry/trace.js'
 
 t.test('trace/env/otel-variables-decide', async t => {
   t.equal(tracingWantedByEnv({}), false, 'off by default')

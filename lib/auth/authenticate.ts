@@ -1,0 +1,163 @@
+/**
+ * The front door: one Authorization header in, one {@link Principal} or one refusal out
+ * (issue #16; STYLE › The new areas › Identity is a value made once at the boundary). Pure of
+ * Fastify; mcpx-auth calls {@link Authenticator.authenticate} once per request and stores the result.
+ *
+ * Order: a static token (constant-time, `auth.tokens` and the legacy `bearerTokens*`), then an
+ * OAuth access token (lib/oauth/verifier.ts), then `requiredScopes` (OAuth tokens only: static
+ * tokens are admitted by being configured).
+ *
+ * Refusals (RFC 6750 §3, RFC 9728 §5.1, MCP authorization › Error Handling), each with an id-less
+ * JSON-RPC body (code -32600) built once:
+ * - no bearer token: 401, `WWW-Authenticate: Bearer resource_metadata="<PRM URL>"` (+ `scope="…"`
+ *   when requiredScopes is set); with static tokens only, plain `Bearer` as before issue #16;
+ * - a token that is not accepted: 401, `Bearer error="invalid_token", error_description="…"` (+
+ *   resource_metadata with OAuth);
+ * - a valid OAuth token without the required scopes: 403, `Bearer error="insufficient_scope", scope="…"`.
+ */
+import type { McpxConfig, OAuthConfig } from '../config/config.js'
+import type { Logger } from '../telemetry/log.js'
+import { INVALID_REQUEST, encodeMessage, errorResponse } from '../protocol/jsonrpc.js'
+import { REFUSALS } from '../protocol/http-status.js'
+import { tokenPrincipal, type Principal, type TokenPrincipal } from './principal.js'
+import { bearerTokenOf, createTokenMatcher, loadStaticTokens, type StaticToken } from './tokens.js'
+import { readSecret } from './secret.js'
+import { OAuthVerifier, INVALID_TOKEN_DESCRIPTIONS, type InvalidTokenReason } from './verifier.js'
+import { protectedResourceMetadata, protectedResourceMetadataUrl, type ProtectedResourceMetadata } from './oauth-metadata.js'
+
+/** A refusal, ready to send: status, `WWW-Authenticate`, and the encoded JSON-RPC body. */
+export interface AuthRefusal {
+  readonly status: number
+  readonly wwwAuthenticate: string
+  readonly body: string
+  /** Why, for the debug log (never the token). */
+  readonly reason: string
+}
+
+/** What {@link Authenticator.authenticate} decided. */
+export type AuthOutcome = { kind: 'ok', principal: Principal } | { kind: 'refused', refusal: AuthRefusal }
+
+/** The OAuth side of an authenticator, for the metadata routes. */
+export interface OAuthSide {
+  readonly config: OAuthConfig
+  /** The RFC 9728 document served at the PRM paths. */
+  readonly metadata: ProtectedResourceMetadata
+  /** The absolute PRM URL derived from `resource` (RFC 9728 §3.1), as `resource_metadata` names it. */
+  readonly metadataUrl: string
+  readonly verifier: OAuthVerifier
+}
+
+/** Authenticates requests for one mcpx scope. */
+export interface Authenticator {
+  /** False when no authentication is configured (then every request is anonymous and no hook is needed). */
+  readonly enabled: boolean
+  /** Present when `auth.oauth` is configured. */
+  readonly oauth?: OAuthSide
+  /**
+   * Decides one request. @param authorization the raw header, undefined when absent
+   * @returns ok with the principal, or refused with the ready refusal. Never throws, never rejects.
+   */
+  authenticate: (authorization: string | undefined) => Promise<AuthOutcome>
+}
+
+/** A header parameter value: a quoted-string (RFC 9110 §5.6.4), `"` and `\` escaped. */
+function quoted (value: string): string {
+  return `"${value.replace(/["\\]/g, m => '\\' + m)}"`
+}
+
+function refusal (status: number, wwwAuthenticate: string, message: string, reason: string): AuthRefusal {
+  return Object.freeze({ status, wwwAuthenticate, body: encodeMessage(errorResponse(undefined, INVALID_REQUEST, message)), reason })
+}
+
+// Statuses, base messages and base challenges come from the refusal table (lib/status REFUSALS);
+// with OAuth, the challenges gain resource_metadata, scope and error_description here.
+const { unauthorizedMissing: MISSING, unauthorizedInvalid: INVALID, insufficientScope: SCOPE } = REFUSALS
+
+/** Message of the 403 body when the token lacks required scopes. */
+export const AUTH_SCOPE_MESSAGE = SCOPE.message
+
+/** Builds the OAuth verifier of `auth.oauth` and starts its discovery in the background. */
+function startVerifier (oauthConfig: OAuthConfig, env: NodeJS.ProcessEnv, logger: Logger): OAuthVerifier {
+  const introspection = oauthConfig.introspection
+  const verifier = new OAuthVerifier({
+    issuer: oauthConfig.issuer,
+    audience: oauthConfig.audience,
+    ...(oauthConfig.jwksUri !== undefined ? { jwksUri: oauthConfig.jwksUri } : {}),
+    clockToleranceMs: oauthConfig.clockTolerance,
+    jwksCooldownMs: oauthConfig.jwksCooldown,
+    ...(introspection !== undefined
+      ? { introspection: { url: introspection.url, clientId: introspection.clientId, clientSecret: readSecret({ env: introspection.clientSecretEnv, file: introspection.clientSecretFile }, 'auth.oauth.introspection', env) } }
+      : {}),
+    logger
+  })
+  verifier.warmUp()
+  return verifier
+}
+
+/**
+ * Builds the authenticator of a config. Static tokens are read (env, files) and hashed here; the
+ * OAuth verifier is created and starts its discovery in the background.
+ * @param auth the `auth` section of a loaded config
+ * @param options.logger for key-fetch and discovery failures (never token text)
+ * @param options.verifier an existing verifier for the same `auth.oauth` issuer and audience (its
+ *        JWKS cache and verdict cache are shared); used instead of building one. The admin check
+ *        (admin.scopes) passes the `/mcp` authenticator's, so one JWKS fetch serves both.
+ * @throws McpxError MCPX_ERR_CONFIG for unreadable token or secret sources (see loadStaticTokens)
+ */
+export function createAuthenticator (auth: McpxConfig['auth'], options: { logger: Logger, env?: NodeJS.ProcessEnv, verifier?: OAuthVerifier }): Authenticator {
+  const env = options.env ?? process.env
+  const statics: StaticToken[] = loadStaticTokens(auth, env)
+  const oauthConfig = auth.oauth
+  if (statics.length === 0 && oauthConfig === undefined) {
+    return { enabled: false, authenticate: async () => ({ kind: 'refused', refusal: refusal(MISSING.status, MISSING.wwwAuthenticate, MISSING.message, 'missing') }) }
+  }
+  const matchToken = createTokenMatcher(statics.map(s => s.token.reveal()))
+  const principals: TokenPrincipal[] = statics.map(s => tokenPrincipal(s.name, s.scopes))
+
+  let oauth: OAuthSide | undefined
+  let missing = refusal(MISSING.status, MISSING.wwwAuthenticate, MISSING.message, 'missing')
+  let invalid: (reason: InvalidTokenReason) => AuthRefusal = () => staticInvalid
+  const staticInvalid = refusal(INVALID.status, INVALID.wwwAuthenticate, INVALID.message, 'invalid')
+  let insufficientScope: AuthRefusal | undefined
+  if (oauthConfig !== undefined) {
+    const metadataUrl = protectedResourceMetadataUrl(oauthConfig.resource)
+    const rm = `resource_metadata=${quoted(metadataUrl)}`
+    const scope = oauthConfig.requiredScopes.length > 0 ? `scope=${quoted(oauthConfig.requiredScopes.join(' '))}` : undefined
+    const verifier = options.verifier ?? startVerifier(oauthConfig, env, options.logger)
+    oauth = Object.freeze({
+      config: oauthConfig,
+      metadata: protectedResourceMetadata({ resource: oauthConfig.resource, issuer: oauthConfig.issuer, scopesSupported: oauthConfig.scopesSupported ?? oauthConfig.requiredScopes, resourceName: oauthConfig.resourceName }),
+      metadataUrl,
+      verifier
+    })
+    missing = refusal(MISSING.status, [`${MISSING.wwwAuthenticate} ${rm}`, scope].filter(p => p !== undefined).join(', '), MISSING.message, 'missing')
+    const byReason = new Map<InvalidTokenReason, AuthRefusal>()
+    for (const [reason, description] of Object.entries(INVALID_TOKEN_DESCRIPTIONS) as Array<[InvalidTokenReason, string]>) {
+      byReason.set(reason, refusal(INVALID.status, `${INVALID.wwwAuthenticate}, error_description=${quoted(description)}, ${rm}`, `Unauthorized: ${description.charAt(0).toLowerCase()}${description.slice(1)}`, reason))
+    }
+    invalid = reason => byReason.get(reason) ?? staticInvalid
+    if (scope !== undefined) {
+      insufficientScope = refusal(SCOPE.status, `${SCOPE.wwwAuthenticate}, ${scope}, ${rm}`, `${SCOPE.message}: ${oauthConfig.requiredScopes.join(' ')}`, 'insufficient_scope')
+    }
+  }
+  const required = oauthConfig?.requiredScopes ?? []
+  const invalidStatic = oauth === undefined ? staticInvalid : invalid('malformed')
+
+  return {
+    enabled: true,
+    ...(oauth !== undefined ? { oauth } : {}),
+    async authenticate (authorization) {
+      const token = bearerTokenOf(authorization)
+      if (token === undefined) return { kind: 'refused', refusal: missing }
+      if (principals.length > 0) {
+        const index = matchToken(token)
+        if (index >= 0) return { kind: 'ok', principal: principals[index] }
+      }
+      if (oauth === undefined) return { kind: 'refused', refusal: invalidStatic }
+      const verdict = await oauth.verifier.verify(token)
+      if (verdict.kind === 'invalid') return { kind: 'refused', refusal: invalid(verdict.reason) }
+      if (insufficientScope !== undefined && !required.every(s => verdict.principal.scopes.includes(s))) return { kind: 'refused', refusal: insufficientScope }
+      return { kind: 'ok', principal: verdict.principal }
+    }
+  }
+}

@@ -1,0 +1,422 @@
+/**
+ * One POST /mcp exchange, in either era, written against a small transport-neutral
+ * {@link PostChannel} so that lib/ knows nothing of Fastify (routes/mcp/post.ts adapts).
+ *
+ * A reply starts "pending". If something must be sent before the response is ready (a progress
+ * notification, a question for the client) and the client accepts `text/event-stream`, it
+ * becomes an SSE stream; otherwise the response goes as one JSON body. Seed sections:
+ * "Streamable HTTP, 2026-07-28" and "Streamable HTTP, 2025-03-26 … 2025-11-25".
+ */
+import {
+  classify, encodeMessage, errorResponse, INVALID_REQUEST,
+  type Classified, type JsonRpcErrorObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse
+} from '../protocol/jsonrpc.js'
+import { modernStatus, legacyStatus, markedRefusal, refusal, type Refusal } from '../protocol/http-status.js'
+import { ASSUMED_LEGACY_REVISION, type Revision } from '../protocol/revisions.js'
+import type { NotificationHub } from '../connection/notify-hub.js'
+import type { InboundBatch, InboundMessage } from '../protocol/inbound.js'
+import { Listen, checkListen } from '../connection/listen.js'
+import {
+  Peer, batchRefusal, batchedInitialize, initializedState, modernContext, scopedNotify,
+  type InFlight, type MessageSink, type QuestionRoute
+} from '../connection/peer.js'
+import type { Dispatcher } from '../dispatch/dispatcher.js'
+import type { DispatchContext } from '../dispatch/context.js'
+import type { Session, SessionStore } from '../sessions/store.js'
+import type { SseStream, StreamSlots } from './sse.js'
+import type { Logger } from '../telemetry/log.js'
+import type { TraceIn } from '../telemetry/trace.js'
+import { Cancellation } from '../base/cancel.js'
+
+/** What a route supplies to write one reply. */
+export interface PostChannel {
+  /** True when the client's Accept admits text/event-stream. */
+  readonly acceptsSse: boolean
+  /** True when the client's Accept admits application/json (absent: true). */
+  readonly acceptsJson?: boolean
+  /** Sends a whole reply. `body` undefined sends no body (202). */
+  json (status: number, body: string | undefined, headers?: Record<string, string>): void
+  /**
+   * Starts an SSE reply (status 200) and returns the stream.
+   * @param kind `reply` (default) for a POST's reply stream, `listen` for a subscriptions/listen stream (flow metrics)
+   */
+  sse (headers?: Record<string, string>, kind?: 'reply' | 'listen'): SseStream
+  /** Registers a callback for the client going away before the reply is finished. */
+  onDisconnect (fn: () => void): void
+  /** The caller's opaque identity (lib/principal.ts Principal.key, made once by mcpx-auth), if any. */
+  readonly principal?: string
+  /** The caller's Principal itself (issue #16), handed to upstream header providers (token exchange). */
+  readonly caller?: unknown
+  /** Only when tracing is on (lib/trace.ts): the request's traceparent/tracestate headers. */
+  readonly traceIn?: TraceIn | undefined
+  /** The curated endpoint the request came in on (issue #17); undefined for `/mcp` itself. */
+  readonly endpoint?: string
+}
+
+/** Shared state of the HTTP face. */
+export interface ExchangeDeps {
+  dispatcher: Dispatcher
+  hub: NotificationHub
+  sessions: SessionStore
+  logger: Logger
+  /** Keep-alive comment interval on SSE replies, ms. */
+  keepAliveMs: number
+  /** Most requests in flight per legacy session. */
+  maxRequestsPerSession: number
+  /** The long-lived streams' cap (transport.maxGetStreams), shared with GET /mcp. */
+  streamSlots: StreamSlots
+}
+
+/** The id-less 202 acknowledgement has no body (DIGEST §3d rule 6). */
+const ACCEPTED = 202
+
+/**
+ * A reply that may turn from pending into an SSE stream. Sends nothing once finished or
+ * withheld.
+ */
+class Responder implements MessageSink {
+  private stream: SseStream | undefined
+  private done = false
+  private readonly overflowHandlers: Array<() => void> = []
+
+  constructor (private readonly channel: PostChannel, private readonly headers: Record<string, string> = {}) {}
+
+  /**
+   * Runs `fn` when the reply's SSE stream is ended past transport.streamBufferMaxBytes (lib/flow.ts):
+   * the request it carries is cancelled upstream.
+   */
+  onOverflow (fn: () => void): void { this.overflowHandlers.push(fn) }
+
+  private open (): SseStream {
+    const stream = this.channel.sse(this.headers)
+    for (const fn of this.overflowHandlers) stream.onOverflow(fn)
+    this.stream = stream
+    return stream
+  }
+
+  get streaming (): boolean { return this.stream !== undefined }
+  get finished (): boolean { return this.done }
+
+  /** Sends a message ahead of the response; switches to SSE when allowed. Returns false when it could not be sent. */
+  send (message: JsonRpcMessage | JsonRpcMessage[]): boolean {
+    if (this.done) return false
+    if (this.stream === undefined) {
+      if (!this.channel.acceptsSse) return false
+      return this.open().send(message)
+    }
+    return this.stream.send(message)
+  }
+
+  /** Finishes with a response (or a batch of them, or nothing: 202). */
+  finish (status: number, message: JsonRpcMessage | JsonRpcMessage[] | undefined, headers?: Readonly<Record<string, string>>): void {
+    if (this.done) return
+    this.done = true
+    if (this.stream !== undefined) {
+      if (Array.isArray(message)) for (const m of message) this.stream.send(m)
+      else if (message !== undefined) this.stream.send(message)
+      this.stream.close()
+      return
+    }
+    this.channel.json(message === undefined ? ACCEPTED : status, message === undefined ? undefined : encodeMessage(message), headers === undefined ? this.headers : { ...this.headers, ...headers })
+  }
+
+  /** Ends the reply as an event stream with nothing on it (a withheld, cancelled reply: seed › legacy › Cancellation). */
+  withhold (): void {
+    if (this.done) return
+    this.done = true
+    const stream = this.stream ?? this.open()
+    stream.close()
+  }
+
+  /** Switches a pending reply to SSE now (no-op once streaming or finished). */
+  startStream (): void {
+    if (this.done || this.stream !== undefined) return
+    this.open()
+  }
+
+  /** Marks the reply finished without writing (the client is gone). */
+  abandon (): void { this.done = true }
+
+}
+
+function reply (channel: PostChannel, status: number, message: JsonRpcMessage, headers?: Record<string, string>): void {
+  channel.json(status, encodeMessage(message), headers)
+}
+
+/** Sends a lib/status refusal as it is. */
+function sendRefusal (channel: PostChannel, refused: Refusal): void {
+  channel.json(refused.status, refused.body, { ...refused.headers })
+}
+
+/** An id-less -32600 refusal, its status from the era's status function (lib/status). */
+function refuse (channel: PostChannel, statusOf: (error: JsonRpcErrorObject) => number, message: string): void {
+  const refused = errorResponse(undefined, INVALID_REQUEST, message)
+  reply(channel, statusOf(refused.error), refused)
+}
+
+/* ------------------------------------------------------------------ the exchange */
+
+/** Where a legacy POST belongs: its session (found by the legacy-sessions plugin) or none. */
+export interface LegacyPostContext {
+  session: Session | undefined
+  /** MCP-Protocol-Version when present (already checked to be a legacy revision), else undefined. */
+  headerRevision: Revision | undefined
+}
+
+type ItemOutcome =
+  | { kind: 'reply', status: number, message: JsonRpcResponse, headers?: Record<string, string> }
+  | { kind: 'accepted' }
+  | { kind: 'withheld' }
+  | { kind: 'gone' }
+
+/**
+ * The HTTP face of one /mcp scope: serves POSTs in either era on top of lib/peer.ts. A session's
+ * {@link Peer} lives in its {@link Session}; the sessionless legacy POSTs of this scope share one
+ * Peer of their own (questions asked during a sessionless request are answered by sessionless POSTs).
+ */
+export class HttpExchange {
+  /** Sessionless legacy requests' questions, by minted id: per instance, never shared across mcpx instances. */
+  private readonly sessionless = new Peer({ questionIds: 'random', duplicateIds: 'replace' })
+
+  constructor (private readonly deps: ExchangeDeps) {}
+
+  /* ---------------------------------------------------------------- modern */
+
+  /**
+   * Serves one modern POST whose headers already passed the modern header checks.
+   * @param inbound the body as lib/inbound classified it (never a batch: the modern-headers plugin refused those)
+   * Never throws.
+   */
+  async serveModern (inbound: InboundMessage, channel: PostChannel): Promise<void> {
+    const item = inbound.item
+    switch (item.kind) {
+      case 'invalid':
+        return reply(channel, modernStatus(item.error), errorResponse(item.id, item.error.code, item.error.message))
+      case 'response':
+        // A modern client never answers (DIGEST §6c rule 4: no responses in a body).
+        return refuse(channel, modernStatus, 'Invalid Request: a 2026-07-28 POST carries one request or notification, never a response')
+      case 'notification':
+        // Seed › Notifications: 202 with no body; an unknown method is ignored (202).
+        return channel.json(ACCEPTED, undefined)
+      case 'request':
+        break
+    }
+    const request = item.message
+    if (request.method === 'subscriptions/listen') return await this.serveListen(request, channel)
+    // Modern requests are stateless: untracked, cancelled by closing their stream.
+    const entry = untracked(request)
+    // Seed › Closing the stream is cancellation: the request runs under the HTTP request's lifetime.
+    channel.onDisconnect(() => entry.controller.abort())
+    const responder = new Responder(channel)
+    const ctx = modernContext(inbound.meta, entry.controller.signal, scopedNotify(entry, responder), channel.principal)
+    ctx.controller = entry.controller // aborted only by the disconnect above: the MRTR bridge adopts it (no second controller)
+    if (channel.caller !== undefined) ctx.caller = channel.caller // per-caller upstream credentials (issue #16)
+    if (channel.traceIn !== undefined) ctx.traceIn = channel.traceIn
+    if (channel.endpoint !== undefined) ctx.endpoint = channel.endpoint // issue #17
+    const response = await this.deps.dispatcher.handle(request, ctx)
+    if (entry.controller.signal.aborted) { responder.abandon(); return } // nothing is written after a cancel
+    const refused = markedRefusal(response)
+    if (refused !== undefined && !responder.streaming) return responder.finish(refused.status, refused.message, refused.headers)
+    const status = modernStatus('error' in response ? response.error : undefined)
+    // Seed › Responses are JSON or SSE as Accept allows: a client that accepts only
+    // text/event-stream gets its 200 as an event stream. A 400/404 stays JSON: an SSE reply is a
+    // 200, and the status must stay a function of the response (modernStatus).
+    if (status === 200 && channel.acceptsJson === false && channel.acceptsSse) responder.startStream()
+    responder.finish(status, response)
+  }
+
+  private async serveListen (request: JsonRpcRequest, channel: PostChannel): Promise<void> {
+    const deps = this.deps
+    const checked = checkListen(deps.dispatcher, request)
+    if (!checked.ok) return reply(channel, modernStatus(checked.error.error), checked.error)
+    if (!channel.acceptsSse) {
+      const error = errorResponse(request.id, INVALID_REQUEST, 'Invalid Request: subscriptions/listen needs Accept: text/event-stream')
+      return reply(channel, modernStatus(error.error), error)
+    }
+    // transport.maxGetStreams is "most streams open at once": a listen stream is as long-lived as a
+    // GET stream, so it takes a slot from the same cap (503 with Retry-After and the request's id).
+    if (!deps.streamSlots.claim()) {
+      deps.logger.debug({ maxGetStreams: deps.streamSlots.max }, 'listen: too many open streams')
+      return sendRefusal(channel, refusal('tooManyStreams', request.id))
+    }
+    try {
+      const stream = channel.sse(undefined, 'listen')
+      deps.streamSlots.track('listen', stream)
+      const visibility = deps.dispatcher.visibilityOf({ caller: channel.caller, endpoint: channel.endpoint })
+      // The owner its calls name (a 2026-07-28 request has no session: its principal; lib/dispatch.ts instanceOwnerOf).
+      const listen = new Listen(deps.dispatcher, deps.hub, deps.logger, request.id, checked.filter, (n) => { stream.send(n) }, visibility, channel.principal === undefined ? {} : { principalKey: channel.principal })
+      // Subscribed upstream before the acknowledgement: what the ack promises is delivered from then on.
+      await listen.subscribeUpstream()
+      stream.send(listen.ack)
+      listen.start()
+      await stream.closed
+      // Closing the stream releases upstream subscriptions that no one else needs (the registry refcounts).
+      await listen.end()
+    } finally {
+      deps.streamSlots.release()
+    }
+  }
+
+  /* ---------------------------------------------------------------- legacy */
+
+  /**
+   * Serves one legacy POST (a message or a batch). Never throws.
+   * The session, when named, was found by the legacy-sessions plugin (404s are answered there).
+   */
+  async serveLegacy (inbound: InboundMessage | InboundBatch, context: LegacyPostContext, channel: PostChannel): Promise<void> {
+    const { session } = context
+    // Seed: in a session the negotiated version governs; sessionless, the header or 2025-03-26.
+    const revision = session?.revision ?? context.headerRevision ?? ASSUMED_LEGACY_REVISION
+    if (inbound.kind === 'batch') return await this.serveBatch(inbound.elements, revision, context, channel)
+    const item = inbound.item
+    if (item.kind === 'request' && item.message.method === 'initialize') return await this.serveInitialize(item.message, channel)
+    const responder = new Responder(channel)
+    const outcome = await this.handleItem(item, revision, context, responder, channel)
+    if (outcome.kind === 'reply') responder.finish(outcome.status, outcome.message, outcome.headers)
+    else if (outcome.kind === 'accepted') responder.finish(ACCEPTED, undefined)
+    else if (outcome.kind === 'withheld') responder.withhold()
+    else responder.abandon()
+  }
+
+  private async serveInitialize (request: JsonRpcRequest, channel: PostChannel): Promise<void> {
+    const deps = this.deps
+    const controller = new Cancellation()
+    const ctx = this.sessionless.legacyContext(controller.signal, ASSUMED_LEGACY_REVISION, {})
+    if (channel.traceIn !== undefined) ctx.traceIn = channel.traceIn
+    const response = await deps.dispatcher.handle(request, ctx)
+    const state = initializedState(request, response)
+    if (state === undefined || 'error' in response) return reply(channel, legacyStatus('error' in response ? response.error : undefined), response)
+    const minted = await deps.sessions.mint(state.revision, state.clientCapabilities, channel.principal)
+    if (minted.kind === 'full') return sendRefusal(channel, refusal('tooManySessions', request.id))
+    if (minted.kind === 'unavailable') return sendRefusal(channel, refusal('storeUnavailable', request.id))
+    const session = minted.session
+    deps.logger.debug({ session: session.id, revision: session.revision }, 'session minted')
+    reply(channel, 200, response, { 'mcp-session-id': session.id })
+  }
+
+  private async handleItem (item: Classified, revision: Revision, context: LegacyPostContext, responder: Responder, channel: PostChannel): Promise<ItemOutcome> {
+    const { session } = context
+    const deps = this.deps
+    switch (item.kind) {
+      case 'invalid': {
+        const message = errorResponse(item.id, item.error.code, item.error.message)
+        return { kind: 'reply', status: legacyStatus(item.error), message }
+      }
+      case 'notification':
+        this.notification(item.message, session)
+        return { kind: 'accepted' }
+      case 'response':
+        return await this.answer(item.message, session)
+      case 'request':
+        break
+    }
+    const request = item.message
+    // Only reached inside a batch: a lone initialize mints a session (serveInitialize).
+    // The batch's own status applies (200 with its array).
+    if (request.method === 'initialize') {
+      const message = batchedInitialize(request.id)
+      return { kind: 'reply', status: legacyStatus(message.error), message }
+    }
+    let entry: InFlight
+    if (session !== undefined) {
+      if (session.peer.inFlight >= deps.maxRequestsPerSession) {
+        const refused = refusal('sessionBusy', request.id)
+        return { kind: 'reply', status: refused.status, message: refused.message }
+      }
+      // Seed: in a session a dropped connection is not a cancellation; notifications/cancelled is.
+      entry = session.peer.track(request.id) ?? untracked(request)
+      // But a reply stream ended past its hard limit (lib/flow.ts) can no longer carry the answer: cancel upstream.
+      const overflowed = entry
+      responder.onOverflow(() => { overflowed.cancelled = true; overflowed.controller.abort(new Error('reply stream ended past transport.streamBufferMaxBytes')) })
+    } else {
+      // Without a session no cancellation could ever reach the request, so the disconnect is the signal.
+      entry = untracked(request)
+      channel.onDisconnect(() => entry.controller.abort())
+    }
+    const peer = session?.peer ?? this.sessionless
+    const route = this.questionRoute(session, responder)
+    const ctx: DispatchContext = peer.legacyContext(entry.controller.signal, revision, {
+      notify: scopedNotify(entry, responder),
+      ask: async (question, signal) => await peer.ask(question, signal, route),
+      subscriptions: session === undefined ? undefined : deps.sessions.subscriptionsOf(session)
+    })
+    if (channel.caller !== undefined) ctx.caller = channel.caller // per-caller upstream credentials (issue #16)
+    // Whose instance of a per-principal isolated upstream its calls use (issue #18); a session is bound to it.
+    if (channel.principal !== undefined) ctx.principal = channel.principal
+    if (session !== undefined) {
+      ctx.sessionId = session.id
+      if (session.instanceHome !== undefined) ctx.instanceHome = session.instanceHome // Redis store: issue #18's forwarding
+    }
+    if (channel.traceIn !== undefined) ctx.traceIn = session === undefined ? channel.traceIn : { ...channel.traceIn, sessionId: session.id }
+    if (channel.endpoint !== undefined) ctx.endpoint = channel.endpoint // issue #17
+    try {
+      const response = await deps.dispatcher.handle(request, ctx)
+      if (entry.cancelled) return { kind: 'withheld' }
+      if (entry.controller.signal.aborted) return { kind: 'gone' }
+      const refused = markedRefusal(response)
+      if (refused !== undefined) return { kind: 'reply', status: refused.status, message: refused.message, headers: refused.headers }
+      return { kind: 'reply', status: legacyStatus('error' in response ? response.error : undefined), message: response }
+    } finally {
+      session?.peer.untrack(entry)
+    }
+  }
+
+  /**
+   * How a question reaches the client: on the request's own SSE stream, else on the session's GET
+   * stream (which another replica may hold: the Redis store records where the answer must go first).
+   */
+  private questionRoute (session: Session | undefined, responder: Responder): QuestionRoute {
+    if (session === undefined) return { send: (question) => responder.send(question) }
+    const sessions = this.deps.sessions
+    return {
+      asking: async (id) => await sessions.questionAsked(session, id),
+      send: (question) => responder.send(question) || sessions.sendToStream(session, question),
+      settled: (id) => { sessions.questionSettled(session, id) }
+    }
+  }
+
+  private notification (notification: JsonRpcNotification, session: Session | undefined): void {
+    if (notification.method === 'notifications/cancelled' && session !== undefined) {
+      // Only this session's own requests can be cancelled: isolation by construction (the store
+      // looks among this session's requests only, on whichever replica runs them).
+      this.deps.sessions.cancel(session, notification.params?.requestId)
+    }
+    this.deps.logger.debug({ method: notification.method }, 'notification accepted')
+  }
+
+  private async answer (response: JsonRpcResponse, session: Session | undefined): Promise<ItemOutcome> {
+    if ((session?.peer ?? this.sessionless).answer(response)) return { kind: 'accepted' }
+    // A question asked by a request running on another replica (Redis store) is forwarded there.
+    if (session !== undefined && typeof response.id === 'string' && await this.deps.sessions.forwardAnswer(session, response)) return { kind: 'accepted' }
+    // Seed: a response nothing is waiting for is 400.
+    const message = errorResponse(undefined, INVALID_REQUEST, 'Invalid Request: no question is waiting for this response')
+    return { kind: 'reply', status: legacyStatus(message.error), message }
+  }
+
+  private async serveBatch (elements: readonly unknown[], revision: Revision, context: LegacyPostContext, channel: PostChannel): Promise<void> {
+    // Seed › Batches: only 2025-03-26 has them.
+    const refused = batchRefusal(elements, revision)
+    if (refused !== undefined) return reply(channel, legacyStatus(refused.error), refused)
+    const responder = new Responder(channel)
+    const items = elements.map(classify)
+    const outcomes = await Promise.all(items.map(async item => await this.handleItem(item, revision, context, responder, channel)))
+    const replies = outcomes.flatMap(o => o.kind === 'reply' ? [o.message] : [])
+    const hasRequests = items.some(i => i.kind === 'request' || i.kind === 'invalid')
+    if (!hasRequests) {
+      // A batch of only notifications and responses: 202, unless a stray response made it 400.
+      const refusedItem = outcomes.find(o => o.kind === 'reply')
+      if (refusedItem !== undefined && refusedItem.kind === 'reply') return responder.finish(refusedItem.status, refusedItem.message)
+      return responder.finish(ACCEPTED, undefined)
+    }
+    if (replies.length === 0) {
+      if (outcomes.some(o => o.kind === 'withheld')) return responder.withhold()
+      return responder.abandon()
+    }
+    responder.finish(200, replies)
+  }
+}
+
+/** An in-flight entry for a request no Peer tracks (modern, sessionless legacy): cancelled only by its disconnect. */
+function untracked (request: JsonRpcRequest): InFlight {
+  return { id: request.id, controller: new Cancellation(), cancelled: false, done: false }
+}

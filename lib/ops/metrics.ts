@@ -1,0 +1,394 @@
+/**
+ * Prometheus metrics of one mcpx instance (issue #7 › Operability), built on `prom-client`.
+ * Each mcpx instance owns its own `Registry` (never prom-client's global one), so two apps in
+ * one process never collide. The daemon serves it at `GET /metrics`; a host app reads it from
+ * `app.mcpxMetrics.registry` and exposes it wherever it likes.
+ *
+ * Metrics (names follow Prometheus conventions: `_total` counters, `_seconds` durations):
+ * - `mcpx_requests_total{http_method, rpc_method, era, status}`: /mcp requests answered.
+ * - `mcpx_request_duration_seconds{http_method, era}`: /mcp request duration.
+ * - `mcpx_upstream_call_duration_seconds{upstream, operation, outcome}`: callTool, getPrompt,
+ *   readResource and complete, timed at the registry boundary (the registry itself is untouched).
+ * - `mcpx_open_sessions`, `mcpx_open_streams{kind}` (kind: `get` | `listen`).
+ * - `mcpx_stream_dropped_total{stream, kind}`: messages a client that was not reading lost past
+ *   transport.streamBufferBytes (lib/flow.ts): `log` lines dropped, `progress`/`resource`/`list`
+ *   notifications superseded by a newer one; stream `reply` | `get` | `listen`.
+ * - `mcpx_stream_overflows_total{stream}`: streams ended past transport.streamBufferMaxBytes.
+ * - `mcpx_upstream_restarts_total{upstream}`, `mcpx_upstream_up{upstream}`: from `status()`.
+ * - `mcpx_upstream_unrouted_total{upstream, kind}`: an upstream's questions refused (`question`),
+ *   log lines dropped (`log`) because they could not be tied to one call, and task status
+ *   notifications dropped (`task`: 2025-11-25, a task mcpx did not create, or its session has no
+ *   stream here; 2026-07-28, not tied to one call in flight)
+ *   (issue #18; the registry's 'unrouted' event).
+ * - `mcpx_upstream_in_flight{upstream}`, `mcpx_upstream_queued{upstream}`,
+ *   `mcpx_upstream_refused_total{upstream}` (queue full), `mcpx_upstream_oversized_messages_total{upstream}`
+ *   (over maxMessageBytes), `mcpx_upstream_stdin_buffered_bytes{upstream}`: from `loads()` (issue #20).
+ * - `mcpx_config_reloads_total{trigger, outcome}`: config reloads (issue #15), `applied` or `refused`.
+ * - `mcpx_audit_failures_total{reason}`: audit lines lost (issue #17), `write` or `dropped`.
+ * - `mcpx_rate_limit_refusals_total{reason}`: calls refused by a policy rate limit (issue #17):
+ *   `limited` (past the limit: JSON-RPC -31002, HTTP 429) or `unavailable` (the shared store,
+ *   Redis, could not be asked: -32603, HTTP 503).
+ *
+ * Label values that come from the wire are bounded: an unknown JSON-RPC method counts as `other`.
+ * lib/ imports nothing from Fastify.
+ */
+import { Registry, Counter, Gauge, Histogram } from 'prom-client'
+import type { UpstreamRegistry, UpstreamCallOptions, JsonObject } from '../upstreams/types.js'
+import type { FlowDrop, FlowStream } from '../connection/flow.js'
+
+/** JSON-RPC methods counted under their own name; any other method is `other` (bounded cardinality). */
+export const COUNTED_METHODS: ReadonlySet<string> = new Set([
+  'initialize', 'ping', 'server/discover', 'logging/setLevel', 'completion/complete', 'subscriptions/listen',
+  'tools/list', 'tools/call', 'prompts/list', 'prompts/get',
+  'resources/list', 'resources/templates/list', 'resources/read', 'resources/subscribe', 'resources/unsubscribe',
+  'notifications/initialized', 'notifications/cancelled', 'notifications/progress', 'notifications/roots/list_changed'
+])
+
+/** Histogram buckets for upstream calls and requests, seconds (5 ms … 60 s). */
+export const LATENCY_BUCKETS_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
+
+/** Labels of one answered /mcp request. */
+export interface RequestLabels {
+  /** `GET`, `POST`, `DELETE`, `OPTIONS`. */
+  httpMethod: string
+  /** The JSON-RPC method (any string; bounded here), `batch`, `response`, or '' when none. */
+  rpcMethod: string
+  /** `legacy` | `modern` | '' when the request was refused before its era was decided. */
+  era: string
+  status: number
+  /** Duration of the request, ms. */
+  durationMs: number
+}
+
+/** What the /mcp scope reports about its open sessions and streams; read at scrape time. */
+export interface ScopeGauges {
+  sessions: () => number
+  streams: (kind: 'get' | 'listen') => number
+}
+
+/** The metrics of one mcpx instance. */
+export interface McpxMetrics {
+  /** The prom-client registry holding every mcpx metric: `await registry.metrics()`, `registry.contentType`. */
+  readonly registry: Registry
+  /** Counts one answered /mcp request. Never throws. */
+  requestDone: (labels: RequestLabels) => void
+  /**
+   * Wraps an upstream registry so callTool, getPrompt, readResource and complete are timed.
+   * The wrapper forwards everything else (events included) to the original. Never throws.
+   */
+  instrument: (upstreams: UpstreamRegistry) => UpstreamRegistry
+  /** Lets the /mcp scope report its sessions and streams (called once, at registration). */
+  bindScope: (gauges: ScopeGauges) => void
+  /** Legacy sessions and SSE streams open now, as the gauges report them (0 before bindScope). Never throws. */
+  open: () => { sessions: number, streams: { get: number, listen: number } }
+  /** Counts one connection the daemon cut for sending its request too slowly (issue #20). Never throws. */
+  connectionTimedOut: (kind: ConnectionTimeoutKind) => void
+  /** Counts a message taken out of an outgoing stream past its mark (lib/flow.ts FlowPolicy.dropped). Never throws. */
+  streamDropped: (stream: FlowStream, what: FlowDrop) => void
+  /** Counts an outgoing stream ended past its hard limit (lib/flow.ts FlowPolicy.overflowed). Never throws. */
+  streamOverflowed: (stream: FlowStream) => void
+  /** Counts one audit line lost (issue #17: unwritable file, full disk, buffer full). Never throws. */
+  auditFailed: (reason: 'write' | 'dropped') => void
+  /** Counts one config reload (lib/reload.ts): trigger SIGHUP | watch | admin, outcome applied | refused. Never throws. */
+  configReloaded: (trigger: string, outcome: 'applied' | 'refused') => void
+  /** Counts one call refused by a rate limit (`limited`) or for want of its store (`unavailable`; issue #17). Never throws. */
+  rateLimitRefused: (reason: 'limited' | 'unavailable') => void
+}
+
+/**
+ * Why a connection was cut: `silent` sent no byte within transport.headersTimeout (closed),
+ * `head` did not finish its request head in time (408), `body` did not finish its body (408).
+ */
+export type ConnectionTimeoutKind = 'silent' | 'head' | 'body'
+
+/**
+ * The upstream that serves a prefixed tool or prompt name, where it can be told from the name:
+ * the only upstream when there is one, else the `<upstream>__` prefix when it names an upstream
+ * (the default prefix). `undefined` otherwise (an explicit custom prefix). Never throws.
+ */
+export function upstreamOf (upstreams: UpstreamRegistry, name: string | undefined): string | undefined {
+  const names = upstreams.upstreamNames?.() ?? upstreams.status().map(u => u.name)
+  if (names.length === 1) return names[0]
+  if (name === undefined) return undefined
+  const cut = name.indexOf('__')
+  if (cut <= 0) return undefined
+  const prefix = name.slice(0, cut)
+  return names.includes(prefix) ? prefix : undefined
+}
+
+/** The bounded `rpc_method` label of a method name. */
+export function methodLabel (method: string): string {
+  return method === '' || method === 'batch' || method === 'response' || COUNTED_METHODS.has(method) ? method : 'other'
+}
+
+type Timed = 'callTool' | 'getPrompt' | 'readResource' | 'complete'
+
+/** One label set of mcpx_requests_total: its count, and how much of it prom-client has been given. */
+interface RequestCount { labels: { http_method: string, rpc_method: string, era: string, status: string }, count: number, published: number }
+
+/**
+ * Counts of mcpx_requests_total by label set, as nested maps of the label values (HTTP method,
+ * JSON-RPC method label, era, status), so counting a request builds no key. {@link publish} hands
+ * prom-client what was counted since the last scrape. Not exported.
+ */
+class RequestCounts {
+  private readonly byMethod = new Map<string, Map<string, Map<string, Map<number, RequestCount>>>>()
+  private readonly all: RequestCount[] = []
+
+  add (httpMethod: string, rpcMethod: string, era: string, status: number): void {
+    let byRpc = this.byMethod.get(httpMethod)
+    if (byRpc === undefined) this.byMethod.set(httpMethod, byRpc = new Map())
+    let byEra = byRpc.get(rpcMethod)
+    if (byEra === undefined) byRpc.set(rpcMethod, byEra = new Map())
+    let byStatus = byEra.get(era)
+    if (byStatus === undefined) byEra.set(era, byStatus = new Map())
+    let entry = byStatus.get(status)
+    if (entry === undefined) {
+      entry = { labels: { http_method: httpMethod, rpc_method: rpcMethod, era, status: String(status) }, count: 0, published: 0 }
+      byStatus.set(status, entry)
+      this.all.push(entry)
+    }
+    entry.count++
+  }
+
+  /** Calls `inc` with each label set's count since the last publish (label sets with none are skipped). */
+  publish (inc: (labels: RequestCount['labels'], delta: number) => void): void {
+    for (const entry of this.all) {
+      const delta = entry.count - entry.published
+      if (delta === 0) continue
+      entry.published = entry.count
+      inc(entry.labels, delta)
+    }
+  }
+}
+
+/**
+ * Creates the metrics of one mcpx instance.
+ * @param upstreams the registry whose `status()` feeds the restart and up gauges (read at scrape time)
+ */
+export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
+  const registry = new Registry()
+  const registers = [registry]
+  let scope: ScopeGauges | undefined
+
+  // mcpx_requests_total is counted here, per label set, and handed to prom-client at scrape time
+  // (collect): a request costs four Map lookups and an increment instead of prom-client's label
+  // validation and key building on every request (issue #14: with the upstream timer's move from
+  // BigInts to performance.now below, 2.2 % fewer daemon instructions per call). A label set keeps one entry once seen, as prom-client's own does.
+  const requestCounts = new RequestCounts()
+  new Counter({
+    name: 'mcpx_requests_total',
+    help: 'MCP HTTP requests answered, by HTTP method, JSON-RPC method, era and status',
+    labelNames: ['http_method', 'rpc_method', 'era', 'status'] as const,
+    registers,
+    collect () { requestCounts.publish((labels, delta) => { this.inc(labels, delta) }) }
+  })
+  const requestSeconds = new Histogram({
+    name: 'mcpx_request_duration_seconds',
+    help: 'Duration of MCP HTTP requests (SSE streams: until the stream ended), seconds',
+    labelNames: ['http_method', 'era'] as const,
+    buckets: LATENCY_BUCKETS_SECONDS,
+    registers
+  })
+  const upstreamSeconds = new Histogram({
+    name: 'mcpx_upstream_call_duration_seconds',
+    help: 'Duration of calls routed to an upstream (tools/call, prompts/get, resources/read, completion/complete), seconds',
+    labelNames: ['upstream', 'operation', 'outcome'] as const,
+    buckets: LATENCY_BUCKETS_SECONDS,
+    registers
+  })
+  new Gauge({
+    name: 'mcpx_open_sessions',
+    help: 'Legacy Streamable HTTP sessions open',
+    registers,
+    collect () { this.set(scope?.sessions() ?? 0) }
+  })
+  new Gauge({
+    name: 'mcpx_open_streams',
+    help: 'Long-lived SSE streams open: legacy GET notification streams and 2026-07-28 subscriptions/listen streams',
+    labelNames: ['kind'] as const,
+    registers,
+    collect () {
+      this.set({ kind: 'get' }, scope?.streams('get') ?? 0)
+      this.set({ kind: 'listen' }, scope?.streams('listen') ?? 0)
+    }
+  })
+  const connectionTimeouts = new Counter({
+    name: 'mcpx_connection_timeouts_total',
+    help: 'Connections cut for sending a request too slowly (transport.headersTimeout, bodyTimeout), by kind: silent, head, body',
+    labelNames: ['kind'] as const,
+    registers
+  })
+  const unrouted = new Counter({
+    name: 'mcpx_upstream_unrouted_total',
+    help: 'Questions refused (kind=question) and log lines dropped (kind=log) because they could not be tied to exactly one call of a shared upstream',
+    labelNames: ['upstream', 'kind'] as const,
+    registers
+  })
+  // Upstream names come from the config (bounded); kind is question | log.
+  upstreams.on('unrouted', (upstream: string, kind: string) => { unrouted.inc({ upstream, kind }) })
+  const streamDropped = new Counter({
+    name: 'mcpx_stream_dropped_total',
+    help: 'Messages a client that was not reading lost past transport.streamBufferBytes: log lines dropped (kind log), notifications superseded by a newer one (progress, resource, list), by stream (reply, get, listen)',
+    labelNames: ['stream', 'kind'] as const,
+    registers
+  })
+  const streamOverflows = new Counter({
+    name: 'mcpx_stream_overflows_total',
+    help: 'Outgoing streams ended because their client was not reading past transport.streamBufferMaxBytes, by stream (reply, get, listen)',
+    labelNames: ['stream'] as const,
+    registers
+  })
+  const auditFailures = new Counter({
+    name: 'mcpx_audit_failures_total',
+    help: 'Audit lines lost (issue #17): write (the file could not be opened or written, e.g. a full disk) or dropped (its buffer was full)',
+    labelNames: ['reason'] as const,
+    registers
+  })
+  const rateLimitRefusals = new Counter({
+    name: 'mcpx_rate_limit_refusals_total',
+    help: 'Calls refused by a policy rate limit (issue #17): limited (past the limit; JSON-RPC -31002, HTTP 429) or unavailable (the shared Redis store could not be asked; -32603, HTTP 503)',
+    labelNames: ['reason'] as const,
+    registers
+  })
+  const reloads = new Counter({
+    name: 'mcpx_config_reloads_total',
+    help: 'Config reloads (SIGHUP, --watch, POST /admin/reload), by trigger and outcome: applied or refused',
+    labelNames: ['trigger', 'outcome'] as const,
+    registers
+  })
+  const seenRestarts = new Map<string, number>()
+  new Counter({
+    name: 'mcpx_upstream_restarts_total',
+    help: 'Times an upstream was restarted after it went down',
+    labelNames: ['upstream'] as const,
+    registers,
+    collect () {
+      for (const u of upstreams.status()) {
+        const delta = u.restarts - (seenRestarts.get(u.name) ?? 0)
+        seenRestarts.set(u.name, u.restarts)
+        this.inc({ upstream: u.name }, Math.max(0, delta))
+      }
+    }
+  })
+  new Gauge({
+    name: 'mcpx_upstream_up',
+    help: '1 when the upstream is connected (ready), 0 otherwise',
+    labelNames: ['upstream'] as const,
+    registers,
+    // reset first: an upstream removed by a reload leaves the gauge.
+    collect () { this.reset(); for (const u of upstreams.status()) this.set({ upstream: u.name }, u.state === 'ready' ? 1 : 0) }
+  })
+
+  // Issue #20's per-upstream bounds, read from the registry at scrape time: once per scrape, for
+  // the five series below (prom-client collects them in one turn; the snapshot is dropped after it).
+  let scrapeLoads: ReturnType<NonNullable<UpstreamRegistry['loads']>> | undefined
+  const loads = (): NonNullable<typeof scrapeLoads> => {
+    if (scrapeLoads === undefined) {
+      scrapeLoads = upstreams.loads?.() ?? []
+      setImmediate(() => { scrapeLoads = undefined })
+    }
+    return scrapeLoads
+  }
+  new Gauge({
+    name: 'mcpx_upstream_in_flight',
+    help: 'Calls in flight to an upstream now (at most its maxInFlight)',
+    labelNames: ['upstream'] as const,
+    registers,
+    collect () { this.reset(); for (const u of loads()) this.set({ upstream: u.name }, u.inFlight) }
+  })
+  new Gauge({
+    name: 'mcpx_upstream_queued',
+    help: 'Calls waiting for one of an upstream\'s maxInFlight slots now (at most its maxQueued)',
+    labelNames: ['upstream'] as const,
+    registers,
+    collect () { this.reset(); for (const u of loads()) this.set({ upstream: u.name }, u.queued) }
+  })
+  new Gauge({
+    name: 'mcpx_upstream_stdin_buffered_bytes',
+    help: 'Bytes waiting in mcpx for a stdio upstream\'s stdin pipe (bounded by transport.streamBufferBytes plus one message)',
+    labelNames: ['upstream'] as const,
+    registers,
+    collect () { this.reset(); for (const u of loads()) this.set({ upstream: u.name }, u.stdinBuffered) }
+  })
+  const seenLoad = new Map<string, { refused: number, oversized: number }>()
+  const loadDelta = (name: string, key: 'refused' | 'oversized', value: number): number => {
+    let seen = seenLoad.get(name)
+    if (seen === undefined) { seen = { refused: 0, oversized: 0 }; seenLoad.set(name, seen) }
+    const delta = Math.max(0, value - seen[key])
+    seen[key] = value
+    return delta
+  }
+  new Counter({
+    name: 'mcpx_upstream_refused_total',
+    help: 'Calls refused because the upstream had maxInFlight calls in flight and maxQueued waiting (JSON-RPC -32603; HTTP 503)',
+    labelNames: ['upstream'] as const,
+    registers,
+    collect () { for (const u of loads()) this.inc({ upstream: u.name }, loadDelta(u.name, 'refused', u.refused)) }
+  })
+  new Counter({
+    name: 'mcpx_upstream_oversized_messages_total',
+    help: 'Messages from an upstream skipped for being larger than its maxMessageBytes',
+    labelNames: ['upstream'] as const,
+    registers,
+    collect () { for (const u of loads()) this.inc({ upstream: u.name }, loadDelta(u.name, 'oversized', u.oversized)) }
+  })
+
+  function timed<A extends unknown[]> (target: UpstreamRegistry, operation: Timed, call: (...args: A) => Promise<JsonObject>, nameOf: (...args: A) => string | undefined) {
+    return async function timedCall (...args: A): Promise<JsonObject> {
+      const startMs = performance.now()
+      let outcome = 'ok'
+      try {
+        return await call.apply(target, args)
+      } catch (err) {
+        outcome = 'error'
+        throw err
+      } finally {
+        const seconds = (performance.now() - startMs) / 1000
+        upstreamSeconds.observe({ upstream: upstreamOf(target, nameOf(...args)) ?? 'unknown', operation, outcome }, seconds)
+      }
+    }
+  }
+
+  return {
+    registry,
+    requestDone (labels) {
+      requestCounts.add(labels.httpMethod, methodLabel(labels.rpcMethod), labels.era, labels.status)
+      requestSeconds.observe({ http_method: labels.httpMethod, era: labels.era }, labels.durationMs / 1000)
+    },
+    instrument (target) {
+      // The timed methods, then every other method once bound to the registry: one Map lookup per
+      // method read (the request path reads several per call); other properties are read live.
+      const methods = new Map<PropertyKey, unknown>([
+        ['callTool', timed(target, 'callTool', target.callTool, (name: string) => name)],
+        ['getPrompt', timed(target, 'getPrompt', target.getPrompt, (name: string) => name)],
+        ['readResource', timed(target, 'readResource', target.readResource, () => undefined)],
+        ['complete', timed(target, 'complete', target.complete, (params: JsonObject, _options: UpstreamCallOptions) => {
+          const ref = params.ref as { name?: unknown } | undefined
+          return typeof ref?.name === 'string' ? ref.name : undefined
+        })]
+      ])
+      return new Proxy(target, {
+        get (obj, key) {
+          const method = methods.get(key)
+          if (method !== undefined) return method
+          const value = Reflect.get(obj, key, obj) as unknown
+          if (typeof value !== 'function') return value
+          const fn = (value as (...a: unknown[]) => unknown).bind(obj)
+          methods.set(key, fn)
+          return fn
+        }
+      })
+    },
+    bindScope (gauges) { scope = gauges },
+    open () {
+      return { sessions: scope?.sessions() ?? 0, streams: { get: scope?.streams('get') ?? 0, listen: scope?.streams('listen') ?? 0 } }
+    },
+    connectionTimedOut (kind) { connectionTimeouts.inc({ kind }) },
+    streamDropped (stream, what) { streamDropped.inc({ stream, kind: what }) },
+    streamOverflowed (stream) { streamOverflows.inc({ stream }) },
+    auditFailed (reason) { auditFailures.inc({ reason }) },
+    configReloaded (trigger, outcome) { reloads.inc({ trigger, outcome }) },
+    rateLimitRefused (reason) { rateLimitRefusals.inc({ reason }) }
+  }
+}

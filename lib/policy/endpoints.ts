@@ -1,0 +1,190 @@
+/**
+ * Curated endpoints (issue #17 › Curated endpoints, config `servers`): a named subset of the
+ * catalogue, served at `<prefix>/mcp/<name>` (both eras) and by `mcpx serve --server <name>`.
+ * Pure of Fastify; the dispatcher (lib/dispatch.ts) applies it together with the policy
+ * (lib/policy.ts), in one place for every transport.
+ *
+ * - `tools`/`prompts`/`resources`: `allow`/`deny` globs (lib/policy.ts compileGlobs) on catalogue
+ *   names (resources: URIs and uriTemplates); deny wins; an absent `allow` exposes nothing of the kind.
+ * - `rename` (tools): catalogue name → exposed name. The client sees and calls only the exposed
+ *   name; the catalogue name is unknown on this endpoint.
+ * - `override` (tools): replaces `description`, `title` and `annotations` in `tools/list`.
+ * - `defaults` (tools): arguments filled in when the client leaves them out, and dropped from the
+ *   exposed inputSchema's `required`.
+ *
+ * Globs, policy rules and the keys of rename/override/defaults all use catalogue names, so one
+ * rule covers a tool on every endpoint, whatever it is called there.
+ */
+import { compileGlobs } from './rules.js'
+import type { JsonObject } from '../upstreams/types.js'
+
+/** allow/deny globs of one kind. */
+export interface ServerGlobs { allow?: string[], deny?: string[] }
+
+/** What `override` may replace. */
+export interface ToolOverride { description?: string, title?: string, annotations?: JsonObject }
+
+/** One entry of config `servers`. */
+export interface ServerConfig {
+  tools?: ServerGlobs
+  prompts?: ServerGlobs
+  resources?: ServerGlobs
+  rename?: Record<string, string>
+  override?: Record<string, ToolOverride>
+  defaults?: Record<string, JsonObject>
+}
+
+/** A compiled allow/deny pair. */
+class Globs {
+  private readonly allow: RegExp | null
+  private readonly deny: RegExp | null
+  private readonly everything: boolean
+  constructor (globs: ServerGlobs | undefined) {
+    this.allow = compileGlobs(globs?.allow ?? [])
+    this.deny = compileGlobs(globs?.deny ?? [])
+    this.everything = this.deny === null && (globs?.allow ?? []).includes('*')
+  }
+
+  test (name: string): boolean {
+    if (this.everything) return true
+    return this.allow !== null && this.allow.test(name) && (this.deny === null || !this.deny.test(name))
+  }
+}
+
+/** A compiled curated endpoint. Immutable; a reload compiles a new {@link Servers}. */
+export class CuratedServer {
+  private readonly tools: Globs
+  private readonly prompts: Globs
+  private readonly resources: Globs
+  /** catalogue → exposed */
+  private readonly renamed: ReadonlyMap<string, string>
+  /** exposed → catalogue */
+  private readonly original: ReadonlyMap<string, string>
+  private readonly override: ReadonlyMap<string, ToolOverride>
+  private readonly defaults_: ReadonlyMap<string, JsonObject>
+  private readonly exposed = new WeakMap<readonly JsonObject[], JsonObject[]>()
+  private readonly filtered = new WeakMap<readonly JsonObject[], JsonObject[]>()
+
+  constructor (readonly name: string, config: ServerConfig) {
+    this.tools = new Globs(config.tools)
+    this.prompts = new Globs(config.prompts)
+    this.resources = new Globs(config.resources)
+    this.renamed = new Map(Object.entries(config.rename ?? {}))
+    this.original = new Map(Object.entries(config.rename ?? {}).map(([from, to]) => [to, from]))
+    this.override = new Map(Object.entries(config.override ?? {}))
+    this.defaults_ = new Map(Object.entries(config.defaults ?? {}))
+  }
+
+  /**
+   * The catalogue name of the tool the client calls `exposed` on this endpoint, or undefined when
+   * this endpoint has no such tool (not exposed, or a catalogue name that is renamed here).
+   */
+  catalogueTool (exposed: string): string | undefined {
+    const original = this.original.get(exposed)
+    const name = original ?? (this.renamed.has(exposed) ? undefined : exposed)
+    return name !== undefined && this.tools.test(name) ? name : undefined
+  }
+
+  /** The name a catalogue tool has on this endpoint. */
+  exposedTool (catalogue: string): string { return this.renamed.get(catalogue) ?? catalogue }
+
+  /** Whether the tool `name` (catalogue name) is exposed here (under its own name or a rename). */
+  allowsTool (name: string): boolean { return this.tools.test(name) }
+
+  /** Whether the prompt `name` (catalogue name) is exposed here. */
+  allowsPrompt (name: string): boolean { return this.prompts.test(name) }
+
+  /** Whether the resource (URI, or a template's uriTemplate) is exposed here. */
+  allowsResource (uri: string): boolean { return this.resources.test(uri) }
+
+  /** The arguments of a call of catalogue tool `name`: `defaults` under what the client sent. */
+  argumentsFor (name: string, args: JsonObject | undefined): JsonObject | undefined {
+    const defaults = this.defaults_.get(name)
+    if (defaults === undefined) return args
+    return { ...defaults, ...(args ?? {}) }
+  }
+
+  /**
+   * The tools list as this endpoint exposes it: filtered, renamed, overridden, defaults dropped
+   * from `required`. Cached per input array (the registry and the policy replace arrays on change).
+   */
+  exposeTools (items: readonly JsonObject[]): JsonObject[] {
+    const cached = this.exposed.get(items)
+    if (cached !== undefined) return cached
+    const out: JsonObject[] = []
+    for (const item of items) {
+      if (typeof item.name !== 'string' || !this.tools.test(item.name)) continue
+      out.push(this.exposeTool(item))
+    }
+    this.exposed.set(items, out)
+    return out
+  }
+
+  /** One catalogue tool as exposed here (assumed allowed). */
+  exposeTool (item: JsonObject): JsonObject {
+    const name = item.name as string
+    const renamed = this.renamed.get(name)
+    const override = this.override.get(name)
+    const defaults = this.defaults_.get(name)
+    if (renamed === undefined && override === undefined && defaults === undefined) return item
+    const tool: JsonObject = { ...item }
+    if (renamed !== undefined) tool.name = renamed
+    if (override !== undefined) {
+      for (const key of ['description', 'title', 'annotations'] as const) if (override[key] !== undefined) tool[key] = override[key]
+    }
+    if (defaults !== undefined && isRecord(tool.inputSchema) && Array.isArray(tool.inputSchema.required)) {
+      const filled = new Set(Object.keys(defaults))
+      tool.inputSchema = { ...tool.inputSchema, required: tool.inputSchema.required.filter(key => typeof key !== 'string' || !filled.has(key)) }
+    }
+    return tool
+  }
+
+  /** Prompts, resources or templates exposed here (no renames), cached per input array. */
+  filter (kind: 'prompts' | 'resources', items: readonly JsonObject[], key: 'name' | 'uri' | 'uriTemplate'): JsonObject[] {
+    const cached = this.filtered.get(items)
+    if (cached !== undefined) return cached
+    const globs = kind === 'prompts' ? this.prompts : this.resources
+    const out = items.filter(item => typeof item[key] === 'string' && globs.test(item[key]))
+    this.filtered.set(items, out)
+    return out
+  }
+}
+
+function isRecord (value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/** Every curated endpoint, by name. */
+export class Servers {
+  private readonly byName: ReadonlyMap<string, CuratedServer>
+  constructor (config: Record<string, ServerConfig>) {
+    this.byName = new Map(Object.entries(config).map(([name, server]) => [name, new CuratedServer(name, server)]))
+  }
+
+  /** The endpoint called `name`, or undefined. */
+  get (name: string): CuratedServer | undefined { return this.byName.get(name) }
+
+  /** Whether an endpoint by this name is configured. */
+  has (name: string): boolean { return this.byName.has(name) }
+
+  /** Configured endpoint names. */
+  names (): string[] { return [...this.byName.keys()] }
+}
+
+/**
+ * Checks a `servers` config beyond its schema: two catalogue names renamed to the same exposed
+ * name on one endpoint would make calls ambiguous.
+ * @returns the problems, one line each (empty: fine)
+ */
+export function serversProblems (config: Record<string, ServerConfig>): string[] {
+  const problems: string[] = []
+  for (const [name, server] of Object.entries(config)) {
+    const seen = new Map<string, string>()
+    for (const [from, to] of Object.entries(server.rename ?? {})) {
+      const other = seen.get(to)
+      if (other !== undefined) problems.push(`servers.${name}.rename: ${JSON.stringify(other)} and ${JSON.stringify(from)} are both renamed to ${JSON.stringify(to)}`)
+      seen.set(to, from)
+    }
+  }
+  return problems
+}
