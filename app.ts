@@ -97,7 +97,7 @@ const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fa
     maxRequestsPerSession: config.transport.maxRequestsPerSession,
     maxGetStreams: config.transport.maxGetStreams,
     maxConcurrentRequests: config.transport.maxConcurrentRequests,
-    // Every outgoing SSE stream's limits (lib/flow.ts, issue #20), counted on this instance's metrics.
+    // Every outgoing SSE stream's limits (lib/flow.ts), counted on this instance's metrics.
     flow: {
       highWaterBytes: config.transport.streamBufferBytes,
       maxBytes: config.transport.streamBufferMaxBytes,
@@ -124,7 +124,7 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
   let registry = opts.registry
   if (registry === undefined) {
     const upstreamLog = fastify.log.child({ component: 'upstreams' })
-    // mcpx's own credentials to HTTP upstreams with an `auth` (issue #16), through the registry's header seam.
+    // mcpx's own credentials to HTTP upstreams with an `auth` (docs: Authentication › Upstream credentials), through the registry's header seam.
     const headerProvider = createUpstreamHeaderProvider(config.upstreams, upstreamLog)
     const owned = createRegistry(config.upstreams, { logger: upstreamLog, defaultTimeoutMs: config.upstreamTimeout, streamBufferBytes: config.transport.streamBufferBytes, ...(headerProvider !== undefined ? { headerProvider } : {}) })
     registry = owned

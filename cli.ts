@@ -128,7 +128,7 @@ async function check (config: McpxConfig, values: Record<string, unknown>): Prom
 async function tools (config: McpxConfig, values: Record<string, unknown>): Promise<number> {
   let server: CuratedServer | undefined
   if (values.server !== undefined) {
-    // One curated endpoint's catalogue (issue #17): filtered, renamed, overridden, defaults dropped
+    // One curated endpoint's catalogue: filtered, renamed, overridden, defaults dropped
     // from `required`, as its clients list it before any per-caller policy.
     const name = values.server as string
     if (config.servers === undefined) throw new UsageError(`--server ${JSON.stringify(name)}: this config has no \`servers\` (curated endpoints, issue #17); drop --server to list the whole catalogue`)

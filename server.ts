@@ -1,8 +1,8 @@
 /**
  * The daemon (`mcpx daemon`, `npm start`, the container): a Fastify instance with mcpx
  * registered at `/mcp`, `GET /healthz` (liveness), `GET /readyz` (readiness), `GET /metrics`
- * (Prometheus), `GET /status` and `/status.json` (issue #15), `POST /admin/reload`, and graceful
- * shutdown on SIGTERM/SIGINT (issue #7 › Operability).
+ * (Prometheus), `GET /status` and `/status.json` (the status page), `POST /admin/reload`, and graceful
+ * shutdown on SIGTERM/SIGINT (docs: Operability).
  *
  * The health and metrics routes sit on the root instance, outside mcpx's /mcp scope: no Origin,
  * CORS, auth or header rules apply to them, and they are never logged at info. Fastify's own
@@ -45,7 +45,7 @@ function rawResponse (refused: ReturnType<typeof refusal>): string {
  * (431 for oversized headers, 400 otherwise), like every other refusal on the daemon, then the
  * socket closes. A request past transport.headersTimeout or bodyTimeout (Node's
  * ERR_HTTP_REQUEST_TIMEOUT) is 408, unless the connection never sent a byte: that one is just
- * closed (issue #20 › Connection timeouts). Nothing is written once a response has begun on the
+ * closed (docs: Security › Limits). Nothing is written once a response has begun on the
  * socket (an early refusal while the body still trickles): it is closed. Never throws.
  */
 function answerClientError (this: FastifyInstance, err: NodeJS.ErrnoException, socket: Socket): void {
@@ -84,7 +84,7 @@ declare module 'fastify' {
 }
 
 /**
- * onRequest of the admin endpoints (issue #15). `required`: POST /admin/reload, always a token
+ * onRequest of the admin endpoints. `required`: POST /admin/reload, always a token
  * (403 when none is configured, 401 without or with a wrong one). Otherwise (the status page):
  * a loopback Host passes as for /metrics; any other Host needs an admin token (401 for a wrong one,
  * the loopback 403 without one). `oauth` (admin.scopes with auth.oauth): a bearer token that is not
@@ -144,7 +144,7 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
     trustProxy: config.daemon.trustProxy.length > 0 ? config.daemon.trustProxy : false,
     return503OnClosing: true,
     clientErrorHandler: answerClientError,
-    // transport.headersTimeout / bodyTimeout (issue #20): Node bounds sending a request, never the
+    // transport.headersTimeout / bodyTimeout: Node bounds sending a request, never the
     // answer (lib/config httpServerTimeouts). connectionTimeout stays 0: a socket timeout would
     // cut GET streams and long-running calls.
     http: { headersTimeout, requestTimeout, connectionsCheckingInterval },
@@ -186,11 +186,11 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
     source,
     logger: app.log,
     onReload: result => app.mcpxMetrics.configReloaded(result.trigger, result.ok ? 'applied' : 'refused'),
-    // policy and servers (issue #17), and transport.pageSize, apply live, to requests that start after the reload.
+    // policy and servers, and transport.pageSize, apply live, to requests that start after the reload.
     applyAccess: next => app.mcpxApplyAccess(next)
   })
   app.decorate('mcpxReloader', reloader)
-  // admin.scopes (issue #15 › A status page: "or OAuth with an admin scope"): an OAuth access token
+  // admin.scopes (the status page is open to admin tokens "or OAuth with an admin scope"): an OAuth access token
   // for auth.oauth.resource holding all of them opens the admin endpoints as an admin token does.
   // Its own authenticator, with admin.scopes as the required scopes, on the /mcp authenticator's
   // verifier: one JWKS cache, one verdict cache, one discovery.
@@ -200,7 +200,7 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
       { logger: app.log.child({ component: 'admin-auth' }), ...(mcpVerifier !== undefined ? { verifier: mcpVerifier } : {}) })
     : undefined
   const adminConfigured = adminTokens.length > 0 || adminOAuth !== undefined
-  // GET /status and /status.json (issue #15): a loopback Host as for /metrics (on any bind), else an admin token.
+  // GET /status and /status.json: a loopback Host as for /metrics (on any bind), else an admin token.
   const startedAt = new Date()
   await app.register(statusRoutes, {
     guard: adminGuard(verifyAdmin, adminOAuth, adminConfigured, false),
@@ -216,7 +216,7 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
       startedAt
     })
   })
-  // POST /admin/reload (issue #15): an admin token always (a Host check could not stop a
+  // POST /admin/reload: an admin token always (a Host check could not stop a
   // cross-site POST; an Authorization header can only be set by a real client).
   app.post('/admin/reload', { logLevel: 'warn', onRequest: adminGuard(verifyAdmin, adminOAuth, adminConfigured, true) }, async function adminReload (_request, reply) {
     const result = await reloader.reload('admin')
@@ -286,7 +286,7 @@ export async function runDaemon (config: McpxConfig, source: string, options: Da
   const onSigint = (): void => onSignal('SIGINT')
   process.on('SIGTERM', onSigterm)
   process.on('SIGINT', onSigint)
-  // SIGHUP reloads the config (issue #15). Installed before the upstreams start: Node's default
+  // SIGHUP reloads the config. Installed before the upstreams start: Node's default
   // action for SIGHUP is to exit, which would orphan the children.
   let reloader: Reloader | undefined
   const onSighup = (): void => { if (reloader !== undefined) void reloader.reload('SIGHUP') }

@@ -25,10 +25,10 @@ import { createRegistry, startUpstreams } from './lib/upstreams/registry.js'
  * @param config a loaded config (lib/config.ts `loadConfig`/`resolveConfig`)
  * @param logger must not write to stdout: use `createLogger('stdio')` (fd 2)
  * @param io the streams served (default process.stdin and process.stdout; tests pass their own)
- * @param endpoint `--server <name>`: serve that curated endpoint of `config.servers` (issue #17);
+ * @param endpoint `--server <name>`: serve that curated endpoint of `config.servers`;
  *        an unknown name is logged and the exit code is 2 (nothing is started)
  * @param options.source the config file `config` came from: SIGHUP reads it again and reloads the
- *        upstreams (lib/reload.ts; issue #15 › "In stdio mode, SIGHUP does the same"). Without a file
+ *        upstreams (lib/reload.ts; in stdio mode SIGHUP does the same as the daemon's). Without a file
  *        a SIGHUP is refused with one log line.
  * @returns the process exit code: 0 after a clean shutdown, 1 when the upstreams could not be
  *          started, 2 for an unknown `endpoint`. Never rejects.
@@ -65,7 +65,7 @@ export async function runStdio (config: McpxConfig, logger: Logger, io: { input:
     load: source !== '(embedded default)'
       ? () => resolveConfig(source).config
       : () => { throw new McpxError('MCPX_ERR_CONFIG', 'mcpx: this server was given no config file to read again') },
-    // policy and servers (issue #17), and transport.pageSize, apply live, to requests that start after the reload.
+    // policy and servers, and transport.pageSize, apply live, to requests that start after the reload.
     applyAccess: next => core.applyAccess(next)
   })
   // Node's default action for SIGHUP is to exit (orphaning the children): here it reloads.

@@ -1,6 +1,6 @@
 /**
  * Summarises a V8 .cpuprofile (from `node --cpu-prof`): the top functions by self time, and self
- * time by package/file. For the "make it fast" loop of issue #9; profiles themselves are never committed.
+ * time by package/file. For the "make it fast" loop (profile, change, measure); profiles themselves are never committed.
  *
  * Usage: node dist/bench/cpuprofile-top.js FILE.cpuprofile [--top N] [--callers NAME [--depth D]]
  *   --callers NAME: for the functions named NAME, their self time split by caller chain (D frames up, default 4).

@@ -1,5 +1,5 @@
 /**
- * Scenario 14 (issue #20): what an upstream's in-flight cap (lib/upstreams/gate.ts CallGate) costs
+ * Scenario 14 (config maxInFlight): what an upstream's in-flight cap (lib/upstreams/gate.ts CallGate) costs
  * a call, in process. Under the cap a call takes and gives back a slot (`tryAcquire`, `release`):
  * the hot path of every tools/call; it must allocate nothing, so the run counts the garbage
  * collections it caused (none expected: 5 million calls allocating even 8 bytes each would fill the

@@ -1,6 +1,6 @@
 /**
  * Bench scenario 18, "instances": what one per-session instance of an isolated upstream costs
- * (issue #18 › Must show: "RSS per per-session instance of the fixture"), measured from outside.
+ * (the RSS per per-session instance of the fixture), measured from outside.
  *
  * The daemon serves the test fixture (test/fixtures/echo-upstream.ts, stdio) with
  * `isolation: "per-session"`. After a warm-up session (its instance started and stopped by DELETE,

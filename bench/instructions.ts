@@ -1,5 +1,5 @@
 /**
- * Instructions per call (issue #14): the daemon's user-space instructions per modern `tools/call
+ * Instructions per call (BENCHMARKS.md): the daemon's user-space instructions per modern `tools/call
  * echo` (scenario 3's request, the fixture over stdio), counted by valgrind's callgrind. On a
  * shared machine CPU time per request moves by ±10–20 % from one run to the next, and by 5 % even
  * in a paired run (bench/paired.ts); an instruction count does not depend on what else runs, so a

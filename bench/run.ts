@@ -1,6 +1,6 @@
 /**
  * `npm run bench` (full) and `npm run bench -- --quick` (under a minute): what mcpx costs,
- * measured side by side in one run on one machine (issue #9).
+ * measured side by side in one run on one machine (results: BENCHMARKS.md).
  *
  *   1 ceiling      bare Fastify route: parse a JSON-RPC body, answer a fixed result
  *   2 peer         official v2 SDK createMcpHandler serving `echo` in process, no gateway
@@ -18,17 +18,17 @@
  *  13 tracing on   as 3, with OpenTelemetry on (OTEL_EXPORTER_OTLP_ENDPOINT: a local sink that
  *                  answers 200 and drops the spans); 3 is the same daemon with tracing off (the
  *                  default), so 13/3 is what tracing costs when on; also the off path's hooks alone,
- *                  in process, ns per request (issue #15)
+ *                  in process, ns per request
  *  14 in-flight cap an upstream's maxInFlight gate alone, in process: ns per call under the cap
- *                  (and whether it allocates), µs per call through its queue (issue #20)
+ *                  (and whether it allocates), µs per call through its queue
  *  15 policy off   as 11 (a static bearer token), on a daemon with no policy and no audit trail
  *  16 policy on    the same call on a daemon with a 50-rule policy (the caller's rule carries a
  *                  rateLimit it never reaches, so the in-memory limiter counts every call) and the
  *                  audit trail on with arguments "keys" (to a file); 15 and 16 run back to back, and
- *                  16/15 is what policy and audit cost (issue #17: goal ≤ 15 % of req/s)
+ *                  16/15 is what policy and audit cost (goal ≤ 15 % of req/s)
  *  17 call stats   the status page's per-call counting alone (two clock reads and CallStats.record),
- *                  in process: ns per call and whether it allocates (issue #15)
- *  18 instances    RSS per per-session instance of the fixture (isolation "per-session", issue #18):
+ *                  in process: ns per call and whether it allocates
+ *  18 instances    RSS per per-session instance of the fixture (isolation "per-session"):
  *                  each instance child's RSS, and the daemon's own growth per instance
  *
  * The load generator (autocannon, or the stdio client) runs in this process; every server runs in

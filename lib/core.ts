@@ -27,17 +27,17 @@ export interface Core {
   readonly serverInfo: ServerInfo
   /** The registry the dispatcher routes through. */
   readonly registry: UpstreamRegistry
-  /** The audit trail (issue #17), when `audit` is configured. */
+  /** The audit trail, when `audit` is configured. */
   readonly audit: AuditTrail | undefined
-  /** The rate limiter (issue #17), when a policy rule has a `rateLimit`: in memory, or Redis when `sessions.store` is `redis`. */
+  /** The rate limiter, when a policy rule has a `rateLimit`: in memory, or Redis when `sessions.store` is `redis`. */
   readonly rateLimiter: RateLimiter | undefined
   /**
-   * A reload's `policy` and `servers` (issue #15 › Hot reload; issue #17): compiled and swapped in
+   * A reload's `policy` and `servers` (hot reload of per-caller policy and curated endpoints): compiled and swapped in
    * (dispatcher.setAccess) for requests that start from now; then list_changed is offered for every
    * list, so a client whose view changed is told (the hub sends it where the view's list changed).
    * A policy that needs a rate limiter this core was built without (its first `rateLimit`) is not
-   * applied: its key comes back, to be applied by a restart. `transport.pageSize` (issue #18 ›
-   * Paged catalogues) is applied too (dispatcher.setPageSize): the next list answers in pages of it.
+   * applied: its key comes back, to be applied by a restart. `transport.pageSize` (paged
+   * catalogues) is applied too (dispatcher.setPageSize): the next list answers in pages of it.
    * @returns the config keys not applied (empty: both applied). Throws only for a config that did not pass loadConfig.
    */
   applyAccess: (next: McpxConfig) => string[]
@@ -77,16 +77,16 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
     sealer,
     parkTimeoutMs: mrtr.parkTimeoutMs,
     stateTtlMs: mrtr.stateTtlMs,
-    // issue #17; a reload swaps both with dispatcher.setAccess
+    // policy and curated endpoints; a reload swaps both with dispatcher.setAccess
     policy,
     servers: config.servers === undefined ? undefined : new Servers(config.servers),
     audit,
-    pageSize: config.transport.pageSize, // issue #18 › Paged catalogues (lib/paging.ts)
+    pageSize: config.transport.pageSize, // paged catalogues (lib/paging.ts)
     ...(rateLimiter !== undefined ? { rateLimiter } : {}),
     ...(options.onRateLimited !== undefined ? { onRateLimited: options.onRateLimited } : {})
   })
   const hub = new NotificationHub(registry)
-  // 2025-11-25 task status (issue #18 › Tasks): to the session that created the task through mcpx,
+  // 2025-11-25 task status (docs: Tasks): to the session that created the task through mcpx,
   // and no other; one mcpx did not create (or created for a sessionless POST, or whose session has
   // no stream here) is dropped and counted (mcpx_upstream_unrouted_total{kind="task"}).
   const onTaskStatus = (upstream: string, params: JsonObject): void => {

@@ -1,5 +1,5 @@
 /**
- * mcpx-auth: the front door (issues #6, #16). One `onRequest` hook turns the Authorization header
+ * mcpx-auth: the front door (docs: Security, Authentication). One `onRequest` hook turns the Authorization header
  * into a Principal, once, through lib/authenticate, and stores it in `request.mcpPrincipal`; nothing
  * after it reads the header for identity (only lib/principal bindingKeyOf hashes it, with auth off). A refusal is sent as lib/authenticate built it: 401 with
  * `WWW-Authenticate` (and `resource_metadata` with OAuth), or 403 for missing scopes, with an id-less

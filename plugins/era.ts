@@ -22,7 +22,7 @@ declare module 'fastify' {
 
 export default fp(async function mcpxEra (fastify) {
   fastify.decorateRequest('mcp', null)
-  // Callback style: no promise and no microtask per request (issue #14).
+  // Callback style: no promise and no microtask per request.
   fastify.addHook('preValidation', function classifyRequest (request, _reply, done) {
     request.mcp = request.method === 'POST'
       ? classifyPost({ headers: request.headers, parsed: request.body as Parsed | undefined })

@@ -8,7 +8,7 @@
  * another supported one (a client quirk to tolerate).
  *
  * The store is `sessions.store`: in memory (default), or Redis shared by several replicas
- * (lib/redis-sessions.ts, issue #11). While Redis is unreachable a request naming a session is
+ * (lib/redis-sessions.ts). While Redis is unreachable a request naming a session is
  * 503 with Retry-After (the JSON-RPC error carries the request's id when one can be read).
  */
 import fp from 'fastify-plugin'
@@ -69,7 +69,7 @@ export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fast
   fastify.decorateRequest('mcpSession', null)
   const unknownSession = refusal('unknownSession') // built once
   const badSessionHeader = refusal('badSessionHeader')
-  // Modern and unreadable requests pass without a promise (issue #14); a legacy one is looked up.
+  // Modern and unreadable requests pass without a promise; a legacy one is looked up.
   fastify.addHook('preHandler', function sessionHook (request, reply, done) {
     const inbound = request.mcp
     if (inbound === null || inbound.kind === 'reject' || inbound.era !== 'legacy') { done(); return }
@@ -87,11 +87,11 @@ export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fast
     if (header.kind !== 'value') return sendRefusal(reply, badSessionHeader)
     const found = await store.find(header.value)
     // A session is usable only by the principal that minted it (same issuer and subject, or the
-    // same static token; a refreshed token keeps it), on the endpoint it was minted on (issue #17):
+    // same static token; a refreshed token keeps it), on the endpoint it was minted on:
     // anyone else, or any other endpoint, even holding a leaked id, is told the session does not exist.
     if (found.kind === 'unknown' || (found.kind !== 'unavailable' && !sessionBoundTo(header.value, bindingKeyOf(request.mcpPrincipal, request.headers.authorization, endpointOf(request))))) return sendRefusal(reply, unknownSession)
     if (found.kind === 'unavailable') {
-      // issue #11 › Redis faults: a clear 503 (with the request's id when one can be read), never a hang.
+      // A Redis fault: a clear 503 (with the request's id when one can be read), never a hang.
       request.log.debug('session store unavailable')
       return sendRefusal(reply, refusal('storeUnavailable', requestIdOf(inbound)))
     }

@@ -17,11 +17,11 @@ import type { DispatchContext } from '../lib/dispatch/context.js'
 
 export default fp(async function mcpxModernHeaders (fastify) {
   // Where the named tool's inputSchema (with its x-mcp-header annotations) is looked up: the
-  // dispatcher, through the caller's policy view (a hidden tool is unknown here too: issue #17).
+  // dispatcher, through the caller's policy view (a hidden tool is unknown here too: hidden things look absent).
   const dispatcher = fastify.mcp.dispatcher
   const findTool = dispatcher.findTool.bind(dispatcher) // bound once, not per request
   const batchRefused = encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Invalid Request: 2026-07-28 has no JSON-RPC batches'))
-  // Callback style: no promise and no microtask per request (issue #14).
+  // Callback style: no promise and no microtask per request.
   fastify.addHook('preHandler', function checkModernRequest (request, reply, done) {
     const inbound = request.mcp
     if (inbound === null || inbound.kind === 'bodiless' || inbound.kind === 'reject' || inbound.era !== 'modern') { done(); return }

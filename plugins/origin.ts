@@ -22,7 +22,7 @@ export default fp<OriginOptions>(async function mcpxOrigin (fastify, opts) {
   createOriginCheck(opts.policy) // fail fast on a bad policy (McpxError MCPX_ERR_CONFIG), at registration
   const policy = opts.policy
   const refused = refusal('forbiddenOrigin') // built once
-  // Callback style: no promise and no microtask per request (issue #14).
+  // Callback style: no promise and no microtask per request.
   fastify.addHook('onRequest', function checkOrigin (request, reply, done) {
     if (isOriginAllowed(request.headers.origin, policy)) { done(); return }
     request.log.debug({ origin: request.headers.origin }, 'origin refused')

@@ -1,6 +1,6 @@
 /**
  * mcpx-request-log: one structured log line and one metrics sample per /mcp request
- * (issue #7 › Operability › Structured logs). The line is written at `info` through the host's
+ * (docs: Operability › Logs). The line is written at `info` through the host's
  * logger (`request.log`, so it carries Fastify's `reqId`) with:
  * `method` (HTTP), `rpcMethod` (JSON-RPC; `batch` for a batch, `response` for a client's answer),
  * `era`, `revision`, `upstream` (tools/call and prompts/get, where the name tells it), `status`,
@@ -72,7 +72,7 @@ export default fp<RequestLogOptions>(async function mcpxRequestLog (fastify, opt
   // arriving (it tests `req.aborted`), and onResponse only on 'finish', so a POST whose client
   // left during the upstream call (an abandoned JSON reply, or a hijacked SSE stream) produced
   // neither. 'close' on the raw response without `writableFinished` covers every such case.
-  // Both hooks are callback style: no promise and no microtask per request (issue #14).
+  // Both hooks are callback style: no promise and no microtask per request.
   fastify.addHook('onRequest', function markStart (request, reply, done) {
     request.mcpxStartMs = performance.now()
     // `on`, not `once`: a response emits 'close' once, and once() would wrap the listener (two more objects per request).

@@ -25,7 +25,7 @@ export interface UpstreamsPluginOptions {
   config: McpxConfig
   /** Close the registry (kill children) when the instance closes. Default true. */
   closeRegistry?: boolean
-  /** Counts lost audit lines and rate-limit refusals (issue #17); default: not counted. */
+  /** Counts lost audit lines and rate-limit refusals; default: not counted. */
   metrics?: Pick<McpxMetrics, 'auditFailed' | 'rateLimitRefused'>
 }
 

@@ -18,8 +18,8 @@
  *   (mcpx as a client: lists, calls, lifecycle, eras), `replicas` (sessions shared through Redis), `bridge` (MRTR
  *   questions between eras), `config`, `daemon` (process, ops endpoints, shutdown), `plugin` (embedding in a host
  *   Fastify app), `package` (what npm installs), `deploy` (deployment recipes, e.g. `deploy/nginx/…`), `limits`
- *   (issue #20: the bounds mcpx keeps under hostile peers, e.g. `limits/upstreams/…`), `policy`
- *   (who sees and calls what, rate limits), `servers` (curated endpoints), `audit` (the audit trail) (issue #17).
+ *   (the bounds mcpx keeps under hostile peers, e.g. `limits/upstreams/…`), `policy`
+ *   (who sees and calls what, rate limits), `servers` (curated endpoints), `audit` (the audit trail).
  *
  * ## Ids
  * An id is a test name. `*` as the first segment is a family, one id per revision in `revisions`

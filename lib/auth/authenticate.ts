@@ -1,6 +1,6 @@
 /**
  * The front door: one Authorization header in, one {@link Principal} or one refusal out
- * (issue #16; STYLE › The new areas › Identity is a value made once at the boundary). Pure of
+ * (STYLE › The new areas › Identity is a value made once at the boundary). Pure of
  * Fastify; mcpx-auth calls {@link Authenticator.authenticate} once per request and stores the result.
  *
  * Order: a static token (constant-time, `auth.tokens` and the legacy `bearerTokens*`), then an
@@ -10,7 +10,7 @@
  * Refusals (RFC 6750 §3, RFC 9728 §5.1, MCP authorization › Error Handling), each with an id-less
  * JSON-RPC body (code -32600) built once:
  * - no bearer token: 401, `WWW-Authenticate: Bearer resource_metadata="<PRM URL>"` (+ `scope="…"`
- *   when requiredScopes is set); with static tokens only, plain `Bearer` as before issue #16;
+ *   when requiredScopes is set); with static tokens only, plain `Bearer` as before OAuth;
  * - a token that is not accepted: 401, `Bearer error="invalid_token", error_description="…"` (+
  *   resource_metadata with OAuth);
  * - a valid OAuth token without the required scopes: 403, `Bearer error="insufficient_scope", scope="…"`.

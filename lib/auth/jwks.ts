@@ -1,5 +1,5 @@
 /**
- * The signing keys of the authorization server, cached and rotated (issue #16 › JWKS), on top of
+ * The signing keys of the authorization server, cached and rotated (docs: Authentication › OAuth 2.1 › Keys), on top of
  * jose's `createRemoteJWKSet` (which selects the key by `kid`/`alg` and keeps the parsed keys).
  *
  * - Keys are fetched on first use and kept `cacheMaxAgeMs` (10 min) before a background-free

@@ -1,5 +1,5 @@
 /**
- * OAuth metadata URLs and documents (issue #16 › Protected Resource Metadata).
+ * OAuth metadata URLs and documents (RFC 9728 Protected Resource Metadata).
  *
  * - RFC 9728 §3.1: the Protected Resource Metadata of `https://mcp.example.com/mcp` is at
  *   `https://mcp.example.com/.well-known/oauth-protected-resource/mcp` (the well-known segment goes

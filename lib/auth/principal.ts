@@ -1,6 +1,6 @@
 /**
  * The caller's identity, made once at the boundary (STYLE › The new areas › Identity is a value
- * made once at the boundary; issue #16 › The principal). The auth plugin turns the Authorization
+ * made once at the boundary). The auth plugin turns the Authorization
  * header into a {@link Principal}; nothing after it reads the header again. Sessions, MRTR
  * `requestState` and GET streams bind to {@link Principal.key}, so a session survives a token
  * refresh (same issuer and subject, new token) and refuses another subject.
@@ -59,9 +59,9 @@ function keyOf (id: string): string {
  * What sessions, GET streams and MRTR requestState bind to: the principal's key when mcpx-auth made
  * one (authentication on: every admitted request has one). With no authentication configured (e.g.
  * behind a proxy that authenticates) there is no principal, and the binding falls back to the first
- * 128 bits of SHA-256 of the raw Authorization value, hex, as before issue #16 (issue #4 review: a
+ * 128 bits of SHA-256 of the raw Authorization value, hex, as before OAuth and named tokens (so that a
  * leaked session id is useless to another caller). That fallback names nobody and grants nothing.
- * On a curated endpoint (issue #17) the key also binds the endpoint's name, so a session (or a
+ * On a curated endpoint the key also binds the endpoint's name, so a session (or a
  * requestState) minted on `/mcp/support` is unknown on `/mcp/billing` and on `/mcp`.
  * @param principal `request.mcpPrincipal`, or null
  * @param authorization the raw header; undefined or '' with no principal gives undefined (nothing to bind to)

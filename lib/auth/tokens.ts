@@ -1,5 +1,5 @@
 /**
- * Bearer-token authentication for the daemon (issue #6). Pure: no Fastify.
+ * Bearer-token authentication for the daemon (docs: Security). Pure: no Fastify.
  *
  * Tokens come from `auth.bearerTokens`, a file `auth.bearerTokensFile` (one token per line) and an
  * environment variable named by `auth.bearerTokensEnv` (comma-separated). A request carries
@@ -117,7 +117,7 @@ export function loadBearerTokens (auth: McpxConfig['auth'], env: NodeJS.ProcessE
 }
 
 /**
- * The admin tokens (`admin.tokens`, `admin.tokensFile`, `admin.tokensEnv`; issue #15): they open
+ * The admin tokens (`admin.tokens`, `admin.tokensFile`, `admin.tokensEnv`): they open
  * `POST /admin/reload` and, off loopback, `/status` and `/status.json`. Read like
  * {@link loadBearerTokens}, with the same errors naming the `admin.*` key.
  * @returns the tokens; empty when none is configured (then no admin route answers a request)
@@ -215,7 +215,7 @@ export function authConfigured (auth: McpxConfig['auth']): boolean {
 export function assertSafeBind (config: McpxConfig, tokens: readonly unknown[]): void {
   const address = config.daemon.address
   if (isLoopbackAddress(address)) return
-  // auth.oauth and named auth.tokens are explicit authentication too (issue #16).
+  // auth.oauth and named auth.tokens are explicit authentication too.
   if (tokens.length > 0 || config.auth.oauth !== undefined || (config.auth.tokens ?? []).length > 0 || config.auth.allowUnauthenticated === true) return
   throw new McpxError('MCPX_ERR_UNSAFE_BIND', `mcpx: refusing to listen on ${address} without authentication: set auth.bearerTokens (or bearerTokensFile / bearerTokensEnv), auth.tokens or auth.oauth, or auth.allowUnauthenticated: true if an authenticating reverse proxy sits in front`)
 }

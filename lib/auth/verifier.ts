@@ -1,5 +1,5 @@
 /**
- * Access-token verification for mcpx as an OAuth 2.1 resource server (issue #16 › Invalid tokens;
+ * Access-token verification for mcpx as an OAuth 2.1 resource server (invalid tokens are refused;
  * MCP authorization › Token Handling; RFC 9068, RFC 7662, RFC 8707). Pure of Fastify.
  *
  * A token that looks like a JWS compact serialisation is verified locally with jose against the

@@ -4,7 +4,7 @@
  * passes to the Fastify plugin. Durations are a number of ms or a string such as "15s", "500ms",
  * "2m", "1h"; after loading they are numbers of ms.
  *
- * Resolution (issue #2 › Config): `--config PATH`, else `MCPX_CONFIG`, else `./mcpx.config.json`,
+ * Resolution (docs: Configuration): `--config PATH`, else `MCPX_CONFIG`, else `./mcpx.config.json`,
  * else the embedded default ({@link defaultConfig}).
  *
  * Over ~500 lines on purpose: the schema is one literal (every key with its default, unit and
@@ -32,7 +32,7 @@ export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379'
 const DURATION = { anyOf: [{ type: 'number', minimum: 0 }, { type: 'string', pattern: '^\\s*\\d+(\\.\\d+)?\\s*(ms|s|m|h)?\\s*$' }] }
 
 /**
- * Per-upstream bounds (issue #20 › Per upstream); their defaults live in lib/upstreams/types.ts
+ * Per-upstream bounds; their defaults live in lib/upstreams/types.ts
  * (`DEFAULT_MAX_*`), not here: ajv's useDefaults does not reach into a `oneOf` branch reliably.
  */
 const UPSTREAM_LIMITS = {
@@ -41,7 +41,7 @@ const UPSTREAM_LIMITS = {
   maxMessageBytes: { type: 'integer', minimum: 1024, description: 'default 16777216 (16 MiB). Largest single message from this upstream, bytes (a stdio line; an HTTP reply body or SSE event); a larger one is skipped and the call it answered gets an error naming both sizes' }
 } as const
 
-/** The token endpoint and client of an HTTP upstream's own credentials (issue #16 › Outbound). */
+/** The token endpoint and client of an HTTP upstream's own credentials (docs: Authentication › Upstream credentials). */
 const UPSTREAM_CLIENT = {
   issuer: { type: 'string', pattern: '^https?://', description: 'authorization server; its token_endpoint is discovered (RFC 8414, then OIDC)' },
   tokenUrl: { type: 'string', pattern: '^https?://', description: 'token endpoint (instead of issuer)' },
@@ -52,7 +52,7 @@ const UPSTREAM_CLIENT = {
   resource: { type: 'string', pattern: '^https?://', description: 'RFC 8707 resource indicator of the upstream' }
 }
 
-/** Keys of every upstream, stdio or HTTP (issue #18: progress and timeouts). */
+/** Keys of every upstream, stdio or HTTP (progress and timeouts). */
 const UPSTREAM_COMMON = {
   resetTimeoutOnProgress: { type: 'boolean', description: 'default false. true: restart the call\'s timeout each time the upstream sends progress for it' },
   maxTotalTimeout: { ...DURATION, description: 'bound of a whole call (ms), however much progress it sends; default none' },
@@ -74,7 +74,7 @@ const UPSTREAM_AUTH = {
   ]
 }
 
-/** Globs per kind, for `policy` rules (issue #17). */
+/** Globs per kind, for `policy` rules. */
 const KIND_GLOBS = {
   type: 'object',
   additionalProperties: false,
@@ -85,7 +85,7 @@ const KIND_GLOBS = {
   }
 }
 
-/** `policy` (issue #17 › Per-caller policy; README › Policy). */
+/** `policy` (docs: Policy). */
 const POLICY = {
   type: 'object',
   additionalProperties: false,
@@ -141,7 +141,7 @@ const SERVER_GLOBS = {
   }
 }
 
-/** `servers` (issue #17 › Curated endpoints; README › Curated endpoints). */
+/** `servers` (docs: Curated endpoints). */
 const SERVERS = {
   type: 'object',
   description: 'curated endpoints, served at <prefix>/mcp/<name> and by mcpx serve --server <name>',
@@ -274,7 +274,7 @@ export const CONFIG_SCHEMA = {
       type: 'object',
       additionalProperties: false,
       default: {},
-      description: 'operator access (issue #15): POST /admin/reload, and /status and /status.json from a non-loopback Host',
+      description: 'operator access: POST /admin/reload, and /status and /status.json from a non-loopback Host',
       properties: {
         tokens: { type: 'array', items: { type: 'string', minLength: 1 }, default: [], description: 'accepted admin bearer tokens' },
         tokensFile: { type: 'string', description: 'a file with one admin token per line' },
@@ -410,7 +410,7 @@ export interface McpxConfig {
     bodyTimeout: number
     /** ms; 0 disables. Daemon only. */
     keepAliveTimeout: number
-    /** items per page of the four list methods, 0…10 000; 0 = no paging (lib/paging.ts, issue #18). */
+    /** items per page of the four list methods, 0…10 000; 0 = no paging (lib/paging.ts). */
     pageSize: number
   }
   auth: {
@@ -418,23 +418,23 @@ export interface McpxConfig {
     bearerTokensFile?: string
     bearerTokensEnv?: string
     allowUnauthenticated: boolean
-    /** Named static tokens (issue #16). */
+    /** Named static tokens. */
     tokens?: Array<{ name: string, tokenEnv?: string, tokenFile?: string, scopes?: string[] }>
-    /** mcpx as an OAuth resource server (issue #16); durations in ms after loading. */
+    /** mcpx as an OAuth resource server; durations in ms after loading. */
     oauth?: OAuthConfig
   }
-  /** Operator tokens for POST /admin/reload and remote /status (issue #15); read by lib/auth loadAdminTokens. */
+  /** Operator tokens for POST /admin/reload and remote /status; read by lib/auth loadAdminTokens. */
   admin: { tokens: string[], tokensFile?: string, tokensEnv?: string, scopes: string[] }
   /** After loading, `redis` is always set: from `redisUrl` (its earlier spelling, then removed), else {@link DEFAULT_REDIS_URL}. */
   sessions: { store: 'memory' | 'redis', redis: RedisTarget, keyPrefix: string, streamLease: number }
-  /** The MRTR bridge (issue #10): requestState sealing and parked calls. */
+  /** The MRTR bridge (lib/mrtr.ts): requestState sealing and parked calls. */
   mrtr: { stateKey?: string, parkTimeout: number, stateTtl: number }
   upstreamTimeout: number
-  /** Per-caller policy (issue #17; lib/policy.ts); absent: everything allowed. `rateLimit.per` in ms after loading. */
+  /** Per-caller policy (lib/policy.ts); absent: everything allowed. `rateLimit.per` in ms after loading. */
   policy?: PolicyConfig
-  /** The audit trail (issue #17; lib/audit.ts). */
+  /** The audit trail (lib/audit.ts). */
   audit?: AuditConfig
-  /** Curated endpoints by name (issue #17; lib/servers.ts). */
+  /** Curated endpoints by name (lib/servers.ts). */
   servers?: Record<string, ServerConfig>
   /** Keyed by upstream name; insertion order is config order. */
   upstreams: Record<string, UpstreamConfig>
@@ -484,7 +484,7 @@ const CHECK_INTERVAL_MAX_MS = 1_000
 
 /**
  * The daemon's Node http.Server timeouts from transport.headersTimeout, bodyTimeout and
- * keepAliveTimeout (issue #20 › Connection timeouts). Node 20 counts requestTimeout from the
+ * keepAliveTimeout (docs: Security › Limits). Node 20 counts requestTimeout from the
  * message's first byte (or the connection's start) until the request is fully read, never while
  * the answer is written: so it bounds sending a request (head and body) and leaves long SSE
  * replies, GET streams and long-running calls alone. requestTimeout is headersTimeout + bodyTimeout
@@ -698,7 +698,7 @@ export function defaultConfig (): McpxConfig {
 }
 
 /**
- * Finds and loads the config (issue #2 › Config resolution).
+ * Finds and loads the config (docs: Configuration).
  * @param explicitPath `--config PATH`, if given
  * @throws McpxError MCPX_ERR_CONFIG when a named file is missing, is not JSON, or is invalid
  */

@@ -1,6 +1,6 @@
 /**
- * Flow control of every outgoing stream to a client (issue #20 › "A high-water mark on every
- * outgoing stream"): SSE replies to POSTs, legacy GET streams, `subscriptions/listen` streams and
+ * Flow control of every outgoing stream to a client (a high-water mark on every
+ * outgoing stream): SSE replies to POSTs, legacy GET streams, `subscriptions/listen` streams and
  * stdout in `mcpx serve` all write through one {@link OutboundFlow}. The policy lives here, once:
  *
  * - Every write honours backpressure: after `write()` returns false nothing more is handed to the

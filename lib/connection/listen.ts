@@ -101,12 +101,12 @@ export class Listen {
     readonly id: RequestId,
     private readonly filter: ReadFilter,
     private readonly send: (notification: JsonRpcNotification) => void,
-    /** What the listener's caller sees on its endpoint (issue #17); undefined: everything. */
+    /** What the listener's caller sees on its endpoint (policy, curated endpoint); undefined: everything. */
     private readonly visibility?: Visibility,
     /**
      * Whom the caller's upstream calls serve (lib/dispatch.ts instanceOwnerOf): its isolated
      * instances are subscribed to the filter's URIs, and what they announce reaches this stream
-     * (issue #18). Undefined: no instance's.
+     * (isolated upstreams). Undefined: no instance's.
      */
     private readonly instanceOwner?: InstanceOwner
   ) {}
@@ -121,7 +121,7 @@ export class Listen {
   async subscribeUpstream (): Promise<void> {
     const registry = this.dispatcher.registry
     await Promise.all([...this.filter.uris].map(async uri => {
-      if (this.visibility?.seesUri(uri) === false) return // hidden: never subscribed upstream (issue #17)
+      if (this.visibility?.seesUri(uri) === false) return // hidden: never subscribed upstream (hidden things look absent)
       try {
         await registry.subscribe(uri, this.instanceOwner)
       } catch (err) {

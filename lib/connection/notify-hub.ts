@@ -17,7 +17,7 @@ export interface HubListener {
   /** Delivers one notification. Must not throw. */
   send: (notification: JsonRpcNotification) => void
   /**
-   * What the listener's caller sees on its endpoint (issue #17; Dispatcher.visibilityOf). When set,
+   * What the listener's caller sees on its endpoint (Dispatcher.visibilityOf). When set,
    * list_changed is delivered only when that view of the list changed, and resources/updated only
    * for a URI the caller sees. Absent: everything, as the registry announces it.
    */
@@ -30,7 +30,7 @@ export interface HubListener {
   /**
    * Whom the listener's calls serve, as they name it to the upstreams (UpstreamCallOptions
    * `owner`, `principalKey`): it then also gets what the isolated instance its calls use announces
-   * ({@link InstanceEvent}, issue #18), and no other instance's. Absent: no instance's events.
+   * ({@link InstanceEvent}), and no other instance's. Absent: no instance's events.
    */
   instanceOwner?: InstanceOwner
   /**
@@ -70,7 +70,7 @@ export class NotificationHub {
       if (!listener.lists.has(kind)) continue
       const visibility = listener.visibility
       if (visibility !== undefined) {
-        // issue #17: only when this caller's view on this endpoint changed.
+        // Only when this caller's view on this endpoint changed.
         const seen = this.seen.get(listener)
         const now = visibility.fingerprint(kind, this.registry)
         if (seen === undefined || seen[kind] === now) continue
@@ -89,7 +89,7 @@ export class NotificationHub {
    * Delivers an event another replica saw to the listeners that asked for relayed events, under
    * the same filter as this replica's own: resources/updated only for a subscribed URI the
    * listener sees, list_changed only when one of the changed catalogue keys is visible to it
-   * (issue #17 › Notifications: "reach a caller only for what it can see"). Never throws.
+   * (notifications reach a caller only for what it can see). Never throws.
    */
   relay (event: RelayedEvent): void {
     if ('uri' in event) {
@@ -110,7 +110,7 @@ export class NotificationHub {
   }
 
   /**
-   * An isolated instance's list change or resource update (issue #18): to the listeners whose
+   * An isolated instance's list change or resource update: to the listeners whose
    * calls that instance serves (same key by {@link instanceKeyOf}), never another. A list change
    * goes to those that asked for that kind (the merged catalogue they then re-list is the shared
    * connection's: README › Isolated upstreams); a resource update to those subscribed to the URI
@@ -130,7 +130,7 @@ export class NotificationHub {
 
   /**
    * An isolated instance's event that another replica saw (lib/redis-sessions.ts: the replica
-   * running a legacy session's instances relays them to the one holding its GET stream; issue #18),
+   * running a legacy session's instances relays them to the one holding its GET stream),
    * delivered as a local one is. Never throws.
    */
   instanceEvent (event: InstanceEvent): void {

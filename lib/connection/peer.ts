@@ -15,7 +15,7 @@
  * relays answers and cancellations between replicas, onto the Peer of the replica that holds them.
  *
  * {@link MessageSink} is the one interface through which anything reaches a client: the stdio
- * writer, an SSE stream and a pending HTTP reply implement it. Flow control (issue #20: high-water
+ * writer, an SSE stream and a pending HTTP reply implement it. Flow control (high-water
  * marks, progress coalescing) sits behind it, in lib/flow.ts, for both transports.
  */
 import { randomBytes } from 'node:crypto'

@@ -25,7 +25,7 @@ export interface DispatchContext {
    * The canceller behind `signal` (lib/cancel Cancellation), when the face made one for this request alone and aborts
    * it only when the request is cancelled (2026-07-28 HTTP: its client went away). The MRTR bridge
    * (lib/mrtr.ts) then adopts it for a fresh upstream call instead of making a second one and
-   * listening on `signal` (issue #14). Undefined elsewhere.
+   * listening on `signal` (so a request allocates no AbortController). Undefined elsewhere.
    */
   controller?: Canceller
   /**
@@ -45,26 +45,26 @@ export interface DispatchContext {
    */
   principal?: string
   /**
-   * The caller's Principal itself (lib/principal.ts; issue #16): passed to upstream calls as their
-   * `principal`, and what the policy (lib/policy.ts; issue #17) decides by. Undefined: anonymous
+   * The caller's Principal itself (lib/principal.ts): passed to upstream calls as their
+   * `principal`, and what the policy (lib/policy.ts) decides by. Undefined: anonymous
    * (HTTP without authentication). stdio sets LOCAL_PRINCIPAL.
    */
   caller?: unknown
   /**
    * The client connection the request belongs to, when it is one client's: the legacy HTTP
    * session id, or {@link STDIO_SESSION} on stdio. Undefined for sessionless legacy POSTs and
-   * 2026-07-28 HTTP requests. Upstream calls carry it as their `owner` (issue #18: a question or
+   * 2026-07-28 HTTP requests. Upstream calls carry it as their `owner` (a question or
    * log line goes to a caller only when it can be tied to one), and isolated upstreams key
    * per-session instances by it.
    */
   sessionId?: string
   /**
    * Where the session's per-session isolated instances live when replicas share sessions (Redis
-   * store; issue #18): handed to upstream calls as their `home`. Undefined: this process.
+   * store): handed to upstream calls as their `home`. Undefined: this process.
    */
   instanceHome?: InstanceHome
   /**
-   * The endpoint the request came in on (issue #17): a curated server's name (`<prefix>/mcp/<name>`,
+   * The endpoint the request came in on: a curated server's name (`<prefix>/mcp/<name>`,
    * `mcpx serve --server <name>`), or undefined for `/mcp` itself (the whole catalogue).
    */
   endpoint?: string

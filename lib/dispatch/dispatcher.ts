@@ -39,7 +39,7 @@ import { requireString, stripMeta } from '../protocol/params.js'
 export type { DispatchContext } from './context.js'
 
 /**
- * Whom a request's upstream calls serve (issue #18): its session (legacy session, the stdio
+ * Whom a request's upstream calls serve (isolated upstreams): its session (legacy session, the stdio
  * client) and its principal, as UpstreamCallOptions `owner` and `principalKey`. An isolated
  * upstream picks its instance by them (lib/upstreams/types.ts instanceKeyOf); subscriptions and
  * notification listeners name their owner the same way, so an instance's events reach exactly it.
@@ -83,16 +83,16 @@ export interface DispatcherOptions {
   parkTimeoutMs?: number
   /** How long a requestState mcpx issues stays valid, ms. Default 300 000. */
   stateTtlMs?: number
-  /** The per-caller policy (lib/policy.ts, issue #17); undefined: everything allowed to everyone. */
+  /** The per-caller policy (lib/policy.ts); undefined: everything allowed to everyone. */
   policy?: Policy
-  /** The curated endpoints (lib/servers.ts, issue #17); undefined: none. */
+  /** The curated endpoints (lib/servers.ts); undefined: none. */
   servers?: Servers
-  /** The audit trail (lib/audit.ts, issue #17); undefined: none. */
+  /** The audit trail (lib/audit.ts); undefined: none. */
   audit?: AuditTrail
   /** Items per page of the four list methods (`transport.pageSize`, lib/paging.ts); default 0: no paging. */
   pageSize?: number
   /**
-   * Counts calls against the policy's rate limits (lib/rate-limit.ts, issue #17); undefined: no rule
+   * Counts calls against the policy's rate limits (lib/rate-limit.ts); undefined: no rule
    * has a rateLimit. A limit met without a limiter refuses the call (fail closed).
    */
   rateLimiter?: RateLimiter
@@ -100,11 +100,11 @@ export interface DispatcherOptions {
   onRateLimited?: (reason: 'limited' | 'unavailable') => void
 }
 
-/** Methods audited whatever their outcome (issue #17 › Audit trail); any other only when denied or rate-limited. */
+/** Methods audited whatever their outcome (docs: Audit); any other only when denied or rate-limited. */
 const AUDITED = new Set(['tools/call', 'prompts/get', 'resources/read'])
 
 /**
- * A hidden thing's error (issue #17): the same code, message and data as an absent one, so the
+ * A hidden thing's error: the same code, message and data as an absent one, so the
  * reply is the same bytes; the class only lets the audit trail record the request as `denied`.
  */
 class HiddenError extends UpstreamRpcError {}
@@ -195,7 +195,7 @@ export class Dispatcher {
   /**
    * What the request's caller sees on its endpoint, or undefined when neither a policy nor a
    * curated endpoint applies (everything visible: the old path, at no cost). The one place
-   * visibility is decided (issue #17 › One place). An endpoint that is not configured exposes nothing.
+   * visibility is decided. An endpoint that is not configured exposes nothing.
    */
   visibilityOf (ctx: Pick<DispatchContext, 'caller' | 'endpoint'>): Visibility | undefined {
     const view = this.policy?.viewOf(ctx.caller, ctx.endpoint ?? WHOLE_CATALOGUE)
@@ -274,7 +274,7 @@ export class Dispatcher {
     return tracing.request(request, ctx.era, ctx.revision, ctx.traceIn, trace => { ctx.trace = trace }, async () => await this.audited(request, ctx))
   }
 
-  /** {@link answer}, plus its audit line when a trail is configured (issue #17); no extra promise without one. */
+  /** {@link answer}, plus its audit line when a trail is configured; no extra promise without one. */
   private audited (request: JsonRpcRequest, ctx: DispatchContext): Promise<JsonRpcResponse> {
     const audit = this.audit
     if (audit === undefined) return this.answer(request, ctx)
@@ -366,7 +366,7 @@ export class Dispatcher {
 
   private async run (request: JsonRpcRequest, ctx: DispatchContext): Promise<JsonObject> {
     const params = request.params ?? {}
-    // issue #17: what this caller sees on this endpoint (undefined: no policy, everything). A hidden
+    // Policy and curated endpoints: what this caller sees on this endpoint (undefined: no policy, everything). A hidden
     // thing is answered exactly as a name that does not exist (the same error, thrown where the
     // registry would throw it), and never reaches the upstream.
     const visibility = this.visibilityOf(ctx)
@@ -510,7 +510,7 @@ export class Dispatcher {
   }
 
   /**
-   * One page of a list as the caller sees it (issue #18 › Paged catalogues; lib/paging.ts): the
+   * One page of a list as the caller sees it (paged catalogues; lib/paging.ts): the
    * items are already filtered and renamed, so cursors work the same on /mcp, curated endpoints
    * and stdio. Throws -32602 (UpstreamRpcError) for a malformed or outdated cursor.
    */
@@ -523,14 +523,14 @@ export class Dispatcher {
     const progressToken = isObject(meta) ? meta.progressToken : undefined
     const options: UpstreamCallOptions = { signal: ctx.signal, era: ctx.era }
     if (ctx.trace !== undefined) options.trace = ctx.trace // a child span per upstream call (lib/trace.ts)
-    if (ctx.caller !== undefined) options.principal = ctx.caller // per-caller upstream credentials (issue #16)
-    // Whose questions and log lines, which isolated instance, and where it lives (issue #18).
+    if (ctx.caller !== undefined) options.principal = ctx.caller // per-caller upstream credentials
+    // Whose questions and log lines, which isolated instance, and where it lives (isolated upstreams).
     instanceOwnerOf(ctx, options)
     const notify = ctx.notify
     // Log lines go to a legacy client as they come (it opted in by declaring nothing: legacy servers
     // send logs unless logging/setLevel says otherwise); a modern client gets them only when its
     // request set a logLevel, which the upstream also sees and filters by (DIGEST §6f).
-    // notifications/elicitation/complete (of a URL-mode elicitation the call relayed; issue #18) exists
+    // notifications/elicitation/complete (of a URL-mode elicitation the call relayed) exists
     // only in 2025-11-25 (DIGEST §6, method table): it goes to a legacy client, never to a modern one.
     if (notify !== undefined && (ctx.era === 'legacy' || (isObject(meta) && typeof meta[META_LOG_LEVEL] === 'string'))) {
       const legacy = ctx.era === 'legacy'
@@ -543,7 +543,7 @@ export class Dispatcher {
     }
     if ((typeof progressToken === 'string' || typeof progressToken === 'number') && ctx.notify !== undefined) {
       const notify = ctx.notify
-      // Once per notification of a flood (issue #20), so built property by property: with an object
+      // Once per notification of a flood, so built property by property: with an object
       // spread here (`{ ...p, progressToken }`) Node 20's V8 promoted these short-lived objects to
       // the old generation (alone in a loop: 20% of what it allocated, against 0.2% without), which
       // grew by ~4 MB/s under a flood to a stalled client until a major GC (RSS past 300 MB with 4
@@ -563,8 +563,9 @@ export class Dispatcher {
         // request did not declare is -32021 to the client, whatever the upstream makes of the refusal.
         const refused = this.mrtr.refusal(question, ctx)
         if (refused !== undefined) throw refused
-        // A 2026-07-28 client takes no server→client requests (DIGEST §6c row 17); relaying the
-        // question as an input_required result is the MRTR bridge (issue #10). Until then: a clear refusal.
+        // A 2026-07-28 client takes no server→client requests (DIGEST §6c row 17). On tools/call,
+        // prompts/get and resources/read the MRTR bridge (lib/mrtr.ts MrtrBridge) replaces this handler:
+        // it parks the call and returns the question as an input_required result. Elsewhere: a clear refusal.
         if (ask === undefined) throw new UpstreamRpcError(METHOD_NOT_FOUND, `mcpx cannot relay ${question.method} to a 2026-07-28 client`)
         return await ask(question, signal)
       }
@@ -595,7 +596,7 @@ export class Dispatcher {
 
   /**
    * The error for a hidden tool or prompt: the registry's answer for that name were it absent
-   * (issue #17 › Hidden things look absent), so it is the same bytes as an absent name's while the
+   * (hidden things look absent), so it is the same bytes as an absent name's while the
    * upstream the name would belong to is down or connecting too; marked hidden for the audit.
    */
   private hidden (kind: 'tool' | 'prompt', name: string): UpstreamRpcError {
@@ -609,9 +610,9 @@ export class Dispatcher {
       const code = err.code === RESOURCE_NOT_FOUND && ctx.era === 'modern' ? INVALID_PARAMS : err.code
       const response = errorResponse(request.id, code, err.message, err.data)
       if (err instanceof HiddenError && this.audit !== undefined) this.denials.add(response)
-      // An upstream's full queue (issue #20), a rate limit (issue #17) and an isolated upstream's
-      // instance cap (issue #18) are refusals: over HTTP, their lib/status.ts rows (503 / 429, with Retry-After).
-      if (err instanceof InstanceForwardError) return err.refusal === undefined ? response : markRefused(response, err.refusal) // issue #18 under Redis
+      // An upstream's full queue, a rate limit and an isolated upstream's
+      // instance cap are refusals: over HTTP, their lib/status.ts rows (503 / 429, with Retry-After).
+      if (err instanceof InstanceForwardError) return err.refusal === undefined ? response : markRefused(response, err.refusal) // isolated instances under Redis
       return err instanceof UpstreamBusyError || err instanceof RefusedError || err instanceof InstancesExhaustedError ? markRefused(response, err.refusal) : response
     }
     if (ctx.signal.aborted) return errorResponse(request.id, UPSTREAM_ERROR, 'Request cancelled')

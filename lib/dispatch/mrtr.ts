@@ -1,5 +1,5 @@
 /**
- * Multi-round-trip requests (MRTR) across eras (issue #10; DIGEST §6f "MRTR InputRequiredResult").
+ * Multi-round-trip requests (MRTR) across eras (DIGEST §6f "MRTR InputRequiredResult").
  *
  * - {@link StateSealer}: mcpx's `requestState` is opaque to the client and protected with
  *   HMAC-SHA256 under a key from config (`mrtr.stateKey`) or generated at start. It binds the
@@ -205,7 +205,7 @@ export interface MrtrBridgeOptions {
 }
 
 /**
- * The MRTR bridge between eras (issue #10) for the three methods that may need client input:
+ * The MRTR bridge between eras for the three methods that may need client input:
  * - a legacy client in front of a modern upstream: the upstream's `input_required` becomes real
  *   questions on the client's connection, then an upstream retry; the client sees one call;
  * - a modern client in front of a legacy upstream: the upstream's question parks the call and
@@ -214,7 +214,7 @@ export interface MrtrBridgeOptions {
  * It also decides, once, whether a client can be asked a question at all ({@link refusal}).
  */
 export class MrtrBridge {
-  /** Calls parked on a question, by id (issue #10: legacy upstream, modern client). */
+  /** Calls parked on a question, by id (legacy upstream, modern client). */
   private readonly parked = new Map<string, ParkedCall>()
   /** Capabilities a modern request's upstream asked for and the client had not declared, per request. */
   private readonly missing = new WeakMap<DispatchContext, JsonObject>()
@@ -260,7 +260,7 @@ export class MrtrBridge {
 
   /**
    * The three methods that may need client input (DIGEST §6f: only tools/call, prompts/get and
-   * resources/read return input_required), bridged across eras (issue #10).
+   * resources/read return input_required), bridged across eras.
    */
   async call (request: JsonRpcRequest, ctx: DispatchContext, name: string, invoke: (options: UpstreamCallOptions) => Promise<JsonObject>): Promise<JsonObject> {
     if (ctx.era === 'modern') return await this.modern(request, ctx, name, invoke)
@@ -424,7 +424,7 @@ export class MrtrBridge {
     return { resultType: 'input_required', inputRequests, requestState: this.seal({ k: 'again', m: parked.method, n: parked.name }, ctx) }
   }
 
-  /** A parked call never resumed: cancel it upstream and forget it (issue #10). */
+  /** A parked call never resumed: cancel it upstream and forget it. */
   private expire (parked: ParkedCall): void {
     this.options.logger.debug({ method: parked.method, name: parked.name }, 'parked call expired: cancelling upstream')
     parked.pending?.refuse(Object.assign(new Error('the client did not answer in time'), { code: INTERNAL_ERROR }))
@@ -476,7 +476,7 @@ export function missingCapabilities (result: JsonObject, clientCapabilities: Jso
  * `ClientCapabilities.elicitation.{form,url}`; an empty `elicitation: {}` means form only, for
  * backwards compatibility): `'url'` for a URL-mode `elicitation/create` without `elicitation.url`,
  * `'form'` for a form-mode one when the client declared only other modes; undefined when the client
- * can take it, or the question is not an elicitation (issue #18 › URL-mode elicitation). Never throws.
+ * can take it, or the question is not an elicitation (URL-mode elicitation). Never throws.
  */
 export function elicitationModeMissing (method: string, params: JsonObject | undefined, clientCapabilities: JsonObject): 'url' | 'form' | undefined {
   if (method !== 'elicitation/create') return undefined

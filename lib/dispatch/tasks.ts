@@ -5,7 +5,7 @@
  * ones: which requests declare them, the task ids mcpx shows its clients, the book of 2025-11-25
  * tasks it created, and the task methods themselves ({@link Tasks}, which the dispatcher owns).
  *
- * One module for both eras (issue #14 › one home per rule): the two share the namespaced ids, the
+ * One module for both eras (one home per rule): the two share the namespaced ids, the
  * caller-bound ownership check and the routing to the upstream an id names, and differ only in what
  * is offered to whom and in the 2025-11-25 extras (tasks/result, tasks/list, the book, status
  * notifications); split by era, each half would need the other's helpers.
@@ -99,7 +99,7 @@ export interface BookedTask {
 }
 
 /**
- * The 2025-11-25 tasks mcpx created for its legacy clients, in memory (issue #18 › Tasks in both
+ * The 2025-11-25 tasks mcpx created for its legacy clients, in memory (docs: Tasks, in both
  * eras). `tasks/list` shows a caller only the tasks it holds for that caller's owner key (a shared
  * upstream's own list has every caller's tasks); `notifications/tasks/status` is relayed to the
  * session that created the task. Bounded: {@link MAX_TASKS_PER_OWNER} per owner and

@@ -1,5 +1,5 @@
 /**
- * Reading the rest of a refused request body before answering (issue #18 › Small cases: a body
+ * Reading the rest of a refused request body before answering (a body
  * over transport.maxBodyBytes). Node closes a `Connection: close` response's socket as soon as the
  * response is written; a client still sending its body then gets EPIPE or a reset instead of the
  * 413 (the kernel discards what it had received). So the 413 waits until the body has been read

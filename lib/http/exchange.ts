@@ -45,11 +45,11 @@ export interface PostChannel {
   onDisconnect (fn: () => void): void
   /** The caller's opaque identity (lib/principal.ts Principal.key, made once by mcpx-auth), if any. */
   readonly principal?: string
-  /** The caller's Principal itself (issue #16), handed to upstream header providers (token exchange). */
+  /** The caller's Principal itself, handed to upstream header providers (token exchange). */
   readonly caller?: unknown
   /** Only when tracing is on (lib/trace.ts): the request's traceparent/tracestate headers. */
   readonly traceIn?: TraceIn | undefined
-  /** The curated endpoint the request came in on (issue #17); undefined for `/mcp` itself. */
+  /** The curated endpoint the request came in on; undefined for `/mcp` itself. */
   readonly endpoint?: string
 }
 
@@ -210,9 +210,9 @@ export class HttpExchange {
     const responder = new Responder(channel)
     const ctx = modernContext(inbound.meta, entry.controller.signal, scopedNotify(entry, responder), channel.principal)
     ctx.controller = entry.controller // aborted only by the disconnect above: the MRTR bridge adopts it (no second controller)
-    if (channel.caller !== undefined) ctx.caller = channel.caller // per-caller upstream credentials (issue #16)
+    if (channel.caller !== undefined) ctx.caller = channel.caller // per-caller upstream credentials
     if (channel.traceIn !== undefined) ctx.traceIn = channel.traceIn
-    if (channel.endpoint !== undefined) ctx.endpoint = channel.endpoint // issue #17
+    if (channel.endpoint !== undefined) ctx.endpoint = channel.endpoint // curated endpoint
     const response = await this.deps.dispatcher.handle(request, ctx)
     if (entry.controller.signal.aborted) { responder.abandon(); return } // nothing is written after a cancel
     const refused = markedRefusal(response)
@@ -340,15 +340,15 @@ export class HttpExchange {
       ask: async (question, signal) => await peer.ask(question, signal, route),
       subscriptions: session === undefined ? undefined : deps.sessions.subscriptionsOf(session)
     })
-    if (channel.caller !== undefined) ctx.caller = channel.caller // per-caller upstream credentials (issue #16)
-    // Whose instance of a per-principal isolated upstream its calls use (issue #18); a session is bound to it.
+    if (channel.caller !== undefined) ctx.caller = channel.caller // per-caller upstream credentials
+    // Whose instance of a per-principal isolated upstream its calls use; a session is bound to it.
     if (channel.principal !== undefined) ctx.principal = channel.principal
     if (session !== undefined) {
       ctx.sessionId = session.id
-      if (session.instanceHome !== undefined) ctx.instanceHome = session.instanceHome // Redis store: issue #18's forwarding
+      if (session.instanceHome !== undefined) ctx.instanceHome = session.instanceHome // Redis store: calls forwarded to the replica holding the instances
     }
     if (channel.traceIn !== undefined) ctx.traceIn = session === undefined ? channel.traceIn : { ...channel.traceIn, sessionId: session.id }
-    if (channel.endpoint !== undefined) ctx.endpoint = channel.endpoint // issue #17
+    if (channel.endpoint !== undefined) ctx.endpoint = channel.endpoint // curated endpoint
     try {
       const response = await deps.dispatcher.handle(request, ctx)
       if (entry.cancelled) return { kind: 'withheld' }

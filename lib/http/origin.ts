@@ -1,6 +1,6 @@
 /**
  * Which browser origins may talk to mcpx over Streamable HTTP
- * (seed › "Origin (every revision with Streamable HTTP)"; issue #6).
+ * (seed › "Origin (every revision with Streamable HTTP)").
  *
  * Allowed: no Origin at all (every non-browser client); the loopback hosts `localhost`,
  * `127.0.0.1` and `[::1]` at any port over http or https; the daemon's own `daemon.address` when it

@@ -41,7 +41,7 @@ export interface SseStreamOptions {
 /**
  * An open SSE response. Owns its keep-alive timer (unref'd) and stops writing once the
  * response is closed from either side. Every event goes through one {@link OutboundFlow}
- * (issue #20): backpressure, coalescing and dropping past transport.streamBufferBytes, and past
+ * (a high-water mark on every outgoing stream): backpressure, coalescing and dropping past transport.streamBufferBytes, and past
  * transport.streamBufferMaxBytes the response is destroyed (the client sees its stream end and can
  * reconnect; {@link onOverflow} callbacks run first, so a reply's call is cancelled upstream).
  */

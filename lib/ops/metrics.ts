@@ -1,5 +1,5 @@
 /**
- * Prometheus metrics of one mcpx instance (issue #7 › Operability), built on `prom-client`.
+ * Prometheus metrics of one mcpx instance (docs: Operability › Metrics), built on `prom-client`.
  * Each mcpx instance owns its own `Registry` (never prom-client's global one), so two apps in
  * one process never collide. The daemon serves it at `GET /metrics`; a host app reads it from
  * `app.mcpxMetrics.registry` and exposes it wherever it likes.
@@ -19,13 +19,13 @@
  *   log lines dropped (`log`) because they could not be tied to one call, and task status
  *   notifications dropped (`task`: 2025-11-25, a task mcpx did not create, or its session has no
  *   stream here; 2026-07-28, not tied to one call in flight)
- *   (issue #18; the registry's 'unrouted' event).
+ *   (the registry's 'unrouted' event).
  * - `mcpx_upstream_in_flight{upstream}`, `mcpx_upstream_queued{upstream}`,
  *   `mcpx_upstream_refused_total{upstream}` (queue full), `mcpx_upstream_oversized_messages_total{upstream}`
- *   (over maxMessageBytes), `mcpx_upstream_stdin_buffered_bytes{upstream}`: from `loads()` (issue #20).
- * - `mcpx_config_reloads_total{trigger, outcome}`: config reloads (issue #15), `applied` or `refused`.
- * - `mcpx_audit_failures_total{reason}`: audit lines lost (issue #17), `write` or `dropped`.
- * - `mcpx_rate_limit_refusals_total{reason}`: calls refused by a policy rate limit (issue #17):
+ *   (over maxMessageBytes), `mcpx_upstream_stdin_buffered_bytes{upstream}`: from `loads()`.
+ * - `mcpx_config_reloads_total{trigger, outcome}`: config reloads, `applied` or `refused`.
+ * - `mcpx_audit_failures_total{reason}`: audit lines lost, `write` or `dropped`.
+ * - `mcpx_rate_limit_refusals_total{reason}`: calls refused by a policy rate limit:
  *   `limited` (past the limit: JSON-RPC -31002, HTTP 429) or `unavailable` (the shared store,
  *   Redis, could not be asked: -32603, HTTP 503).
  *
@@ -81,17 +81,17 @@ export interface McpxMetrics {
   bindScope: (gauges: ScopeGauges) => void
   /** Legacy sessions and SSE streams open now, as the gauges report them (0 before bindScope). Never throws. */
   open: () => { sessions: number, streams: { get: number, listen: number } }
-  /** Counts one connection the daemon cut for sending its request too slowly (issue #20). Never throws. */
+  /** Counts one connection the daemon cut for sending its request too slowly. Never throws. */
   connectionTimedOut: (kind: ConnectionTimeoutKind) => void
   /** Counts a message taken out of an outgoing stream past its mark (lib/flow.ts FlowPolicy.dropped). Never throws. */
   streamDropped: (stream: FlowStream, what: FlowDrop) => void
   /** Counts an outgoing stream ended past its hard limit (lib/flow.ts FlowPolicy.overflowed). Never throws. */
   streamOverflowed: (stream: FlowStream) => void
-  /** Counts one audit line lost (issue #17: unwritable file, full disk, buffer full). Never throws. */
+  /** Counts one audit line lost (unwritable file, full disk, buffer full). Never throws. */
   auditFailed: (reason: 'write' | 'dropped') => void
   /** Counts one config reload (lib/reload.ts): trigger SIGHUP | watch | admin, outcome applied | refused. Never throws. */
   configReloaded: (trigger: string, outcome: 'applied' | 'refused') => void
-  /** Counts one call refused by a rate limit (`limited`) or for want of its store (`unavailable`; issue #17). Never throws. */
+  /** Counts one call refused by a rate limit (`limited`) or for want of its store (`unavailable`). Never throws. */
   rateLimitRefused: (reason: 'limited' | 'unavailable') => void
 }
 
@@ -173,7 +173,7 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
 
   // mcpx_requests_total is counted here, per label set, and handed to prom-client at scrape time
   // (collect): a request costs four Map lookups and an increment instead of prom-client's label
-  // validation and key building on every request (issue #14: with the upstream timer's move from
+  // validation and key building on every request (with the upstream timer's move from
   // BigInts to performance.now below, 2.2 % fewer daemon instructions per call). A label set keeps one entry once seen, as prom-client's own does.
   const requestCounts = new RequestCounts()
   new Counter({
@@ -280,7 +280,7 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
     collect () { this.reset(); for (const u of upstreams.status()) this.set({ upstream: u.name }, u.state === 'ready' ? 1 : 0) }
   })
 
-  // Issue #20's per-upstream bounds, read from the registry at scrape time: once per scrape, for
+  // The per-upstream bounds, read from the registry at scrape time: once per scrape, for
   // the five series below (prom-client collects them in one turn; the snapshot is dropped after it).
   let scrapeLoads: ReturnType<NonNullable<UpstreamRegistry['loads']>> | undefined
   const loads = (): NonNullable<typeof scrapeLoads> => {

@@ -1,5 +1,5 @@
 /**
- * The operator commands' work (issue #15 › CLI helpers): `mcpx check` probes every upstream,
+ * The operator commands' work (docs: Command-line helpers): `mcpx check` probes every upstream,
  * `mcpx tools` lists the merged catalogue, `mcpx call` makes one tool call. Each builds the same
  * registry the daemon and `mcpx serve` build (lib/upstreams/registry.ts, with mcpx's own upstream
  * credentials), waits a bounded time for the upstreams' first attempt, and closes it (every child

@@ -1,5 +1,5 @@
 /**
- * Hot reload of the config (issue #15 › Hot reload), for both faces: the daemon (SIGHUP,
+ * Hot reload of the config (docs: Reloading the config), for both faces: the daemon (SIGHUP,
  * `mcpx daemon --watch`, `POST /admin/reload`) and `mcpx serve` (SIGHUP). Pure of Fastify.
  *
  * A reload reads the config again from where it came from, validates it, and hands the new
@@ -10,8 +10,8 @@
  *
  * Refused (one error line; the running config stays): a config that cannot be read or is invalid,
  * a change of `daemon.address` (the listening socket is not moved), a change to an upstream's
- * `auth` (its credentials are read once, at start). `policy`, `servers` (issue #17) and
- * `transport.pageSize` (issue #18) are applied live when the face gives `applyAccess` (the daemon
+ * `auth` (its credentials are read once, at start). `policy`, `servers` and
+ * `transport.pageSize` are applied live when the face gives `applyAccess` (the daemon
  * and `mcpx serve` do): requests that start after the reload see them. Other keys outside
  * `upstreams` (the rest of transport, auth, sessions…) are not applied live: the reload goes ahead
  * and its log line names them as "restart to apply" (`transport.<key>` for transport's).

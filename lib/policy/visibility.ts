@@ -1,5 +1,5 @@
 /**
- * What one caller sees on one endpoint (issue #17): the caller's policy view (lib/policy.ts) and
+ * What one caller sees on one endpoint: the caller's policy view (lib/policy.ts) and
  * the endpoint's curation (lib/servers.ts), applied in that order: the policy decides on catalogue
  * names, the endpoint then filters, renames, overrides and fills in defaults. The dispatcher
  * (lists, calls), the Mcp-Param-* check (plugins/modern-headers via Dispatcher.findTool) and the

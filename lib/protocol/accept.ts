@@ -42,7 +42,7 @@ export function readAccept (accept: string | readonly string[] | undefined): Acc
   const known = VERDICTS.get(text)
   if (known !== undefined) return known
   const verdict = judge(text)
-  // A client sends the same Accept on every request: read each distinct header once (issue #14).
+  // A client sends the same Accept on every request: read each distinct header once (a hot path).
   if (text.length <= MAX_REMEMBERED_ACCEPT_CHARS) {
     if (VERDICTS.size >= MAX_REMEMBERED_ACCEPTS) VERDICTS.clear()
     VERDICTS.set(text, verdict)

@@ -17,9 +17,9 @@ import {
 
 const MODERN_ERROR_STATUS = new Map<number, number>([
   [-32_022, 400], [-32_021, 400], [-32_020, 400], [-32_602, 400], [-32_600, 400], [-32_700, 400], [-32_601, 404],
-  // Past a policy rate limit (issue #17; REFUSALS.rateLimited, which also sets Retry-After).
+  // Past a policy rate limit (REFUSALS.rateLimited, which also sets Retry-After).
   [RATE_LIMITED, 429]
-  // An isolated upstream at maxInstances (-31001, issue #18) is not here: it is the refusal row
+  // An isolated upstream at maxInstances (-31001) is not here: it is the refusal row
   // `instancesExhausted` (503 with Retry-After), marked on the response mcpx built, so an upstream's
   // own -31001 (another mcpx upstream of this one) is never taken for mcpx's.
 ])
@@ -77,7 +77,7 @@ export function getStatus (outcome: GetOutcome): number {
 /** Retry-After for a 503 past a cap, in seconds (sessions, streams, POSTs in flight). */
 export const RETRY_AFTER_SECONDS = 5
 
-/** Retry-After for a 503 while the session store (Redis) cannot be reached, in seconds (issue #11). */
+/** Retry-After for a 503 while the session store (Redis) cannot be reached, in seconds. */
 export const STORE_RETRY_AFTER_SECONDS = 1
 
 /** One row of the refusal table. */
@@ -117,13 +117,13 @@ export const REFUSALS = Object.freeze({
   /** A bearer token that is not accepted (RFC 6750 §3.1 `invalid_token`). */
   unauthorizedInvalid: { status: 401, code: INVALID_REQUEST, message: 'Unauthorized: invalid bearer token', wwwAuthenticate: 'Bearer error="invalid_token"' },
   /**
-   * A valid OAuth access token without auth.oauth.requiredScopes (RFC 6750 §3.1 insufficient_scope;
-   * issue #16). lib/authenticate adds the required scopes to the message and the challenge.
+   * A valid OAuth access token without auth.oauth.requiredScopes (RFC 6750 §3.1
+   * insufficient_scope). lib/authenticate adds the required scopes to the message and the challenge.
    */
   insufficientScope: { status: 403, code: INVALID_REQUEST, message: 'Forbidden: the access token lacks a required scope', wwwAuthenticate: 'Bearer error="insufficient_scope"' },
   /** On a loopback daemon, an ops endpoint (/readyz, /metrics) asked for under a non-loopback Host (DNS rebinding). */
   forbiddenHost: { status: 403, code: INVALID_REQUEST, message: 'Forbidden: Host is not a loopback name' },
-  /** An admin endpoint (POST /admin/reload; /status off loopback) without an admin token (issue #15). */
+  /** An admin endpoint (POST /admin/reload; /status off loopback) without an admin token. */
   adminTokenMissing: { status: 401, code: INVALID_REQUEST, message: 'Unauthorized: an admin token is required', wwwAuthenticate: 'Bearer realm="mcpx-admin"' },
   /** An admin endpoint with a bearer token that is not one of admin.tokens. */
   adminTokenInvalid: { status: 401, code: INVALID_REQUEST, message: 'Unauthorized: invalid admin token', wwwAuthenticate: 'Bearer realm="mcpx-admin", error="invalid_token"' },
@@ -135,14 +135,14 @@ export const REFUSALS = Object.freeze({
   malformedHttp: { status: 400, code: INVALID_REQUEST, message: 'Bad Request: malformed HTTP request' },
   /**
    * The request head or body did not arrive within transport.headersTimeout / bodyTimeout (raw
-   * socket, server.ts; issue #20). A connection that sent nothing is closed without it.
+   * socket, server.ts). A connection that sent nothing is closed without it.
    */
   requestTimeout: { status: 408, code: INVALID_REQUEST, message: 'Request Timeout: the request was not received in time' },
   /** A method /mcp does not serve (PUT, PATCH, …). */
   methodNotAllowed: { status: 405, code: INVALID_REQUEST, message: 'Method Not Allowed: /mcp takes GET, POST, DELETE and OPTIONS', allow: 'GET, POST, DELETE, OPTIONS' },
   /** A path under /mcp that is not /mcp itself. */
   notFound: { status: 404, code: INVALID_REQUEST, message: 'Not Found: MCP is served at /mcp' },
-  /** `/mcp/<name>` where no curated endpoint `<name>` is configured (issue #17 › Unknown endpoints); the body never echoes the name. */
+  /** `/mcp/<name>` where no curated endpoint `<name>` is configured; the body never echoes the name. */
   unknownEndpoint: { status: 404, code: INVALID_REQUEST, message: 'Not Found: no MCP endpoint by this name' },
   /** An Accept that admits neither JSON nor SSE (lib/accept.ts). */
   notAcceptable: { status: 406, code: INVALID_REQUEST, message: 'Not Acceptable: Accept must admit application/json or text/event-stream' },
@@ -158,14 +158,14 @@ export const REFUSALS = Object.freeze({
   /** Past transport.maxConcurrentRequests (daemon-wide POSTs in flight): the server is busy, not the client at fault. */
   tooManyConcurrentRequests: { status: 503, code: INTERNAL_ERROR, message: 'Server busy: too many requests in flight; retry later', retryAfterSeconds: RETRY_AFTER_SECONDS },
   /**
-   * Past an upstream's maxInFlight calls in flight and maxQueued waiting (issue #20): the call never
+   * Past an upstream's maxInFlight calls in flight and maxQueued waiting: the call never
    * reached the upstream. Raised inside the dispatcher (lib/upstreams/gate.ts), so it reaches
    * HTTP as a marked response ({@link markRefused}); over stdio it is the JSON-RPC error alone.
    * Its message names the upstream and both limits (given to {@link refusal}).
    */
   upstreamBusy: { status: 503, code: INTERNAL_ERROR, message: 'Server busy: too many calls queued for this upstream; retry later', retryAfterSeconds: RETRY_AFTER_SECONDS },
   /**
-   * Past a policy rule's rateLimit (issue #17 › Rate limits): RFC 6585 §4 Too Many Requests. Raised
+   * Past a policy rule's rateLimit (docs: Policy › Rate limits): RFC 6585 §4 Too Many Requests. Raised
    * inside the dispatcher, so it reaches HTTP as a marked response ({@link markRefused}) carrying
    * the request's id, its own message and `data.retryAfterMs`; `Retry-After` is that, in seconds,
    * rounded up. Over stdio, and as a member of a 2025-03-26 batch (whose reply is 200), it is the
@@ -178,20 +178,20 @@ export const REFUSALS = Object.freeze({
    */
   rateLimitUnavailable: { status: 503, code: INTERNAL_ERROR, message: 'Service Unavailable: the rate-limit store cannot be reached; retry later', retryAfterSeconds: STORE_RETRY_AFTER_SECONDS },
   /**
-   * An isolated upstream (issue #18 › Isolated upstreams) at `maxInstances`: a new session or
+   * An isolated upstream (docs: Isolated upstreams) at `maxInstances`: a new session or
    * principal gets no instance until one is reaped (DELETE, expiry, idleTimeout). Raised inside the
    * dispatcher (lib/upstreams/upstream.ts), marked like `upstreamBusy`; over stdio the JSON-RPC
    * error alone. Its message names the upstream and the cap (given to {@link refusal}).
    */
   instancesExhausted: { status: 503, code: INSTANCES_EXHAUSTED, message: 'Server busy: every isolated instance of this upstream is in use; retry later', retryAfterSeconds: RETRY_AFTER_SECONDS },
   /**
-   * Under `sessions.store: "redis"` (issue #18): past the replica's bound on calls forwarded to the
+   * Under `sessions.store: "redis"`: past the replica's bound on calls forwarded to the
    * replicas holding their sessions' isolated instances (lib/redis-instances.ts), sent or served.
    * The call never reached the upstream.
    */
   forwardBusy: { status: 503, code: INTERNAL_ERROR, message: 'Server busy: too many calls forwarded between replicas; retry later', retryAfterSeconds: RETRY_AFTER_SECONDS },
   /**
-   * Under `sessions.store: "redis"` (issue #18): the replica that held the session's isolated
+   * Under `sessions.store: "redis"`: the replica that held the session's isolated
    * upstream instances is gone, and their state with it. mcpx ends the session rather than serve it
    * from a fresh instance the client does not know about: 404, the spec's "start a new session"
    * (seed › legacy › Sessions), with -32603 saying why. The call never reached an upstream.
@@ -199,7 +199,7 @@ export const REFUSALS = Object.freeze({
   sessionInstanceLost: { status: 404, code: INTERNAL_ERROR, message: 'Session ended: the replica holding its isolated upstream instances is gone; send initialize again without Mcp-Session-Id' },
   /** Past transport.maxSessions (memory store). */
   tooManySessions: { status: 503, code: INTERNAL_ERROR, message: 'Server busy: too many sessions; retry later', retryAfterSeconds: RETRY_AFTER_SECONDS },
-  /** The session store (Redis) cannot be reached: session requests are 503 with Retry-After (issue #11). */
+  /** The session store (Redis) cannot be reached: session requests are 503 with Retry-After. */
   storeUnavailable: { status: 503, code: INTERNAL_ERROR, message: 'Service Unavailable: the session store cannot be reached; retry later', retryAfterSeconds: STORE_RETRY_AFTER_SECONDS },
   /** Past transport.maxGetStreams (legacy GET streams and 2026-07-28 subscriptions/listen streams open at once). */
   tooManyStreams: { status: 503, code: INTERNAL_ERROR, message: 'Service Unavailable: too many open streams; retry later', retryAfterSeconds: RETRY_AFTER_SECONDS },
@@ -319,7 +319,7 @@ export function frameworkRefusal (error: { code?: string, statusCode?: number, m
   return { status, headers, body, message }
 }
 
-/** /readyz: 200 when every upstream is ready, else 503 (issue #7 › Operability). */
+/** /readyz: 200 when every upstream is ready, else 503 (docs: Operability). */
 export function readinessStatus (ready: boolean): number {
   return ready ? 200 : 503
 }

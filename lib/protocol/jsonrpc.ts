@@ -2,7 +2,7 @@
  * JSON-RPC 2.0 messages as mcpx reads and writes them: parsing with exact request ids,
  * classification (request, notification, response, batch), error codes and error responses.
  *
- * Request ids go back exactly as they came (issue #2 › JSON-RPC exactness). `JSON.parse` rounds
+ * Request ids go back exactly as they came (JSON-RPC 2.0 §5: a response's id is its request's). `JSON.parse` rounds
  * integers above 2^53, so a numeric id that is not a safe integer keeps its raw text in a
  * {@link RawNumberId}, and {@link encodeMessage} writes that text back verbatim.
  * Sources: JSON-RPC 2.0 §4–5; DIGEST §2b, §6e.
@@ -33,12 +33,12 @@ export const UNSUPPORTED_PROTOCOL_VERSION = -32_022
  */
 export const UPSTREAM_ERROR = -31_000
 /**
- * mcpx's code for "an isolated upstream has maxInstances instances already" (issue #18): a cap, so
+ * mcpx's code for "an isolated upstream has maxInstances instances already": a cap, so
  * over HTTP the reply is 503 with Retry-After (lib/status.ts).
  */
 export const INSTANCES_EXHAUSTED = -31_001
 /**
- * mcpx's code for "past a rate limit" (issue #17 › Rate limits): the caller made more calls of a
+ * mcpx's code for "past a rate limit" (docs: Policy › Rate limits): the caller made more calls of a
  * tool than a policy rule's `rateLimit` allows; `data.retryAfterMs` says when one fits again. Its
  * own code, in mcpx's application range beside -31000 and -31001, so a client can tell it from any
  * other failure without reading the message: -32603 (what a full upstream queue uses) means "the

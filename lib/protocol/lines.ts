@@ -3,7 +3,7 @@
  * (one JSON-RPC message per line) and the lines of an SSE reply. A line over the bound is never
  * buffered whole: its bytes are counted and dropped up to the next newline (the frame boundary,
  * where framing recovers by itself), keeping only its first and last {@link EDGE_BYTES} bytes, from
- * which {@link recoverResponseId} reads the id of the response it carried. Issue #20 › maxMessageBytes.
+ * which {@link recoverResponseId} reads the id of the response it carried. Bounded by maxMessageBytes.
  */
 
 /** How many bytes of an oversized line's start and end are kept (to read its id). */

@@ -112,7 +112,7 @@ export function checkModernHeaders (headers: HeaderBag, message: MirroredMessage
       // settling A2 as -32020), and so does a protocolVersion that is not the header's string. But a
       // body whose `_meta` object merely lacks the protocolVersion key is a malformed envelope, not
       // a disagreement: that is the dispatcher's -32602 (2026-07-28/basic/index.mdx "missing
-      // required _meta field"; issue #3 › The _meta envelope; the conformance suite's
+      // required _meta field"; DIGEST §6a, the per-request _meta envelope; the conformance suite's
       // sep-2575-request-meta-invalid-missing-protocol-version). A notification's body usually has
       // none: nothing to compare.
       const envelopeLacksVersion = isRequest && bodyVersion === undefined && isObject(params?._meta)

@@ -1,8 +1,9 @@
 /**
  * The 2026-07-28 `x-mcp-header` schema extension and its `Mcp-Param-*` headers, server side:
  * scanning a tool's inputSchema for annotations and checking a `tools/call`'s headers against its
- * arguments. (mcpx's upstream calls get their mirrored headers from the SDK client; the test
- * clients' builders live in test/helpers/param-headers.ts.) Pure; shared codec in lib/header-values.
+ * arguments. (mcpx's upstream calls get their mirrored headers from lib/upstreams/link.ts, which
+ * builds the Mcp-Param-* ones with lib/upstreams/mirror-headers.ts; the test clients' builders live
+ * in test/helpers/param-headers.ts.) Pure; shared codec in lib/header-values.
  *
  * Sources: seed › Streamable HTTP, 2026-07-28 › Mcp-Param-* headers (mcpx re-lists upstream
  * schemas verbatim, so an upstream's annotation counts); DIGEST §6d "x-mcp-header annotation rules",

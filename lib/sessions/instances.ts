@@ -1,5 +1,5 @@
 /**
- * Per-session isolated upstream instances across replicas (issue #18 › Isolated upstreams, under
+ * Per-session isolated upstream instances across replicas (docs: Isolated upstreams, under
  * `sessions.store: "redis"`). A legacy session's instances (every upstream with `isolation:
  * "per-session"`) live on ONE replica: the first that needed one claims them (the session hash's
  * `inst` field, lib/redis-sessions.ts). A call of that session arriving at another replica is

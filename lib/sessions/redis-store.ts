@@ -1,10 +1,10 @@
 /**
- * The Redis session store (issue #11: legacy sessions across replicas; seed › Streamable HTTP,
+ * The Redis session store (legacy sessions across replicas, docs: Running several replicas; seed › Streamable HTTP,
  * 2025-03-26 … 2025-11-25 for the rules it keeps). Selected by `sessions.store: "redis"`.
  *
  * Facts live in Redis, so any replica serves any request of a session:
  *   `<prefix>s:{<sid>}`          hash `rev` (negotiated revision), `caps` (client capabilities, JSON),
- *                                `inst` (id of the replica holding the session's isolated upstream instances, issue #18),
+ *                                `inst` (id of the replica holding the session's isolated upstream instances),
  *                                `pr` (the principal key it was minted for, lib/principal.ts, when any: its
  *                                subscriptions on per-principal instances are released as they were made)
  *   `<prefix>s:{<sid>}:subs`     set of resource URIs the client subscribed to
@@ -20,7 +20,7 @@
  * per replica, two channels each:
  *   `<prefix>bus`        every replica: session ended, cancellation, subscription added/removed
  *                        (the replica running the session's per-session instances applies it to
- *                        them, issue #18), upstream change events (list_changed, resources/updated)
+ *                        them), upstream change events (list_changed, resources/updated)
  *   `<prefix>r:<rid>`    one replica: a message for the GET stream it holds, an answer to a
  *                        question its request asked, and the messages of calls forwarded to the
  *                        replica holding their session's isolated instances (lib/redis-instances.ts)
@@ -39,7 +39,7 @@
  * Redis faults: commands fail fast (no offline queue, `commandTimeout`), every method reports
  * `unavailable` instead of throwing (the HTTP face answers 503), ioredis reconnects on its own,
  * and 'error' events are logged, never thrown. Redis itself may be one server, a Sentinel set-up
- * or a Cluster (`sessions.redis`, lib/redis-client.ts; issue #15): with Sentinel a failover is an
+ * or a Cluster (`sessions.redis`, lib/redis-client.ts; docs: Running several replicas › Surviving a Redis node): with Sentinel a failover is an
  * outage of a few seconds (503s) after which the sessions carry on on the promoted replica; on a
  * Cluster each script runs on the node of its session's slot, and the channels (classic pub/sub)
  * reach every node, so they carry no hash tag.
@@ -81,11 +81,11 @@ export interface RedisSessionStoreOptions {
   upstreams: UpstreamSubscriptions & Pick<EventEmitter, 'on' | 'off'> & Pick<UpstreamRegistry, 'tools' | 'prompts' | 'resources' | 'resourceTemplates' | 'callUpstream' | 'instanceSubscription'>
   /**
    * Receives the upstream changes other replicas saw, for this replica's GET streams
-   * (NotificationHub.relay: filtered per listener by what its caller sees, issue #17).
+   * (NotificationHub.relay: filtered per listener by what its caller sees on its endpoint).
    */
   relay: (event: RelayedEvent) => void
   /**
-   * Receives what a session's isolated instance, running on another replica, announced (issue #18:
+   * Receives what a session's isolated instance, running on another replica, announced (isolated upstreams:
    * NotificationHub.instanceEvent, which hands it to that session's GET stream if it is here).
    */
   relayInstance?: (event: InstanceEvent) => void
@@ -100,11 +100,11 @@ interface Shadow extends Session {
   readonly upstreamSubs: Set<string>
   /**
    * Those of `upstreamSubs` its requests subscribed here (the registry counts them for the session
-   * as `who`: a per-principal instance's subscription, issue #18); the rest are held for its GET
+   * as `who`: a per-principal instance's subscription); the rest are held for its GET
    * stream. Each is released as it was made.
    */
   readonly instanceSubs: Set<string>
-  /** The replica holding its per-session isolated instances (the hash's `inst`), once known (issue #18). */
+  /** The replica holding its per-session isolated instances (the hash's `inst`), once known. */
   instanceOwner: string | undefined
   readonly instanceHome: InstanceHome
 }
@@ -141,7 +141,7 @@ return {rev, caps, redis.call('SMEMBERS', KEYS[2]), redis.call('HGET', KEYS[1], 
 
 /**
  * KEYS: session, subs. ARGV: replica id. The replica holding the session's isolated instances
- * (issue #18): the one recorded, else this one, recorded now; with the session's subscriptions
+ * (isolated upstreams): the one recorded, else this one, recorded now; with the session's subscriptions
  * as of then (a new owner's instances start with them). → nil (no session) | {owner id, {uris}}
  */
 const CLAIM_INSTANCES = `
@@ -240,12 +240,12 @@ export class RedisSessionStore implements SessionStore {
   private readonly log: Logger
   private closed = false
   private down = false
-  /** Calls of sessions whose isolated instances another replica holds, and the ones it sends here (issue #18). */
+  /** Calls of sessions whose isolated instances another replica holds, and the ones it sends here. */
   private readonly forwarder: InstanceForwarder
   /** Sessions whose isolated instances this replica holds: stopped when the session ends or expires. */
   private readonly homed = new Set<string>()
 
-  /** This replica's last lists: what a list_changed changed travels with it (issue #17 › Notifications). */
+  /** This replica's last lists: what a list_changed changed travels with it (per-caller notification filtering). */
   private readonly snapshots: ListSnapshots
   private readonly onListChanged = (kind: ListKind): void => {
     this.publishBus({ t: 'ev', from: this.replicaId, kind, changed: this.snapshots.changed(kind) })
@@ -263,7 +263,7 @@ export class RedisSessionStore implements SessionStore {
   constructor (private readonly options: RedisSessionStoreOptions) {
     this.log = options.logger.child({ component: 'sessions', replica: this.replicaId })
     this.snapshots = new ListSnapshots(options.upstreams)
-    // Fail fast rather than queue (issue #11 › Redis faults); we subscribe on every 'ready' ourselves.
+    // Fail fast rather than queue (a Redis fault is a prompt 503, never a hang); we subscribe on every 'ready' ourselves.
     const connection = { commandTimeoutMs: options.commandTimeoutMs ?? 1_000, autoResubscribe: false }
     this.redis = createRedisConnection(options.redis, connection)
     this.sub = createRedisConnection(options.redis, connection)
@@ -385,7 +385,7 @@ export class RedisSessionStore implements SessionStore {
     const stream = open()
     shadow.stream = stream
     // This replica now delivers the session's resources/updated: subscribe upstream here too, for
-    // every URI the session subscribed to through any replica (issue #11 › Upstream connections).
+    // every URI the session subscribed to through any replica (each replica holds its own upstream connections).
     for (const uri of shadow.subscriptions) void this.holdUpstream(shadow, uri)
     this.leases.add(session.id)
     void stream.closed.then(() => {
@@ -518,7 +518,7 @@ export class RedisSessionStore implements SessionStore {
   }
 
   /**
-   * This replica runs session `shadow`'s per-session instances from now on (issue #18): they follow
+   * This replica runs session `shadow`'s per-session instances from now on: they follow
    * its stored subscriptions (`s:{sid}:subs`, mirrored by its last find), whichever replica took
    * them, and later ones on the bus ('sub'). Once per session.
    */
@@ -534,7 +534,7 @@ export class RedisSessionStore implements SessionStore {
   }
 
   /**
-   * Whether this replica holds the session's isolated instances (issue #18): known from its last
+   * Whether this replica holds the session's isolated instances: known from its last
    * find, else claimed now (one round trip, once per session). Rejects with InstanceForwardError
    * when Redis cannot be asked, or the session is gone.
    */
@@ -631,8 +631,8 @@ export class RedisSessionStore implements SessionStore {
       if (message.from !== this.replicaId) this.options.relayInstance?.(message.ev) // the local hub had our own
       return
     }
-    if (message.t === 'end') this.stopInstances(message.sid) // issue #18: ended on any replica
-    // Issue #18: made on any replica, for the session's instances running here (even with no shadow left here).
+    if (message.t === 'end') this.stopInstances(message.sid) // ended on any replica
+    // Made on any replica, for the session's instances running here (even with no shadow left here).
     if (message.t === 'sub' && this.homed.has(message.sid)) void this.instanceSubscription(message.sid, message.uri, message.add)
     const shadow = this.shadows.get(message.sid)
     if (shadow === undefined) return
@@ -656,7 +656,7 @@ export class RedisSessionStore implements SessionStore {
 
   /**
    * An upstream change another replica saw: to this replica's GET streams (the local hub delivers
-   * our own), through the hub, so each stream's caller gets only what it sees (issue #17).
+   * our own), through the hub, so each stream's caller gets only what it sees.
    */
   private deliverEvent (message: Extract<BusMessage, { t: 'ev' }>): void {
     if (message.kind === 'tools' || message.kind === 'prompts' || message.kind === 'resources') {
@@ -709,8 +709,8 @@ export class RedisSessionStore implements SessionStore {
 
   /**
    * Stops the isolated instances this replica holds for sessions that expired (a Redis TTL ends a
-   * session without a word to anyone; issue #18 › "Ending a session (DELETE or expiry) stops its
-   * instances"). One EXISTS per such session, every sweep. Never rejects.
+   * session without a word to anyone; ending a session, by DELETE or expiry, stops its isolated
+   * instances). One EXISTS per such session, every sweep. Never rejects.
    */
   private async reapExpired (): Promise<void> {
     const sids = [...this.homed]

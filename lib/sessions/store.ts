@@ -1,6 +1,6 @@
 /**
  * Legacy Streamable HTTP sessions (seed › Streamable HTTP, 2025-03-26 … 2025-11-25; DIGEST §3d
- * rules 16–19; issue #11). A session is minted by `initialize`, carries the negotiated revision
+ * rules 16–19). A session is minted by `initialize`, carries the negotiated revision
  * and the client's capabilities, holds at most one GET notification stream, its resource
  * subscriptions, its in-flight requests (for notifications/cancelled) and the questions upstreams
  * asked its client. It expires after `idleTimeoutMs` without a request (sliding).
@@ -54,7 +54,7 @@ export interface Session {
    */
   readonly peer: Peer
   /**
-   * Where its per-session isolated upstream instances live (issue #18), when replicas share the
+   * Where its per-session isolated upstream instances live, when replicas share the
    * session (Redis store: lib/redis-instances.ts). Undefined: this process (the memory store).
    */
   readonly instanceHome?: InstanceHome
@@ -64,7 +64,7 @@ export interface Session {
 export interface UpstreamSubscriptions {
   subscribe: (uri: string) => Promise<void>
   unsubscribe: (uri: string, who?: InstanceOwner) => Promise<void>
-  /** Stops the session's isolated upstream instances (issue #18). Never rejects. */
+  /** Stops the session's isolated upstream instances. Never rejects. */
   endSession?: (key: string) => Promise<void>
 }
 
@@ -253,7 +253,7 @@ export class MemorySessionStore implements SessionStore {
     // The owner its subscriptions were made as (lib/dispatch.ts instanceOwnerOf: its id and principal).
     const owner = session.principal === undefined ? { owner: id } : { owner: id, principalKey: session.principal }
     if (upstreams !== undefined) for (const uri of session.subscriptions) void upstreams.unsubscribe(uri, owner).catch(() => {})
-    // Its isolated upstream instances stop with it (DELETE, expiry, shutdown; issue #18).
+    // Its isolated upstream instances stop with it (DELETE, expiry, shutdown).
     if (upstreams?.endSession !== undefined) void upstreams.endSession(id)
     return true
   }

@@ -16,7 +16,7 @@
  *   for the connection, and from then on list_changed (and resources/updated for subscribed URIs)
  *   is forwarded.
  * - EOF stops reading; in-flight requests get `drainMs` to answer, then are cancelled.
- * - Flow control (issue #20; lib/flow.ts): stdout writes honour backpressure under the same policy
+ * - Flow control (lib/flow.ts): stdout writes honour backpressure under the same policy
  *   as every SSE stream (transport.streamBufferBytes / streamBufferMaxBytes), and while stdout is
  *   past its mark no input line is read: the host's writes back up until it reads again. Nor is
  *   one read while `maxInFlight` requests are in flight (a `notifications/cancelled` behind it
@@ -48,7 +48,7 @@ import { activeTracing, type TraceIn } from '../telemetry/trace.js'
 import type { InstanceOwner } from '../upstreams/types.js'
 import { Cancellation } from '../base/cancel.js'
 
-/** Whom every request of a stdio connection serves (lib/dispatch.ts instanceOwnerOf of its contexts): its isolated instances' events reach it (issue #18). */
+/** Whom every request of a stdio connection serves (lib/dispatch.ts instanceOwnerOf of its contexts): its isolated instances' events reach it. */
 const STDIO_OWNER: InstanceOwner = Object.freeze({ owner: STDIO_SESSION, principalKey: LOCAL_PRINCIPAL.key })
 
 /** Every stdio request's trace origin (tracing on only): no headers; `_meta.traceparent` is read by the dispatcher. */
@@ -81,7 +81,7 @@ export interface StdioServerOptions {
   streamBufferBytes?: number
   /** stdout's hard limit, bytes (config transport.streamBufferMaxBytes; default 8 MiB): past it the connection ends. */
   streamBufferMaxBytes?: number
-  /** The curated endpoint served (`mcpx serve --server <name>`, issue #17); undefined: the whole catalogue. */
+  /** The curated endpoint served (`mcpx serve --server <name>`); undefined: the whole catalogue. */
   endpoint?: string
 }
 
@@ -316,7 +316,7 @@ class StdioConnection {
     private readonly log: Logger,
     private readonly drainMs: number,
     private readonly maxInFlight: number,
-    /** The curated endpoint served (issue #17), or undefined. */
+    /** The curated endpoint served, or undefined. */
     private readonly endpoint?: string
   ) {
     const route: QuestionRoute = {
@@ -409,7 +409,7 @@ class StdioConnection {
     }))
   }
 
-  /** What the stdio caller sees (policy `local`, the served endpoint), for notifications (issue #17). */
+  /** What the stdio caller sees (policy `local`, the served endpoint), for notifications. */
   private visibility (): Visibility | undefined {
     return this.dispatcher.visibilityOf({ caller: LOCAL_PRINCIPAL, ...(this.endpoint !== undefined ? { endpoint: this.endpoint } : {}) })
   }
@@ -426,11 +426,11 @@ class StdioConnection {
     // After a legacy initialize a modern request is still served as modern: DIGEST A12 leaves it
     // open, and a dual-era server accepts liberally (versioning.mdx allows both eras on one process).
     // A modern-only method without `_meta` is served as modern too, so the envelope check explains what is missing.
-    // stdio has one caller: whoever started the process (issue #16), one client (STDIO_SESSION).
+    // stdio has one caller: whoever started the process (LOCAL_PRINCIPAL), one client (STDIO_SESSION).
     if (hasModernMeta(request) || MODERN_ONLY.has(request.method)) {
       const ctx = modernContext(metaOf(request), entry.controller.signal, notify, LOCAL_PRINCIPAL.key)
       ctx.sessionId = STDIO_SESSION
-      ctx.caller = LOCAL_PRINCIPAL // the policy knows it as `local` (issue #17)
+      ctx.caller = LOCAL_PRINCIPAL // the policy knows it as `local`
       if (this.endpoint !== undefined) ctx.endpoint = this.endpoint
       return ctx
     }

@@ -3,7 +3,7 @@
  * (seed › stdio › "stdout carries only MCP"). lib/ takes a Logger parameter; it never imports
  * a global logger.
  *
- * Format (issue #15 › Readable logs): JSON lines everywhere, except on a terminal, where
+ * Format (docs: Logs): JSON lines everywhere, except on a terminal, where
  * pino-pretty prints readable lines. `--log-format json|pretty` (or env MCPX_LOG_FORMAT) and
  * `--log-level` (or env MCPX_LOG_LEVEL) override. pino-pretty runs in this thread as a stream
  * (no worker transport), so a line is written to the same fd, in order, as the JSON one would be.
@@ -82,7 +82,7 @@ function urgent (line: string): boolean {
 /**
  * A pino destination on `fd` that writes lines in batches: once {@link LOG_BATCH_BYTES} are
  * gathered (counted in UTF-16 units, equal to bytes for ASCII lines), or {@link LOG_BATCH_DELAY_MS}
- * after the first line of a batch, whichever comes first (issue #14: one write per request line
+ * after the first line of a batch, whichever comes first (one write per request line
  * was ~6 % of the daemon's CPU under load); a line at level warn or above is written at once, with
  * every line before it. The batch is gathered here and handed to sonic-boom as one string, whose
  * asynchronous write keeps the order on the same fd. (sonic-boom's own `minLength` gathers too, but

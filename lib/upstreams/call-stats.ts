@@ -1,6 +1,6 @@
 /**
- * Per-upstream call statistics for the status page (issue #15 › A status page: "calls, errors, and
- * p50/p99 latency over the last minutes"). Pure, no I/O, no timers.
+ * Per-upstream call statistics for the status page (calls, errors, and
+ * p50/p99 latency over the last minutes). Pure, no I/O, no timers.
  *
  * Totals count every caller's call since the upstream was configured (tools/call, prompts/get,
  * resources/read, completion/complete; restarts of its child do not reset them). The latency window

@@ -15,7 +15,7 @@ export const CLIENT_INFO = SERVER_INFO
 /**
  * Declared so legacy upstreams will ask; the questions are relayed to the downstream client. Both
  * elicitation modes (2025-11-25): a URL-mode one reaches only a client that declared
- * `elicitation.url`, else the upstream gets -32602 (lib/mrtr.ts refusal; issue #18).
+ * `elicitation.url`, else the upstream gets -32602 (lib/mrtr.ts refusal; URL-mode elicitation).
  */
 export const CLIENT_CAPABILITIES = { elicitation: { form: {}, url: {} }, sampling: {}, roots: {} }
 

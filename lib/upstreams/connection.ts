@@ -26,7 +26,7 @@ export const RESTART_MAX_DELAY_MS = 10_000
 /** A connection up this long (ms) resets the backoff. */
 export const RESTART_RESET_AFTER_MS = 10_000
 /**
- * Most pages mcpx reads from one upstream list, following its `nextCursor` (issue #18 › Paged
+ * Most pages mcpx reads from one upstream list, following its `nextCursor` (paged
  * catalogues; a defence against a cursor that never ends). Past it, or past {@link MAX_LIST_ITEMS},
  * the list is cut there: what was read is served, and one warn line names the upstream and list.
  */
@@ -55,7 +55,7 @@ export interface ConnectionHost {
   stateChanged: () => void
   /**
    * A question (`question`) or log line (`log`) the upstream sent could not be tied to exactly one
-   * call, so it was refused or dropped (issue #18 › Shared upstreams stop guessing). Never throws.
+   * call, so it was refused or dropped (mcpx never guesses whose message it holds). Never throws.
    */
   unrouted: (kind: UnroutedKind) => void
   /** High-water mark of a stdio child's stdin, bytes (transport.streamBufferBytes). */
@@ -196,7 +196,7 @@ export class SupervisedConnection {
     if (this.role === 'primary') {
       for (const kind of LIST_KINDS) client.setNotificationHandler(`notifications/${kind}/list_changed`, () => { this.refresh(link, kind) })
     }
-    // resources/updated bypass the SDK client (Link.intercept): one per message of a flood (issue #20).
+    // resources/updated bypass the SDK client (Link.intercept): one per message of a flood.
     link.onResourceUpdated = uri => { host.events.resourceUpdated(uri) }
     // 2025-11-25 task status: relayed from the primary connection only (an isolated instance's or a
     // dual-era upstream's legacy connection's are left to the SDK client, i.e. dropped; README › Tasks).
@@ -340,7 +340,7 @@ export class SupervisedConnection {
   }
 
   /**
-   * Reads a whole upstream list, following the upstream's own `nextCursor` (issue #18 › Paged
+   * Reads a whole upstream list, following the upstream's own `nextCursor` (paged
    * catalogues), so an upstream that pages is merged in full. Bounded: past MAX_LIST_PAGES pages
    * or MAX_LIST_ITEMS items the list is cut (served as read so far) with one warn line.
    * @throws when a page fails (the caller treats that as a failed listing)

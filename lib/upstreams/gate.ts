@@ -1,5 +1,5 @@
 /**
- * The in-flight cap of one upstream (issue #20 › Per upstream `maxInFlight`): at most
+ * The in-flight cap of one upstream (config `maxInFlight`): at most
  * `maxInFlight` calls are sent to it at once (both its connections together); the others wait in
  * a FIFO queue of at most `maxQueued`; past that a call is refused at once with
  * {@link UpstreamBusyError} (-32603; over HTTP 503 with Retry-After, lib/status.ts `upstreamBusy`).

@@ -131,7 +131,7 @@ export class HttpUpstreamTransport extends StreamableHTTPClientTransport {
 
   /**
    * The call whose reply stream carried the message being delivered, while `onmessage` runs (so
-   * the link can tie a question or a log line on that stream to exactly that call; issue #18).
+   * the link can tie a question or a log line on that stream to exactly that call, never guessed).
    */
   replyCall: UpstreamCall | undefined = undefined
 
@@ -260,7 +260,7 @@ class CallReply implements Dispatcher.DispatchHandler {
  * A minimal server-sent-events reader (WHATWG HTML › Server-sent events › parsing): `data:` lines
  * joined by '\n', dispatched on a blank line for events named `message` (or unnamed); `id:`,
  * `retry:` and comments are ignored. Each event's data is one JSON-RPC message (or a batch).
- * Bounded (issue #20): a line, or an event's data, over the transport's maxMessageBytes is skipped
+ * Bounded: a line, or an event's data, over the transport's maxMessageBytes is skipped
  * to the event's end without being buffered whole, and reported to the call's reply.
  */
 class SseReader implements LineSink {

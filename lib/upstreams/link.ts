@@ -97,13 +97,13 @@ export class Link implements CallLink {
   /**
    * URL-mode elicitations relayed for a call: their `elicitationId` → that call, so the upstream's
    * `notifications/elicitation/complete` reaches the client that got the elicitation and no other
-   * (issue #18 › URL-mode elicitation). Bounded by MAX_URL_ELICITATIONS, oldest dropped first.
+   * (URL-mode elicitation). Bounded by MAX_URL_ELICITATIONS, oldest dropped first.
    */
   private readonly urlElicitations = new Map<string, UpstreamCall>()
 
   /**
    * @param unrouted told of each question refused, and each log line or task status dropped,
-   *        because it could not be tied to exactly one call (issue #18)
+   *        because it could not be tied to exactly one call
    */
   constructor (
     readonly role: 'primary' | 'legacy',
@@ -204,7 +204,7 @@ export class Link implements CallLink {
     call.arm()
     const transport = this.transport
     if (transport instanceof StdioUpstreamTransport) {
-      // The child's stdin past its high-water mark (issue #20): wait for 'drain' before serialising
+      // The child's stdin past its high-water mark: wait for 'drain' before serialising
       // and writing (a waiting call holds no frame). Its timer runs and it can be cancelled
       // meanwhile; then nothing is written, nor a cancel.
       if (transport.congested) {
@@ -242,7 +242,7 @@ export class Link implements CallLink {
   }
 
   /**
-   * A message from the upstream over its maxMessageBytes was skipped (issue #20): one warn line
+   * A message from the upstream over its maxMessageBytes was skipped: one warn line
    * naming both sizes; the call it answered, when its id is known, fails with an error that names
    * them too (the upstream did answer: nothing is cancelled). An id that is no call's is handed to
    * the SDK client as an error response (a handshake request). Without an id the skipped message
@@ -267,7 +267,7 @@ export class Link implements CallLink {
 
   /**
    * Routes a server→client question (legacy era) to the call it belongs to, never guessing
-   * (issue #18 › Shared upstreams stop guessing): the call whose HTTP reply stream carried it;
+   * (a shared upstream never guesses whose message it holds): the call whose HTTP reply stream carried it;
    * else, when every caller's call in flight on this link serves one owner
    * (UpstreamCallOptions.owner: one session, one stdio client, or an isolated instance's owner),
    * that owner's latest call. With calls of several owners (or of none) in flight, nothing on the
@@ -338,7 +338,7 @@ export class Link implements CallLink {
     }
     if (method === 'notifications/resources/updated' && this.onResourceUpdated !== undefined) {
       // Taken here, not through the SDK client's notification handler: that path schema-parses and
-      // copies every message, and a flooding upstream (issue #20) made its garbage the daemon's RSS.
+      // copies every message, and a flooding upstream made its garbage the daemon's RSS.
       const uri = isObject(message.params) ? message.params.uri : undefined
       if (typeof uri === 'string') this.onResourceUpdated(uri)
       return true
@@ -451,7 +451,7 @@ export class Link implements CallLink {
   }
 
   /**
-   * Ends the connection, letting the cancels already sent reach the upstream first (issue #20):
+   * Ends the connection, letting the cancels already sent reach the upstream first:
    * stdio closes the child's stdin once they are flushed and gives it EOF_GRACE_MS to exit before
    * SIGTERM (SIGKILL after `killGraceMs`); legacy HTTP lets their POSTs finish, at most
    * EOF_GRACE_MS. Then closes the client. Never rejects.

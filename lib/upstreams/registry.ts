@@ -1,7 +1,7 @@
 /**
  * The upstream registry: every configured upstream (upstream.ts), their lists merged under
  * prefixed names, and the router that sends each call to the upstream that owns it
- * (issue #2 › Upstream registry; the contract is types.ts).
+ * (the contract is types.ts).
  *
  * Names: each upstream has a prefix. By default there is none when one upstream is configured,
  * and the upstream's name when there are several; an explicit `prefix` wins (`""` = none). A
@@ -10,7 +10,7 @@
  * config order; the other is dropped with a warning naming both. A tool or prompt name collision
  * is warned once; a resource URI or template collision is warned whenever it appears (at start,
  * when an upstream comes back) and again on every re-list an upstream announces, since a client
- * reading that URI silently gets the first upstream's resource (issue #18 › Small cases).
+ * reading that URI silently gets the first upstream's resource (docs: Configuration › Collisions).
  *
  * Over ~500 lines on purpose: it is the one implementation of the UpstreamRegistry contract, and
  * each of its methods is a few lines of routing over the same private tables (the upstreams in
@@ -40,13 +40,13 @@ export interface RegistryOptions {
   /** Timeout of one upstream call (ms) for upstreams without their own `timeout`. */
   defaultTimeoutMs: number
   /**
-   * Per-call request headers for HTTP upstreams, from the caller's principal (issue #16's seam; see
+   * Per-call request headers for HTTP upstreams, from the caller's principal (the per-caller credentials seam; see
    * UpstreamHeaderProvider). Default: none (every call carries the config's `headers` only).
    */
   headerProvider?: UpstreamHeaderProvider
   /**
    * High-water mark of each stdio upstream's stdin, bytes (config `transport.streamBufferBytes`;
-   * default 1 MiB): past it, calls wait for the pipe to drain before they are written (issue #20).
+   * default 1 MiB): past it, calls wait for the pipe to drain before they are written.
    */
   streamBufferBytes?: number
 }
@@ -134,7 +134,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   }
 
   /**
-   * Hot reload (issue #15): makes the running set match `config`. An upstream whose config is
+   * Hot reload: makes the running set match `config`. An upstream whose config is
    * deep-equal to its running one keeps running untouched (its connection, children, in-flight
    * calls and subscriptions); one whose config changed is replaced by a fresh one; a removed one is
    * closed (children reaped before this resolves); a new one is created. Routes switch at once
@@ -376,7 +376,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
         throw error
       }
     }
-    // An isolated upstream: the caller's own instance is subscribed too (issue #18), so what it
+    // An isolated upstream: the caller's own instance is subscribed too, so what it
     // changes there is announced to them (the shared connection never sees it).
     const entry = this.subscriptionCounts.get(uri)
     if (who !== undefined && entry !== undefined) await entry.upstream.subscribeInstance(uri, who)

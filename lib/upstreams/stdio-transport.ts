@@ -6,7 +6,7 @@
  * concatenates buffers per chunk). It still has the SDK `Transport` shape, so the SDK client runs
  * the handshake over it; the `stderr` and `pid` properties make the client probe the era IN PLACE
  * (see ./README.md). Calls write their frames with {@link StdioUpstreamTransport.write}, batched:
- * every frame of one event-loop turn leaves in one `stdin.write` (issue #14: one write per call was
+ * every frame of one event-loop turn leaves in one `stdin.write` (one write per call was
  * the daemon's largest single cost under load).
  * Sources: DIGEST §6b (stdio upstreams); MCP 2025-11-25 transports › stdio.
  */
@@ -23,8 +23,8 @@ export const KILL_GRACE_MS = 2_000
 /**
  * How long a child may take to exit on its own once its stdin is closed, before SIGTERM (ms): the
  * MCP stdio shutdown (close the input, wait for the server to exit, then SIGTERM). It is also the
- * child's time to read and act on the `notifications/cancelled` written just before (issue #20 ›
- * Cancels are delivered before exit): a SIGTERM sent at once could end it before it read them.
+ * child's time to read and act on the `notifications/cancelled` written just before (cancels are
+ * delivered before exit): a SIGTERM sent at once could end it before it read them.
  */
 export const EOF_GRACE_MS = 1_000
 /** After a killed child exited, how long its pipes may take to close before we destroy them (ms). */
@@ -189,7 +189,7 @@ export class StdioUpstreamTransport implements Transport, LineSink {
   /**
    * True while the child is not reading fast enough: a write found its stdin pipe full, and more
    * than `highWaterBytes` wait in mcpx for it (the pending batch counted). Calls then wait for
-   * {@link drained} (issue #20).
+   * {@link drained}.
    */
   get congested (): boolean {
     const stdin = this.child?.stdin

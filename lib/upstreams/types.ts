@@ -1,8 +1,8 @@
 /**
  * The contract between the gateway core (lib/dispatch.ts) and the upstream layer.
  *
- * Results cross this seam as plain JSON objects, exactly as the upstream sent them (issue #2:
- * upstream schemas are re-listed verbatim). Shaping a result for the downstream era (adding
+ * Results cross this seam as plain JSON objects, exactly as the upstream sent them (upstream
+ * schemas are re-listed verbatim). Shaping a result for the downstream era (adding
  * `resultType`, `ttlMs`, `cacheScope`, `_meta` serverInfo, or removing them for legacy
  * clients) is the dispatcher's job, not the upstream layer's.
  *
@@ -43,7 +43,7 @@ export interface UpstreamEvents {
   stateChanged: (status: UpstreamStatus) => void
   /**
    * A question it asked was refused (`question`), or a log line (`log`) or a 2026-07-28 task
-   * status (`task`) it sent was dropped, because it could not be tied to exactly one call (issue #18).
+   * status (`task`) it sent was dropped, because it could not be tied to exactly one call.
    */
   unrouted: (kind: 'question' | 'log' | 'task') => void
   /**
@@ -53,7 +53,7 @@ export interface UpstreamEvents {
    */
   taskStatus?: (params: JsonObject) => void
   /**
-   * An isolated instance (issue #18) announced a list change (after its re-list) or sent
+   * An isolated instance announced a list change (after its re-list) or sent
    * `notifications/resources/updated`: for its owner only (the registry's 'instance_event').
    * Optional for test doubles.
    */
@@ -62,7 +62,7 @@ export interface UpstreamEvents {
 
 /**
  * Whom a call, a subscription or a notification listener serves, in the terms an isolated
- * upstream picks its instance by (issue #18 › Isolated upstreams): the call's `owner` (a legacy
+ * upstream picks its instance by (docs: Isolated upstreams): the call's `owner` (a legacy
  * session id, the stdio client) and its `principalKey` (lib/principal.ts Principal.key).
  */
 export interface InstanceOwner {
@@ -89,7 +89,7 @@ export function instanceKeyOf (isolation: UpstreamIsolation | undefined, who: In
 }
 
 /**
- * What an isolated instance sent that belongs to its owner alone (issue #18): a list change it
+ * What an isolated instance sent that belongs to its owner alone: a list change it
  * announced (`kind`, after re-listing it) or a `notifications/resources/updated` (`uri`). `key` is
  * the instance's ({@link instanceKeyOf}); the hub delivers it only to listeners of that key.
  */
@@ -144,7 +144,7 @@ export interface UpstreamCallOptions {
    * the upstream sends is delivered only when it can be tied to one call: the call whose HTTP
    * reply stream carried it, else the calls in flight on that connection when they all have this
    * same owner (then the latest that can take it). Calls of several owners, or several without
-   * one, in flight: the question is refused upstream and the log line dropped (issue #18).
+   * one, in flight: the question is refused upstream and the log line dropped (mcpx never guesses whose message it holds).
    */
   owner?: string
   /** The caller's principal key (lib/principal.ts Principal.key), for per-principal isolation. */
@@ -163,7 +163,7 @@ export interface UpstreamCallOptions {
    */
   era?: Era
   /**
-   * The caller's identity, opaque to the upstream layer (issue #16 builds it): handed as is to the
+   * The caller's identity, opaque to the upstream layer (lib/principal.ts builds it): handed as is to the
    * registry's {@link UpstreamHeaderProvider} for calls to HTTP upstreams. Undefined: no caller identity.
    */
   principal?: unknown
@@ -196,7 +196,7 @@ export interface UpstreamHeaderRequest {
 
 /**
  * Supplies extra request headers (e.g. `authorization`) for each call sent to an HTTP upstream,
- * given the caller's principal (the seam issue #16 uses for per-caller upstream credentials).
+ * given the caller's principal (the seam for per-caller upstream credentials).
  * Asked once per call; when the upstream answers 401 it is asked once more with
  * `afterUnauthorized: true` and the call is retried once with what it returns (a second 401 is the
  * call's error). Its headers go after the config's `headers` and before the ones mcpx owns
@@ -205,11 +205,11 @@ export interface UpstreamHeaderRequest {
  * call with UPSTREAM_ERROR (-31000). Also asked, with `own: true` and no principal, for the
  * connection's own traffic (lists and subscriptions on the call path; the handshake and streams
  * through the SDK transport, whose `authProvider` takes the `authorization` it returns), so an
- * upstream that demands mcpx's own token (issue #16 client_credentials) can be connected at all.
+ * upstream that demands mcpx's own token (client_credentials) can be connected at all.
  */
 export type UpstreamHeaderProvider = (request: UpstreamHeaderRequest) => Promise<Record<string, string> | undefined>
 
-/** How an upstream's connections are shared among mcpx's callers (issue #18 › Isolated upstreams). */
+/** How an upstream's connections are shared among mcpx's callers (docs: Isolated upstreams). */
 export type UpstreamIsolation = 'shared' | 'per-session' | 'per-principal'
 
 /** The keys every upstream has, stdio or HTTP; durations in ms after loading. */
@@ -232,7 +232,7 @@ export interface UpstreamCommonConfig {
 
 /**
  * A call refused because its upstream has `maxInFlight` calls in flight and `maxQueued` waiting
- * (issue #20). JSON-RPC -32603 like mcpx's other "server busy" refusals (lib/status.ts
+ * (config maxInFlight, maxQueued). JSON-RPC -32603 like mcpx's other "server busy" refusals (lib/status.ts
  * `tooManyConcurrentRequests`); the dispatcher marks its response so that over HTTP it is the
  * refusal row `upstreamBusy` (503 with `Retry-After`). It never reached the upstream.
  */
@@ -246,7 +246,7 @@ export class UpstreamBusyError extends UpstreamRpcError {
 }
 
 /**
- * An isolated upstream (issue #18) has `maxInstances` instances running and the call's session or
+ * An isolated upstream has `maxInstances` instances running and the call's session or
  * principal has none: -31001 INSTANCES_EXHAUSTED, answered over HTTP by the lib/status.ts refusal
  * row `instancesExhausted` (503 with `Retry-After`). It never reached the upstream.
  */
@@ -261,7 +261,7 @@ export class InstancesExhaustedError extends UpstreamRpcError {
 
 /**
  * Where one legacy session's per-session isolated instances live when several replicas serve it
- * (issue #18 under `sessions.store: "redis"`): on the replica that started the first of them, for
+ * (under `sessions.store: "redis"`): on the replica that started the first of them, for
  * every isolated upstream. Another replica forwards the session's calls there.
  */
 export interface InstanceHome {
@@ -283,7 +283,7 @@ export interface InstanceHome {
 
 /**
  * A call that could not be forwarded to, or answered by, the replica holding its session's isolated
- * instance (issue #18 under Redis; lib/redis-instances.ts). `refusal` names the lib/status.ts row it
+ * instance (under Redis; lib/redis-instances.ts). `refusal` names the lib/status.ts row it
  * is answered with over HTTP (`forwardBusy`, `sessionInstanceLost`, `storeUnavailable`,
  * `unknownSession`); undefined: an in-band JSON-RPC error (a timeout).
  */
@@ -294,11 +294,11 @@ export class InstanceForwardError extends UpstreamRpcError {
   }
 }
 
-/** Default `maxInFlight`: most calls sent to one upstream at once (issue #20). */
+/** Default `maxInFlight`: most calls sent to one upstream at once. */
 export const DEFAULT_MAX_IN_FLIGHT = 256
-/** Default `maxQueued`: most calls waiting for one of an upstream's `maxInFlight` slots (issue #20). */
+/** Default `maxQueued`: most calls waiting for one of an upstream's `maxInFlight` slots. */
 export const DEFAULT_MAX_QUEUED = 1024
-/** Default `maxMessageBytes`: the largest single message accepted from an upstream, bytes (16 MiB; issue #20). */
+/** Default `maxMessageBytes`: the largest single message accepted from an upstream, bytes (16 MiB). */
 export const DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
 /**
@@ -307,7 +307,7 @@ export const DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
  */
 export const DEFAULT_STREAM_BUFFER_BYTES = 1024 * 1024
 
-/** The bounds every upstream config may set (issue #20 › Per upstream); defaults above. */
+/** The bounds every upstream config may set; defaults above. */
 export interface UpstreamLimitsConfig {
   /** Most calls in flight to this upstream at once (both its connections together). */
   maxInFlight?: number
@@ -374,7 +374,7 @@ export interface UpstreamLegacyStatus {
   lastError?: string
 }
 
-/** One upstream's load and what its bounds refused, for metrics (read at scrape time; issue #20). */
+/** One upstream's load and what its bounds refused, for metrics (read at scrape time). */
 export interface UpstreamLoad {
   name: string
   /** Calls holding one of its `maxInFlight` slots now. */
@@ -399,7 +399,7 @@ export interface UpstreamLoad {
  *   for a URI (downstream form, i.e. as mcpx lists it).
  * - `'upstream_state'` (status: UpstreamStatus): an upstream came up, went down or restarted.
  * - `'unrouted'` (upstream: string, kind: 'question' | 'log' | 'task'): a question of that upstream was
- *   refused, or a log line dropped, because it could not be tied to exactly one call (issue #18);
+ *   refused, or a log line dropped, because it could not be tied to exactly one call;
  *   `task`: a task status notification with no one to relay it to (2025-11-25: no creator,
  *   lib/core.ts; 2026-07-28: not tied to one call in flight, link.ts).
  * - `'instance_event'` (event: InstanceEvent): an isolated instance announced a list change or a
@@ -416,7 +416,7 @@ export interface UpstreamRegistry extends EventEmitter {
   /** Resolves once every upstream has been tried once (ready or down). */
   ready (): Promise<void>
   /**
-   * Stops the isolated instances (issue #18) keyed by `key` (a session id, or a principal key) on
+   * Stops the isolated instances keyed by `key` (a session id, or a principal key) on
    * every upstream; resolves once their children exited. Never rejects.
    */
   endSession (key: string): Promise<void>
@@ -439,7 +439,7 @@ export interface UpstreamRegistry extends EventEmitter {
   status (): UpstreamStatus[]
   /**
    * The configured upstreams' names, in config order: what {@link status} names, without building
-   * a status per upstream (the request log and the call metrics read it per call; issue #14). The
+   * a status per upstream (the request log and the call metrics read it per call). The
    * array is shared: never modify it. Optional for test doubles (status() is read instead).
    */
   upstreamNames?: () => readonly string[]
@@ -455,7 +455,7 @@ export interface UpstreamRegistry extends EventEmitter {
   findTool (name: string): JsonObject | undefined
   /**
    * Which upstream serves a tool or prompt (downstream, prefixed name) or a resource URI, and its
-   * own name for it: for the audit trail (issue #17). Undefined when none does. Optional: a
+   * own name for it: for the audit trail. Undefined when none does. Optional: a
    * registry without it audits no upstream.
    */
   ownerOf? (kind: 'tool' | 'prompt' | 'resource', name: string): { upstream: string, name: string } | undefined
@@ -491,7 +491,7 @@ export interface UpstreamRegistry extends EventEmitter {
    * The error {@link callTool} (`kind` 'tool') or {@link getPrompt} ('prompt') rejects with for a
    * name no ready upstream lists: -32602 `Unknown <kind>: <name>`, or a transient UPSTREAM_ERROR
    * while the upstream the name would belong to is down or connecting. The dispatcher answers a
-   * hidden name with exactly this (issue #17 › Hidden things look absent). Never throws.
+   * hidden name with exactly this (hidden things look absent). Never throws.
    */
   absent (kind: 'tool' | 'prompt', name: string): UpstreamRpcError
   /** Rejects with UpstreamRpcError: -32602 for an unknown tool, the upstream's own error otherwise. */
@@ -505,7 +505,7 @@ export interface UpstreamRegistry extends EventEmitter {
   /**
    * Subscribes upstream to a resource (reference counted); rejects with -32002 for an unknown URI.
    * `who`: whose subscription it is; when the URI's upstream is isolated, that caller's instance
-   * is subscribed too (now, or when it starts), so its `resources/updated` reach them (issue #18).
+   * is subscribed too (now, or when it starts), so its `resources/updated` reach them.
    */
   subscribe (uri: string, who?: InstanceOwner): Promise<void>
   /** Drops one reference (and `who`'s on its instance); unsubscribes upstream when none is left. */
@@ -519,7 +519,7 @@ export interface UpstreamRegistry extends EventEmitter {
   counts? (): CatalogueCounts[]
   /** Per upstream, its callers' calls, errors and latency window (the status page; call-stats.ts). Optional. */
   callStats? (): UpstreamCallStats[]
-  /** Names and resource URIs two upstreams claim now (the status page; issue #18). Optional. */
+  /** Names and resource URIs two upstreams claim now (the status page). Optional. */
   collisions? (): NameCollision[]
 }
 

@@ -79,19 +79,19 @@ export class Upstream implements ConnectionHost {
   private firstAttempt: Promise<unknown> | undefined
   /** Aborted by close(): ends every wait for the legacy connection. */
   private readonly closed = new AbortController()
-  /** The in-flight cap and queue (config maxInFlight, maxQueued; issue #20). */
+  /** The in-flight cap and queue (config maxInFlight, maxQueued). */
   private readonly gate: CallGate
-  /** Isolated instances by key (issue #18), when `isolation` is not shared. */
+  /** Isolated instances by key, when `isolation` is not shared. */
   private readonly instances = new Map<string, Instance>()
   /**
-   * The resource subscriptions of each instance key (issue #18): the URIs its owner subscribed
+   * The resource subscriptions of each instance key: the URIs its owner subscribed
    * to, with how many of the owner's subscriptions hold each (two sessions of one principal,
    * per-principal). An instance subscribes to them when it starts (its connection's
    * `subscriptions`), and follows changes while it runs. A key leaves with its last URI, or when
    * its owner ends ({@link endOwner}).
    */
   private readonly ownerSubscriptions = new Map<string, Map<string, number>>()
-  /** Callers' calls, errors and latency window (issue #15 › A status page; call-stats.ts). */
+  /** Callers' calls, errors and latency window (the status page; call-stats.ts). */
   readonly stats: CallStats
 
   constructor (readonly name: string, readonly config: UpstreamConfig, private readonly options: UpstreamOptions) {
@@ -242,7 +242,7 @@ export class Upstream implements ConnectionHost {
   }
 
   /**
-   * The owner replica's end of a call forwarded from another replica (issue #18 under Redis;
+   * The owner replica's end of a call forwarded from another replica (isolated upstreams under Redis;
    * lib/redis-instances.ts): a caller's call like any other, `tool` being this upstream's own
    * definition when it is a tools/call. Rejects with UpstreamRpcError.
    */
@@ -269,7 +269,7 @@ export class Upstream implements ConnectionHost {
   }
 
   /**
-   * The key of the isolated instance a call uses (issue #18 › Isolated upstreams): per-session,
+   * The key of the isolated instance a call uses (docs: Isolated upstreams): per-session,
    * the call's owner (legacy session, stdio client), else its principal (2026-07-28 traffic);
    * per-principal, its principal. `anonymous` when the call has neither. Undefined when shared.
    */
@@ -305,8 +305,8 @@ export class Upstream implements ConnectionHost {
   /**
    * A connection host for an isolated instance: the upstream's config; its owner's subscriptions;
    * the list changes it announces (after its re-list; not those of it coming up or going down)
-   * and its resource updates relayed to its owner alone (the registry's 'instance_event',
-   * issue #18). The merged catalogue stays the shared connection's.
+   * and its resource updates relayed to its owner alone (the registry's 'instance_event').
+   * The merged catalogue stays the shared connection's.
    */
   private instanceHost (key: string, stopped: { value: boolean }): ConnectionHost {
     const upstream = this
@@ -336,7 +336,7 @@ export class Upstream implements ConnectionHost {
   }
 
   /**
-   * Subscribes `who`'s isolated instance to `uri` (issue #18): remembered for the instance's key,
+   * Subscribes `who`'s isolated instance to `uri`: remembered for the instance's key,
    * and pushed to the instance when it runs (a refusal there is logged: the shared connection
    * already accepted the subscription). A session's own instance (key = `who.owner`) holds a URI
    * once, however often it is asked. Nothing for a shared upstream, nor for a session whose
@@ -356,7 +356,7 @@ export class Upstream implements ConnectionHost {
 
   /**
    * Session `sid`'s own instance subscribed to `uri` (`add`) or not, when this upstream is
-   * `per-session` (the Redis store's end of issue #18: the session's stored subscriptions, on the
+   * `per-session` (the Redis store's end of isolated upstreams: the session's stored subscriptions, on the
    * replica running its instance). Idempotent. Never rejects.
    */
   async sessionSubscription (uri: string, sid: string, add: boolean): Promise<void> {
@@ -437,7 +437,7 @@ export class Upstream implements ConnectionHost {
     try {
       const key = this.instanceKey(options)
       if (key !== undefined) {
-        // A legacy session's instances live on one replica (issue #18 under Redis): elsewhere its
+        // A legacy session's instances live on one replica (under Redis): elsewhere its
         // calls are forwarded there. Per-principal keys stay per replica (README › Isolated upstreams).
         const home = options.home
         if (home !== undefined && key === options.owner) {

@@ -13,7 +13,7 @@ const deleteRoute: FastifyPluginAsync = async function (fastify) {
   // Built once: every DELETE refusal is id-less (DELETE has no body).
   const refused = new Map<DeleteOutcome, Refusal>(Object.entries(DELETE_REFUSAL).map(([outcome, reason]) => [outcome as DeleteOutcome, refusal(reason)]))
   const storeUnavailable = refusal('storeUnavailable')
-  // `/` and a curated endpoint `/:server` (issue #17); a session is found only on its own endpoint (mcpx-legacy-sessions).
+  // `/` and a curated endpoint `/:server`; a session is found only on its own endpoint (mcpx-legacy-sessions).
   const handler = async function endSession (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const session = request.mcpSession
     const modern = eraOfInbound(request.mcp) === 'modern'

@@ -46,7 +46,7 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
   fastify.setNotFoundHandler(async function mcpNotFound (_request, reply) {
     return await sendRefusal(reply, notFound)
   })
-  // issue #17: `/mcp/<name>` is a curated endpoint only when one by that name is configured (the
+  // Curated endpoints: `/mcp/<name>` is a curated endpoint only when one by that name is configured (the
   // dispatcher holds the swappable set); any other name is 404 with a JSON-RPC body.
   const unknownEndpoint = refusal('unknownEndpoint')
   const dispatcher = fastify.mcp.dispatcher
@@ -60,7 +60,7 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
   fastify.decorateRequest('mcpOverCapacity', false)
   // The route checks that need no body, in this order, after the plugins' onRequest hooks (Origin,
   // CORS, auth), as every rule /mcp follows: the method (405), the curated endpoint (404), Accept
-  // (406), then the POST count. One callback-style hook (issue #14: no promise and no microtask
+  // (406), then the POST count. One callback-style hook (no promise and no microtask
   // per check on every request).
   fastify.addHook('onRequest', function admitRequest (request, reply, done) {
     const method = request.method

@@ -16,7 +16,7 @@ import type { McpRouteDeps } from './options.js'
 
 /**
  * The PostChannel of one Fastify request/reply pair: a class, so a POST allocates one object and no
- * closures for its methods (issue #14).
+ * closures for its methods (none per request).
  */
 class FastifyChannel implements PostChannel {
   readonly endpoint?: string
@@ -32,7 +32,7 @@ class FastifyChannel implements PostChannel {
     // HTTP, 2026-07-28: responses are JSON or SSE as Accept allows).
     const accept = readAccept(request.headers.accept)
     const caller = request.mcpPrincipal // made once by mcpx-auth
-    const endpoint = endpointOf(request) // a curated endpoint's name (issue #17), or undefined for /mcp
+    const endpoint = endpointOf(request) // a curated endpoint's name, or undefined for /mcp
     const bindingKey = bindingKeyOf(caller, request.headers.authorization, endpoint) // the principal's key, or the header's hash without auth; bound to the endpoint
     if (endpoint !== undefined) this.endpoint = endpoint
     if (bindingKey !== undefined) this.principal = bindingKey
@@ -78,7 +78,7 @@ const postRoute: FastifyPluginAsync<McpRouteDeps> = async function (fastify, opt
     maxRequestsPerSession: opts.maxRequestsPerSession,
     streamSlots: opts.streamSlots
   })
-  // `/` is <prefix>/mcp; `/:server` a curated endpoint (issue #17), under the same hooks (unknown names: 404 in routes/mcp).
+  // `/` is <prefix>/mcp; `/:server` a curated endpoint, under the same hooks (unknown names: 404 in routes/mcp).
   const handler = async function postMcp (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     // mcpx-era classified the body (and answered an unreadable one); mcpx-modern-headers refused a modern batch.
     const inbound = request.mcp

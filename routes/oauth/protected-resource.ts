@@ -1,5 +1,5 @@
 /**
- * Protected Resource Metadata (RFC 9728; issue #16 › Protected Resource Metadata): `GET
+ * Protected Resource Metadata (RFC 9728): `GET
  * /.well-known/oauth-protected-resource` and its path-suffixed forms (lib/oauth/metadata
  * protectedResourceMetadataPaths: `/mcp`, `/tools/mcp` under a plugin prefix, and the resource's
  * own path). No token needed; allowed origins may read it (mcpx-origin and mcpx-cors, with the

@@ -1,6 +1,6 @@
 /**
- * GET /status (HTML for people) and GET /status.json (the same report for machines), issue #15 ›
- * A status page. Thin: the guard comes from the daemon (loopback Host or an admin token, refusals
+ * GET /status (HTML for people) and GET /status.json (the same report for machines), docs:
+ * The status page. Thin: the guard comes from the daemon (loopback Host or an admin token, refusals
  * from lib/status.ts), the report from lib/status-report.ts, the HTML and its headers (strict CSP)
  * from lib/status-page.ts.
  */

@@ -1,5 +1,5 @@
 /**
- * Server-to-client questions across eras (issue #10; DIGEST §6f MRTR), through a real listening
+ * Server-to-client questions across eras (the MRTR bridge, lib/mrtr.ts; DIGEST §6f MRTR), through a real listening
  * mcpx and real fixture children, with the official clients on the client side: v1
  * (`@modelcontextprotocol/sdk`) for legacy, v2 (`@modelcontextprotocol/client`) for 2026-07-28.
  *
@@ -206,7 +206,7 @@ t.test('bridge/state/bound-to-the-caller', async t => {
 // `_meta` goes with it when nothing else is left in it.
 // Each case gets its own gateway and upstream: the first call stays parked upstream (its client
 // never retries), and with two callers' calls in flight on one shared upstream a question cannot be
-// tied to either, so mcpx refuses it rather than guess (issue #18; isolation/shared/question-never-guessed).
+// tied to either, so mcpx refuses it rather than guess (isolation/shared/question-never-guessed).
 t.test('2026-07-28/mrtr/input-requests-carry-no-upstream-progress-token', async t => {
   for (const [id, extra] of [[21, {}], [22, { _meta: modernMeta({ elicitation: {} }, { progressToken: 'client-token' }) }]] as const) {
     const { base } = await listen(t, { upstreams: fixtureUpstreams(['--era', 'legacy']) })

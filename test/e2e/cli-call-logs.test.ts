@@ -1,6 +1,6 @@
 /**
- * The operator commands as a real process (`node dist/cli.js …`), issue #15 › CLI helpers and
- * › Readable logs, part 2 (cli.test.ts has --help, flags, check and tools): `mcpx call`, and the
+ * The operator commands as a real process (`node dist/cli.js …`), docs: Command-line helpers and
+ * Logs, part 2 (cli.test.ts has --help, flags, check and tools): `mcpx call`, and the
  * log format flags (pretty lines where asked; `mcpx serve` keeps stdout pure MCP whatever the format).
  */
 import t from 'tap'

@@ -1,6 +1,6 @@
 /**
- * The operator commands as a real process (`node dist/cli.js …`), issue #15 › CLI helpers and
- * › Readable logs: every command's --help, unknown flags, `mcpx check` (table, exit code naming
+ * The operator commands as a real process (`node dist/cli.js …`), docs: Command-line helpers and
+ * Logs: every command's --help, unknown flags, `mcpx check` (table, exit code naming
  * why, duplicate resource URIs) and `mcpx tools`; cli-call-logs.test.ts has `mcpx call` and the log
  * format flags.
  */

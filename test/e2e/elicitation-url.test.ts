@@ -1,5 +1,5 @@
 /**
- * URL-mode elicitation (issue #18 › URL-mode elicitation; 2025-11-25 client/elicitation.mdx) through
+ * URL-mode elicitation (2025-11-25 client/elicitation.mdx) through
  * a real daemon, in the four era directions:
  * - legacy client (2025-11-25 session) ↔ legacy upstream (the hand-written hostile fixture, which
  *   asks a real `elicitation/create {mode: 'url'}` and sends `notifications/elicitation/complete`):

@@ -1,6 +1,6 @@
 /**
- * Seeded fuzzing of both faces (issue #6 › Must show: "a bounded, seeded run of at least 5,000
- * malformed or random requests … against a live daemon"; "the same goes for stdio").
+ * Seeded fuzzing of both faces (the requirement: a bounded, seeded run of at least 5,000
+ * malformed or random requests against a live daemon, and the same for stdio).
  *
  * - HTTP: a real `node dist/cli.js daemon` (echo fixture upstream) gets {@link HTTP_REQUESTS}
  *   random requests over loopback, {@link CONCURRENCY} at a time: random methods, paths, headers

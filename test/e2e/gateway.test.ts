@@ -1,5 +1,5 @@
 /**
- * The main job end to end (issue #2 › Must show), against a REAL daemon process on 127.0.0.1
+ * The main job end to end (what the gateway must show), against a REAL daemon process on 127.0.0.1
  * with REAL upstream children: `@modelcontextprotocol/server-everything` over stdio and our
  * fixture. The official clients (v1 at 2025-11-25, v2 pinned to 2026-07-28) list and call a
  * tool of each upstream by its prefixed name; a killed upstream fails the call in flight at once

@@ -1,5 +1,5 @@
 /**
- * Legacy Streamable HTTP over real sockets (issue #4; seed › Streamable HTTP, 2025-03-26 …
+ * Legacy Streamable HTTP over real sockets (seed › Streamable HTTP, 2025-03-26 …
  * 2025-11-25; DIGEST §3d, §6g): the GET notification stream (409, keep-alive, DELETE,
  * list_changed, resources/updated, no redelivery), cancellation observed at the fixture,
  * questions relayed to the client, isolation between sessions, concurrent batch elements, and
@@ -235,7 +235,7 @@ for (const revision of LEGACY) {
   })
 
   t.test(`${revision}/questions/on-get-stream-when-json-only`, async t => {
-    // Issue #4 › Questions: on the request's SSE stream, or on the GET stream if none.
+    // Server→client questions: on the request's SSE stream, or on the GET stream if none.
     const { base } = await sharedServer(revision, ['--era', 'legacy'])
     const sid = await fetchSession(base, revision, { elicitation: {} })
     const stream = await openGet(t, base, sid, revision)

@@ -1,5 +1,5 @@
 /**
- * A body over transport.maxBodyBytes on a REAL daemon under load (issue #18 › Small cases): each
+ * A body over transport.maxBodyBytes on a REAL daemon under load: each
  * 8 MiB `tools/call` on a live legacy session is answered 413 with an id-less JSON-RPC error and
  * `Connection: close`, and the client reads that answer: no EPIPE, no reset, even though the daemon
  * answers before the client has finished sending.

@@ -1,5 +1,5 @@
 /**
- * Outgoing-stream limits (issue #20 › "A high-water mark on every outgoing stream", "stdio serve"),
+ * Outgoing-stream limits (a high-water mark on every outgoing stream, `mcpx serve`'s stdout too),
  * against a REAL daemon process and a REAL `mcpx serve`, with hostile peers: clients that stop
  * reading their SSE reply or GET stream while test/fixtures/flood-upstream.ts floods them, a
  * client that reads slowly, and a stdio host that writes 10,000 requests without reading.
@@ -145,7 +145,7 @@ async function readLate (base: string, body: { params: { name: string } }, stall
 
 t.test('limits/sse/stalled-readers-rss-bounded', async t => {
   // One flooding upstream per call: a log line is delivered only when it can be tied to exactly
-  // one call of its upstream (issue #18), so four calls on one upstream would carry none.
+  // one call of its upstream, so four calls on one upstream would carry none.
   const daemon = await startDaemon(t, { upstreams: { f1: FLOOD, f2: FLOOD, f3: FLOOD, f4: FLOOD } }, { env: PRODUCTION_ENV })
   const pid = daemon.child.pid as number
   // Warm up (JIT, pools) with one flood read to its end, then take the baseline.
@@ -215,7 +215,7 @@ t.test('limits/sse/reading-client-gets-coalesced-progress-and-intact-reply', asy
 
 t.test('limits/sse/stalled-reply-past-max-ended-and-call-cancelled', async t => {
   // Past transport.streamBufferMaxBytes a reply stream is ended and its call cancelled upstream
-  // (issue #20). What overflows it: frames the policy cannot coalesce or drop. The first progress
+  // (transport.streamBufferMaxBytes). What overflows it: frames the policy cannot coalesce or drop. The first progress
   // queued behind a stalled client is kept whole (only later ones replace it), so progress of
   // ~300 KB each, more than the hard limit by itself, overflows the stream as soon as the client's
   // socket (and the kernel's buffers) are full. Log lines are dropped past the mark and never do.

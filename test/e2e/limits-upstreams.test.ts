@@ -1,5 +1,5 @@
 /**
- * Issue #20, the upstream side: each upstream's in-flight cap and queue (maxInFlight, maxQueued),
+ * Bounds, the upstream side: each upstream's in-flight cap and queue (maxInFlight, maxQueued),
  * its message size bound (maxMessageBytes), and cancels delivered before exit. Every test runs a
  * real `mcpx serve` child (test/helpers/spawn.ts) or a real daemon (test/helpers/daemon.ts) over
  * the hand-written hostile upstream (test/fixtures/hostile-upstream.ts), which records what it
@@ -22,7 +22,7 @@ import { runStdio } from '../../stdio.js'
 import { loadConfig } from '../../lib/config/config.js'
 
 // Twenty EOF drains, eight SIGTERMed daemons, 10,000 requests and 50 MB lines: minutes on a
-// loaded 2-core machine, beyond the suite's 240 s per file (.taprc).
+// loaded 2-core machine, beyond the suite's 480 s per file (.taprc).
 t.setTimeout(720_000)
 
 const HOSTILE = fileURLToPath(new URL('../fixtures/hostile-upstream.js', import.meta.url))
@@ -244,7 +244,7 @@ t.test('limits/upstreams/eof-drain-cancel-reaches-upstream', async t => {
 t.test('limits/upstreams/sigterm-cancel-reaches-upstream', async t => {
   // At SIGTERM the daemon lets in-flight requests finish for daemon.shutdownTimeout, then cuts
   // them: each cut call's notifications/cancelled must be written and flushed to its stdio upstream,
-  // and the child must read it before it is ended (issue #20 › Cancels are delivered before exit).
+  // and the child must read it before it is ended (cancels are delivered before exit).
   // 8 real daemons, 3 calls in flight on each at its SIGTERM: 24 cancels, every one must arrive (a
   // daemon start and stop takes ~8 s on the loaded 2-core machine, so not 20 daemons). The hostile
   // fixture appends a record for every notifications/cancelled it reads, synchronously.

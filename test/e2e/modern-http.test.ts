@@ -1,6 +1,6 @@
 /**
  * The 2026-07-28 Streamable HTTP face end to end: a real listening mcpx, real fixture upstream
- * processes, real sockets (seed › Streamable HTTP, 2026-07-28; issue #3). What needs a socket
+ * processes, real sockets (seed › Streamable HTTP, 2026-07-28). What needs a socket
  * lives here: the disconnect that cancels the upstream call, subscriptions/listen streams,
  * cross-era upstreams, the Mcp-Param-* headers mcpx sends to a modern HTTP upstream, and the
  * official v2 client (`@modelcontextprotocol/client` 2.4.0) talking to mcpx.

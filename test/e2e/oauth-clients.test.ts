@@ -1,5 +1,5 @@
 /**
- * The official SDK clients through mcpx's OAuth front door (issue #16 › The official SDK clients,
+ * The official SDK clients through mcpx's OAuth front door (the official SDK clients,
  * end to end): each starts with no token, gets 401, reads the Protected Resource Metadata, goes to
  * the authorization server it names (a real oidc-provider), where the test plays the user
  * (authorization code with PKCE, resource indicator), then lists and calls a tool through mcpx.
@@ -67,7 +67,7 @@ t.test('auth/oauth/sdk-v2-client-authorization-code-flow', async t => {
   t.equal(textOf(await client.callTool({ name: 'echo', arguments: { text: 'hello' } })), 'hello', 'a tool called through mcpx')
 })
 
-// A curated endpoint (issue #17 › Curated endpoints) behind the same OAuth front door: its 401
+// A curated endpoint behind the same OAuth front door: its 401
 // names the one Protected Resource Metadata, whose resource (<origin>/mcp) covers /mcp/<name> by
 // path prefix (the SDK's checkResourceAllowed), so the client asks for a token for /mcp and mcpx
 // accepts it on the endpoint. The endpoint's view (one tool, renamed) shows the calls went there.

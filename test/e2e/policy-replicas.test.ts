@@ -1,6 +1,6 @@
 /**
- * Per-caller notification filtering across replicas (issue #17 › Notifications: "list_changed and
- * resources/updated reach a caller only for what it can see") with `sessions.store: "redis"`: a
+ * Per-caller notification filtering across replicas (list_changed and
+ * resources/updated reach a caller only for what it can see) with `sessions.store: "redis"`: a
  * change one replica's upstream saw is relayed over Redis to the replica holding a legacy session's
  * GET stream, and must pass the same per-caller filter there as a local one. Two in-process mcpx
  * instances, each with its own fixture child, share the real Redis (`REDIS_URL`, default

@@ -1,7 +1,7 @@
 /**
  * Per-caller policy over real HTTP, in both eras and in a 2025-03-26 batch, with named static
  * tokens and with OAuth principals (oidc-provider), on a real listening daemon, and on a spawned
- * `mcpx serve` (the `local` principal). Issue #17 › Per-caller policy. Tests are named policy/<area>/<requirement>.
+ * `mcpx serve` (the `local` principal). Docs: Policy. Tests are named policy/<area>/<requirement>.
  */
 import t, { type Test } from 'tap'
 import { build, listen, fixtureUpstreams } from '../helpers/app.js'
@@ -57,7 +57,7 @@ t.test('policy/lists/no-policy-everything-allowed', async t => {
 
 /**
  * Each hidden thing and an absent one, through the same request: the replies must be the same
- * bytes apart from the id and the name (issue #17 › Hidden things look absent).
+ * bytes apart from the id and the name (hidden things look absent).
  */
 const HIDDEN_VS_ABSENT: Array<{ method: string, hidden: string, absent: string, params: (name: string) => Record<string, unknown> }> = [
   { method: 'tools/call', hidden: 'bump', absent: 'no_such_tool', params: name => ({ name, arguments: {} }) },

@@ -1,5 +1,5 @@
 /**
- * The status page (issue #15 › A status page) on a real daemon (`node dist/cli.js daemon`) with
+ * The status page (docs: The status page) on a real daemon (`node dist/cli.js daemon`) with
  * real upstreams: `/status.json` reports each upstream's state, era and revision, pid or redacted
  * URL, restarts, last error, list sizes, calls, errors and latency percentiles, the open sessions and
  * streams, the config's source and the last reload, and names collisions; `/status` is the same
@@ -82,7 +82,7 @@ t.test('ops/status/report-names-every-upstream-and-counts-calls', async t => {
   t.match(first.config.source, /mcpx\.config\.json$/)
   t.equal(first.config.lastReload, undefined)
   t.same({ sessions: first.sessions, streams: first.streams }, { sessions: 0, streams: { get: 0, listen: 0 } })
-  // Both are the fixture: tools and prompts are prefixed apart, resource URIs are not (issue #18).
+  // Both are the fixture: tools and prompts are prefixed apart, resource URIs are not (docs: Configuration › Collisions).
   t.same(first.collisions.filter(c => c.kind === 'resource').map(c => [c.name, c.kept, c.dropped]).sort(), [['fixture://counter', 'local', 'web'], ['fixture://static', 'local', 'web']])
   t.notOk(first.collisions.some(c => c.kind === 'tool'), 'prefixed tool names do not collide')
   t.equal(first.windowSeconds, 300)
@@ -184,7 +184,7 @@ t.test('ops/status/page-self-contained-strict-csp', async t => {
   t.notMatch(html, /https?:\/\//, 'no absolute URL at all')
 })
 
-// "With admin.tokens, or OAuth with an admin scope" (issue #15 › A status page): admin.scopes opens
+// "With admin.tokens, or OAuth with an admin scope" (docs: The status page): admin.scopes opens
 // /status, /status.json and POST /admin/reload to an OAuth access token (from a real oidc-provider)
 // holding them; a valid token without them is 403 insufficient_scope; no token is still the 401.
 t.test('ops/status/oauth-admin-scope-opens-remote-status', async t => {

@@ -1,6 +1,6 @@
 /**
  * The per-call header seam of HTTP upstreams (lib/upstreams/types.ts UpstreamHeaderProvider, for
- * issue #16): a provider's headers reach the upstream on calls, from the caller's principal, and a
+ * per-caller upstream credentials): a provider's headers reach the upstream on calls, from the caller's principal, and a
  * 401 makes the call retry once with fresh headers. A real HTTP fixture sits behind a small gate
  * (node:http) that refuses any `authorization` other than `Bearer good` with 401 and records what
  * it saw; the connection's own traffic (handshake, listen) carries no authorization and passes.
@@ -53,7 +53,7 @@ t.test('upstreams/http/header-provider-retries-once-after-401', async t => {
     logger: captureLogger().logger,
     defaultTimeoutMs: 10_000,
     headerProvider: async request => {
-      if (request.own === true) return undefined // the connection's own traffic: nothing (issue #16 asks here for mcpx's own token)
+      if (request.own === true) return undefined // the connection's own traffic: nothing (mcpx's own upstream credentials give its own token here)
       asked.push(request)
       return { Authorization: request.afterUnauthorized ? 'Bearer good' : 'Bearer stale' }
     }

@@ -1,5 +1,5 @@
 /**
- * Progress and the timeout (issue #18 › Small cases): `upstreams.X.resetTimeoutOnProgress` restarts
+ * Progress and the timeout: `upstreams.X.resetTimeoutOnProgress` restarts
  * a call's timeout when the upstream sends progress, `maxTotalTimeout` bounds the whole call, and
  * a call that runs out of either is cancelled upstream (`notifications/cancelled`, seen by the
  * fixture). Real fixture children; the bounds leave a wide margin over the progress interval

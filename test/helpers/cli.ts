@@ -1,6 +1,6 @@
 /**
  * Runs the operator commands as a real process (`node dist/cli.js …`) for the cli/… tests
- * (issue #15 › CLI helpers).
+ * (docs: Command-line helpers).
  */
 import { execFile } from 'node:child_process'
 import { CLI_PATH } from './spawn.js'

@@ -1,5 +1,5 @@
 /**
- * Helpers for the legacy Streamable HTTP tests (issue #4; seed › Streamable HTTP, 2025-03-26 …
+ * Helpers for the legacy Streamable HTTP tests (seed › Streamable HTTP, 2025-03-26 …
  * 2025-11-25): the legacy revisions, initialize over inject or fetch, an SSE reader for real
  * sockets, bounded polling, the fixture's FIXTURE_LOG, and the spec schemas as a test-only oracle.
  */

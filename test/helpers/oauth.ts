@@ -1,5 +1,5 @@
 /**
- * A real authorization server for the tests (issue #16 › Real parts): `oidc-provider` on
+ * A real authorization server for the tests (real parts, not mocks): `oidc-provider` on
  * 127.0.0.1:0, in process, configured for client credentials, authorization code with PKCE,
  * resource indicators with JWT (or opaque) access tokens, introspection, and key rotation. The
  * listening socket stays while the provider behind it can be swapped (new keys) or taken down.

@@ -1,5 +1,5 @@
 /**
- * Helpers for the policy, curated-endpoint and audit tests (issue #17): named static tokens read
+ * Helpers for the policy, curated-endpoint and audit tests: named static tokens read
  * from the environment, and one JSON-RPC POST over real HTTP in either era that returns the status,
  * headers and raw body (the byte-identity checks compare bodies as sent).
  */

@@ -1,6 +1,6 @@
 /**
- * Throwaway Redis set-ups on loopback for the `redis/…` tests (issue #15 › Redis that survives a
- * node): a Redis Cluster of N masters, and a Sentinel set-up (a master, a replica, three
+ * Throwaway Redis set-ups on loopback for the `redis/…` tests (docs: Running several replicas ›
+ * Surviving a Redis node): a Redis Cluster of N masters, and a Sentinel set-up (a master, a replica, three
  * sentinels). Every process is a real `redis-server` (Debian `redis-server`; `redis-cli` from
  * `redis-tools` creates the cluster), on free ports, with its files in a fresh temp dir, started
  * by the test and killed (SIGKILL, then awaited) at its teardown, or at the latest when the test

@@ -1,5 +1,5 @@
 /**
- * Legacy Streamable HTTP at inject level (issue #4; seed › Streamable HTTP, 2025-03-26 …
+ * Legacy Streamable HTTP at inject level (seed › Streamable HTTP, 2025-03-26 …
  * 2025-11-25; DIGEST §3d, §4, §6e, A8, A9, A14): sessions, DELETE, MCP-Protocol-Version, batches,
  * GET refusals, responses and notifications, exact ids, and a 2026-07-28-only upstream.
  * Everything that needs a live stream is in test/e2e/legacy-http.test.ts.
@@ -34,7 +34,7 @@ for (const revision of LEGACY) {
     t.match(res.headers['content-type'], /^application\/json/)
     const sid = res.headers['mcp-session-id']
     t.type(sid, 'string', 'Mcp-Session-Id on the InitializeResult response')
-    // DIGEST §3d rule 16: visible ASCII 0x21–0x7E; issue #4: at least 128 bits (base64url: 6 bits a character).
+    // DIGEST §3d rule 16: visible ASCII 0x21–0x7E; mcpx mints at least 128 random bits (base64url: 6 bits a character).
     t.match(sid, SESSION_ID)
     t.ok(String(sid).length >= 22, `at least 128 bits of base64url (${String(sid).length} characters)`)
     // 128 random bits (22 base64url characters), a dot, and the 64-bit tag that binds it to its caller.

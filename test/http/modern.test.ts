@@ -1,7 +1,7 @@
 /**
  * The 2026-07-28 Streamable HTTP face over real HTTP (one mcpx on 127.0.0.1:0, the echo fixture
  * as its only upstream): seed › "Which era a POST belongs to" and "Streamable HTTP, 2026-07-28",
- * every bullet; issue #3; DIGEST §6c, §6d (tables D3, D4, D6), §6f. Test names are
+ * every bullet; DIGEST §6c, §6d (tables D3, D4, D6), §6f. Test names are
  * `2026-07-28/<area>/<requirement>` (the era decision: `era/<requirement>`). Errors are checked
  * for exact status, code and id, with ids of several types (0, "abc", -1, 9007199254740993 —
  * the last checked in the raw reply text, since JSON.parse cannot hold it).

@@ -1,6 +1,6 @@
 /**
  * mcpx-origin and mcpx-cors at inject level, on a bare Fastify with a dummy /mcp route
- * (seed › "Origin (every revision with Streamable HTTP)"; issue #6).
+ * (seed › "Origin (every revision with Streamable HTTP)").
  */
 import t, { type Test } from 'tap'
 import Fastify, { type FastifyInstance, type InjectOptions } from 'fastify'

@@ -1,6 +1,6 @@
 /**
  * lib/cancel.ts alone: the request cancellation that replaced the AbortController per request
- * (issue #14). It must keep the AbortSignal behaviours the request path relies on: listeners run
+ * (a hot-path saving: see BENCHMARKS.md). It must keep the AbortSignal behaviours the request path relies on: listeners run
  * once, in order, synchronously inside abort(); removal; a real AbortSignal on demand that follows it.
  */
 import t from 'tap'

@@ -1,4 +1,4 @@
-/** Config loading and validation (lib/config.ts; issue #2 › Config). */
+/** Config loading and validation (lib/config.ts; docs: Configuration). */
 import t from 'tap'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'

@@ -1,6 +1,6 @@
 /**
  * Unit tests of lib/jsonrpc: parseBody (UTF-8, exact ids, the nesting bound), classify and
- * encodeMessage (JSON-RPC 2.0 §4–5; DIGEST §2b, §6e; issue #2 › JSON-RPC exactness). No Fastify.
+ * encodeMessage (JSON-RPC 2.0 §4–5; DIGEST §2b, §6e; ids go back exactly as they came). No Fastify.
  */
 import t from 'tap'
 import {

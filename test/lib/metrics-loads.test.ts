@@ -1,5 +1,5 @@
 /**
- * ops/metrics/…: the per-upstream load series (issue #20) read the registry once per scrape, and
+ * ops/metrics/…: the per-upstream load series (the upstream bounds) read the registry once per scrape, and
  * an upstream a reload removed leaves them.
  */
 import t from 'tap'

@@ -1,5 +1,5 @@
 /**
- * Unit tests of the OAuth config and metadata helpers (issue #16): RFC 9728 §3.1 URL derivation,
+ * Unit tests of the OAuth config and metadata helpers: RFC 9728 §3.1 URL derivation,
  * discovery order, issuer and resource rules, config defaults. No network, no Fastify.
  */
 import t from 'tap'

@@ -89,7 +89,7 @@ t.test('upstreams/registry/relays-announced-list-changed-even-when-unchanged', a
 })
 
 t.test('upstreams/registry/upstream-names-follow-a-reload', async t => {
-  // upstreamNames() is cached (the request log and the call metrics read it per call, issue #14):
+  // upstreamNames() is cached (the request log and the call metrics read it per call):
   // a reconcile that adds or removes an upstream must be seen at once, by upstreamOf too.
   const registry = createRegistry({ a: { command: 'never-started' } }, { logger: silent as never, defaultTimeoutMs: 1000 })
   t.type(registry.upstreamNames, 'function', 'the registry names its upstreams')

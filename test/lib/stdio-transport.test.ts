@@ -1,8 +1,8 @@
 /**
  * lib/upstreams/stdio-transport.ts alone, on a real child: the calls' frames batched per loop
- * turn (issue #14: one `stdin.write` per turn, not per call) without losing what the unbatched
+ * turn (one `stdin.write` per turn, not per call) without losing what the unbatched
  * writes guaranteed: order (with the SDK client's own writes and with kill's EOF), failure at once
- * on a gone child, and backpressure that counts the pending batch (issue #20).
+ * on a gone child, and backpressure that counts the pending batch.
  */
 import t from 'tap'
 import type { JSONRPCMessage } from '@modelcontextprotocol/client'
