@@ -13,7 +13,7 @@
  * routes can read the catalogue). Everything else — mcpx's hooks, JSON parser, CORS and error
  * handler — lives in an inner, un-wrapped scope, so it applies to `/mcp` only and never leaks
  * into the host app (STYLE › Layout). Options carry the same keys as the config file and are
- * validated by the same schema (lib/config.ts).
+ * validated by the same schema (lib/config/config.ts).
  */
 import fp from 'fastify-plugin'
 import type { FastifyPluginAsync } from 'fastify'
@@ -48,12 +48,12 @@ declare module 'fastify' {
      * the daemon's reload calls it). @returns the keys it could not apply live.
      */
     mcpxApplyAccess: (next: McpxConfig) => string[]
-    /** The authenticator of `/mcp` (lib/authenticate.ts); the daemon's admin check reuses its OAuth verifier. */
+    /** The authenticator of `/mcp` (lib/auth/authenticate.ts); the daemon's admin check reuses its OAuth verifier. */
     mcpxAuthenticator: Authenticator
   }
 }
 
-/** mcpx's own name and version, as `serverInfo` (read once, lib/version). */
+/** mcpx's own name and version, as `serverInfo` (read once, lib/base/version). */
 export { SERVER_INFO } from './lib/base/version.js'
 
 /** Options of the plugin: the config file's keys, plus a ready registry to share (tests, host apps). */
@@ -97,7 +97,7 @@ const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fa
     maxRequestsPerSession: config.transport.maxRequestsPerSession,
     maxGetStreams: config.transport.maxGetStreams,
     maxConcurrentRequests: config.transport.maxConcurrentRequests,
-    // Every outgoing SSE stream's limits (lib/flow.ts), counted on this instance's metrics.
+    // Every outgoing SSE stream's limits (lib/connection/flow.ts), counted on this instance's metrics.
     flow: {
       highWaterBytes: config.transport.streamBufferBytes,
       maxBytes: config.transport.streamBufferMaxBytes,

@@ -193,7 +193,7 @@ async function main (argv: string[]): Promise<number> {
     const { config, source } = resolveConfig(values.config as string | undefined)
     const log = { logLevel: values['log-level'] as string | undefined, logFormat: values['log-format'] as string | undefined }
     if (name === 'serve' || name === 'daemon') {
-      // OpenTelemetry only when the OTEL_* variables ask for it (lib/trace.ts); otherwise nothing of it loads.
+      // OpenTelemetry only when the OTEL_* variables ask for it (lib/telemetry/trace.ts); otherwise nothing of it loads.
       const tracing = await import('./lib/telemetry/trace.js')
       if (tracing.tracingWantedByEnv()) await tracing.startTracing()
       try {

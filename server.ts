@@ -74,7 +74,7 @@ async function refuseForeignHost (request: FastifyRequest, reply: FastifyReply):
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Hot reload of the config (lib/reload.ts): SIGHUP, --watch and POST /admin/reload go through it. */
+    /** Hot reload of the config (lib/ops/reload.ts): SIGHUP, --watch and POST /admin/reload go through it. */
     mcpxReloader: Reloader
   }
   interface FastifyRequest {
@@ -132,7 +132,7 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
   const log = resolveLogOptions(1, { level: options.logLevel, format: options.logFormat })
   const loggerOptions = { name: 'mcpx', level: log.level, redact: REDACTED_PATHS }
   const app = Fastify({
-    // JSON: Fastify's own pino on stdout, written in batches (lib/log batchedDestination: one line
+    // JSON: Fastify's own pino on stdout, written in batches (lib/telemetry/log batchedDestination: one line
     // per /mcp request). Pretty (a terminal, or --log-format pretty): pino-pretty on fd 1, line by line.
     ...(log.format === 'pretty' ? { loggerInstance: pino(loggerOptions, prettyStream(1)) as unknown as FastifyBaseLogger } : { logger: { ...loggerOptions, stream: batchedDestination(1) } }),
     // Fastify's "incoming request" / "request completed" pairs are off (FSTDEP023: the top-level
@@ -145,7 +145,7 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
     return503OnClosing: true,
     clientErrorHandler: answerClientError,
     // transport.headersTimeout / bodyTimeout: Node bounds sending a request, never the
-    // answer (lib/config httpServerTimeouts). connectionTimeout stays 0: a socket timeout would
+    // answer (lib/config/config httpServerTimeouts). connectionTimeout stays 0: a socket timeout would
     // cut GET streams and long-running calls.
     http: { headersTimeout, requestTimeout, connectionsCheckingInterval },
     requestTimeout
@@ -318,7 +318,7 @@ export async function runDaemon (config: McpxConfig, source: string, options: Da
       process.off('SIGHUP', onSighup)
       const code = (err as NodeJS.ErrnoException).code
       const why = code === 'EADDRINUSE' ? 'address in use' : code === 'EACCES' ? 'permission denied' : code === 'EADDRNOTAVAIL' ? 'address not available' : (err as Error).message
-      // MCPX_ERR_CONFIG: daemon.address is the config key to change (lib/errors.ts has no listen code).
+      // MCPX_ERR_CONFIG: daemon.address is the config key to change (lib/base/errors.ts has no listen code).
       throw new McpxError('MCPX_ERR_CONFIG', `mcpx: cannot listen on ${config.daemon.address}: ${why}`, { cause: err })
     }
     app.log.info({ config: source, upstreams: app.upstreams.status().map(u => ({ name: u.name, state: u.state, revision: u.revision, pid: u.pid })) }, 'mcpx daemon ready')

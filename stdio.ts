@@ -22,13 +22,13 @@ import { createRegistry, startUpstreams } from './lib/upstreams/registry.js'
  * get `config.transport.stdioDrain` ms to answer, then are cancelled; the registry is closed
  * (every child process killed) and the exit code is resolved. A broken stdout (EPIPE) ends the
  * same way, quietly.
- * @param config a loaded config (lib/config.ts `loadConfig`/`resolveConfig`)
+ * @param config a loaded config (lib/config/config.ts `loadConfig`/`resolveConfig`)
  * @param logger must not write to stdout: use `createLogger('stdio')` (fd 2)
  * @param io the streams served (default process.stdin and process.stdout; tests pass their own)
  * @param endpoint `--server <name>`: serve that curated endpoint of `config.servers`;
  *        an unknown name is logged and the exit code is 2 (nothing is started)
  * @param options.source the config file `config` came from: SIGHUP reads it again and reloads the
- *        upstreams (lib/reload.ts; in stdio mode SIGHUP does the same as the daemon's). Without a file
+ *        upstreams (lib/ops/reload.ts; in stdio mode SIGHUP does the same as the daemon's). Without a file
  *        a SIGHUP is refused with one log line.
  * @returns the process exit code: 0 after a clean shutdown, 1 when the upstreams could not be
  *          started, 2 for an unknown `endpoint`. Never rejects.

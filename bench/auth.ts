@@ -1,7 +1,7 @@
 /**
  * The authorization side of `npm run bench` (scenario 12): a JWKS served from this
  * process on 127.0.0.1 (one fetch per daemon, then cached), one RS256 `at+jwt` access token signed
- * with its key, and an in-process measure of mcpx's validation alone (lib/oauth/verifier.ts with a
+ * with its key, and an in-process measure of mcpx's validation alone (lib/auth/verifier.ts with a
  * warm key cache), in µs per token.
  */
 import { createServer } from 'node:http'

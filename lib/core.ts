@@ -17,13 +17,13 @@ import type { JsonObject, UpstreamRegistry } from './upstreams/types.js'
 
 /** What {@link createCore} builds. */
 export interface Core {
-  /** Answers every method (lib/dispatch). */
+  /** Answers every method (lib/dispatch/dispatcher). */
   readonly dispatcher: Dispatcher
-  /** Fans the registry's change events out to listeners (lib/notify-hub). */
+  /** Fans the registry's change events out to listeners (lib/connection/notify-hub). */
   readonly hub: NotificationHub
   /** Seals mcpx's MRTR requestState (key from `mrtr.stateKey`, else random per process). */
   readonly sealer: StateSealer
-  /** mcpx's `serverInfo` (lib/version). */
+  /** mcpx's `serverInfo` (lib/base/version). */
   readonly serverInfo: ServerInfo
   /** The registry the dispatcher routes through. */
   readonly registry: UpstreamRegistry
@@ -47,11 +47,11 @@ export interface Core {
 
 /** Options of {@link createCore}. */
 export interface CoreOptions {
-  /** Counts a lost audit line (lib/metrics auditFailed). */
+  /** Counts a lost audit line (lib/ops/metrics auditFailed). */
   onAuditFailure?: (reason: AuditFailure) => void
   /** stdio face: an audit file that is stdout is refused. */
   stdio?: boolean
-  /** Counts a call refused by a rate limit, or for want of its store (lib/metrics rateLimitRefused). */
+  /** Counts a call refused by a rate limit, or for want of its store (lib/ops/metrics rateLimitRefused). */
   onRateLimited?: (reason: 'limited' | 'unavailable') => void
 }
 
@@ -81,7 +81,7 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
     policy,
     servers: config.servers === undefined ? undefined : new Servers(config.servers),
     audit,
-    pageSize: config.transport.pageSize, // paged catalogues (lib/paging.ts)
+    pageSize: config.transport.pageSize, // paged catalogues (lib/dispatch/paging.ts)
     ...(rateLimiter !== undefined ? { rateLimiter } : {}),
     ...(options.onRateLimited !== undefined ? { onRateLimited: options.onRateLimited } : {})
   })

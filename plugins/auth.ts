@@ -1,7 +1,7 @@
 /**
  * mcpx-auth: the front door (docs: Security, Authentication). One `onRequest` hook turns the Authorization header
- * into a Principal, once, through lib/authenticate, and stores it in `request.mcpPrincipal`; nothing
- * after it reads the header for identity (only lib/principal bindingKeyOf hashes it, with auth off). A refusal is sent as lib/authenticate built it: 401 with
+ * into a Principal, once, through lib/auth/authenticate, and stores it in `request.mcpPrincipal`; nothing
+ * after it reads the header for identity (only lib/auth/principal bindingKeyOf hashes it, with auth off). A refusal is sent as lib/auth/authenticate built it: 401 with
  * `WWW-Authenticate` (and `resource_metadata` with OAuth), or 403 for missing scopes, with an id-less
  * JSON-RPC body. OPTIONS passes: a CORS preflight carries no Authorization (mcpx-cors has normally
  * answered it already). With no authentication configured, no hook is added at all.
@@ -37,7 +37,7 @@ export default fp<AuthOptions>(async function mcpxAuth (fastify, opts) {
     authenticator = createAuthenticator(loadConfig({ auth: { bearerTokens: [...opts.tokens] } }).auth, { logger: fastify.log })
   }
   fastify.decorateRequest('mcpPrincipal', null)
-  if (!authenticator.enabled) return // zero cost when authentication is off (binding: lib/principal bindingKeyOf)
+  if (!authenticator.enabled) return // zero cost when authentication is off (binding: lib/auth/principal bindingKeyOf)
   const { authenticate } = authenticator
   fastify.addHook('onRequest', async function checkBearerToken (request, reply) {
     if (request.method === 'OPTIONS') return

@@ -1,5 +1,5 @@
 /**
- * mcpx-era: classifies each /mcp request once (lib/inbound) and stores it in `request.mcp`: the
+ * mcpx-era: classifies each /mcp request once (lib/protocol/inbound) and stores it in `request.mcp`: the
  * era (seed › "Which era a POST belongs to"), the MCP-Protocol-Version header, and for a POST the
  * body's facts. Every later stage reads `request.mcp`; none classifies the body again. POST bodies
  * are judged once parsed; GET and DELETE carry no body, so only the header can make them modern.
@@ -15,7 +15,7 @@ import type { Parsed } from '../lib/protocol/jsonrpc.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** This /mcp request, classified once by mcpx-era (lib/inbound); null until it ran. */
+    /** This /mcp request, classified once by mcpx-era (lib/protocol/inbound); null until it ran. */
     mcp: Inbound | null
   }
 }

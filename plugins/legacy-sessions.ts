@@ -8,7 +8,7 @@
  * another supported one (a client quirk to tolerate).
  *
  * The store is `sessions.store`: in memory (default), or Redis shared by several replicas
- * (lib/redis-sessions.ts). While Redis is unreachable a request naming a session is
+ * (lib/sessions/redis-store.ts). While Redis is unreachable a request naming a session is
  * 503 with Retry-After (the JSON-RPC error carries the request's id when one can be read).
  */
 import fp from 'fastify-plugin'

@@ -3,7 +3,7 @@
  * (seed › Streamable HTTP, 2026-07-28): no batches (-32600), a revision mcpx serves (-32022),
  * the mirrored MCP-Protocol-Version / Mcp-Method / Mcp-Name headers (-32020), and the
  * Mcp-Param-* headers of the named tool (-32020). Every rejection carries the request's id
- * when it has one; its status comes from lib/status (modernStatus).
+ * when it has one; its status comes from lib/protocol/http-status (modernStatus).
  */
 import fp from 'fastify-plugin'
 import { encodeMessage, errorResponse, INVALID_REQUEST } from '../lib/protocol/jsonrpc.js'
@@ -32,7 +32,7 @@ export default fp(async function mcpxModernHeaders (fastify) {
     const message = item.message
     const id = inbound.id
     // A modern-era revision mcpx does not serve is -32022, whether the header or the body named it
-    // (lib/revisions); anything else the header disagrees on is -32020 below (seed).
+    // (lib/protocol/revisions); anything else the header disagrees on is -32020 below (seed).
     const requested = inbound.headerRevision ?? inbound.bodyRevision
     if (isUnservedModern(requested)) {
       const refused = unsupportedVersion(id, requested)

@@ -1,7 +1,7 @@
 /**
  * mcpx-origin: refuses a request whose Origin is present and not allowed, on every method
  * (OPTIONS included), with 403 and an id-less JSON-RPC error
- * (seed › "Origin (every revision with Streamable HTTP)"). The decision is lib/origin's.
+ * (seed › "Origin (every revision with Streamable HTTP)"). The decision is lib/http/origin's.
  *
  * Register it FIRST in mcpx's own (un-wrapped) scope, before mcpx-cors and mcpx-auth: its
  * `onRequest` hook must run before theirs, so a refused preflight is 403 rather than a CORS grant

@@ -6,7 +6,7 @@
  * `era`, `revision`, `upstream` (tools/call and prompts/get, where the name tells it), `status`,
  * `durationMs`, `remoteAddress` (the client: the socket's peer, or, behind a proxy listed in the
  * daemon's `daemon.trustProxy`, the address X-Forwarded-For names). Headers are never logged here; the daemon's logger also redacts `authorization`
- * and `cookie` wherever a line carries headers (lib/log REDACTED_PATHS).
+ * and `cookie` wherever a line carries headers (lib/telemetry/log REDACTED_PATHS).
  *
  * A request whose client went away before the response completed (an SSE stream the client
  * closed, a cancelled call) is logged with `aborted: true` and status 499 (nginx's "client closed
@@ -45,7 +45,7 @@ export default fp<RequestLogOptions>(async function mcpxRequestLog (fastify, opt
   function record (request: FastifyRequest, status: number, durationMs: number, aborted: boolean): void {
     if (request.mcpxLogged) return
     request.mcpxLogged = true
-    // The facts mcpx-era classified once (lib/inbound); null when the request was refused before it ran.
+    // The facts mcpx-era classified once (lib/protocol/inbound); null when the request was refused before it ran.
     const inbound = request.mcp
     const message = inbound?.kind === 'message' ? inbound : undefined
     const rpcMethod = inbound?.kind === 'batch' ? 'batch' : message?.logMethod ?? ''

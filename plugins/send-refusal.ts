@@ -1,5 +1,5 @@
 /**
- * Writes a lib/status refusal on a Fastify reply: its status, its headers (Retry-After, Allow,
+ * Writes a lib/protocol/http-status refusal on a Fastify reply: its status, its headers (Retry-After, Allow,
  * WWW-Authenticate as the refusal table says) and its JSON-RPC body. The one Fastify-side writer of
  * refusals, so plugins and routes never pick a status or a header themselves.
  */

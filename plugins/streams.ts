@@ -1,6 +1,6 @@
 /**
  * mcpx-streams: the long-lived SSE streams of this /mcp scope (legacy GET notification streams
- * and 2026-07-28 `subscriptions/listen` streams), through lib/sse.ts StreamSlots: their shared cap
+ * and 2026-07-28 `subscriptions/listen` streams), through lib/http/sse.ts StreamSlots: their shared cap
  * (transport.maxGetStreams), their count for metrics, and their clean end when the instance closes.
  * The routes claim a slot and track each stream they open; nothing here reads request headers.
  *

@@ -4,7 +4,7 @@
  * Fastify; mcpx-auth calls {@link Authenticator.authenticate} once per request and stores the result.
  *
  * Order: a static token (constant-time, `auth.tokens` and the legacy `bearerTokens*`), then an
- * OAuth access token (lib/oauth/verifier.ts), then `requiredScopes` (OAuth tokens only: static
+ * OAuth access token (lib/auth/verifier.ts), then `requiredScopes` (OAuth tokens only: static
  * tokens are admitted by being configured).
  *
  * Refusals (RFC 6750 §3, RFC 9728 §5.1, MCP authorization › Error Handling), each with an id-less
@@ -69,7 +69,7 @@ function refusal (status: number, wwwAuthenticate: string, message: string, reas
   return Object.freeze({ status, wwwAuthenticate, body: encodeMessage(errorResponse(undefined, INVALID_REQUEST, message)), reason })
 }
 
-// Statuses, base messages and base challenges come from the refusal table (lib/status REFUSALS);
+// Statuses, base messages and base challenges come from the refusal table (lib/protocol/http-status REFUSALS);
 // with OAuth, the challenges gain resource_metadata, scope and error_description here.
 const { unauthorizedMissing: MISSING, unauthorizedInvalid: INVALID, insufficientScope: SCOPE } = REFUSALS
 

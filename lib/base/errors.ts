@@ -1,7 +1,7 @@
 /**
  * Local errors: failures of mcpx itself (bad config, an upstream that cannot start, shutdown).
  * They carry a stable `MCPX_ERR_*` code and never cross the wire; wire errors are JSON-RPC
- * error objects built in lib/jsonrpc.ts.
+ * error objects built in lib/protocol/jsonrpc.ts.
  */
 export type McpxErrorCode =
   | 'MCPX_ERR_CONFIG'

@@ -9,7 +9,7 @@
  *                                                        are discovered), commands routed by key slot
  *
  * Callers that run Lua scripts or MULTI on a Cluster must keep every key of one script or
- * transaction in one slot: a shared `{hash tag}` (lib/redis-sessions.ts does, per session).
+ * transaction in one slot: a shared `{hash tag}` (lib/sessions/redis-store.ts does, per session).
  * Classic pub/sub (PUBLISH/SUBSCRIBE) reaches every node of a Cluster, so channels need no tag.
  *
  * Connections fail fast rather than queue: no offline queue, one retry, a command timeout; ioredis
@@ -64,7 +64,7 @@ export interface RedisConnectionOptions {
   autoResubscribe?: boolean
 }
 
-/** JSON Schema of a {@link RedisTarget} (used by lib/config.ts). */
+/** JSON Schema of a {@link RedisTarget} (used by lib/config/config.ts). */
 export const REDIS_TARGET_SCHEMA = {
   oneOf: [
     { type: 'string', pattern: '^rediss?://', description: 'redis://[user:password@]host:port[/db] (rediss:// for TLS)' },

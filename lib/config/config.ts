@@ -293,7 +293,7 @@ export const CONFIG_SCHEMA = {
       default: {},
       properties: {
         store: { enum: ['memory', 'redis'], default: 'memory', description: 'where legacy sessions live: this process, or Redis shared by several replicas (README › Running several replicas)' },
-        redis: { ...REDIS_TARGET_SCHEMA, description: 'for sessions.store "redis": a URL, { sentinels: ["host:port", …], name }, or { cluster: ["host:port", …] } (lib/redis-client.ts); default redis://127.0.0.1:6379' },
+        redis: { ...REDIS_TARGET_SCHEMA, description: 'for sessions.store "redis": a URL, { sentinels: ["host:port", …], name }, or { cluster: ["host:port", …] } (lib/base/redis.ts); default redis://127.0.0.1:6379' },
         redisUrl: { type: 'string', description: 'the earlier spelling of sessions.redis (a URL only); not together with it' },
         // No braces: the first {…} of a key is its Cluster hash tag, and the session keys' tag must be the session id.
         keyPrefix: { type: 'string', pattern: '^[^{}]*$', default: 'mcpx:', description: 'prefix of every Redis key and pub/sub channel mcpx uses (no { or })' },
@@ -359,7 +359,7 @@ export const CONFIG_SCHEMA = {
               // No userinfo (`user:pass@`): the fetch API refuses such a URL ("Request cannot be
               // constructed from a URL that includes credentials"); put credentials in `headers`.
               url: { type: 'string', pattern: '^https?://[^/?#@]+([/?#].*)?$', description: 'http(s) URL of the upstream, without user:password@ (use headers)' },
-              // Header values: HTAB, SP and visible ASCII only (lib/header-values.ts's set; no CR/LF, no obs-text).
+              // Header values: HTAB, SP and visible ASCII only (lib/protocol/header-values.ts's set; no CR/LF, no obs-text).
               headers: { type: 'object', additionalProperties: { type: 'string', pattern: '^[\\t\\x20-\\x7e]*$' } },
               auth: UPSTREAM_AUTH,
               prefix: { type: 'string' },
@@ -400,9 +400,9 @@ export interface McpxConfig {
     maxConcurrentRequests: number
     /** requests: mcpx serve reads no more input while this many are in flight. */
     stdioMaxInFlight: number
-    /** bytes: the high-water mark of every outgoing stream (lib/flow.ts). */
+    /** bytes: the high-water mark of every outgoing stream (lib/connection/flow.ts). */
     streamBufferBytes: number
-    /** bytes: the hard limit of every outgoing stream, ≥ streamBufferBytes (lib/flow.ts). */
+    /** bytes: the hard limit of every outgoing stream, ≥ streamBufferBytes (lib/connection/flow.ts). */
     streamBufferMaxBytes: number
     /** ms; 0 disables. Daemon only (a host app sets its own server options). */
     headersTimeout: number
@@ -410,7 +410,7 @@ export interface McpxConfig {
     bodyTimeout: number
     /** ms; 0 disables. Daemon only. */
     keepAliveTimeout: number
-    /** items per page of the four list methods, 0…10 000; 0 = no paging (lib/paging.ts). */
+    /** items per page of the four list methods, 0…10 000; 0 = no paging (lib/dispatch/paging.ts). */
     pageSize: number
   }
   auth: {
@@ -423,18 +423,18 @@ export interface McpxConfig {
     /** mcpx as an OAuth resource server; durations in ms after loading. */
     oauth?: OAuthConfig
   }
-  /** Operator tokens for POST /admin/reload and remote /status; read by lib/auth loadAdminTokens. */
+  /** Operator tokens for POST /admin/reload and remote /status; read by lib/auth/tokens loadAdminTokens. */
   admin: { tokens: string[], tokensFile?: string, tokensEnv?: string, scopes: string[] }
   /** After loading, `redis` is always set: from `redisUrl` (its earlier spelling, then removed), else {@link DEFAULT_REDIS_URL}. */
   sessions: { store: 'memory' | 'redis', redis: RedisTarget, keyPrefix: string, streamLease: number }
-  /** The MRTR bridge (lib/mrtr.ts): requestState sealing and parked calls. */
+  /** The MRTR bridge (lib/dispatch/mrtr.ts): requestState sealing and parked calls. */
   mrtr: { stateKey?: string, parkTimeout: number, stateTtl: number }
   upstreamTimeout: number
-  /** Per-caller policy (lib/policy.ts); absent: everything allowed. `rateLimit.per` in ms after loading. */
+  /** Per-caller policy (lib/policy/rules.ts); absent: everything allowed. `rateLimit.per` in ms after loading. */
   policy?: PolicyConfig
-  /** The audit trail (lib/audit.ts). */
+  /** The audit trail (lib/policy/audit.ts). */
   audit?: AuditConfig
-  /** Curated endpoints by name (lib/servers.ts). */
+  /** Curated endpoints by name (lib/policy/endpoints.ts). */
   servers?: Record<string, ServerConfig>
   /** Keyed by upstream name; insertion order is config order. */
   upstreams: Record<string, UpstreamConfig>

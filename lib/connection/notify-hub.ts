@@ -1,7 +1,7 @@
 /**
  * Fans the registry's change events out to every listener that asked for them: legacy GET
  * streams and stdio connections (list_changed, resources/updated for subscribed URIs) and modern
- * `subscriptions/listen` streams (DIGEST §6f; their filter and tagging: lib/listen.ts). One registry listener per event, however many
+ * `subscriptions/listen` streams (DIGEST §6f; their filter and tagging: lib/connection/listen.ts). One registry listener per event, however many
  * sessions listen, so 10,000 sessions cost a Set entry each, not an EventEmitter listener each.
  */
 import { instanceKeyOf, type InstanceEvent, type InstanceOwner, type JsonObject, type ListKind, type UpstreamRegistry } from '../upstreams/types.js'
@@ -23,7 +23,7 @@ export interface HubListener {
    */
   visibility?: Visibility
   /**
-   * Also deliver events another replica saw ({@link NotificationHub.relay}; lib/redis-sessions):
+   * Also deliver events another replica saw ({@link NotificationHub.relay}; lib/sessions/redis-store):
    * set by legacy GET streams, which a session may hold on any replica. Filtered as above.
    */
   relayed?: boolean
@@ -42,7 +42,7 @@ export interface HubListener {
 }
 
 /**
- * An upstream change another replica saw (lib/redis-sessions relays it over Redis pub/sub). A
+ * An upstream change another replica saw (lib/sessions/redis-store relays it over Redis pub/sub). A
  * list_changed carries `changed`: the catalogue keys (tool and prompt names, resource URIs and
  * uriTemplates) whose items were added, removed or altered on that replica, so a filtered listener
  * here can tell whether its view changed without that replica's lists ({@link ListSnapshots}).
@@ -50,7 +50,7 @@ export interface HubListener {
  */
 export type RelayedEvent = { kind: ListKind, changed?: readonly string[] } | { uri: string }
 
-/** The list_changed notification method of each list kind (the one table; lib/redis-sessions relays with it too). */
+/** The list_changed notification method of each list kind (the one table; lib/sessions/redis-store relays with it too). */
 export const LIST_CHANGED: Readonly<Record<ListKind, string>> = Object.freeze({
   tools: 'notifications/tools/list_changed',
   prompts: 'notifications/prompts/list_changed',
@@ -62,7 +62,7 @@ export const ALL_LISTS: ReadonlySet<ListKind> = new Set<ListKind>(['tools', 'pro
 
 export class NotificationHub {
   private readonly listeners = new Set<HubListener>()
-  /** The last view each filtered listener was told about, per list kind (fingerprints, lib/visibility). */
+  /** The last view each filtered listener was told about, per list kind (fingerprints, lib/policy/visibility). */
   private readonly seen = new Map<HubListener, Partial<Record<ListKind, string>>>()
   private readonly onListChanged = (kind: ListKind): void => {
     const notification: JsonRpcNotification = { jsonrpc: '2.0', method: LIST_CHANGED[kind] }
@@ -129,7 +129,7 @@ export class NotificationHub {
   }
 
   /**
-   * An isolated instance's event that another replica saw (lib/redis-sessions.ts: the replica
+   * An isolated instance's event that another replica saw (lib/sessions/redis-store.ts: the replica
    * running a legacy session's instances relays them to the one holding its GET stream),
    * delivered as a local one is. Never throws.
    */
@@ -144,7 +144,7 @@ export class NotificationHub {
   }
 
   /**
-   * Delivers a notification meant for one legacy session (2025-11-25 task status: lib/tasks.ts
+   * Delivers a notification meant for one legacy session (2025-11-25 task status: lib/dispatch/tasks.ts
    * Tasks.relayStatus) to the listeners of that session ({@link HubListener.session}): its GET stream
    * on this process, or the stdio client. @returns whether one took it. Never throws.
    */

@@ -1,7 +1,7 @@
 /**
  * One client connection's MCP semantics, whatever carries it: a stdio connection, a legacy HTTP
- * session, or the sessionless legacy POSTs of one /mcp scope. The transports (lib/stdio-server.ts,
- * lib/http-exchange.ts) own framing and streams; this module owns what a connection means:
+ * session, or the sessionless legacy POSTs of one /mcp scope. The transports (lib/stdio/server.ts,
+ * lib/http/exchange.ts) own framing and streams; this module owns what a connection means:
  *
  * - requests in flight, by id, and `notifications/cancelled` (seed › legacy › Cancellation;
  *   DIGEST §6b): a cancelled request is aborted and nothing more is written for it;
@@ -16,7 +16,7 @@
  *
  * {@link MessageSink} is the one interface through which anything reaches a client: the stdio
  * writer, an SSE stream and a pending HTTP reply implement it. Flow control (high-water
- * marks, progress coalescing) sits behind it, in lib/flow.ts, for both transports.
+ * marks, progress coalescing) sits behind it, in lib/connection/flow.ts, for both transports.
  */
 import { randomBytes } from 'node:crypto'
 import {
@@ -32,7 +32,7 @@ import { Cancellation, type CancelSignal } from '../base/cancel.js'
 
 /**
  * Where outgoing messages to one client are written, in order: the stdio writer, an SSE stream, a
- * pending HTTP reply. Behind it, every stream sink writes through lib/flow.ts OutboundFlow (issue
+ * pending HTTP reply. Behind it, every stream sink writes through lib/connection/flow.ts OutboundFlow (issue
  * #20): backpressure, progress coalesced and log lines dropped past transport.streamBufferBytes,
  * the stream ended past transport.streamBufferMaxBytes; a response is never dropped.
  */

@@ -1,5 +1,5 @@
 /**
- * The contract of the method dispatcher (lib/dispatch.ts), shared by the HTTP routes and the
+ * The contract of the method dispatcher (lib/dispatch/dispatcher.ts), shared by the HTTP routes and the
  * stdio server: one core answers every request, whichever transport carried it.
  */
 import type { Era, Revision } from '../protocol/revisions.js'
@@ -22,9 +22,9 @@ export interface DispatchContext {
   /** Aborted when the request is cancelled (notifications/cancelled, or a disconnect where that is the signal). */
   signal: CancelSignal
   /**
-   * The canceller behind `signal` (lib/cancel Cancellation), when the face made one for this request alone and aborts
+   * The canceller behind `signal` (lib/base/cancel Cancellation), when the face made one for this request alone and aborts
    * it only when the request is cancelled (2026-07-28 HTTP: its client went away). The MRTR bridge
-   * (lib/mrtr.ts) then adopts it for a fresh upstream call instead of making a second one and
+   * (lib/dispatch/mrtr.ts) then adopts it for a fresh upstream call instead of making a second one and
    * listening on `signal` (so a request allocates no AbortController). Undefined elsewhere.
    */
   controller?: Canceller
@@ -39,14 +39,14 @@ export interface DispatchContext {
    */
   ask?: (question: UpstreamQuestion, signal: CancelSignal) => Promise<JsonObject>
   /**
-   * An opaque identity of the authenticated caller (lib/principal.ts Principal.key), when there is one.
+   * An opaque identity of the authenticated caller (lib/auth/principal.ts Principal.key), when there is one.
    * MRTR requestState is bound to it, so another caller cannot resume a parked call (mrtr.mdx:
    * the state SHOULD bind the principal).
    */
   principal?: string
   /**
-   * The caller's Principal itself (lib/principal.ts): passed to upstream calls as their
-   * `principal`, and what the policy (lib/policy.ts) decides by. Undefined: anonymous
+   * The caller's Principal itself (lib/auth/principal.ts): passed to upstream calls as their
+   * `principal`, and what the policy (lib/policy/rules.ts) decides by. Undefined: anonymous
    * (HTTP without authentication). stdio sets LOCAL_PRINCIPAL.
    */
   caller?: unknown
@@ -70,7 +70,7 @@ export interface DispatchContext {
   endpoint?: string
   /** Legacy only: resource subscriptions of this connection/session (resources/subscribe adds, unsubscribe removes). */
   subscriptions?: SubscriptionSet
-  /** Set by the face only when tracing is on (lib/trace.ts): transport, HTTP traceparent, session. */
+  /** Set by the face only when tracing is on (lib/telemetry/trace.ts): transport, HTTP traceparent, session. */
   traceIn?: TraceIn
   /** Set by the dispatcher only when tracing is on: the request's span, parent of its upstream calls. */
   trace?: RequestTrace
@@ -81,7 +81,7 @@ export interface DispatchContext {
  * dispatcher must not subscribe upstream again for this connection/session here; `delete`
  * resolves true when the dispatcher must release one upstream subscription here. A
  * `Set<string>` satisfies it (stdio, the memory session store); the Redis session store
- * (lib/redis-sessions.ts) records the subscription in Redis as well.
+ * (lib/sessions/redis-store.ts) records the subscription in Redis as well.
  */
 export interface SubscriptionSet {
   has: (uri: string) => boolean

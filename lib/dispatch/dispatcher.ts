@@ -8,9 +8,9 @@
  * the upstream that produced it is modern.
  *
  * Over ~500 lines on purpose: it is the method table, and each method's handling is a few lines that
- * read best next to the others. What a rule means lives elsewhere (policy: lib/policy.ts, rate
- * limits: lib/rate-limit.ts, paging: lib/paging.ts, the MRTR bridge: lib/mrtr.ts, audit:
- * lib/audit.ts, tasks of both eras: lib/tasks.ts); this file only decides where in a request
+ * read best next to the others. What a rule means lives elsewhere (policy: lib/policy/rules.ts, rate
+ * limits: lib/policy/rate-limit.ts, paging: lib/dispatch/paging.ts, the MRTR bridge: lib/dispatch/mrtr.ts, audit:
+ * lib/policy/audit.ts, tasks of both eras: lib/dispatch/tasks.ts); this file only decides where in a request
  * each one applies.
  */
 import type { Logger } from '../telemetry/log.js'
@@ -49,7 +49,7 @@ export type { DispatchContext } from './context.js'
 export function instanceOwnerOf<T extends InstanceOwner = InstanceOwner> (ctx: Pick<DispatchContext, 'sessionId' | 'principal' | 'instanceHome'>, who: T = {} as T): T {
   if (ctx.sessionId !== undefined) who.owner = ctx.sessionId
   if (ctx.principal !== undefined) who.principalKey = ctx.principal
-  // Redis store: the session's own instance follows its stored subscriptions (lib/redis-sessions.ts).
+  // Redis store: the session's own instance follows its stored subscriptions (lib/sessions/redis-store.ts).
   if (ctx.instanceHome !== undefined) who.home = ctx.instanceHome
   return who
 }
@@ -83,20 +83,20 @@ export interface DispatcherOptions {
   parkTimeoutMs?: number
   /** How long a requestState mcpx issues stays valid, ms. Default 300 000. */
   stateTtlMs?: number
-  /** The per-caller policy (lib/policy.ts); undefined: everything allowed to everyone. */
+  /** The per-caller policy (lib/policy/rules.ts); undefined: everything allowed to everyone. */
   policy?: Policy
-  /** The curated endpoints (lib/servers.ts); undefined: none. */
+  /** The curated endpoints (lib/policy/endpoints.ts); undefined: none. */
   servers?: Servers
-  /** The audit trail (lib/audit.ts); undefined: none. */
+  /** The audit trail (lib/policy/audit.ts); undefined: none. */
   audit?: AuditTrail
-  /** Items per page of the four list methods (`transport.pageSize`, lib/paging.ts); default 0: no paging. */
+  /** Items per page of the four list methods (`transport.pageSize`, lib/dispatch/paging.ts); default 0: no paging. */
   pageSize?: number
   /**
-   * Counts calls against the policy's rate limits (lib/rate-limit.ts); undefined: no rule
+   * Counts calls against the policy's rate limits (lib/policy/rate-limit.ts); undefined: no rule
    * has a rateLimit. A limit met without a limiter refuses the call (fail closed).
    */
   rateLimiter?: RateLimiter
-  /** Called once per call refused by a rate limit (`limited`) or for want of its store (`unavailable`); lib/metrics counts them. Must not throw. */
+  /** Called once per call refused by a rate limit (`limited`) or for want of its store (`unavailable`); lib/ops/metrics counts them. Must not throw. */
   onRateLimited?: (reason: 'limited' | 'unavailable') => void
 }
 
@@ -109,7 +109,7 @@ const AUDITED = new Set(['tools/call', 'prompts/get', 'resources/read'])
  */
 class HiddenError extends UpstreamRpcError {}
 
-/** A refusal raised inside the dispatcher (a rate limit): answered over HTTP by its lib/status.ts row. */
+/** A refusal raised inside the dispatcher (a rate limit): answered over HTTP by its lib/protocol/http-status.ts row. */
 class RefusedError extends UpstreamRpcError {
   constructor (readonly refusal: RefusalReason, message: string, data?: unknown) {
     super(REFUSALS[refusal].code, message, data)
@@ -133,7 +133,7 @@ export class Dispatcher {
   private readonly listTtlMs: number
   /** Items per page of the lists; 0: whole lists. A reload changes it (setPageSize). */
   private pageSize: number
-  /** The MRTR bridge (lib/mrtr.ts): interactive calls across eras, and the question capability rule. */
+  /** The MRTR bridge (lib/dispatch/mrtr.ts): interactive calls across eras, and the question capability rule. */
   private readonly mrtr: MrtrBridge
   /** The per-caller policy; undefined: none configured (no per-request cost). */
   private policy: Policy | undefined
@@ -146,7 +146,7 @@ export class Dispatcher {
   /** The rate limiter; undefined: no limits configured. */
   private readonly rateLimiter: RateLimiter | undefined
   private readonly onRateLimited: ((reason: 'limited' | 'unavailable') => void) | undefined
-  /** The task methods of both eras, ids and book (lib/tasks.ts); lib/core relays status notifications through it. */
+  /** The task methods of both eras, ids and book (lib/dispatch/tasks.ts); lib/core relays status notifications through it. */
   readonly tasks: Tasks
 
   constructor (options: DispatcherOptions) {
@@ -174,7 +174,7 @@ export class Dispatcher {
 
   /**
    * Swaps the per-caller policy and the curated endpoints (a config reload compiles new ones:
-   * lib/policy compilePolicy, lib/servers Servers). Requests already running keep the view they
+   * lib/policy/rules compilePolicy, lib/policy/endpoints Servers). Requests already running keep the view they
    * started with. undefined: everything allowed / no curated endpoints.
    */
   setAccess (policy: Policy | undefined, servers: Servers | undefined): void {
@@ -184,7 +184,7 @@ export class Dispatcher {
 
   /**
    * Sets the items per page of the four list methods (a reload's `transport.pageSize`): requests
-   * that start from now page by it. A cursor issued before holds no page size (lib/paging.ts: the
+   * that start from now page by it. A cursor issued before holds no page size (lib/dispatch/paging.ts: the
    * list, an offset and the last item served), so it resumes at the new size. 0: whole lists.
    */
   setPageSize (pageSize: number): void { this.pageSize = pageSize }
@@ -268,7 +268,7 @@ export class Dispatcher {
    * @returns the response (success or error). Never rejects.
    */
   handle (request: JsonRpcRequest, ctx: DispatchContext): Promise<JsonRpcResponse> {
-    // Tracing off (the default): one module variable read and no extra promise (lib/trace.ts).
+    // Tracing off (the default): one module variable read and no extra promise (lib/telemetry/trace.ts).
     const tracing = activeTracing()
     if (tracing === undefined) return this.audited(request, ctx)
     return tracing.request(request, ctx.era, ctx.revision, ctx.traceIn, trace => { ctx.trace = trace }, async () => await this.audited(request, ctx))
@@ -310,7 +310,7 @@ export class Dispatcher {
     }
   }
 
-  /** Writes the audit line of one answered request, when its method or outcome is audited (lib/audit.ts). */
+  /** Writes the audit line of one answered request, when its method or outcome is audited (lib/policy/audit.ts). */
   private record (audit: AuditTrail, request: JsonRpcRequest, ctx: DispatchContext, response: JsonRpcResponse, ms: number): void {
     const method = request.method
     let outcome: AuditOutcome
@@ -352,7 +352,7 @@ export class Dispatcher {
     const revision = negotiateLegacy(params?.protocolVersion)
     // The Tasks extension is a 2026-07-28 one (SEP-2663): a legacy client is not offered it. A client
     // that negotiated 2025-11-25 is offered that revision's experimental `tasks` instead, when an
-    // upstream that negotiated 2025-11-25 declares them (lib/tasks.ts; README › Tasks).
+    // upstream that negotiated 2025-11-25 declares them (lib/dispatch/tasks.ts; README › Tasks).
     const { extensions: _omit, ...capabilities } = this.capabilities()
     const tasks = this.tasks.legacyCapability(revision)
     if (tasks !== undefined) capabilities.tasks = tasks
@@ -392,7 +392,7 @@ export class Dispatcher {
         const result = await this.mrtr.call(request, ctx, name, async options => await this.registry.callTool(name, args, task === undefined ? options : { ...options, task }))
         return this.tasks.expose(result, name, ctx, task !== undefined)
       }
-      // Both eras' task methods (lib/tasks.ts): the era picks 2025-11-25 or the Tasks extension.
+      // Both eras' task methods (lib/dispatch/tasks.ts): the era picks 2025-11-25 or the Tasks extension.
       case 'tasks/get':
       case 'tasks/update':
       case 'tasks/cancel':
@@ -491,7 +491,7 @@ export class Dispatcher {
   }
 
   /**
-   * Counts one call of `catalogue` (exposed as `exposed`) against its limits (lib/rate-limit.ts).
+   * Counts one call of `catalogue` (exposed as `exposed`) against its limits (lib/policy/rate-limit.ts).
    * @throws RefusedError rateLimited (-31002, `data.retryAfterMs`) past a limit; rateLimitUnavailable
    *         (-32603) when the shared store cannot be asked (fail closed)
    */
@@ -510,7 +510,7 @@ export class Dispatcher {
   }
 
   /**
-   * One page of a list as the caller sees it (paged catalogues; lib/paging.ts): the
+   * One page of a list as the caller sees it (paged catalogues; lib/dispatch/paging.ts): the
    * items are already filtered and renamed, so cursors work the same on /mcp, curated endpoints
    * and stdio. Throws -32602 (UpstreamRpcError) for a malformed or outdated cursor.
    */
@@ -522,7 +522,7 @@ export class Dispatcher {
     const meta = request.params?._meta
     const progressToken = isObject(meta) ? meta.progressToken : undefined
     const options: UpstreamCallOptions = { signal: ctx.signal, era: ctx.era }
-    if (ctx.trace !== undefined) options.trace = ctx.trace // a child span per upstream call (lib/trace.ts)
+    if (ctx.trace !== undefined) options.trace = ctx.trace // a child span per upstream call (lib/telemetry/trace.ts)
     if (ctx.caller !== undefined) options.principal = ctx.caller // per-caller upstream credentials
     // Whose questions and log lines, which isolated instance, and where it lives (isolated upstreams).
     instanceOwnerOf(ctx, options)
@@ -564,7 +564,7 @@ export class Dispatcher {
         const refused = this.mrtr.refusal(question, ctx)
         if (refused !== undefined) throw refused
         // A 2026-07-28 client takes no server→client requests (DIGEST §6c row 17). On tools/call,
-        // prompts/get and resources/read the MRTR bridge (lib/mrtr.ts MrtrBridge) replaces this handler:
+        // prompts/get and resources/read the MRTR bridge (lib/dispatch/mrtr.ts MrtrBridge) replaces this handler:
         // it parks the call and returns the question as an input_required result. Elsewhere: a clear refusal.
         if (ask === undefined) throw new UpstreamRpcError(METHOD_NOT_FOUND, `mcpx cannot relay ${question.method} to a 2026-07-28 client`)
         return await ask(question, signal)
@@ -611,7 +611,7 @@ export class Dispatcher {
       const response = errorResponse(request.id, code, err.message, err.data)
       if (err instanceof HiddenError && this.audit !== undefined) this.denials.add(response)
       // An upstream's full queue, a rate limit and an isolated upstream's
-      // instance cap are refusals: over HTTP, their lib/status.ts rows (503 / 429, with Retry-After).
+      // instance cap are refusals: over HTTP, their lib/protocol/http-status.ts rows (503 / 429, with Retry-After).
       if (err instanceof InstanceForwardError) return err.refusal === undefined ? response : markRefused(response, err.refusal) // isolated instances under Redis
       return err instanceof UpstreamBusyError || err instanceof RefusedError || err instanceof InstancesExhaustedError ? markRefused(response, err.refusal) : response
     }

@@ -50,7 +50,7 @@ export interface StatePayload {
   r?: number
   /** the upstream's own requestState, verbatim (k = 'wrap'); absent when it sent none */
   u?: string
-  /** the principal the state was issued to (lib/principal.ts Principal.key), when the caller had one */
+  /** the principal the state was issued to (lib/auth/principal.ts Principal.key), when the caller had one */
   a?: string
   /** a nonce, so two states are never equal */
   x: string
@@ -98,7 +98,7 @@ export class StateSealer {
 
   /**
    * The HMAC-SHA-256 of `body` under this sealer's key, base64url (43 characters). Shared with
-   * lib/tasks.ts (namespaced task ids), so replicas that share `mrtr.stateKey` read each other's ids.
+   * lib/dispatch/tasks.ts (namespaced task ids), so replicas that share `mrtr.stateKey` read each other's ids.
    */
   sign (body: string): string {
     return this.mac(body)

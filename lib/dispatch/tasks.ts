@@ -92,7 +92,7 @@ export interface BookedTask {
   upstream: string
   /** The upstream's own taskId. */
   taskId: string
-  /** Whose it is (lib/policy.ts `callerKey`: a principal key, or `anonymous`). */
+  /** Whose it is (lib/policy/rules.ts `callerKey`: a principal key, or `anonymous`). */
   owner: string
   /** The session (legacy HTTP session id, or `stdio`) whose tools/call created it: its status notifications go there. Undefined: sessionless. */
   session: string | undefined
@@ -178,7 +178,7 @@ function taskKey (upstream: string, taskId: string): string {
 /** Most pages of one upstream's tasks/list that a 2025-11-25 tasks/list reads. */
 const MAX_TASK_LIST_PAGES = 20
 
-/** What {@link Tasks} needs of the dispatcher (lib/dispatch.ts) that constructs it. */
+/** What {@link Tasks} needs of the dispatcher (lib/dispatch/dispatcher.ts) that constructs it. */
 export interface TasksOptions {
   /** Routes task requests (`taskRequest`) and says which upstreams offer 2025-11-25 tasks (`legacyTasks`, `legacyTaskUpstreams`). */
   registry: UpstreamRegistry

@@ -43,11 +43,11 @@ export interface PostChannel {
   sse (headers?: Record<string, string>, kind?: 'reply' | 'listen'): SseStream
   /** Registers a callback for the client going away before the reply is finished. */
   onDisconnect (fn: () => void): void
-  /** The caller's opaque identity (lib/principal.ts Principal.key, made once by mcpx-auth), if any. */
+  /** The caller's opaque identity (lib/auth/principal.ts Principal.key, made once by mcpx-auth), if any. */
   readonly principal?: string
   /** The caller's Principal itself, handed to upstream header providers (token exchange). */
   readonly caller?: unknown
-  /** Only when tracing is on (lib/trace.ts): the request's traceparent/tracestate headers. */
+  /** Only when tracing is on (lib/telemetry/trace.ts): the request's traceparent/tracestate headers. */
   readonly traceIn?: TraceIn | undefined
   /** The curated endpoint the request came in on; undefined for `/mcp` itself. */
   readonly endpoint?: string
@@ -82,7 +82,7 @@ class Responder implements MessageSink {
   constructor (private readonly channel: PostChannel, private readonly headers: Record<string, string> = {}) {}
 
   /**
-   * Runs `fn` when the reply's SSE stream is ended past transport.streamBufferMaxBytes (lib/flow.ts):
+   * Runs `fn` when the reply's SSE stream is ended past transport.streamBufferMaxBytes (lib/connection/flow.ts):
    * the request it carries is cancelled upstream.
    */
   onOverflow (fn: () => void): void { this.overflowHandlers.push(fn) }
@@ -143,12 +143,12 @@ function reply (channel: PostChannel, status: number, message: JsonRpcMessage, h
   channel.json(status, encodeMessage(message), headers)
 }
 
-/** Sends a lib/status refusal as it is. */
+/** Sends a lib/protocol/http-status refusal as it is. */
 function sendRefusal (channel: PostChannel, refused: Refusal): void {
   channel.json(refused.status, refused.body, { ...refused.headers })
 }
 
-/** An id-less -32600 refusal, its status from the era's status function (lib/status). */
+/** An id-less -32600 refusal, its status from the era's status function (lib/protocol/http-status). */
 function refuse (channel: PostChannel, statusOf: (error: JsonRpcErrorObject) => number, message: string): void {
   const refused = errorResponse(undefined, INVALID_REQUEST, message)
   reply(channel, statusOf(refused.error), refused)
@@ -170,7 +170,7 @@ type ItemOutcome =
   | { kind: 'gone' }
 
 /**
- * The HTTP face of one /mcp scope: serves POSTs in either era on top of lib/peer.ts. A session's
+ * The HTTP face of one /mcp scope: serves POSTs in either era on top of lib/connection/peer.ts. A session's
  * {@link Peer} lives in its {@link Session}; the sessionless legacy POSTs of this scope share one
  * Peer of their own (questions asked during a sessionless request are answered by sessionless POSTs).
  */
@@ -184,7 +184,7 @@ export class HttpExchange {
 
   /**
    * Serves one modern POST whose headers already passed the modern header checks.
-   * @param inbound the body as lib/inbound classified it (never a batch: the modern-headers plugin refused those)
+   * @param inbound the body as lib/protocol/inbound classified it (never a batch: the modern-headers plugin refused those)
    * Never throws.
    */
   async serveModern (inbound: InboundMessage, channel: PostChannel): Promise<void> {
@@ -243,7 +243,7 @@ export class HttpExchange {
       const stream = channel.sse(undefined, 'listen')
       deps.streamSlots.track('listen', stream)
       const visibility = deps.dispatcher.visibilityOf({ caller: channel.caller, endpoint: channel.endpoint })
-      // The owner its calls name (a 2026-07-28 request has no session: its principal; lib/dispatch.ts instanceOwnerOf).
+      // The owner its calls name (a 2026-07-28 request has no session: its principal; lib/dispatch/dispatcher.ts instanceOwnerOf).
       const listen = new Listen(deps.dispatcher, deps.hub, deps.logger, request.id, checked.filter, (n) => { stream.send(n) }, visibility, channel.principal === undefined ? {} : { principalKey: channel.principal })
       // Subscribed upstream before the acknowledgement: what the ack promises is delivered from then on.
       await listen.subscribeUpstream()
@@ -325,7 +325,7 @@ export class HttpExchange {
       }
       // Seed: in a session a dropped connection is not a cancellation; notifications/cancelled is.
       entry = session.peer.track(request.id) ?? untracked(request)
-      // But a reply stream ended past its hard limit (lib/flow.ts) can no longer carry the answer: cancel upstream.
+      // But a reply stream ended past its hard limit (lib/connection/flow.ts) can no longer carry the answer: cancel upstream.
       const overflowed = entry
       responder.onOverflow(() => { overflowed.cancelled = true; overflowed.controller.abort(new Error('reply stream ended past transport.streamBufferMaxBytes')) })
     } else {

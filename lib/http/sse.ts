@@ -32,7 +32,7 @@ export interface SseStreamOptions {
   keepAliveMs: number
   /** Headers to add (CORS, Mcp-Session-Id). */
   headers?: Record<string, string | number | string[]>
-  /** The outgoing-stream limits (lib/flow.ts; transport.streamBufferBytes/MaxBytes). Default: {@link DEFAULT_FLOW_POLICY}. */
+  /** The outgoing-stream limits (lib/connection/flow.ts; transport.streamBufferBytes/MaxBytes). Default: {@link DEFAULT_FLOW_POLICY}. */
   flow?: FlowPolicy
   /** Which stream this is, for the flow's metric and log line. Default `reply`. */
   kind?: FlowStream

@@ -11,7 +11,7 @@
  *   readResource and complete, timed at the registry boundary (the registry itself is untouched).
  * - `mcpx_open_sessions`, `mcpx_open_streams{kind}` (kind: `get` | `listen`).
  * - `mcpx_stream_dropped_total{stream, kind}`: messages a client that was not reading lost past
- *   transport.streamBufferBytes (lib/flow.ts): `log` lines dropped, `progress`/`resource`/`list`
+ *   transport.streamBufferBytes (lib/connection/flow.ts): `log` lines dropped, `progress`/`resource`/`list`
  *   notifications superseded by a newer one; stream `reply` | `get` | `listen`.
  * - `mcpx_stream_overflows_total{stream}`: streams ended past transport.streamBufferMaxBytes.
  * - `mcpx_upstream_restarts_total{upstream}`, `mcpx_upstream_up{upstream}`: from `status()`.
@@ -83,13 +83,13 @@ export interface McpxMetrics {
   open: () => { sessions: number, streams: { get: number, listen: number } }
   /** Counts one connection the daemon cut for sending its request too slowly. Never throws. */
   connectionTimedOut: (kind: ConnectionTimeoutKind) => void
-  /** Counts a message taken out of an outgoing stream past its mark (lib/flow.ts FlowPolicy.dropped). Never throws. */
+  /** Counts a message taken out of an outgoing stream past its mark (lib/connection/flow.ts FlowPolicy.dropped). Never throws. */
   streamDropped: (stream: FlowStream, what: FlowDrop) => void
-  /** Counts an outgoing stream ended past its hard limit (lib/flow.ts FlowPolicy.overflowed). Never throws. */
+  /** Counts an outgoing stream ended past its hard limit (lib/connection/flow.ts FlowPolicy.overflowed). Never throws. */
   streamOverflowed: (stream: FlowStream) => void
   /** Counts one audit line lost (unwritable file, full disk, buffer full). Never throws. */
   auditFailed: (reason: 'write' | 'dropped') => void
-  /** Counts one config reload (lib/reload.ts): trigger SIGHUP | watch | admin, outcome applied | refused. Never throws. */
+  /** Counts one config reload (lib/ops/reload.ts): trigger SIGHUP | watch | admin, outcome applied | refused. Never throws. */
   configReloaded: (trigger: string, outcome: 'applied' | 'refused') => void
   /** Counts one call refused by a rate limit (`limited`) or for want of its store (`unavailable`). Never throws. */
   rateLimitRefused: (reason: 'limited' | 'unavailable') => void

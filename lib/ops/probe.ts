@@ -20,7 +20,7 @@ export interface ProbeRow {
   name: string
   /** `stdio` or `http`. */
   transport: 'stdio' | 'http'
-  /** The command (stdio) or the URL, redacted (lib/upstreams/redact.ts). */
+  /** The command (stdio) or the URL, redacted (lib/base/redact.ts). */
   target: string
   /** `ready`, or what it was when the wait ended (`down`, `connecting`). */
   state: string

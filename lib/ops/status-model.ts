@@ -3,7 +3,7 @@
  * plain object read from the state the server itself runs on (the registry's `status()`,
  * `counts()`, `loads()`, `callStats()` and `collisions()`, the open sessions and streams, the
  * reloader's source and times), so the page, its JSON and /metrics cannot disagree. Pure of
- * Fastify; rendering to HTML is lib/status-page.ts.
+ * Fastify; rendering to HTML is lib/ops/status-page.ts.
  *
  * Secrets never appear: an HTTP upstream's URL goes through redactUrl (userinfo and query string
  * become `***`), error texts through redactText; a stdio upstream shows its pid, never its command

@@ -1,6 +1,6 @@
 /**
  * The status page's HTML (docs: The status page): one self-contained document rendered from a
- * {@link StatusReport} (lib/status-report.ts). Pure of Fastify.
+ * {@link StatusReport} (lib/ops/status-model.ts). Pure of Fastify.
  *
  * No external assets: one inline `<style>` and one small inline `<script>`, both allowed by their
  * SHA-256 hash in a strict Content-Security-Policy ({@link STATUS_PAGE_HEADERS}: `default-src

@@ -1,14 +1,14 @@
 /**
  * The audit trail (docs: Audit; config `audit`): one JSON line per `tools/call`,
  * `prompts/get` and `resources/read`, and one per policy denial or rate-limit refusal of any
- * method. Written by the dispatcher (lib/dispatch.ts), so every transport and era is audited alike.
+ * method. Written by the dispatcher (lib/dispatch/dispatcher.ts), so every transport and era is audited alike.
  *
  * Lines are written asynchronously through sonic-boom (the writer under pino's destinations; used
  * directly so that no exit hook flushes synchronously into a broken file), to a file (appended,
  * its directory created) or, for `"-"`, to stderr; never to stdout, so a stdio server's MCP output
  * stays clean. Failures never stop serving: a file that cannot be opened, a full disk (ENOSPC), or
  * a buffer past {@link MAX_BUFFER_BYTES} while the disk is slow, each lost line is counted
- * ({@link AuditTrail.failures}, and the `onFailure` callback: lib/metrics `mcpx_audit_failures_total`)
+ * ({@link AuditTrail.failures}, and the `onFailure` callback: lib/ops/metrics `mcpx_audit_failures_total`)
  * and only the first failure is logged.
  *
  * Line keys: `time` (ISO 8601), `principal` (`oauth:<issuer>#<subject>`, `token:<name>`, `local`,
@@ -75,7 +75,7 @@ const STDOUT_PATHS = new Set(['/dev/stdout', '/dev/fd/1', '/proc/self/fd/1'])
 export interface AuditOptions {
   /** The first failure is logged here (error), once. */
   logger: Logger
-  /** Called for every lost line (lib/metrics counts them). Must not throw. */
+  /** Called for every lost line (lib/ops/metrics counts them). Must not throw. */
   onFailure?: (reason: AuditFailure) => void
   /** stdio mode: a file that is stdout is refused (McpxError MCPX_ERR_CONFIG). */
   stdio?: boolean

@@ -1,10 +1,10 @@
 /**
  * Curated endpoints (docs: Curated endpoints; config `servers`): a named subset of the
  * catalogue, served at `<prefix>/mcp/<name>` (both eras) and by `mcpx serve --server <name>`.
- * Pure of Fastify; the dispatcher (lib/dispatch.ts) applies it together with the policy
- * (lib/policy.ts), in one place for every transport.
+ * Pure of Fastify; the dispatcher (lib/dispatch/dispatcher.ts) applies it together with the policy
+ * (lib/policy/rules.ts), in one place for every transport.
  *
- * - `tools`/`prompts`/`resources`: `allow`/`deny` globs (lib/policy.ts compileGlobs) on catalogue
+ * - `tools`/`prompts`/`resources`: `allow`/`deny` globs (lib/policy/rules.ts compileGlobs) on catalogue
  *   names (resources: URIs and uriTemplates); deny wins; an absent `allow` exposes nothing of the kind.
  * - `rename` (tools): catalogue name → exposed name. The client sees and calls only the exposed
  *   name; the catalogue name is unknown on this endpoint.

@@ -33,7 +33,7 @@
  *   limit is a security and cost control; failing open would let any Redis outage lift every
  *   limit. Calls that no limit applies to never touch Redis and are unaffected.
  *
- * Pure of Fastify; used by the dispatcher (lib/dispatch.ts), so HTTP (both eras, batches) and stdio
+ * Pure of Fastify; used by the dispatcher (lib/dispatch/dispatcher.ts), so HTTP (both eras, batches) and stdio
  * are limited alike.
  */
 import type { Logger } from '../telemetry/log.js'
@@ -58,9 +58,9 @@ export interface RateLimiter {
   readonly store: 'memory' | 'redis'
   /**
    * Counts one call of `tool` by `principal` against `limits` (all or nothing, see the module comment).
-   * @param principal the caller's key (lib/principal.ts Principal.key, or `anonymous`)
+   * @param principal the caller's key (lib/auth/principal.ts Principal.key, or `anonymous`)
    * @param tool the catalogue name of the tool
-   * @param limits the applying limits (non-empty; lib/policy.ts PolicyView.limitsFor)
+   * @param limits the applying limits (non-empty; lib/policy/rules.ts PolicyView.limitsFor)
    * @returns the decision; the memory store answers synchronously. Never throws or rejects.
    */
   take: (principal: string, tool: string, limits: readonly AppliedLimit[]) => RateDecision | Promise<RateDecision>
@@ -272,7 +272,7 @@ export interface RateLimitStoreConfig {
 
 /**
  * The limiter for a loaded config, or undefined when no policy rule has a `rateLimit` (no cost).
- * @throws McpxError MCPX_ERR_CONFIG as lib/redis-client createRedisConnection (an unset password variable)
+ * @throws McpxError MCPX_ERR_CONFIG as lib/base/redis createRedisConnection (an unset password variable)
  */
 export function createRateLimiter (hasLimits: boolean, sessions: RateLimitStoreConfig, logger: Logger): RateLimiter | undefined {
   if (!hasLimits) return undefined

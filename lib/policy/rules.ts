@@ -1,7 +1,7 @@
 /**
  * Per-caller policy (docs: Policy): which tools, prompts and resources a caller
  * sees and may use on an endpoint. Pure of Fastify and of transports: the dispatcher
- * (lib/dispatch.ts) is the one place it is enforced, for HTTP in both eras (batches included) and
+ * (lib/dispatch/dispatcher.ts) is the one place it is enforced, for HTTP in both eras (batches included) and
  * for stdio alike.
  *
  * Model:
@@ -58,7 +58,7 @@ export interface PolicyRule {
   rateLimit?: RateLimitConfig
 }
 
-/** `policy` as loaded (lib/config.ts; `per` in ms). */
+/** `policy` as loaded (lib/config/config.ts; `per` in ms). */
 export interface PolicyConfig {
   default: 'allow' | 'deny'
   rules: PolicyRule[]
@@ -94,7 +94,7 @@ class KindAccess {
 }
 
 /**
- * A rate limit that applies to a call (lib/rate-limit.ts), with the rule it came from.
+ * A rate limit that applies to a call (lib/policy/rate-limit.ts), with the rule it came from.
  * `id` names its counters: `<rule index>:<calls>/<per>` (a reload that changes a limit starts it afresh).
  */
 export interface AppliedLimit { rule: number, id: string, calls: number, per: number, allows: RegExp | null }
@@ -178,7 +178,7 @@ export function asPrincipal (caller: unknown): Principal | undefined {
 }
 
 /**
- * The key a caller's rate-limit counters (lib/rate-limit.ts) and 2025-11-25/2026 tasks (lib/tasks.ts
+ * The key a caller's rate-limit counters (lib/policy/rate-limit.ts) and 2025-11-25/2026 tasks (lib/dispatch/tasks.ts
  * owner) go under: its principal's `key`, or `anonymous` for every caller without one (HTTP
  * without auth), who all share them. Never throws.
  */
@@ -217,7 +217,7 @@ export class Policy {
   private readonly byPrincipal = new WeakMap<object, Map<string, PolicyView>>()
   private readonly anonymous = new Map<string, PolicyView>()
   private readonly byRuleSet = new Map<string, PolicyView>()
-  /** Whether any rule has a `rateLimit` (then the dispatcher needs a rate limiter, lib/rate-limit.ts). */
+  /** Whether any rule has a `rateLimit` (then the dispatcher needs a rate limiter, lib/policy/rate-limit.ts). */
   readonly hasLimits: boolean
 
   constructor (config: PolicyConfig) {

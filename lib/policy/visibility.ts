@@ -1,6 +1,6 @@
 /**
- * What one caller sees on one endpoint: the caller's policy view (lib/policy.ts) and
- * the endpoint's curation (lib/servers.ts), applied in that order: the policy decides on catalogue
+ * What one caller sees on one endpoint: the caller's policy view (lib/policy/rules.ts) and
+ * the endpoint's curation (lib/policy/endpoints.ts), applied in that order: the policy decides on catalogue
  * names, the endpoint then filters, renames, overrides and fills in defaults. The dispatcher
  * (lists, calls), the Mcp-Param-* check (plugins/modern-headers via Dispatcher.findTool) and the
  * notification listeners (list_changed, resources/updated) all ask this one object.

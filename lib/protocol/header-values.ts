@@ -1,7 +1,7 @@
 /**
  * Header values for the 2026-07-28 mirrored headers: which bytes a value may carry, how one
  * header is read from Node's header bag, and the `=?base64?…?=` sentinel in both directions.
- * Pure and shared by the server side (lib/modern-headers, lib/param-headers) and the client side
+ * Pure and shared by the server side (lib/protocol/modern-headers, lib/protocol/param-headers) and the client side
  * (mcpx calling a 2026-07-28 upstream).
  *
  * Sources: seed › Streamable HTTP, 2026-07-28 › Mirrored headers ("anything outside visible ASCII,
@@ -28,7 +28,7 @@ export type HeaderRead =
 /** The outcome of {@link decodeHeaderValue}: the decoded text, or why the sentinel payload is refused. */
 export type DecodedHeader = { ok: true, value: string } | { ok: false, reason: string }
 
-/** A refused mirrored header: always `code` -32020 (HeaderMismatch; HTTP 400 via lib/status). */
+/** A refused mirrored header: always `code` -32020 (HeaderMismatch; HTTP 400 via lib/protocol/http-status). */
 export interface HeaderRejection {
   code: number
   message: string

@@ -2,7 +2,7 @@
  * The only place an HTTP status, a `Retry-After` or an `Allow` is chosen (STYLE › Errors and
  * status): the era status functions below, and the refusal table {@link REFUSALS} for every
  * answer outside JSON-RPC semantics (Origin, auth, sessions, caps, method, Accept, body, the
- * daemon's raw-socket and ops answers). Plugins, routes and lib/http-exchange take a
+ * daemon's raw-socket and ops answers). Plugins, routes and lib/http/exchange take a
  * {@link refusal} and write it as it is.
  *
  * Modern (seed › Streamable HTTP, 2026-07-28 › Status is a function of the response):
@@ -118,7 +118,7 @@ export const REFUSALS = Object.freeze({
   unauthorizedInvalid: { status: 401, code: INVALID_REQUEST, message: 'Unauthorized: invalid bearer token', wwwAuthenticate: 'Bearer error="invalid_token"' },
   /**
    * A valid OAuth access token without auth.oauth.requiredScopes (RFC 6750 §3.1
-   * insufficient_scope). lib/authenticate adds the required scopes to the message and the challenge.
+   * insufficient_scope). lib/auth/authenticate adds the required scopes to the message and the challenge.
    */
   insufficientScope: { status: 403, code: INVALID_REQUEST, message: 'Forbidden: the access token lacks a required scope', wwwAuthenticate: 'Bearer error="insufficient_scope"' },
   /** On a loopback daemon, an ops endpoint (/readyz, /metrics) asked for under a non-loopback Host (DNS rebinding). */
@@ -144,7 +144,7 @@ export const REFUSALS = Object.freeze({
   notFound: { status: 404, code: INVALID_REQUEST, message: 'Not Found: MCP is served at /mcp' },
   /** `/mcp/<name>` where no curated endpoint `<name>` is configured; the body never echoes the name. */
   unknownEndpoint: { status: 404, code: INVALID_REQUEST, message: 'Not Found: no MCP endpoint by this name' },
-  /** An Accept that admits neither JSON nor SSE (lib/accept.ts). */
+  /** An Accept that admits neither JSON nor SSE (lib/protocol/accept.ts). */
   notAcceptable: { status: 406, code: INVALID_REQUEST, message: 'Not Acceptable: Accept must admit application/json or text/event-stream' },
   /** Past transport.maxBodyBytes; the message names the limit (given to {@link refusal}). */
   bodyTooLarge: { status: 413, code: INVALID_REQUEST, message: 'Request body larger than the limit' },
@@ -186,7 +186,7 @@ export const REFUSALS = Object.freeze({
   instancesExhausted: { status: 503, code: INSTANCES_EXHAUSTED, message: 'Server busy: every isolated instance of this upstream is in use; retry later', retryAfterSeconds: RETRY_AFTER_SECONDS },
   /**
    * Under `sessions.store: "redis"`: past the replica's bound on calls forwarded to the
-   * replicas holding their sessions' isolated instances (lib/redis-instances.ts), sent or served.
+   * replicas holding their sessions' isolated instances (lib/sessions/instances.ts), sent or served.
    * The call never reached the upstream.
    */
   forwardBusy: { status: 503, code: INTERNAL_ERROR, message: 'Server busy: too many calls forwarded between replicas; retry later', retryAfterSeconds: RETRY_AFTER_SECONDS },

@@ -2,7 +2,7 @@
  * Every /mcp request classified once, at the entry (seed › "Which era a POST belongs to"; DIGEST
  * §6a Eras): {@link classifyPost} and {@link classifyBodiless} turn the MCP-Protocol-Version header
  * and the parsed body into one {@link Inbound} value. The era plugin stores it in `request.mcp`, and
- * every later stage (modern headers, legacy sessions, the routes, lib/http-exchange, the request
+ * every later stage (modern headers, legacy sessions, the routes, lib/http/exchange, the request
  * log) reads it: nothing classifies the body or reads `_meta` again on the way through.
  * The `_meta` keys mcpx reads live here too.
  *
@@ -62,7 +62,7 @@ export function metaOf (message: unknown): Record<string, unknown> | undefined {
 interface InboundCommon {
   /** Which era wrote it. */
   readonly era: Era
-  /** The MCP-Protocol-Version header, trimmed; undefined when absent or unreadable (lib/header-values). */
+  /** The MCP-Protocol-Version header, trimmed; undefined when absent or unreadable (lib/protocol/header-values). */
   readonly headerRevision: Revision | undefined
 }
 
@@ -72,7 +72,7 @@ export interface InboundBodiless extends InboundCommon { readonly kind: 'bodiles
 /** A POST carrying one JSON value, classified once. */
 export interface InboundMessage extends InboundCommon {
   readonly kind: 'message'
-  /** The message, classified (lib/jsonrpc classify): request, notification, response or invalid. */
+  /** The message, classified (lib/protocol/jsonrpc classify): request, notification, response or invalid. */
   readonly item: Classified
   /** A request's id, or the readable id of an invalid message; undefined otherwise. */
   readonly id: RequestId | undefined
@@ -120,7 +120,7 @@ function headerRevisionOf (headers: HeaderBag): Revision | undefined {
 /**
  * Classifies a POST once: era, revision, and the body's facts.
  * @param input.headers the request's headers (Node's lowercase names)
- * @param input.parsed the body as lib/jsonrpc parseBody left it; undefined when there was none
+ * @param input.parsed the body as lib/protocol/jsonrpc parseBody left it; undefined when there was none
  * @returns the classification. Never throws.
  */
 export function classifyPost (input: { headers: HeaderBag, parsed: Parsed | undefined }): InboundPost {

@@ -18,7 +18,7 @@ export const RESOURCE_NOT_FOUND = -32_002
 /**
  * 2025-11-25 only: URLElicitationRequired, `data.elicitations`: the URL-mode elicitations to
  * complete before retrying (client/elicitation.mdx). 2026-07-28 must not emit it (DIGEST §6e):
- * mcpx turns it into an InputRequiredResult for such a client (lib/mrtr.ts).
+ * mcpx turns it into an InputRequiredResult for such a client (lib/dispatch/mrtr.ts).
  */
 export const URL_ELICITATION_REQUIRED = -32_042
 /** 2026-07-28: a mirrored header is missing, differs from the body, or carries bad bytes. */
@@ -34,7 +34,7 @@ export const UNSUPPORTED_PROTOCOL_VERSION = -32_022
 export const UPSTREAM_ERROR = -31_000
 /**
  * mcpx's code for "an isolated upstream has maxInstances instances already": a cap, so
- * over HTTP the reply is 503 with Retry-After (lib/status.ts).
+ * over HTTP the reply is 503 with Retry-After (lib/protocol/http-status.ts).
  */
 export const INSTANCES_EXHAUSTED = -31_001
 /**
@@ -43,7 +43,7 @@ export const INSTANCES_EXHAUSTED = -31_001
  * own code, in mcpx's application range beside -31000 and -31001, so a client can tell it from any
  * other failure without reading the message: -32603 (what a full upstream queue uses) means "the
  * server failed", and the -32000..-32099 server-error range is the transports' (the SDKs use -32000
- * for connection closed). Over HTTP it is 429 with Retry-After (lib/status.ts).
+ * for connection closed). Over HTTP it is 429 with Retry-After (lib/protocol/http-status.ts).
  */
 export const RATE_LIMITED = -31_002
 

@@ -1,11 +1,11 @@
 /**
  * The 2026-07-28 standard mirrored headers, server side: MCP-Protocol-Version, Mcp-Method and
  * Mcp-Name checked against the parsed body. Pure: plugins/modern-headers.ts reads the request and
- * turns a rejection into a 400 (lib/status) carrying the request's id.
+ * turns a rejection into a 400 (lib/protocol/http-status) carrying the request's id.
  *
  * Sources: seed › Streamable HTTP, 2026-07-28 › Mirrored headers; DIGEST §6d "Standard headers",
  * "Which headers each method needs", "General header rules", table D4; DIGEST §9 A2, A3, A4.
- * The Mcp-Param-* headers live in lib/param-headers.ts.
+ * The Mcp-Param-* headers live in lib/protocol/param-headers.ts.
  */
 
 import { isObject } from './jsonrpc.js'
@@ -88,7 +88,7 @@ export type MessageKind = 'request' | 'notification'
  * @returns undefined when everything agrees, else `{ code: -32020, message }` naming the header
  *          and the fault. Never throws. Seed › Streamable HTTP, 2026-07-28 › Mirrored headers; DIGEST §6d.
 
- * @param bodyVersion the body's `_meta` protocolVersion as lib/inbound read it (default: read from `message`)
+ * @param bodyVersion the body's `_meta` protocolVersion as lib/protocol/inbound read it (default: read from `message`)
  */
 export function checkModernHeaders (headers: HeaderBag, message: MirroredMessage, kind: MessageKind, bodyVersion: unknown = bodyProtocolVersion(message.params)): HeaderRejection | undefined {
   const isRequest = kind === 'request'

@@ -1,6 +1,6 @@
 /**
- * Reading a request's params where the dispatcher (lib/dispatch.ts) and the task surface
- * (lib/tasks.ts) both do: the one -32602 for a missing string param, and params as an upstream
+ * Reading a request's params where the dispatcher (lib/dispatch/dispatcher.ts) and the task surface
+ * (lib/dispatch/tasks.ts) both do: the one -32602 for a missing string param, and params as an upstream
  * receives them (without the client's `_meta`, which mcpx replaces with its own per call).
  */
 import { INVALID_PARAMS, UpstreamRpcError, type JsonObject } from './jsonrpc.js'

@@ -93,7 +93,7 @@ export function isServedModern (revision: string): boolean {
 /**
  * True when a modern-era revision (header or body) is one mcpx does not serve: -32022.
  * A header naming a legacy revision (or anything else) beside a modern body is not a version mcpx
- * lacks but the mirrored-header disagreement (-32020, lib/modern-headers.ts). Never throws.
+ * lacks but the mirrored-header disagreement (-32020, lib/protocol/modern-headers.ts). Never throws.
  */
 export function isUnservedModern (requested: unknown): requested is string {
   return typeof requested === 'string' && eraOf(requested) === 'modern' && !isServedModern(requested)

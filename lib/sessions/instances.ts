@@ -2,7 +2,7 @@
  * Per-session isolated upstream instances across replicas (docs: Isolated upstreams, under
  * `sessions.store: "redis"`). A legacy session's instances (every upstream with `isolation:
  * "per-session"`) live on ONE replica: the first that needed one claims them (the session hash's
- * `inst` field, lib/redis-sessions.ts). A call of that session arriving at another replica is
+ * `inst` field, lib/sessions/redis-store.ts). A call of that session arriving at another replica is
  * forwarded to that owner over the replica channels (`<prefix>r:<rid>`), the way questions and
  * answers already travel; nothing is served by another instance.
  *
@@ -12,11 +12,11 @@
  * order on one channel, its progress, log lines, questions (the receiving replica relays them to
  * the client and the answer back) and its result or error. A cancelled call is stopped on the owner.
  * The session's `resources/subscribe` and `resources/unsubscribe` are not forwarded here: the owner
- * follows the session's stored subscriptions (lib/redis-sessions.ts: applied at its claim, then on
+ * follows the session's stored subscriptions (lib/sessions/redis-store.ts: applied at its claim, then on
  * each bus `sub` message, which every replica gets, ahead of any call forwarded after it), so one
  * taken by any replica reaches the instance, whichever replica holds the shared subscription.
  *
- * Messages (JSON, on the replica channels, beside lib/redis-sessions.ts' `send` and `ans`):
+ * Messages (JSON, on the replica channels, beside lib/sessions/redis-store.ts' `send` and `ans`):
  *   to the owner:     `fcall` (sid, upstream, method, params, options), `fstop`, `fqans` (a question's answer)
  *   to the forwarder: `fprog`, `fnote`, `fask` (a question), `fdone` (result or error)
  *
@@ -77,7 +77,7 @@ export type ForwardMessage =
 export const FORWARD_MESSAGE_TYPES: ReadonlySet<string> = new Set(['fcall', 'fstop', 'fqans', 'fprog', 'fnote', 'fask', 'fdone'])
 
 export interface InstanceForwarderOptions {
-  /** This replica's id (lib/redis-sessions.ts `replicaId`). */
+  /** This replica's id (lib/sessions/redis-store.ts `replicaId`). */
   replicaId: string
   /** Publishes `payload` on replica `replica`'s channel; resolves with the number of receivers (0: nobody listens). Rejects when Redis is down. */
   publish: (replica: string, payload: string) => Promise<number>

@@ -5,7 +5,7 @@
  * Facts live in Redis, so any replica serves any request of a session:
  *   `<prefix>s:{<sid>}`          hash `rev` (negotiated revision), `caps` (client capabilities, JSON),
  *                                `inst` (id of the replica holding the session's isolated upstream instances),
- *                                `pr` (the principal key it was minted for, lib/principal.ts, when any: its
+ *                                `pr` (the principal key it was minted for, lib/auth/principal.ts, when any: its
  *                                subscriptions on per-principal instances are released as they were made)
  *   `<prefix>s:{<sid>}:subs`     set of resource URIs the client subscribed to
  *   `<prefix>s:{<sid>}:stream`   id of the replica holding the session's GET stream (SET NX, lease TTL)
@@ -14,7 +14,7 @@
  * request, so nothing in mcpx times sessions out. `{<sid>}` is a hash tag: a session's keys
  * share a cluster slot, so each script below touches one slot.
  *
- * Live objects (GET streams, and each session's lib/peer.ts Peer: its requests in flight and the
+ * Live objects (GET streams, and each session's lib/connection/peer.ts Peer: its requests in flight and the
  * questions they asked) stay in the replica that holds them; this store only relays cancellations
  * and answers to that replica's Peer, it does not re-implement them. Replicas reach each other over pub/sub, one subscriber connection
  * per replica, two channels each:
@@ -23,7 +23,7 @@
  *                        them), upstream change events (list_changed, resources/updated)
  *   `<prefix>r:<rid>`    one replica: a message for the GET stream it holds, an answer to a
  *                        question its request asked, and the messages of calls forwarded to the
- *                        replica holding their session's isolated instances (lib/redis-instances.ts)
+ *                        replica holding their session's isolated instances (lib/sessions/instances.ts)
  *
  * Over ~500 lines on purpose: the Lua scripts and the pub/sub messages are one protocol between
  * replicas; each script reads best beside the method that runs it and the message it answers.
@@ -39,7 +39,7 @@
  * Redis faults: commands fail fast (no offline queue, `commandTimeout`), every method reports
  * `unavailable` instead of throwing (the HTTP face answers 503), ioredis reconnects on its own,
  * and 'error' events are logged, never thrown. Redis itself may be one server, a Sentinel set-up
- * or a Cluster (`sessions.redis`, lib/redis-client.ts; docs: Running several replicas › Surviving a Redis node): with Sentinel a failover is an
+ * or a Cluster (`sessions.redis`, lib/base/redis.ts; docs: Running several replicas › Surviving a Redis node): with Sentinel a failover is an
  * outage of a few seconds (503s) after which the sessions carry on on the promoted replica; on a
  * Cluster each script runs on the node of its session's slot, and the channels (classic pub/sub)
  * reach every node, so they carry no hash tag.
@@ -69,7 +69,7 @@ import {
 } from './store.js'
 
 export interface RedisSessionStoreOptions {
-  /** Where Redis is: a URL, a Sentinel set-up or a Cluster (sessions.redis; lib/redis-client.ts). */
+  /** Where Redis is: a URL, a Sentinel set-up or a Cluster (sessions.redis; lib/base/redis.ts). */
   redis: RedisTarget
   /** Prefix of every key and channel (sessions.keyPrefix, default `mcpx:`). */
   keyPrefix: string
@@ -412,7 +412,7 @@ export class RedisSessionStore implements SessionStore {
     return {
       // Whether THIS replica already holds an upstream subscription for this session's URI.
       has: uri => shadow.upstreamSubs.has(uri),
-      // After the dispatcher's registry.subscribe with the session as `who` (lib/dispatch.ts instanceOwnerOf).
+      // After the dispatcher's registry.subscribe with the session as `who` (lib/dispatch/dispatcher.ts instanceOwnerOf).
       add: async uri => {
         shadow.upstreamSubs.add(uri)
         shadow.instanceSubs.add(uri)
@@ -512,7 +512,7 @@ export class RedisSessionStore implements SessionStore {
     return shadow
   }
 
-  /** Whom the session's requests subscribed as (lib/dispatch.ts instanceOwnerOf): released the same way. */
+  /** Whom the session's requests subscribed as (lib/dispatch/dispatcher.ts instanceOwnerOf): released the same way. */
   private ownerOf (shadow: Shadow): InstanceOwner {
     return shadow.principal === undefined ? { owner: shadow.id, home: shadow.instanceHome } : { owner: shadow.id, principalKey: shadow.principal, home: shadow.instanceHome }
   }

@@ -7,7 +7,7 @@
  *
  * {@link SessionStore} is the interface the HTTP face uses; two implementations:
  * - {@link MemorySessionStore} (default, `sessions.store: "memory"`): everything in this process.
- * - `RedisSessionStore` (lib/redis-sessions.ts, `sessions.store: "redis"`): the facts (revision,
+ * - `RedisSessionStore` (lib/sessions/redis-store.ts, `sessions.store: "redis"`): the facts (revision,
  *   capabilities, subscriptions, sliding expiry as Redis TTLs) in Redis, so any replica serves
  *   any request of a session; live objects (streams, cancellations, question resolvers) stay
  *   in the replica that holds them, reached through Redis pub/sub.
@@ -45,17 +45,17 @@ export interface Session {
   readonly subscriptions: Set<string>
   /**
    * The principal key the session was minted for (it is bound to it), when known here: its
-   * subscriptions are released as its requests made them (lib/dispatch.ts instanceOwnerOf).
+   * subscriptions are released as its requests made them (lib/dispatch/dispatcher.ts instanceOwnerOf).
    */
   principal?: string
   /**
-   * The connection core (lib/peer.ts) of this session in this process: its requests in flight here
+   * The connection core (lib/connection/peer.ts) of this session in this process: its requests in flight here
    * (for notifications/cancelled) and the questions they asked its client.
    */
   readonly peer: Peer
   /**
    * Where its per-session isolated upstream instances live, when replicas share the
-   * session (Redis store: lib/redis-instances.ts). Undefined: this process (the memory store).
+   * session (Redis store: lib/sessions/instances.ts). Undefined: this process (the memory store).
    */
   readonly instanceHome?: InstanceHome
 }
@@ -128,7 +128,7 @@ export function newSessionId (principal = ''): string {
 /**
  * The tag that binds a session id to the caller that minted it: the first 64 bits of
  * SHA-256(secret part + principal), base64url. Only a request from the same principal
- * (lib/principal.ts Principal.key) can use the session; anyone else gets 404, as
+ * (lib/auth/principal.ts Principal.key) can use the session; anyone else gets 404, as
  * for an unknown session, even with a leaked id. Stateless: it works on every replica.
  */
 function sessionTag (secret: string, principal: string): string {
@@ -250,7 +250,7 @@ export class MemorySessionStore implements SessionStore {
     this.sessions.delete(id)
     releaseLive(session)
     const upstreams = this.options.upstreams
-    // The owner its subscriptions were made as (lib/dispatch.ts instanceOwnerOf: its id and principal).
+    // The owner its subscriptions were made as (lib/dispatch/dispatcher.ts instanceOwnerOf: its id and principal).
     const owner = session.principal === undefined ? { owner: id } : { owner: id, principalKey: session.principal }
     if (upstreams !== undefined) for (const uri of session.subscriptions) void upstreams.unsubscribe(uri, owner).catch(() => {})
     // Its isolated upstream instances stop with it (DELETE, expiry, shutdown).

@@ -5,7 +5,7 @@
  * - Framing: UTF-8, one frame per `\n`-terminated line, in and out. A line that is not JSON is
  *   answered -32700 with no id (the SDK's ReadBuffer skips such lines; our rule is a clear error).
  *   Empty lines are ignored. A line longer than `maxLineBytes` is answered -32600 and discarded.
- * - Concurrency: requests run concurrently, each under its own cancellation (lib/cancel Cancellation). Notifications
+ * - Concurrency: requests run concurrently, each under its own cancellation (lib/base/cancel Cancellation). Notifications
  *   and `initialize` stay in line: a notification is processed, and `initialize` answered,
  *   before the next line is read. Writes are serialised, one whole frame per `write` call.
  * - Cancellation: `notifications/cancelled {requestId}` aborts the request (the signal reaches
@@ -16,7 +16,7 @@
  *   for the connection, and from then on list_changed (and resources/updated for subscribed URIs)
  *   is forwarded.
  * - EOF stops reading; in-flight requests get `drainMs` to answer, then are cancelled.
- * - Flow control (lib/flow.ts): stdout writes honour backpressure under the same policy
+ * - Flow control (lib/connection/flow.ts): stdout writes honour backpressure under the same policy
  *   as every SSE stream (transport.streamBufferBytes / streamBufferMaxBytes), and while stdout is
  *   past its mark no input line is read: the host's writes back up until it reads again. Nor is
  *   one read while `maxInFlight` requests are in flight (a `notifications/cancelled` behind it
@@ -48,7 +48,7 @@ import { activeTracing, type TraceIn } from '../telemetry/trace.js'
 import type { InstanceOwner } from '../upstreams/types.js'
 import { Cancellation } from '../base/cancel.js'
 
-/** Whom every request of a stdio connection serves (lib/dispatch.ts instanceOwnerOf of its contexts): its isolated instances' events reach it. */
+/** Whom every request of a stdio connection serves (lib/dispatch/dispatcher.ts instanceOwnerOf of its contexts): its isolated instances' events reach it. */
 const STDIO_OWNER: InstanceOwner = Object.freeze({ owner: STDIO_SESSION, principalKey: LOCAL_PRINCIPAL.key })
 
 /** Every stdio request's trace origin (tracing on only): no headers; `_meta.traceparent` is read by the dispatcher. */
@@ -417,7 +417,7 @@ class StdioConnection {
   /** The context a request is served in: modern when it carries modern `_meta`, else the connection's legacy state. */
   private contextFor (request: JsonRpcRequest, entry: InFlight): DispatchContext {
     const ctx = this.baseContextFor(request, entry)
-    if (activeTracing() !== undefined) ctx.traceIn = STDIO_TRACE_IN // parent: the request's _meta.traceparent (lib/trace.ts)
+    if (activeTracing() !== undefined) ctx.traceIn = STDIO_TRACE_IN // parent: the request's _meta.traceparent (lib/telemetry/trace.ts)
     return ctx
   }
 

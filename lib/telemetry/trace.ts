@@ -18,7 +18,7 @@
  *
  * Spans (OpenTelemetry semantic conventions for MCP, gen-ai/mcp.md, status Development; JSON-RPC
  * and RPC attributes where MCP has none):
- *   - one SERVER span per JSON-RPC request mcpx answers, on /mcp and on stdio (lib/dispatch.ts
+ *   - one SERVER span per JSON-RPC request mcpx answers, on /mcp and on stdio (lib/dispatch/dispatcher.ts
  *     Dispatcher.handle, which both faces pass through), named `{mcp.method.name} {target}` with the
  *     tool or prompt name as target;
  *   - one CLIENT child span per upstream call (lib/upstreams/link.ts), same naming.

@@ -9,13 +9,13 @@ import { isObject } from '../protocol/jsonrpc.js'
 import { SERVER_INFO } from '../base/version.js'
 import type { JsonObject } from './types.js'
 
-/** mcpx's clientInfo upstream: its serverInfo (lib/version.ts, the version read once from package.json). */
+/** mcpx's clientInfo upstream: its serverInfo (lib/base/version.ts, the version read once from package.json). */
 export const CLIENT_INFO = SERVER_INFO
 
 /**
  * Declared so legacy upstreams will ask; the questions are relayed to the downstream client. Both
  * elicitation modes (2025-11-25): a URL-mode one reaches only a client that declared
- * `elicitation.url`, else the upstream gets -32602 (lib/mrtr.ts refusal; URL-mode elicitation).
+ * `elicitation.url`, else the upstream gets -32602 (lib/dispatch/mrtr.ts refusal; URL-mode elicitation).
  */
 export const CLIENT_CAPABILITIES = { elicitation: { form: {}, url: {} }, sampling: {}, roots: {} }
 

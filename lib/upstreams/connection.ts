@@ -234,7 +234,7 @@ export class SupervisedConnection {
     if (this.link !== link) return undefined // it died meanwhile (onClosed scheduled a restart)
     // No logging/setLevel: with none, the v2 server SDK sends every level in a legacy session
     // (McpServer.buildContext: no threshold, no filter; Server.isMessageIgnored: false). A legacy
-    // client's own logging/setLevel is answered by mcpx (lib/dispatch.ts), never sent here.
+    // client's own logging/setLevel is answered by mcpx (lib/dispatch/dispatcher.ts), never sent here.
     this.lastError = undefined
     this.setState('ready')
     host.logger.info({ upstream: host.name, connection: 'legacy', revision: link.revision, pid: link.pid }, 'upstream legacy connection ready')

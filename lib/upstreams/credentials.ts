@@ -37,7 +37,7 @@ export type UpstreamAuthConfig = {
 export interface UpstreamCredentials {
   /**
    * The access token for one request to the upstream.
-   * @param request.principal the caller (a lib/principal.ts Principal), for token exchange
+   * @param request.principal the caller (a lib/auth/principal.ts Principal), for token exchange
    * @param request.own true for the connection's own traffic (handshake, lists, streams): mcpx itself
    * @param request.afterUnauthorized true after a 401: the cached token is dropped first
    * @throws Error naming the upstream (never a token) when no token can be had

@@ -2,7 +2,7 @@
  * The in-flight cap of one upstream (config `maxInFlight`): at most
  * `maxInFlight` calls are sent to it at once (both its connections together); the others wait in
  * a FIFO queue of at most `maxQueued`; past that a call is refused at once with
- * {@link UpstreamBusyError} (-32603; over HTTP 503 with Retry-After, lib/status.ts `upstreamBusy`).
+ * {@link UpstreamBusyError} (-32603; over HTTP 503 with Retry-After, lib/protocol/http-status.ts `upstreamBusy`).
  * A queued call that is cancelled (its caller's signal), times out (its `timeout` counts from the
  * moment it was queued) or is still waiting when the upstream closes leaves the queue and never
  * reaches the upstream.

@@ -171,7 +171,7 @@ export class Link implements CallLink {
     let meta: JsonObject | undefined = isObject(params._meta) ? params._meta : undefined
     if (options.meta !== undefined) meta = { ...meta, ...options.meta }
     const stdio = this.transport instanceof StdioUpstreamTransport
-    // Tracing on only (lib/trace.ts): a child span, its context in `_meta` (stdio) or the headers (HTTP).
+    // Tracing on only (lib/telemetry/trace.ts): a child span, its context in `_meta` (stdio) or the headers (HTTP).
     const traced = options.trace === undefined ? undefined : activeTracing()?.upstream(options.trace, this.upstream, method, params, stdio ? 'pipe' : 'tcp', this.era)
     if (traced !== undefined && stdio) meta = { ...meta, ...traced.carrier }
     if (options.onProgress !== undefined) {
@@ -354,7 +354,7 @@ export class Link implements CallLink {
     if (method === 'notifications/tasks/status') {
       // The Tasks extension (SEP-2663 › Task Status Notifications): request-scoped, on the SSE
       // stream of a tasks/get; routed like a log line to the call it belongs to, whose client
-      // stream carries it on (lib/tasks.ts). 2025-11-25: unsolicited, to the task's creator.
+      // stream carries it on (lib/dispatch/tasks.ts). 2025-11-25: unsolicited, to the task's creator.
       if (this.era === 'modern') {
         this.routeNotification(isObject(message.params) ? { method, params: message.params } : { method }, via, 'task')
         return true

@@ -1,7 +1,7 @@
 /**
  * The Mcp-Param-* headers mcpx sends on a `tools/call` to a modern HTTP upstream (client side of
  * DIGEST §6d "Type coercion", tables D1, D2, D6; SEP-2243), from the upstream's own tool
- * definition. The server-side check is lib/param-headers.ts; test clients use the same builder
+ * definition. The server-side check is lib/protocol/param-headers.ts; test clients use the same builder
  * (test/helpers/param-headers.ts).
  */
 import { encodeHeaderValue } from '../protocol/header-values.js'

@@ -15,7 +15,7 @@
  * Over ~500 lines on purpose: it is the one implementation of the UpstreamRegistry contract, and
  * each of its methods is a few lines of routing over the same private tables (the upstreams in
  * config order, the routes `rebuild` keeps); split, every part would need those tables. What a
- * call means lives elsewhere (one upstream: upstream.ts; tasks: lib/tasks.ts, which reads the
+ * call means lives elsewhere (one upstream: upstream.ts; tasks: lib/dispatch/tasks.ts, which reads the
  * merged 2025-11-25 `tasks` capability from `legacyTasks` here, beside `capabilities`, since both
  * read every upstream's negotiated capabilities).
  */

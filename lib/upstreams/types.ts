@@ -1,5 +1,5 @@
 /**
- * The contract between the gateway core (lib/dispatch.ts) and the upstream layer.
+ * The contract between the gateway core (lib/dispatch/dispatcher.ts) and the upstream layer.
  *
  * Results cross this seam as plain JSON objects, exactly as the upstream sent them (upstream
  * schemas are re-listed verbatim). Shaping a result for the downstream era (adding
@@ -49,7 +49,7 @@ export interface UpstreamEvents {
   /**
    * The upstream sent `notifications/tasks/status` (2025-11-25 experimental tasks) on its primary
    * connection: its params (a Task, with the upstream's own taskId). The registry emits
-   * 'task_status'; the dispatcher relays it to the task's creator (lib/dispatch.ts). Optional.
+   * 'task_status'; the dispatcher relays it to the task's creator (lib/dispatch/dispatcher.ts). Optional.
    */
   taskStatus?: (params: JsonObject) => void
   /**
@@ -63,7 +63,7 @@ export interface UpstreamEvents {
 /**
  * Whom a call, a subscription or a notification listener serves, in the terms an isolated
  * upstream picks its instance by (docs: Isolated upstreams): the call's `owner` (a legacy
- * session id, the stdio client) and its `principalKey` (lib/principal.ts Principal.key).
+ * session id, the stdio client) and its `principalKey` (lib/auth/principal.ts Principal.key).
  */
 export interface InstanceOwner {
   owner?: string
@@ -71,7 +71,7 @@ export interface InstanceOwner {
   /**
    * Where the `owner` session's per-session instances live when replicas share sessions (Redis
    * store). When set, the subscriptions of that session's own instance are not counted here: the
-   * store applies the session's stored set on the replica running it (lib/redis-sessions.ts).
+   * store applies the session's stored set on the replica running it (lib/sessions/redis-store.ts).
    */
   home?: InstanceHome
 }
@@ -107,7 +107,7 @@ export interface UpstreamQuestion {
 
 /** Options for one call routed to an upstream. */
 export interface UpstreamCallOptions {
-  /** Aborting it cancels the upstream call (`notifications/cancelled` upstream). Required: every call is cancellable. A real AbortSignal or a lib/cancel Cancellation. */
+  /** Aborting it cancels the upstream call (`notifications/cancelled` upstream). Required: every call is cancellable. A real AbortSignal or a lib/base/cancel Cancellation. */
   signal: CancelSignal
   /**
    * Called for each `notifications/progress` the upstream sends for this call, with the
@@ -125,7 +125,7 @@ export interface UpstreamCallOptions {
   /** Extra `_meta` keys to pass upstream (e.g. a modern client's logLevel). */
   meta?: JsonObject
   /**
-   * The downstream request's span (lib/trace.ts), only when tracing is on: the call gets a child
+   * The downstream request's span (lib/telemetry/trace.ts), only when tracing is on: the call gets a child
    * span, carried upstream as `traceparent` (HTTP header; stdio `_meta`). Opaque here.
    */
   trace?: RequestTrace
@@ -147,11 +147,11 @@ export interface UpstreamCallOptions {
    * one, in flight: the question is refused upstream and the log line dropped (mcpx never guesses whose message it holds).
    */
   owner?: string
-  /** The caller's principal key (lib/principal.ts Principal.key), for per-principal isolation. */
+  /** The caller's principal key (lib/auth/principal.ts Principal.key), for per-principal isolation. */
   principalKey?: string
   /**
    * Where the `owner` session's per-session isolated instances live, when replicas share sessions
-   * (`sessions.store: "redis"`; lib/redis-instances.ts). Undefined: on this process, always.
+   * (`sessions.store: "redis"`; lib/sessions/instances.ts). Undefined: on this process, always.
    */
   home?: InstanceHome
   /**
@@ -163,7 +163,7 @@ export interface UpstreamCallOptions {
    */
   era?: Era
   /**
-   * The caller's identity, opaque to the upstream layer (lib/principal.ts builds it): handed as is to the
+   * The caller's identity, opaque to the upstream layer (lib/auth/principal.ts builds it): handed as is to the
    * registry's {@link UpstreamHeaderProvider} for calls to HTTP upstreams. Undefined: no caller identity.
    */
   principal?: unknown
@@ -232,12 +232,12 @@ export interface UpstreamCommonConfig {
 
 /**
  * A call refused because its upstream has `maxInFlight` calls in flight and `maxQueued` waiting
- * (config maxInFlight, maxQueued). JSON-RPC -32603 like mcpx's other "server busy" refusals (lib/status.ts
+ * (config maxInFlight, maxQueued). JSON-RPC -32603 like mcpx's other "server busy" refusals (lib/protocol/http-status.ts
  * `tooManyConcurrentRequests`); the dispatcher marks its response so that over HTTP it is the
  * refusal row `upstreamBusy` (503 with `Retry-After`). It never reached the upstream.
  */
 export class UpstreamBusyError extends UpstreamRpcError {
-  /** The lib/status.ts refusal row this error is answered with over HTTP. */
+  /** The lib/protocol/http-status.ts refusal row this error is answered with over HTTP. */
   readonly refusal = 'upstreamBusy' as const
   constructor (message: string) {
     super(INTERNAL_ERROR, message)
@@ -247,11 +247,11 @@ export class UpstreamBusyError extends UpstreamRpcError {
 
 /**
  * An isolated upstream has `maxInstances` instances running and the call's session or
- * principal has none: -31001 INSTANCES_EXHAUSTED, answered over HTTP by the lib/status.ts refusal
+ * principal has none: -31001 INSTANCES_EXHAUSTED, answered over HTTP by the lib/protocol/http-status.ts refusal
  * row `instancesExhausted` (503 with `Retry-After`). It never reached the upstream.
  */
 export class InstancesExhaustedError extends UpstreamRpcError {
-  /** The lib/status.ts refusal row this error is answered with over HTTP. */
+  /** The lib/protocol/http-status.ts refusal row this error is answered with over HTTP. */
   readonly refusal = 'instancesExhausted' as const
   constructor (message: string) {
     super(INSTANCES_EXHAUSTED, message)
@@ -283,7 +283,7 @@ export interface InstanceHome {
 
 /**
  * A call that could not be forwarded to, or answered by, the replica holding its session's isolated
- * instance (under Redis; lib/redis-instances.ts). `refusal` names the lib/status.ts row it
+ * instance (under Redis; lib/sessions/instances.ts). `refusal` names the lib/protocol/http-status.ts row it
  * is answered with over HTTP (`forwardBusy`, `sessionInstanceLost`, `storeUnavailable`,
  * `unknownSession`); undefined: an in-band JSON-RPC error (a timeout).
  */
@@ -403,7 +403,7 @@ export interface UpstreamLoad {
  *   `task`: a task status notification with no one to relay it to (2025-11-25: no creator,
  *   lib/core.ts; 2026-07-28: not tied to one call in flight, link.ts).
  * - `'instance_event'` (event: InstanceEvent): an isolated instance announced a list change or a
- *   resource update; for its owner alone (lib/notify-hub.ts delivers it by `key`).
+ *   resource update; for its owner alone (lib/connection/notify-hub.ts delivers it by `key`).
  * - `'task_status'` (upstream: string, params: JsonObject): an upstream sent
  *   `notifications/tasks/status` (2025-11-25) on its primary connection; lib/core.ts hands it to
  *   the dispatcher, which names the task's creator (or drops it: 'unrouted' kind `task`).
@@ -432,7 +432,7 @@ export interface UpstreamRegistry extends EventEmitter {
   instanceSubscription? (uri: string, sid: string, add: boolean): Promise<void>
   /**
    * Sends one request to the upstream configured as `upstream` (its own, unprefixed names), as a
-   * caller's call: the owner replica's end of a forwarded call (lib/redis-instances.ts). Rejects
+   * caller's call: the owner replica's end of a forwarded call (lib/sessions/instances.ts). Rejects
    * with UpstreamRpcError (UPSTREAM_ERROR when no upstream has that name here). Optional for test doubles.
    */
   callUpstream?: (upstream: string, method: string, params: JsonObject, options: UpstreamCallOptions) => Promise<JsonObject>
@@ -462,7 +462,7 @@ export interface UpstreamRegistry extends EventEmitter {
   /**
    * Merged server capabilities of the upstreams that are ready: the union of their keys,
    * `listChanged`/`subscribe` true when any upstream has them, and
-   * `extensions["io.modelcontextprotocol/tasks"]` when any declares that extension (lib/tasks.ts).
+   * `extensions["io.modelcontextprotocol/tasks"]` when any declares that extension (lib/dispatch/tasks.ts).
    */
   capabilities (): JsonObject
   /**

@@ -243,7 +243,7 @@ export class Upstream implements ConnectionHost {
 
   /**
    * The owner replica's end of a call forwarded from another replica (isolated upstreams under Redis;
-   * lib/redis-instances.ts): a caller's call like any other, `tool` being this upstream's own
+   * lib/sessions/instances.ts): a caller's call like any other, `tool` being this upstream's own
    * definition when it is a tools/call. Rejects with UpstreamRpcError.
    */
   async forwardedCall (method: string, params: JsonObject, options: UpstreamCallOptions, tool?: JsonObject): Promise<JsonObject> {

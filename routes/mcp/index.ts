@@ -1,5 +1,5 @@
 /**
- * The /mcp routes' scope: its own JSON parser (raw bytes → lib/jsonrpc parseBody, so invalid
+ * The /mcp routes' scope: its own JSON parser (raw bytes → lib/protocol/jsonrpc parseBody, so invalid
  * UTF-8 and bad JSON become -32700 rather than Fastify's error shape), the body limit, the
  * Accept check (406), the daemon-wide cap on POSTs in flight (503), the answer to a body that
  * could not be read (400), and an error handler that turns every framework error on /mcp into an
@@ -27,7 +27,7 @@ declare module 'fastify' {
 
 export type { McpRoutesOptions, McpRouteDeps } from './options.js'
 
-/** Methods /mcp answers (HEAD is Fastify's automatic twin of GET); any other is 405 (lib/status methodNotAllowed names them in Allow). */
+/** Methods /mcp answers (HEAD is Fastify's automatic twin of GET); any other is 405 (lib/protocol/http-status methodNotAllowed names them in Allow). */
 const MCP_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'DELETE', 'OPTIONS'])
 
 
@@ -83,7 +83,7 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
     // mcpx-era classified the body in its own preValidation hook, which runs before this one.
     sendRefusal(reply, refusal('tooManyConcurrentRequests', requestIdOf(request.mcp)))
   })
-  // Every unreadable body is answered here, whoever noticed it: the parser's verdict (lib/inbound
+  // Every unreadable body is answered here, whoever noticed it: the parser's verdict (lib/protocol/inbound
   // `reject`: -32700 with no id, or -32600 with its id for a body nested too deep; 400) in this
   // preHandler, which runs after the plugins' preHandlers (they pass rejects through), and the
   // framework's body errors (413, 415, empty body) in the error handler below.
@@ -98,7 +98,7 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
     if (reply.sent || reply.raw.headersSent) return
     if (refused.status === 413) {
       // Read the rest of the body first (bounded), so the client has finished sending when the
-      // 413 and Connection: close come, and reads them instead of EPIPE (lib/drain.ts).
+      // 413 and Connection: close come, and reads them instead of EPIPE (lib/http/drain.ts).
       const how = await drainRequest(request.raw, DRAIN_FACTOR * opts.maxBodyBytes, opts.drainTimeoutMs)
       if (how === 'closed' || reply.sent) return
       reply.header('connection', 'close')

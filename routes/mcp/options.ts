@@ -7,7 +7,7 @@ import type { FlowPolicy } from '../../lib/connection/flow.js'
 
 export interface McpRoutesOptions {
   maxBodyBytes: number
-  /** Longest wait (ms) reading the rest of a body over maxBodyBytes before its 413 (lib/drain.ts). */
+  /** Longest wait (ms) reading the rest of a body over maxBodyBytes before its 413 (lib/http/drain.ts). */
   drainTimeoutMs: number
   keepAliveMs: number
   maxRequestsPerSession: number

@@ -1,5 +1,5 @@
 /**
- * POST /mcp: adapts Fastify's request and reply to lib/http-exchange's PostChannel and serves
+ * POST /mcp: adapts Fastify's request and reply to lib/http/exchange's PostChannel and serves
  * the message in the era mcpx-era decided. Hooks ahead of it (origin, auth, era, modern headers,
  * legacy sessions) have already answered everything they refuse.
  */
@@ -27,7 +27,7 @@ class FastifyChannel implements PostChannel {
   readonly traceIn: PostChannel['traceIn']
 
   constructor (private readonly request: FastifyRequest, private readonly reply: FastifyReply, private readonly keepAliveMs: number, private readonly flow: FlowPolicy) {
-    // lib/accept: no Accept, or a wildcard, admits JSON; `Accept: text/event-stream` alone does not, and
+    // lib/protocol/accept: no Accept, or a wildcard, admits JSON; `Accept: text/event-stream` alone does not, and
     // only a client that names text/event-stream (q > 0) is answered with a stream (seed › Streamable
     // HTTP, 2026-07-28: responses are JSON or SSE as Accept allows).
     const accept = readAccept(request.headers.accept)
@@ -39,7 +39,7 @@ class FastifyChannel implements PostChannel {
     if (caller !== null) this.caller = caller
     this.acceptsSse = accept.sse
     this.acceptsJson = accept.json
-    this.traceIn = httpTraceIn(request.headers) // undefined unless tracing is on (lib/trace.ts)
+    this.traceIn = httpTraceIn(request.headers) // undefined unless tracing is on (lib/telemetry/trace.ts)
   }
 
   json (status: number, body: string | undefined, headers?: Record<string, string>): void {

@@ -1,6 +1,6 @@
 /**
  * Protected Resource Metadata (RFC 9728): `GET
- * /.well-known/oauth-protected-resource` and its path-suffixed forms (lib/oauth/metadata
+ * /.well-known/oauth-protected-resource` and its path-suffixed forms (lib/auth/oauth-metadata
  * protectedResourceMetadataPaths: `/mcp`, `/tools/mcp` under a plugin prefix, and the resource's
  * own path). No token needed; allowed origins may read it (mcpx-origin and mcpx-cors, with the
  * same policy as /mcp). The document is built once, at registration.

@@ -1,8 +1,8 @@
 /**
  * GET /status (HTML for people) and GET /status.json (the same report for machines), docs:
  * The status page. Thin: the guard comes from the daemon (loopback Host or an admin token, refusals
- * from lib/status.ts), the report from lib/status-report.ts, the HTML and its headers (strict CSP)
- * from lib/status-page.ts.
+ * from lib/protocol/http-status.ts), the report from lib/ops/status-model.ts, the HTML and its headers (strict CSP)
+ * from lib/ops/status-page.ts.
  */
 import type { FastifyPluginAsync, onRequestHookHandler } from 'fastify'
 import { renderStatusPage, STATUS_PAGE_HEADERS } from '../../lib/ops/status-page.js'
@@ -10,7 +10,7 @@ import type { StatusReport } from '../../lib/ops/status-model.js'
 
 /** Options of the status routes. */
 export interface StatusRouteOptions {
-  /** Builds the report now (lib/status-report.ts collectStatus over the daemon's state). */
+  /** Builds the report now (lib/ops/status-model.ts collectStatus over the daemon's state). */
   collect: () => StatusReport
   /** Who may read it (the daemon's admin guard, loopback Host or admin token). */
   guard: onRequestHookHandler

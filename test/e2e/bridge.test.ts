@@ -1,5 +1,5 @@
 /**
- * Server-to-client questions across eras (the MRTR bridge, lib/mrtr.ts; DIGEST §6f MRTR), through a real listening
+ * Server-to-client questions across eras (the MRTR bridge, lib/dispatch/mrtr.ts; DIGEST §6f MRTR), through a real listening
  * mcpx and real fixture children, with the official clients on the client side: v1
  * (`@modelcontextprotocol/sdk`) for legacy, v2 (`@modelcontextprotocol/client`) for 2026-07-28.
  *

@@ -101,7 +101,7 @@ t.test('isolation/per-session/daemon-own-state-delete-and-cap-503', async t => {
   const capped = await bump(c, 4)
   t.equal(capped.status, 503, 'a third session past maxInstances 2 is 503')
   t.match(capped.body, { jsonrpc: '2.0', id: 4, error: { code: -31_001, message: /all 2 isolated instances are in use/ } })
-  t.equal(capped.retryAfter, '5', 'with Retry-After (lib/status.ts refusal row instancesExhausted)')
+  t.equal(capped.retryAfter, '5', 'with Retry-After (lib/protocol/http-status.ts refusal row instancesExhausted)')
   const deleted = await fetch(`${base}/mcp`, { method: 'DELETE', headers: sessionHeaders(a, REVISION) })
   t.equal(deleted.status, 204, 'session A deleted')
   await pollUntil('A\'s instance to stop', async () => (await bump(c, 5)).status === 200 || undefined, 20_000)
@@ -278,7 +278,7 @@ t.test('isolation/per-session/instance-events-reach-their-owner-only', async t =
 })
 
 t.test('isolation/per-principal/legacy-sessions-keyed-by-their-principal', async t => {
-  // No auth configured: a caller is told apart by its Authorization header (lib/principal.ts
+  // No auth configured: a caller is told apart by its Authorization header (lib/auth/principal.ts
   // bindingKeyOf), and a legacy session is bound to it. Before, legacy requests carried no principal
   // and every legacy session shared one 'anonymous' instance of a per-principal upstream.
   const daemon = await startDaemon(t, { upstreams: { fixture: { ...fixtureCommand(), isolation: 'per-principal' } } })

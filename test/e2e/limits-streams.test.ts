@@ -31,7 +31,7 @@ const FLOOD = { command: process.execPath, args: [FLOOD_PATH] }
  * ~20 MB of its baseline under the flood (measured here on a loaded machine: 157 → 173 MB with 4
  * stalled calls, 153 → 168 MB with a stalled GET stream, 0.5-1.4M notifications dropped or
  * coalesced in 30 s). Before that fix it peaked at 306 and 328 MB on a quiet machine, and before
- * lib/flow.ts past 1 GB within 21 s.
+ * lib/connection/flow.ts past 1 GB within 21 s.
  * `mcpx serve`'s bound is held to the issue's 200 MB or to its baseline plus the same headroom,
  * whichever is larger: {@link bound}.
  */

@@ -297,7 +297,7 @@ t.test('deploy/nginx/body-limits-agree-json-413', skip, async t => {
   const nginxBytes = Number(shipped[1]) * ({ '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 } as Record<string, number>)[shipped[2]]
   t.equal(nginxBytes, maxBodyBytes, 'client_max_body_size equals transport.maxBodyBytes\'s default')
 
-  // mcpx answers a body it refuses once the rest has arrived (lib/drain.ts), waiting at most
+  // mcpx answers a body it refuses once the rest has arrived (lib/http/drain.ts), waiting at most
   // transport.bodyTimeout for it; announceOnly below sends none, so a short one keeps this case short.
   const { daemon, nginx } = await behindNginx(t, { transport: { bodyTimeout: '5s' } })
   // A ping padded with trailing whitespace (valid JSON) to exactly `size` bytes.

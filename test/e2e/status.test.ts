@@ -4,7 +4,7 @@
  * URL, restarts, last error, list sizes, calls, errors and latency percentiles, the open sessions and
  * streams, the config's source and the last reload, and names collisions; `/status` is the same
  * data as a self-contained HTML page under a strict CSP; both answer a loopback Host, else only an
- * admin token (refusals from lib/status.ts); no secret of the config appears in either.
+ * admin token (refusals from lib/protocol/http-status.ts); no secret of the config appears in either.
  * The real-browser test is status-browser.test.ts.
  */
 import t from 'tap'

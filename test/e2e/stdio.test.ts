@@ -163,7 +163,7 @@ t.test('all/stdio/before-initialize-one-child', async t => {
 
   t.test('all/stdio/nesting-too-deep-answered-with-its-id', async t => {
     const after = s.messages.length
-    // lib/jsonrpc MAX_NESTING_DEPTH (128): refused at parse time, never sent upstream.
+    // lib/protocol/jsonrpc MAX_NESTING_DEPTH (128): refused at parse time, never sent upstream.
     s.send(`{"jsonrpc":"2.0","id":"deep","method":"tools/call","params":{"name":"echo","arguments":{"text":${'['.repeat(500)}${']'.repeat(500)}}}}`)
     const deep = await s.nextMessage(() => true, { after })
     t.same(deep, { jsonrpc: '2.0', id: 'deep', error: { code: -32600, message: 'Invalid Request: nesting deeper than 128 levels' } })

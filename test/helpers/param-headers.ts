@@ -3,7 +3,7 @@
  * headers of a `tools/call` and every mirrored header of a POST (DIGEST §6d "Type coercion (client
  * side)", "Which headers each method needs", tables D1, D2, D6). mcpx builds the Mcp-Param-* ones
  * for its modern HTTP upstream calls (lib/upstreams/mirror-headers.ts, re-exported here). The
- * server-side check is lib/param-headers.ts.
+ * server-side check is lib/protocol/param-headers.ts.
  */
 import { isObject } from '../../lib/protocol/jsonrpc.js'
 import { MODERN_REVISIONS } from '../../lib/protocol/revisions.js'

@@ -1,5 +1,5 @@
 /**
- * The Accept header on a real /mcp (lib/accept.ts; seed › Streamable HTTP: responses are JSON or
+ * The Accept header on a real /mcp (lib/protocol/accept.ts; seed › Streamable HTTP: responses are JSON or
  * SSE as Accept allows): q=0 is "not acceptable", and media types match exactly or by wildcard.
  */
 import t from 'tap'

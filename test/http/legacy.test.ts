@@ -345,7 +345,7 @@ t.test('auth/bearer/session-bound-to-its-caller', async t => {
 
 t.test('auth/bearer/session-bound-to-its-header-without-auth', async t => {
   // No auth configured (a proxy in front authenticates): the session still binds to the Authorization
-  // header it was minted under, hashed (lib/principal headerBindingKey).
+  // header it was minted under, hashed (lib/auth/principal headerBindingKey).
   const app = await build(t, { upstreams: fixtureUpstreams() })
   const as = (authorization: string | undefined, body: unknown, sid?: string): Promise<{ statusCode: number, headers: Record<string, unknown> }> =>
     app.inject({ method: 'POST', url: '/mcp', headers: { ...legacyHeaders(), ...(authorization !== undefined ? { authorization } : {}), ...(sid !== undefined ? { 'mcp-session-id': sid } : {}) }, payload: JSON.stringify(body) }) as never

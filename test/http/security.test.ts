@@ -565,7 +565,7 @@ t.test('auth/bind/non-loopback-with-allow-unauthenticated-starts', async t => {
   await daemon.exited
 })
 
-// lib/jsonrpc MAX_NESTING_DEPTH: a body nested deeper than 128 levels is the client's fault (400
+// lib/protocol/jsonrpc MAX_NESTING_DEPTH: a body nested deeper than 128 levels is the client's fault (400
 // -32600 with its id), refused at parse time, not sent upstream to fail as -31000.
 t.test('all/limits/nesting-too-deep-400', async t => {
   const app = await build(t, { upstreams: fixtureUpstreams() })
@@ -581,7 +581,7 @@ t.test('all/limits/nesting-too-deep-400', async t => {
 })
 
 // transport.maxGetStreams is "most streams open at once": subscriptions/listen streams count
-// against it too, with GET streams (503, Retry-After, the listen request's id; lib/status
+// against it too, with GET streams (503, Retry-After, the listen request's id; lib/protocol/http-status
 // REFUSAL_STATUS.tooManyStreams).
 t.test('all/limits/max-streams-counts-listen-503', async t => {
   const { base } = await listen(t, { transport: { maxGetStreams: 2 } })

@@ -1,5 +1,5 @@
 /**
- * Unit tests of lib/accept, the one Accept reader (RFC 9110 §12.5.1; seed › Streamable HTTP:
+ * Unit tests of lib/protocol/accept, the one Accept reader (RFC 9110 §12.5.1; seed › Streamable HTTP:
  * responses are JSON or SSE as Accept allows). No Fastify.
  */
 import t from 'tap'

@@ -1,5 +1,5 @@
 /**
- * Unit tests of lib/auth: token loading, the constant-time bearer check, assertSafeBind. No Fastify.
+ * Unit tests of lib/auth/tokens: token loading, the constant-time bearer check, assertSafeBind. No Fastify.
  */
 import t from 'tap'
 import { writeFileSync } from 'node:fs'

@@ -1,5 +1,5 @@
 /**
- * lib/cancel.ts alone: the request cancellation that replaced the AbortController per request
+ * lib/base/cancel.ts alone: the request cancellation that replaced the AbortController per request
  * (a hot-path saving: see BENCHMARKS.md). It must keep the AbortSignal behaviours the request path relies on: listeners run
  * once, in order, synchronously inside abort(); removal; a real AbortSignal on demand that follows it.
  */

@@ -1,4 +1,4 @@
-/** Config loading and validation (lib/config.ts; docs: Configuration). */
+/** Config loading and validation (lib/config/config.ts; docs: Configuration). */
 import t from 'tap'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'

@@ -1,5 +1,5 @@
 /**
- * Unit tests of lib/core and lib/version: one core builder for both faces, and mcpx's version read
+ * Unit tests of lib/core and lib/base/version: one core builder for both faces, and mcpx's version read
  * once (seed › stdio and Streamable HTTP: serverInfo). No Fastify.
  */
 import t from 'tap'

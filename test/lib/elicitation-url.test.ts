@@ -1,5 +1,5 @@
 /**
- * The elicitation-mode capability rule (lib/mrtr.ts elicitationModeMissing, missingCapabilities;
+ * The elicitation-mode capability rule (lib/dispatch/mrtr.ts elicitationModeMissing, missingCapabilities;
  * URL-mode elicitation; 2025-11-25 and 2026-07-28 ClientCapabilities.elicitation): the
  * part a spec-following upstream never exercises end to end (it reads the client's capabilities
  * and does not ask), so it is checked here against an upstream result that asks anyway.

@@ -1,5 +1,5 @@
 /**
- * lib/flow.ts alone (a high-water mark on every outgoing stream): the policy one
+ * lib/connection/flow.ts alone (a high-water mark on every outgoing stream): the policy one
  * OutboundFlow applies, over a real Node Writable whose writes the test holds and releases (a
  * client that stops reading, then reads again). The wire behaviour through a real daemon and a
  * real `mcpx serve` is in test/e2e/limits-streams.test.ts.

@@ -1,5 +1,5 @@
 /**
- * Unit tests of lib/header-values: allowed header bytes, reading one header from Node's bag, and
+ * Unit tests of lib/protocol/header-values: allowed header bytes, reading one header from Node's bag, and
  * the =?base64?…?= sentinel both ways (seed › Streamable HTTP, 2026-07-28 › Mirrored headers;
  * DIGEST §6d tables D1, D2, D3; §9 A4, A17). No Fastify.
  */

@@ -1,5 +1,5 @@
 /**
- * Unit tests of lib/inbound: a /mcp request classified once (seed › "Which era a POST belongs to";
+ * Unit tests of lib/protocol/inbound: a /mcp request classified once (seed › "Which era a POST belongs to";
  * DIGEST §6a Eras). No Fastify.
  */
 import t from 'tap'

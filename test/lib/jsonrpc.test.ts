@@ -1,5 +1,5 @@
 /**
- * Unit tests of lib/jsonrpc: parseBody (UTF-8, exact ids, the nesting bound), classify and
+ * Unit tests of lib/protocol/jsonrpc: parseBody (UTF-8, exact ids, the nesting bound), classify and
  * encodeMessage (JSON-RPC 2.0 §4–5; DIGEST §2b, §6e; ids go back exactly as they came). No Fastify.
  */
 import t from 'tap'

@@ -1,5 +1,5 @@
 /**
- * lib/upstreams/lines.ts alone: newline framing with a byte bound (maxMessageBytes),
+ * lib/protocol/lines.ts alone: newline framing with a byte bound (maxMessageBytes),
  * fed in chunks cut at every awkward place, and the id read from an oversized line's edges.
  */
 import t from 'tap'

@@ -1,5 +1,5 @@
 /**
- * ops/logs/…: the daemon's batched JSON log (lib/log.ts batchedDestination). Request
+ * ops/logs/…: the daemon's batched JSON log (lib/telemetry/log.ts batchedDestination). Request
  * lines wait for a batch; a warning is written at once, with the lines before it. A child process
  * logs, then keeps its event loop busy for 1 s (no timer can fire; the asynchronous write itself
  * runs off the main thread), then says so on stderr: what reached stdout before that word was

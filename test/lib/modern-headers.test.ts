@@ -1,5 +1,5 @@
 /**
- * Unit tests of lib/modern-headers: MCP-Protocol-Version, Mcp-Method and Mcp-Name against the body
+ * Unit tests of lib/protocol/modern-headers: MCP-Protocol-Version, Mcp-Method and Mcp-Name against the body
  * (seed › Streamable HTTP, 2026-07-28 › Mirrored headers; DIGEST §6d table D4; §9 A2, A3, A4, A17).
  * No Fastify: headers are given as Node's bag (lowercase names, arrays for repeats).
  */

@@ -1,5 +1,5 @@
 /**
- * Unit tests of lib/origin (seed › "Origin (every revision with Streamable HTTP)"). No Fastify.
+ * Unit tests of lib/http/origin (seed › "Origin (every revision with Streamable HTTP)"). No Fastify.
  */
 import t from 'tap'
 import { McpxError } from '../../lib/base/errors.js'

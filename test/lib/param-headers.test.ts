@@ -1,5 +1,5 @@
 /**
- * Unit tests of lib/param-headers: the x-mcp-header scan, the server-side Mcp-Param-* check and the
+ * Unit tests of lib/protocol/param-headers: the x-mcp-header scan, the server-side Mcp-Param-* check and the
  * client-side builders (seed › Streamable HTTP, 2026-07-28 › Mcp-Param-* headers; DIGEST §6d tables
  * D1, D2, D3, D4, D5, D6; §9 A4, A5, A6, A17, A18). No Fastify.
  */

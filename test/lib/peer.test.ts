@@ -1,5 +1,5 @@
 /**
- * lib/peer.ts alone: one connection's requests in flight, cancellation, questions and batch
+ * lib/connection/peer.ts alone: one connection's requests in flight, cancellation, questions and batch
  * rules, with no transport (seed › legacy › Cancellation, Questions to the client, Batches).
  * The transports' wire behaviour is covered by test/e2e/stdio.test.ts and the HTTP suites.
  */

@@ -1,5 +1,5 @@
 /**
- * lib/policy alone: rule matching per principal kind, servers, deny wins, absent allow, default,
+ * lib/policy/rules alone: rule matching per principal kind, servers, deny wins, absent allow, default,
  * globs, and the config schema's `policy` (docs: Policy).
  */
 import t from 'tap'

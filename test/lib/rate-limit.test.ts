@@ -1,9 +1,9 @@
 /**
- * lib/rate-limit alone (docs: Policy › Rate limits): GCRA on a test clock (burst of `calls`, then one
+ * lib/policy/rate-limit alone (docs: Policy › Rate limits): GCRA on a test clock (burst of `calls`, then one
  * per `per / calls` ms, the exact retry time), all-or-nothing across a call's limits, counters per
  * (principal, tool), the memory store's bound and sweep; the Redis store against the real Redis on
  * 127.0.0.1:6379 (REDIS_URL), two limiters sharing one count, keys in one hash slot with an expiry,
- * and fail-closed when Redis cannot be reached; the HTTP face of the refusal (lib/status.ts).
+ * and fail-closed when Redis cannot be reached; the HTTP face of the refusal (lib/protocol/http-status.ts).
  */
 import t, { type Test } from 'tap'
 import { randomBytes } from 'node:crypto'

@@ -1,5 +1,5 @@
 /**
- * lib/redis-sessions.ts's side of isolated upstreams, two stores (two replicas) on the
+ * lib/sessions/redis-store.ts's side of isolated upstreams, two stores (two replicas) on the
  * real Redis at 127.0.0.1:6379 (REDIS_URL) with a registry that records what they ask of it:
  * a session's per-principal subscriptions are released with its principal, however the session
  * ends (its hash names the principal key), and a session's own per-session instances follow its

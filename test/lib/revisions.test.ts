@@ -1,4 +1,4 @@
-/** The revision table (lib/revisions.ts; DIGEST §1, §6a "Eras"). */
+/** The revision table (lib/protocol/revisions.ts; DIGEST §1, §6a "Eras"). */
 import t from 'tap'
 import { SUPPORTED_REVISIONS, eraOf, isImplemented, batchAllowed, negotiateLegacy, LEGACY_REVISIONS, MODERN_REVISIONS } from '../../lib/protocol/revisions.js'
 

@@ -1,5 +1,5 @@
 /**
- * Unit tests of lib/secret: a Secret never prints its value (tokens never leave mcpx, not even in logs;
+ * Unit tests of lib/auth/secret: a Secret never prints its value (tokens never leave mcpx, not even in logs;
  * STYLE › Secrets are a type).
  */
 import t from 'tap'

@@ -1,7 +1,7 @@
 /**
  * The status page's parts as pure units (docs: The status page): the latency window of
  * lib/upstreams/call-stats.ts (percentiles within 6.25 %, slots expiring after 5 minutes, fixed
- * memory), the report's redaction (lib/status-report.ts) and the HTML's escaping (lib/status-page.ts).
+ * memory), the report's redaction (lib/ops/status-model.ts) and the HTML's escaping (lib/ops/status-page.ts).
  */
 import t from 'tap'
 import { BUCKETS, CallStats, SLOT_MS, WINDOW_SLOTS, bucketMidUs, bucketOf } from '../../lib/upstreams/call-stats.js'

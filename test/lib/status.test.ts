@@ -1,5 +1,5 @@
 /**
- * Unit tests of lib/status: the era status functions and the refusal table, the one place a
+ * Unit tests of lib/protocol/http-status: the era status functions and the refusal table, the one place a
  * status, a Retry-After or an Allow is chosen (STYLE › Errors and status). No Fastify.
  */
 import t from 'tap'
