@@ -15,7 +15,7 @@
  *   resource_metadata with OAuth);
  * - a valid OAuth token without the required scopes: 403, `Bearer error="insufficient_scope", scope="…"`.
  */
-import type { McpxConfig, OAuthConfig } from '../config/config.js'
+import type { AuthConfig, OAuthConfig } from './config.js'
 import type { Logger } from '../telemetry/log.js'
 import { INVALID_REQUEST, encodeMessage, errorResponse } from '../protocol/jsonrpc.js'
 import { REFUSALS } from '../protocol/http-status.js'
@@ -104,7 +104,7 @@ function startVerifier (oauthConfig: OAuthConfig, env: NodeJS.ProcessEnv, logger
  *        (admin.scopes) passes the `/mcp` authenticator's, so one JWKS fetch serves both.
  * @throws McpxError MCPX_ERR_CONFIG for unreadable token or secret sources (see loadStaticTokens)
  */
-export function createAuthenticator (auth: McpxConfig['auth'], options: { logger: Logger, env?: NodeJS.ProcessEnv, verifier?: OAuthVerifier }): Authenticator {
+export function createAuthenticator (auth: AuthConfig, options: { logger: Logger, env?: NodeJS.ProcessEnv, verifier?: OAuthVerifier }): Authenticator {
   const env = options.env ?? process.env
   const statics: StaticToken[] = loadStaticTokens(auth, env)
   const oauthConfig = auth.oauth

@@ -8,6 +8,7 @@
  *   clients try them (MCP authorization › Authorization Server Metadata Discovery).
  * Pure: no I/O.
  */
+import { isLoopbackHost } from '../base/net.js'
 
 /** RFC 9728 §3: the well-known suffix of Protected Resource Metadata. */
 export const PRM_WELL_KNOWN = '/.well-known/oauth-protected-resource'
@@ -75,11 +76,6 @@ export function issuerMetadataUrls (issuer: string): string[] {
   return urls
 }
 
-/** Loopback host names (URL-normalised): `localhost`, 127.0.0.0/8, `[::1]`. */
-export function isLoopbackHostname (hostname: string): boolean {
-  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname)
-}
-
 /**
  * Why an issuer URL is not acceptable, or undefined when it is: it must be an absolute https URL
  * with no query or fragment (RFC 8414 §2), or http on a loopback host (development, tests). Never throws.
@@ -89,7 +85,7 @@ export function issuerProblem (issuer: string): string | undefined {
   try { url = new URL(issuer) } catch { return 'is not an absolute URL' }
   if (url.search !== '' || url.hash !== '' || issuer.includes('#')) return 'must have no query or fragment (RFC 8414 §2)'
   if (url.protocol === 'https:') return undefined
-  if (url.protocol === 'http:' && isLoopbackHostname(url.hostname)) return undefined
+  if (url.protocol === 'http:' && isLoopbackHost(url.hostname)) return undefined
   return 'must be https (http only on a loopback host)'
 }
 

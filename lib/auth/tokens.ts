@@ -12,10 +12,10 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import type { McpxConfig } from '../config/config.js'
+import type { AdminConfig, AuthConfig } from './config.js'
 import { McpxError } from '../base/errors.js'
 import { Secret, readSecret } from './secret.js'
-import { isLoopbackAddress } from '../http/origin.js'
+import { isLoopbackAddress } from '../base/net.js'
 
 /** A token may hold visible ASCII only: anything else could never arrive intact in a header. */
 const TOKEN_CHARS = /^[\x21-\x7e]+$/
@@ -112,7 +112,7 @@ function checkToken (token: string, source: string): string {
  *         holds no token (or the variable is unset), or a token holds a character other than
  *         visible ASCII. A named source that yields nothing is an error, not a silent "no auth".
  */
-export function loadBearerTokens (auth: McpxConfig['auth'], env: NodeJS.ProcessEnv = process.env): string[] {
+export function loadBearerTokens (auth: AuthConfig, env: NodeJS.ProcessEnv = process.env): string[] {
   return collectTokens({ list: auth.bearerTokens, file: auth.bearerTokensFile, envName: auth.bearerTokensEnv }, 'auth.bearerTokens', env)
 }
 
@@ -122,7 +122,7 @@ export function loadBearerTokens (auth: McpxConfig['auth'], env: NodeJS.ProcessE
  * {@link loadBearerTokens}, with the same errors naming the `admin.*` key.
  * @returns the tokens; empty when none is configured (then no admin route answers a request)
  */
-export function loadAdminTokens (admin: McpxConfig['admin'], env: NodeJS.ProcessEnv = process.env): string[] {
+export function loadAdminTokens (admin: AdminConfig, env: NodeJS.ProcessEnv = process.env): string[] {
   return collectTokens({ list: admin.tokens, file: admin.tokensFile, envName: admin.tokensEnv }, 'admin.tokens', env)
 }
 
@@ -181,7 +181,7 @@ export interface StaticToken {
  * @throws McpxError MCPX_ERR_CONFIG as {@link loadBearerTokens} and {@link readSecret} do, or for
  *         two tokens with one name. Messages never hold a token.
  */
-export function loadStaticTokens (auth: McpxConfig['auth'], env: NodeJS.ProcessEnv = process.env): StaticToken[] {
+export function loadStaticTokens (auth: AuthConfig, env: NodeJS.ProcessEnv = process.env): StaticToken[] {
   const out: StaticToken[] = []
   const names = new Set<string>()
   for (const [index, entry] of (auth.tokens ?? []).entries()) {
@@ -199,7 +199,7 @@ export function loadStaticTokens (auth: McpxConfig['auth'], env: NodeJS.ProcessE
 }
 
 /** True when the config asks for authentication: static tokens of any kind, or `auth.oauth`. */
-export function authConfigured (auth: McpxConfig['auth']): boolean {
+export function authConfigured (auth: AuthConfig): boolean {
   return auth.oauth !== undefined || (auth.tokens ?? []).length > 0 || auth.bearerTokens.length > 0 ||
     auth.bearerTokensFile !== undefined || auth.bearerTokensEnv !== undefined
 }
@@ -212,7 +212,7 @@ export function authConfigured (auth: McpxConfig['auth']): boolean {
  *          `auth.allowUnauthenticated` is true
  * @throws McpxError MCPX_ERR_UNSAFE_BIND otherwise (an unparseable address counts as non-loopback)
  */
-export function assertSafeBind (config: McpxConfig, tokens: readonly unknown[]): void {
+export function assertSafeBind (config: { daemon: { address: string }, auth: AuthConfig }, tokens: readonly unknown[]): void {
   const address = config.daemon.address
   if (isLoopbackAddress(address)) return
   // auth.oauth and named auth.tokens are explicit authentication too.

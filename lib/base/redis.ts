@@ -20,6 +20,7 @@
  */
 import { Redis, Cluster, type RedisOptions, type ClusterOptions } from 'ioredis'
 import { McpxError } from './errors.js'
+import { parseNodeAddress } from './net.js'
 import { redactUrl } from './redact.js'
 
 /** `sessions.redis` and any other Redis setting: a URL, a Sentinel set-up, or a Cluster. */
@@ -92,14 +93,6 @@ export const REDIS_TARGET_SCHEMA = {
   ]
 } as const
 
-/** "host:port" (IPv6 in brackets) → { host, port }. @throws McpxError MCPX_ERR_CONFIG */
-export function parseHostPort (address: string): { host: string, port: number } {
-  const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s]+)):(\d{1,5})$/.exec(address)
-  const port = match === null ? NaN : Number(match[3])
-  if (match === null || port < 1 || port > 65_535) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: a Redis address must be host:port, got ${JSON.stringify(address)}`)
-  return { host: match[1] ?? match[2], port }
-}
-
 /** A target for logs and errors: URL credentials redacted, env var names only (never their values). */
 export function describeRedisTarget (target: RedisTarget): string {
   if (typeof target === 'string') return redactUrl(target)
@@ -154,13 +147,13 @@ export function createRedisConnection (target: RedisTarget, options: RedisConnec
         ...(password !== undefined ? { password } : {})
       }
     }
-    return new Cluster(target.cluster.map(parseHostPort), clusterOptions)
+    return new Cluster(target.cluster.map(parseNodeAddress), clusterOptions)
   }
   const password = secretFromEnv(target.passwordEnv, env, 'sessions.redis.passwordEnv')
   const sentinelPassword = secretFromEnv(target.sentinelPasswordEnv, env, 'sessions.redis.sentinelPasswordEnv')
   return new Redis({
     ...base,
-    sentinels: target.sentinels.map(parseHostPort),
+    sentinels: target.sentinels.map(parseNodeAddress),
     name: target.name,
     db: target.db ?? 0,
     ...(password !== undefined ? { password } : {}),

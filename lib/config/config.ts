@@ -16,6 +16,7 @@ import { isIP } from 'node:net'
 import { createRequire } from 'node:module'
 import { Ajv, type ErrorObject } from 'ajv'
 import { McpxError } from '../base/errors.js'
+import type { AdminConfig, AuthConfig } from '../auth/config.js'
 import type { UpstreamConfig } from '../upstreams/types.js'
 import { issuerProblem, resourceProblem } from '../auth/oauth-metadata.js'
 import { REDIS_TARGET_SCHEMA, type RedisTarget } from '../base/redis.js'
@@ -413,18 +414,9 @@ export interface McpxConfig {
     /** items per page of the four list methods, 0…10 000; 0 = no paging (lib/dispatch/paging.ts). */
     pageSize: number
   }
-  auth: {
-    bearerTokens: string[]
-    bearerTokensFile?: string
-    bearerTokensEnv?: string
-    allowUnauthenticated: boolean
-    /** Named static tokens. */
-    tokens?: Array<{ name: string, tokenEnv?: string, tokenFile?: string, scopes?: string[] }>
-    /** mcpx as an OAuth resource server; durations in ms after loading. */
-    oauth?: OAuthConfig
-  }
+  auth: AuthConfig
   /** Operator tokens for POST /admin/reload and remote /status; read by lib/auth/tokens loadAdminTokens. */
-  admin: { tokens: string[], tokensFile?: string, tokensEnv?: string, scopes: string[] }
+  admin: AdminConfig
   /** After loading, `redis` is always set: from `redisUrl` (its earlier spelling, then removed), else {@link DEFAULT_REDIS_URL}. */
   sessions: { store: 'memory' | 'redis', redis: RedisTarget, keyPrefix: string, streamLease: number }
   /** The MRTR bridge (lib/dispatch/mrtr.ts): requestState sealing and parked calls. */
@@ -438,20 +430,6 @@ export interface McpxConfig {
   servers?: Record<string, ServerConfig>
   /** Keyed by upstream name; insertion order is config order. */
   upstreams: Record<string, UpstreamConfig>
-}
-
-/** `auth.oauth` after loading: durations are ms; `audience` is filled in from `resource`. */
-export interface OAuthConfig {
-  issuer: string
-  resource: string
-  audience: string[]
-  jwksUri?: string
-  requiredScopes: string[]
-  scopesSupported?: string[]
-  introspection?: { url: string, clientId: string, clientSecretEnv?: string, clientSecretFile?: string }
-  clockTolerance: number
-  jwksCooldown: number
-  resourceName: string
 }
 
 /** What a user may write: every key optional, durations as ms or strings. */

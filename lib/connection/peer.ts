@@ -45,6 +45,19 @@ export interface MessageSink {
   send: (message: JsonRpcMessage | JsonRpcMessage[]) => boolean
 }
 
+/**
+ * A long-lived outgoing stream that outlives the request that opened it (a legacy session's GET
+ * stream, DIGEST §3d): what a session store needs of it. lib/http/sse.ts SseStream implements it.
+ */
+export interface OpenStream extends MessageSink {
+  /** True once it is closing or closed: nothing more can be sent. */
+  readonly isClosed: boolean
+  /** Resolves once the stream has ended, however it ended. */
+  readonly closed: Promise<void>
+  /** Ends the stream (idempotent). */
+  close: () => void
+}
+
 /** What a legacy `initialize` settled for a connection (2024-11-05/basic/lifecycle.mdx). */
 export interface LegacyState {
   /** The negotiated revision. */

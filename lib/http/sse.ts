@@ -8,7 +8,7 @@
  */
 import type { ServerResponse } from 'node:http'
 import { encodeMessage, type JsonRpcMessage } from '../protocol/jsonrpc.js'
-import type { MessageSink } from '../connection/peer.js'
+import type { OpenStream } from '../connection/peer.js'
 import { DEFAULT_FLOW_POLICY, OutboundFlow, type FlowPolicy, type FlowStream } from '../connection/flow.js'
 
 /** Headers of every SSE response mcpx sends. `X-Accel-Buffering: no` stops nginx buffering it. */
@@ -45,7 +45,7 @@ export interface SseStreamOptions {
  * transport.streamBufferMaxBytes the response is destroyed (the client sees its stream end and can
  * reconnect; {@link onOverflow} callbacks run first, so a reply's call is cancelled upstream).
  */
-export class SseStream implements MessageSink {
+export class SseStream implements OpenStream {
   private timer: NodeJS.Timeout | undefined
   private ended = false
   private ending = false

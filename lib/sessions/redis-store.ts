@@ -53,7 +53,7 @@ import type { EventEmitter } from 'node:events'
 import { createRedisConnection, describeRedisTarget, type RedisConnection, type RedisTarget } from '../base/redis.js'
 import type { Revision } from '../protocol/revisions.js'
 import type { JsonObject } from '../upstreams/types.js'
-import type { SseStream } from '../http/sse.js'
+import type { OpenStream } from '../connection/peer.js'
 import { idKey, isObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcResponse } from '../protocol/jsonrpc.js'
 import type { Logger } from '../telemetry/log.js'
 import { ListSnapshots, type RelayedEvent } from '../connection/notify-hub.js'
@@ -370,7 +370,7 @@ export class RedisSessionStore implements SessionStore {
     return ended === 1 ? 'ended' : 'unknown'
   }
 
-  async openStream (session: Session, open: () => SseStream): Promise<StreamOutcome> {
+  async openStream (session: Session, open: () => OpenStream): Promise<StreamOutcome> {
     const shadow = session as Shadow
     if (shadow.stream !== undefined && !shadow.stream.isClosed) return 'busy'
     const [sessionKey, , streamKey] = this.keys(session.id)

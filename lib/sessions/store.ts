@@ -21,10 +21,9 @@
 import { createHash, randomBytes } from 'node:crypto'
 import type { Revision } from '../protocol/revisions.js'
 import type { InstanceHome, InstanceOwner, JsonObject } from '../upstreams/types.js'
-import type { SseStream } from '../http/sse.js'
 import type { JsonRpcMessage, JsonRpcResponse } from '../protocol/jsonrpc.js'
 import type { SubscriptionSet } from '../dispatch/context.js'
-import { Peer } from '../connection/peer.js'
+import { Peer, type OpenStream } from '../connection/peer.js'
 
 export type { SubscriptionSet }
 
@@ -40,7 +39,7 @@ export interface Session {
   /** ms since epoch of the last request seen by this process. */
   lastSeenMs: number
   /** The GET notification stream, when this process holds it (one per session: a second GET is 409). */
-  stream: SseStream | undefined
+  stream: OpenStream | undefined
   /** Resource URIs the client subscribed to with resources/subscribe (live set, read by the hub). */
   readonly subscriptions: Set<string>
   /**
@@ -99,7 +98,7 @@ export interface SessionStore {
    * Claims the session's one GET stream slot and, when granted, calls `open` (synchronously) to
    * start the stream, which this process then holds until it closes (the slot is freed then).
    */
-  openStream: (session: Session, open: () => SseStream) => Promise<StreamOutcome>
+  openStream: (session: Session, open: () => OpenStream) => Promise<StreamOutcome>
   /** Sends a message on the session's GET stream, wherever it is held. Resolves false when none is open. */
   sendToStream: (session: Session, message: JsonRpcMessage) => Promise<boolean>
   /** The subscription set a request of this session acts on. */
@@ -208,7 +207,7 @@ export class MemorySessionStore implements SessionStore {
     return this.endNow(id) ? 'ended' : 'unknown'
   }
 
-  async openStream (session: Session, open: () => SseStream): Promise<StreamOutcome> {
+  async openStream (session: Session, open: () => OpenStream): Promise<StreamOutcome> {
     if (this.claimed.has(session) || hasOpenStream(session)) return 'busy'
     const stream = open()
     session.stream = stream

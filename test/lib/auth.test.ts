@@ -8,7 +8,7 @@ import { loadConfig, type McpxConfig } from '../../lib/config/config.js'
 import {
   assertSafeBind, checkBearer, createBearerVerifier, loadBearerTokens
 } from '../../lib/auth/tokens.js'
-import { isLoopbackHost as isLoopbackBindHost } from '../../lib/http/origin.js'
+import { isLoopbackHost as isLoopbackBindHost } from '../../lib/base/net.js'
 import { refusal } from '../../lib/protocol/http-status.js'
 
 const TOKENS = ['s3cret-token-A', 'token.B_~+/==']

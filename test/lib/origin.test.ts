@@ -4,10 +4,8 @@
 import t from 'tap'
 import { McpxError } from '../../lib/base/errors.js'
 import { loadConfig } from '../../lib/config/config.js'
-import {
-  createOriginCheck, isOriginAllowed, isUnspecifiedHost, originPolicyFromConfig,
-  parseHostPort, type OriginPolicy
-} from '../../lib/http/origin.js'
+import { createOriginCheck, isOriginAllowed, originPolicyFromConfig, type OriginPolicy } from '../../lib/http/origin.js'
+import { isUnspecifiedHost, parseHostPort } from '../../lib/base/net.js'
 import { refusal } from '../../lib/protocol/http-status.js'
 
 const LOOPBACK: OriginPolicy = { allowedOrigins: [] }
@@ -197,7 +195,7 @@ t.test('all/origin/parse-host-port', async t => {
 })
 
 t.test('all/origin/one-loopback-definition-two-member-sets', async t => {
-  const { isLoopbackHost, isLoopbackHostHeader, isLoopbackAddress } = await import('../../lib/http/origin.js')
+  const { isLoopbackHost, isLoopbackHostHeader, isLoopbackAddress } = await import('../../lib/base/net.js')
   for (const host of ['localhost', '127.0.0.1', '127.9.9.9', '[::1]', '::1', 'LOCALHOST']) t.ok(isLoopbackHost(host), host)
   for (const host of ['10.0.0.1', '::ffff:127.0.0.1', 'localhost.example', '']) t.notOk(isLoopbackHost(host), host)
   for (const header of ['localhost:3939', '127.0.0.1', '[::1]:3939', '127.0.0.2:80']) t.ok(isLoopbackHostHeader(header), header)

@@ -6,7 +6,8 @@ import t from 'tap'
 import { Cluster, Redis } from 'ioredis'
 import { loadConfig } from '../../lib/config/config.js'
 import { McpxError } from '../../lib/base/errors.js'
-import { createRedisConnection, describeRedisTarget, parseHostPort, redisTargetKind } from '../../lib/base/redis.js'
+import { createRedisConnection, describeRedisTarget, redisTargetKind } from '../../lib/base/redis.js'
+import { parseNodeAddress as parseHostPort } from '../../lib/base/net.js'
 
 function configError (raw: unknown): string {
   try {
