@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `mcpx` command (README › Operating mcpx):
+ * The `mcpx` command (README › Commands; docs/operating.md › Command-line helpers):
  *   mcpx daemon [--config F]           serve Streamable HTTP at /mcp on daemon.address
  *   mcpx serve  [--config F]           serve MCP over stdio (stdout carries only MCP; logs go to stderr)
  *   mcpx check  [--config F]           validate the config and probe every upstream

@@ -139,7 +139,7 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
     // disableRequestLogging option is deprecated in favour of logController).
     logController: new LogController({ disableRequestLogging: true }),
     forceCloseConnections: false,
-    // daemon.trustProxy (README › Behind nginx › Client addresses): only a request arriving from a
+    // daemon.trustProxy (docs/deployment.md › Client addresses): only a request arriving from a
     // listed proxy has its X-Forwarded-For believed; request.ip is then the client it names.
     trustProxy: config.daemon.trustProxy.length > 0 ? config.daemon.trustProxy : false,
     return503OnClosing: true,

@@ -11,7 +11,7 @@
  *
  * The echo tool's schema is built once, outside the per-request factory: built inside it (as
  * test/fixtures/echo-upstream.ts does), the SDK compiles it again for every request and this server
- * answers ~100 req/s instead of ~1,500 on the 2-core bench machine (BENCHMARKS.md). Scenario 5
+ * answers ~100 req/s instead of ~1,500 on the 2-core bench machine (docs/benchmarks.md). Scenario 5
  * uses this server as mcpx's HTTP upstream.
  *
  * Usage: node dist/bench/peer-server.js  → prints `listening <port>` on stderr (127.0.0.1, port 0).

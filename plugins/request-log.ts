@@ -67,7 +67,7 @@ export default fp<RequestLogOptions>(async function mcpxRequestLog (fastify, opt
     }, 'mcp request')
   }
 
-  // README › Operability: a request whose client went away first is logged and counted with
+  // docs/operating.md › Logs: a request whose client went away first is logged and counted with
   // status 499 and `aborted: true`. Fastify's onRequestAbort only fires while the body is still
   // arriving (it tests `req.aborted`), and onResponse only on 'finish', so a POST whose client
   // left during the upstream call (an abandoned JSON reply, or a hijacked SSE stream) produced

@@ -2,7 +2,7 @@
  * A request's cancellation without an AbortController (no per-request allocations the
  * request does not use). Node's AbortController builds an EventTarget, its listener maps and an
  * AbortSignal per request: `createAbortSignal` with its EventTarget work was about 5 % of the
- * daemon's CPU per modern call (BENCHMARKS.md, session 7). Every request mcpx serves
+ * daemon's CPU per modern call (a `--cpu-prof` of bench scenario 3, before this). Every request mcpx serves
  * gets a {@link Cancellation}: a flag, a reason and an array of listeners, allocated on first use.
  * A real AbortSignal is made only where a library or `AbortSignal.any` needs one
  * ({@link abortSignalOf}), which the hot path never does.

@@ -127,7 +127,7 @@ t.test('daemon/shutdown/bounded', async t => {
   for (const pid of pids) t.notOk(isAlive(pid), `upstream child ${pid} is gone`)
 })
 
-// README › Operability: a request whose client went away first is logged with `aborted: true` and
+// docs/operating.md › Logs: a request whose client went away first is logged with `aborted: true` and
 // status 499, and counted; the upstream call is cancelled either way (seed › Closing the stream
 // is cancellation). One case with a JSON reply pending, one with an SSE reply streaming.
 t.test('2026-07-28/operability/aborted-request-logged-and-counted', async t => {

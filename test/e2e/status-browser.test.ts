@@ -4,7 +4,7 @@
  * against a real daemon (`node dist/cli.js daemon`) with two upstreams, one of them down. The test
  * reads the table as rendered, checks that the page raised no CSP violation and no script error,
  * waits for the page's own refresh to show a call made after it loaded, and takes a screenshot
- * (README's docs/status.png with MCPX_UPDATE_SCREENSHOT=1, see SCREENSHOT).
+ * (docs/status.png, shown in docs/operating.md, with MCPX_UPDATE_SCREENSHOT=1, see SCREENSHOT).
  *
  * Missing chromium: under `npm test` the test is skipped with the command that installs it; under
  * CI (`CI=true`, which .ci/run sets) it runs and fails. .ci/run installs the package when missing.
@@ -28,7 +28,7 @@ const SKIP: string | false = !existsSync(CHROMIUM) && process.env.CI !== 'true'
   : false
 /**
  * Where the screenshot goes: docs/status.png of this checkout (tests run from dist/test/e2e/), the
- * image README shows, with MCPX_UPDATE_SCREENSHOT=1; otherwise a temp file, so that a test run
+ * image docs/operating.md shows, with MCPX_UPDATE_SCREENSHOT=1; otherwise a temp file, so that a test run
  * leaves the checkout as it was.
  */
 const SCREENSHOT = process.env.MCPX_UPDATE_SCREENSHOT === '1'

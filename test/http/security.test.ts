@@ -365,7 +365,7 @@ t.test('all/http/accept-406', async t => {
     const get = await app.inject({ method: 'GET', url: '/mcp', headers: { accept: 'text/html', ...(era === 'modern' ? { 'mcp-protocol-version': '2026-07-28' } : {}) } })
     t.equal(get.statusCode, 406, `${era} GET Accept text/html: 406`)
     assertJsonRpcError(t, get.body, -32_600)
-    // Tolerated: no Accept at all, and */* (README › Security).
+    // Tolerated: no Accept at all, and */* (docs/security.md › Accept tolerance).
     const { accept: _drop, ...noAccept } = base
     for (const headers of [noAccept, { ...base, accept: '*/*' }, { ...base, accept: 'application/json' }]) {
       const res = await app.inject({ method: 'POST', url: '/mcp', headers, payload: body })
