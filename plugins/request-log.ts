@@ -52,7 +52,7 @@ export default fp<RequestLogOptions>(async function mcpxRequestLog (fastify, opt
     const era = eraOfInbound(inbound) ?? ''
     const revision = request.mcpSession?.revision ?? inbound?.headerRevision ?? message?.logRevision
     // The scope's one registry, decorated by mcpx-upstreams (registered after this plugin, ready before any request).
-    const upstream = rpcMethod === 'tools/call' || rpcMethod === 'prompts/get' ? upstreamOf(fastify.mcp.registry, message?.name) : undefined
+    const upstream = rpcMethod === 'tools/call' || rpcMethod === 'prompts/get' ? upstreamOf(fastify.mcp.registry, rpcMethod === 'tools/call' ? 'tool' : 'prompt', message?.name) : undefined
     metrics.requestDone({ httpMethod: request.method, rpcMethod, era, status, durationMs })
     request.log.info({
       method: request.method,

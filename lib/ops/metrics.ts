@@ -102,18 +102,16 @@ export interface McpxMetrics {
 export type ConnectionTimeoutKind = 'silent' | 'head' | 'body'
 
 /**
- * The upstream that serves a prefixed tool or prompt name, where it can be told from the name:
- * the only upstream when there is one, else the `<upstream>__` prefix when it names an upstream
- * (the default prefix). `undefined` otherwise (an explicit custom prefix). Never throws.
+ * The upstream a call on the catalogue name of a tool, a prompt or a resource goes to: the only
+ * upstream when there is one, else the registry's own route ({@link UpstreamRegistry.ownerOf}), so a
+ * custom `prefix` is labelled like the default `<upstream>__` one. `undefined` when no upstream owns
+ * the name (unknown, or gone in a reload). Never throws.
+ * @param kind what `name` names: a tool or prompt name, or a resource URI
  */
-export function upstreamOf (upstreams: UpstreamRegistry, name: string | undefined): string | undefined {
+export function upstreamOf (upstreams: UpstreamRegistry, kind: 'tool' | 'prompt' | 'resource', name: string | undefined): string | undefined {
   const names = upstreams.upstreamNames?.() ?? upstreams.status().map(u => u.name)
   if (names.length === 1) return names[0]
-  if (name === undefined) return undefined
-  const cut = name.indexOf('__')
-  if (cut <= 0) return undefined
-  const prefix = name.slice(0, cut)
-  return names.includes(prefix) ? prefix : undefined
+  return name === undefined ? undefined : upstreams.ownerOf?.(kind, name)?.upstream
 }
 
 /** The bounded `rpc_method` label of a method name. */
@@ -334,7 +332,7 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
     collect () { for (const u of loads()) this.inc({ upstream: u.name }, loadDelta(u.name, 'oversized', u.oversized)) }
   })
 
-  function timed<A extends unknown[]> (target: UpstreamRegistry, operation: Timed, call: (...args: A) => Promise<JsonObject>, nameOf: (...args: A) => string | undefined) {
+  function timed<A extends unknown[]> (target: UpstreamRegistry, operation: Timed, call: (...args: A) => Promise<JsonObject>, routeOf: (...args: A) => readonly ['tool' | 'prompt' | 'resource', string | undefined]) {
     return async function timedCall (...args: A): Promise<JsonObject> {
       const startMs = performance.now()
       let outcome = 'ok'
@@ -345,7 +343,7 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
         throw err
       } finally {
         const seconds = (performance.now() - startMs) / 1000
-        upstreamSeconds.observe({ upstream: upstreamOf(target, nameOf(...args)) ?? 'unknown', operation, outcome }, seconds)
+        upstreamSeconds.observe({ upstream: upstreamOf(target, ...routeOf(...args)) ?? 'unknown', operation, outcome }, seconds)
       }
     }
   }
@@ -360,12 +358,14 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
       // The timed methods, then every other method once bound to the registry: one Map lookup per
       // method read (the request path reads several per call); other properties are read live.
       const methods = new Map<PropertyKey, unknown>([
-        ['callTool', timed(target, 'callTool', target.callTool, (name: string) => name)],
-        ['getPrompt', timed(target, 'getPrompt', target.getPrompt, (name: string) => name)],
-        ['readResource', timed(target, 'readResource', target.readResource, () => undefined)],
+        ['callTool', timed(target, 'callTool', target.callTool, (name: string) => ['tool', name] as const)],
+        ['getPrompt', timed(target, 'getPrompt', target.getPrompt, (name: string) => ['prompt', name] as const)],
+        ['readResource', timed(target, 'readResource', target.readResource, (uri: string) => ['resource', uri] as const)],
         ['complete', timed(target, 'complete', target.complete, (params: JsonObject, _options: UpstreamCallOptions) => {
-          const ref = params.ref as { name?: unknown } | undefined
-          return typeof ref?.name === 'string' ? ref.name : undefined
+          // completion/complete's ref names a prompt (ref/prompt) or a resource template's URI (ref/resource).
+          const ref = params.ref as { type?: unknown, name?: unknown, uri?: unknown } | undefined
+          if (ref?.type === 'ref/resource') return ['resource', typeof ref.uri === 'string' ? ref.uri : undefined] as const
+          return ['prompt', typeof ref?.name === 'string' ? ref.name : undefined] as const
         })]
       ])
       return new Proxy(target, {

@@ -9,7 +9,9 @@ import { compileUriTemplate, createRegistry, PREFIX_SEPARATOR } from '../../lib/
 import { UpstreamRpcError, wantsLegacyConnection } from '../../lib/upstreams/types.js'
 import { INVALID_PARAMS, RESOURCE_NOT_FOUND, UPSTREAM_ERROR } from '../../lib/protocol/jsonrpc.js'
 import { loadConfig } from '../../lib/config/config.js'
-import { upstreamOf } from '../../lib/ops/metrics.js'
+import { createMetrics, upstreamOf } from '../../lib/ops/metrics.js'
+import { fixtureCommand } from '../helpers/fixture.js'
+import { startRegistry, waitForState } from '../helpers/registry.js'
 
 const silent = { debug () {}, info () {}, warn () {}, error () {} }
 const signal = new AbortController().signal
@@ -95,15 +97,32 @@ t.test('upstreams/registry/upstream-names-follow-a-reload', async t => {
   t.type(registry.upstreamNames, 'function', 'the registry names its upstreams')
   t.type(registry.reconcile, 'function')
   t.same(registry.upstreamNames?.(), ['a'])
-  t.equal(upstreamOf(registry, 'anything'), 'a', 'a sole upstream serves every name')
+  t.equal(upstreamOf(registry, 'tool', 'anything'), 'a', 'a sole upstream serves every name')
   await registry.reconcile?.({ a: { command: 'never-started' }, b: { command: 'never-started' } })
   t.same(registry.upstreamNames?.(), ['a', 'b'], 'the added upstream is named')
-  t.equal(upstreamOf(registry, 'b__echo'), 'b', 'its prefix is told from the name')
-  t.equal(upstreamOf(registry, 'c__echo'), undefined, 'a prefix that names no upstream is not one')
+  // Neither upstream started, so neither routes a name: the owner is the registry's route, never a guess from a prefix.
+  t.equal(upstreamOf(registry, 'tool', 'b__echo'), undefined, 'a name no upstream routes has no upstream, whatever its prefix')
+  t.equal(upstreamOf(registry, 'tool', 'c__echo'), undefined, 'a prefix that names no upstream is not one')
   await registry.reconcile?.({ b: { command: 'never-started' } })
   t.same(registry.upstreamNames?.(), ['b'], 'the removed upstream is gone')
   t.same(registry.upstreamNames?.(), registry.status().map(s => s.name), 'the same names status() gives')
   await registry.close()
+})
+
+t.test('upstreams/registry/custom-prefix-owns-its-calls', async t => {
+  // The upstream of a call, for the call-duration metric and the request log, is the registry's route:
+  // with a custom prefix ("fs") the name does not start with the upstream's name ("files").
+  const { registry } = await startRegistry(t, { files: { ...fixtureCommand(), prefix: 'fs' }, other: fixtureCommand() })
+  for (const name of ['files', 'other']) await waitForState(registry, s => s.name === name && s.state === 'ready')
+  t.equal(upstreamOf(registry, 'tool', `fs${PREFIX_SEPARATOR}echo`), 'files', 'the custom prefix routes to its upstream')
+  t.equal(upstreamOf(registry, 'tool', `other${PREFIX_SEPARATOR}echo`), 'other', 'the default prefix too')
+  t.equal(upstreamOf(registry, 'tool', `files${PREFIX_SEPARATOR}echo`), undefined, 'the upstream name is not a prefix when another is configured')
+  const metrics = createMetrics(registry)
+  const instrumented = metrics.instrument(registry)
+  await instrumented.callTool(`fs${PREFIX_SEPARATOR}echo`, { text: 'hi' }, { signal })
+  const text = await metrics.registry.metrics()
+  t.match(text, /mcpx_upstream_call_duration_seconds_count\{upstream="files",operation="callTool",outcome="ok"\} 1/, 'the call is counted for its upstream')
+  t.notMatch(text, /mcpx_upstream_call_duration_seconds_count\{upstream="unknown"/, 'not as unknown')
 })
 
 t.test('upstreams/link/envelope-spliced-into-the-frame', async t => {
