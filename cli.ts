@@ -49,7 +49,7 @@ const COMMANDS: Record<string, Command> = {
     options: { ...COMMON, ...LOG_FORMAT, watch: { type: 'boolean', help: 'reload the config when its file changes' } },
     positionals: 0
   },
-  serve: { summary: 'serve MCP over stdio (stdout carries only MCP; logs go to stderr; SIGHUP reloads the config)', usage: 'mcpx serve [options]', options: { ...COMMON, ...LOG_FORMAT, server: { type: 'string', value: 'NAME', help: 'serve one curated endpoint of config.servers (issue #17); an unknown name exits 2' } }, positionals: 0 },
+  serve: { summary: 'serve MCP over stdio (stdout carries only MCP; logs go to stderr; SIGHUP reloads the config)', usage: 'mcpx serve [options]', options: { ...COMMON, ...LOG_FORMAT, server: { type: 'string', value: 'NAME', help: 'serve one curated endpoint of config.servers; an unknown name exits 2' } }, positionals: 0 },
   check: {
     summary: 'validate the config and probe every upstream (exit 1 if any fails)',
     usage: 'mcpx check [options]',
@@ -62,7 +62,7 @@ const COMMANDS: Record<string, Command> = {
     options: {
       ...COMMON,
       ...WAIT,
-      server: { type: 'string', value: 'NAME', help: 'the catalogue of one curated endpoint of config.servers, as its clients list it (issue #17); an unknown name exits 2' },
+      server: { type: 'string', value: 'NAME', help: 'the catalogue of one curated endpoint of config.servers, as its clients list it; an unknown name exits 2' },
       json: { type: 'boolean', help: 'print the tools as JSON (the tools/list `tools` array)' }
     },
     positionals: 0
@@ -131,7 +131,7 @@ async function tools (config: McpxConfig, values: Record<string, unknown>): Prom
     // One curated endpoint's catalogue: filtered, renamed, overridden, defaults dropped
     // from `required`, as its clients list it before any per-caller policy.
     const name = values.server as string
-    if (config.servers === undefined) throw new UsageError(`--server ${JSON.stringify(name)}: this config has no \`servers\` (curated endpoints, issue #17); drop --server to list the whole catalogue`)
+    if (config.servers === undefined) throw new UsageError(`--server ${JSON.stringify(name)}: this config has no \`servers\` (curated endpoints); drop --server to list the whole catalogue`)
     const { Servers } = await import('./lib/policy/endpoints.js')
     server = new Servers(config.servers).get(name)
     if (server === undefined) throw new UsageError(`--server ${JSON.stringify(name)}: no such curated endpoint; config.servers has ${Object.keys(config.servers).map(n => JSON.stringify(n)).join(', ') || 'none'}`)

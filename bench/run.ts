@@ -439,7 +439,7 @@ function report (startedAt: Date, elapsedS: number): string {
   const quotient = (a: number | undefined, b: number | undefined): number | undefined => a === undefined || b === undefined || b === 0 ? undefined : a / b
   if (r(3) !== undefined || r(5) !== undefined || r(8) !== undefined) {
     lines.push('')
-    lines.push('goals (issue #14), ratios from this run:')
+    lines.push('goals, ratios from this run:')
     lines.push(goal('3/1 req/s (mcpx modern, share of the ceiling)', quotient(r(3)?.rps, r(1)?.rps), v => v >= 0.25, '≥ 0.25'))
     lines.push(goal('3/1 server CPU per request', quotient(r(3)?.serverCpuUs, r(1)?.serverCpuUs), v => v <= 3.5, '≤ 3.5×'))
     lines.push(goal('5/2 req/s (mcpx → HTTP peer, against the peer served directly)', quotient(r(5)?.rps, r(2)?.rps), v => v >= 0.6, '≥ 0.6'))
@@ -454,7 +454,7 @@ function report (startedAt: Date, elapsedS: number): string {
   if (r15 !== undefined && r16 !== undefined) {
     const cost = 1 - r16.rps / r15.rps
     const signed = (v: number, digits: number): string => `${v < 0 ? '−' : '+'}${fmt(Math.abs(v), digits)}`
-    lines.push(`policy + audit (16 vs 15, issue #17): ${fmt(r15.rps, 0)} → ${fmt(r16.rps, 0)} req/s, cost ${fmt(cost * 100, 1)} % of req/s (goal ≤ 15 %${cost <= 0.15 ? ', met' : ', not met'}; a negative cost is load noise)` +
+    lines.push(`policy + audit (16 vs 15): ${fmt(r15.rps, 0)} → ${fmt(r16.rps, 0)} req/s, cost ${fmt(cost * 100, 1)} % of req/s (goal ≤ 15 %${cost <= 0.15 ? ', met' : ', not met'}; a negative cost is load noise)` +
       (r15.serverCpuUs !== undefined && r16.serverCpuUs !== undefined ? `; server CPU ${fmt(r15.serverCpuUs, 0)} → ${fmt(r16.serverCpuUs, 0)} µs/req (${signed(r16.serverCpuUs - r15.serverCpuUs, 0)})` : ''))
   }
   if (policy !== undefined) {
@@ -468,13 +468,13 @@ function report (startedAt: Date, elapsedS: number): string {
   if (jwtValidation !== undefined) lines.push(`auth: mcpx's JWT validation alone (RS256, cached JWKS, in process, CPU µs per request; target ≤ 40): ${fmt(jwtValidation.firstUs, 1)} for a token's first request (signature), ${fmt(jwtValidation.repeatUs, 1)} for its later ones (verdict cache)`)
   if (gate !== undefined) {
     lines.push('')
-    lines.push(`in-flight cap (14, in process; issue #20): ${fmt(gate.hotNs, 1)} ns per call under maxInFlight (tryAcquire + release, ${gate.calls} calls × 5 rounds, ` +
+    lines.push(`in-flight cap (14, in process): ${fmt(gate.hotNs, 1)} ns per call under maxInFlight (tryAcquire + release, ${gate.calls} calls × 5 rounds, ` +
       `${gate.hotGcs} garbage collections in the window, where 16 bytes allocated per call would cause about ${Math.round(gate.calls * 5 * 16 / (16 * 1024 * 1024))}); ` +
       `${fmt(gate.queuedUs, 2)} µs per call through the queue (${gate.queuedCalls} calls)`)
   }
   if (callStats !== undefined) {
     lines.push('')
-    lines.push(`status page call stats (17, in process; issue #15): ${fmt(callStats.perCallNs, 1)} ns per call (two performance.now() reads and CallStats.record, ` +
+    lines.push(`status page call stats (17, in process): ${fmt(callStats.perCallNs, 1)} ns per call (two performance.now() reads and CallStats.record, ` +
       `${callStats.calls} calls × 5 rounds), of which record alone ${fmt(callStats.recordNs, 1)} ns; ${callStats.gcs} garbage collections in the window, ` +
       `where 16 bytes allocated per call would cause about ${Math.round(callStats.calls * 10 * 16 / (16 * 1024 * 1024))}; one snapshot (per upstream, per page view) ${fmt(callStats.snapshotUs, 1)} µs`)
   }

@@ -113,7 +113,7 @@ export class NotificationHub {
    * An isolated instance's list change or resource update: to the listeners whose
    * calls that instance serves (same key by {@link instanceKeyOf}), never another. A list change
    * goes to those that asked for that kind (the merged catalogue they then re-list is the shared
-   * connection's: README › Isolated upstreams); a resource update to those subscribed to the URI
+   * connection's: docs/upstreams.md › Isolated upstreams); a resource update to those subscribed to the URI
    * that see it.
    */
   private readonly onInstanceEvent = (event: InstanceEvent): void => {

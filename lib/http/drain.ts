@@ -4,7 +4,7 @@
  * response is written; a client still sending its body then gets EPIPE or a reset instead of the
  * 413 (the kernel discards what it had received). So the 413 waits until the body has been read
  * and discarded, within a byte bound and a time bound; past either, it is sent at once and the
- * connection closes (the client may then see the reset: the bound is the answer, documented in README › Limits).
+ * connection closes (the client may then see the reset: the bound is the answer, documented in docs/security.md › Limits).
  * Node's `IncomingMessage` only: lib/ knows nothing of Fastify.
  */
 import type { IncomingMessage } from 'node:http'

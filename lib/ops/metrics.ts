@@ -1,5 +1,5 @@
 /**
- * Prometheus metrics of one mcpx instance (docs: Operability › Metrics), built on `prom-client`.
+ * Prometheus metrics of one mcpx instance (docs/operating.md › Metrics), built on `prom-client`.
  * Each mcpx instance owns its own `Registry` (never prom-client's global one), so two apps in
  * one process never collide. The daemon serves it at `GET /metrics`; a host app reads it from
  * `app.mcpxMetrics.registry` and exposes it wherever it likes.
@@ -239,13 +239,13 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
   })
   const auditFailures = new Counter({
     name: 'mcpx_audit_failures_total',
-    help: 'Audit lines lost (issue #17): write (the file could not be opened or written, e.g. a full disk) or dropped (its buffer was full)',
+    help: 'Audit lines lost: write (the file could not be opened or written, e.g. a full disk) or dropped (its buffer was full)',
     labelNames: ['reason'] as const,
     registers
   })
   const rateLimitRefusals = new Counter({
     name: 'mcpx_rate_limit_refusals_total',
-    help: 'Calls refused by a policy rate limit (issue #17): limited (past the limit; JSON-RPC -31002, HTTP 429) or unavailable (the shared Redis store could not be asked; -32603, HTTP 503)',
+    help: 'Calls refused by a policy rate limit: limited (past the limit; JSON-RPC -31002, HTTP 429) or unavailable (the shared Redis store could not be asked; -32603, HTTP 503)',
     labelNames: ['reason'] as const,
     registers
   })

@@ -1,5 +1,5 @@
 /**
- * The operator commands' work (docs: Command-line helpers): `mcpx check` probes every upstream,
+ * The operator commands' work (docs/operating.md › Command-line helpers): `mcpx check` probes every upstream,
  * `mcpx tools` lists the merged catalogue, `mcpx call` makes one tool call. Each builds the same
  * registry the daemon and `mcpx serve` build (lib/upstreams/registry.ts, with mcpx's own upstream
  * credentials), waits a bounded time for the upstreams' first attempt, and closes it (every child
@@ -37,7 +37,7 @@ export interface ProbeRow {
 /** What `mcpx check` reports. */
 export interface ProbeReport {
   rows: ProbeRow[]
-  /** Resource URIs listed by more than one upstream (the first in config order keeps each; README › Names). */
+  /** Resource URIs listed by more than one upstream (the first in config order keeps each; docs/upstreams.md › Names and collisions). */
   duplicateUris: Array<{ uri: string, upstreams: string[] }>
   /** true when every upstream is ready. */
   ok: boolean

@@ -199,7 +199,7 @@ export class SupervisedConnection {
     // resources/updated bypass the SDK client (Link.intercept): one per message of a flood.
     link.onResourceUpdated = uri => { host.events.resourceUpdated(uri) }
     // 2025-11-25 task status: relayed from the primary connection only (an isolated instance's or a
-    // dual-era upstream's legacy connection's are left to the SDK client, i.e. dropped; README › Tasks).
+    // dual-era upstream's legacy connection's are left to the SDK client, i.e. dropped; docs/wire.md › Tasks).
     const taskStatus = host.events.taskStatus
     if (this.role === 'primary' && taskStatus !== undefined) link.onTaskStatus = params => { taskStatus(params) }
     return this.role === 'primary' ? await this.primaryReady(link) : await this.legacyReady(link)

@@ -269,7 +269,7 @@ export class Upstream implements ConnectionHost {
   }
 
   /**
-   * The key of the isolated instance a call uses (docs: Isolated upstreams): per-session,
+   * The key of the isolated instance a call uses (docs/upstreams.md › Isolated upstreams): per-session,
    * the call's owner (legacy session, stdio client), else its principal (2026-07-28 traffic);
    * per-principal, its principal. `anonymous` when the call has neither. Undefined when shared.
    */
@@ -438,7 +438,7 @@ export class Upstream implements ConnectionHost {
       const key = this.instanceKey(options)
       if (key !== undefined) {
         // A legacy session's instances live on one replica (under Redis): elsewhere its
-        // calls are forwarded there. Per-principal keys stay per replica (README › Isolated upstreams).
+        // calls are forwarded there. Per-principal keys stay per replica (docs/upstreams.md › Isolated upstreams across replicas).
         const home = options.home
         if (home !== undefined && key === options.owner) {
           const here = home.isHere()

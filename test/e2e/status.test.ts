@@ -1,5 +1,5 @@
 /**
- * The status page (docs: The status page) on a real daemon (`node dist/cli.js daemon`) with
+ * The status page (docs/operating.md › The status page) on a real daemon (`node dist/cli.js daemon`) with
  * real upstreams: `/status.json` reports each upstream's state, era and revision, pid or redacted
  * URL, restarts, last error, list sizes, calls, errors and latency percentiles, the open sessions and
  * streams, the config's source and the last reload, and names collisions; `/status` is the same
@@ -132,7 +132,7 @@ t.test('ops/status/reload-and-collisions-shown', async t => {
   const r = await until(daemon, r => r.upstreams[1]?.state === 'ready' && r.collisions.length > 0)
   t.match(r.config.lastReload, { trigger: 'admin', outcome: 'applied', at: String })
   t.ok(r.collisions.some(c => c.kind === 'tool' && c.name === 'echo' && c.kept === 'a' && c.dropped === 'b'), 'a tool name collision')
-  t.ok(r.collisions.some(c => c.kind === 'resource' && c.kept === 'a' && c.dropped === 'b'), 'a resource URI collision (issue #18)')
+  t.ok(r.collisions.some(c => c.kind === 'resource' && c.kept === 'a' && c.dropped === 'b'), 'a resource URI collision')
   const html = await (await fetch(`${daemon.base}/status`)).text()
   t.match(html, /<table id="collisions">/)
   t.match(html, /applied \(admin\)/)
@@ -184,7 +184,7 @@ t.test('ops/status/page-self-contained-strict-csp', async t => {
   t.notMatch(html, /https?:\/\//, 'no absolute URL at all')
 })
 
-// "With admin.tokens, or OAuth with an admin scope" (docs: The status page): admin.scopes opens
+// "With admin.tokens, or OAuth with an admin scope" (docs/operating.md › The status page): admin.scopes opens
 // /status, /status.json and POST /admin/reload to an OAuth access token (from a real oidc-provider)
 // holding them; a valid token without them is 403 insufficient_scope; no token is still the 401.
 t.test('ops/status/oauth-admin-scope-opens-remote-status', async t => {
