@@ -7,7 +7,7 @@
  */
 import fp from 'fastify-plugin'
 import { createCore, type Core } from '../lib/core.js'
-import type { McpxConfig } from '../lib/config/config.js'
+import type { McpxConfig } from '../lib/config/types.js'
 import type { UpstreamRegistry } from '../lib/upstreams/types.js'
 import type { McpxMetrics } from '../lib/ops/metrics.js'
 

@@ -5,7 +5,7 @@
  * credentials), waits a bounded time for the upstreams' first attempt, and closes it (every child
  * reaped) before returning. Pure of Fastify; nothing here writes to stdout (cli.ts prints).
  */
-import type { McpxConfig } from '../config/config.js'
+import type { McpxConfig } from '../config/types.js'
 import type { Logger } from '../telemetry/log.js'
 import { createRegistry, startUpstreams } from '../upstreams/registry.js'
 import { createUpstreamHeaderProvider } from '../upstreams/credentials.js'

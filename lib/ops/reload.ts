@@ -20,7 +20,7 @@
  * coalesced into one (they all get its result).
  */
 import { isDeepStrictEqual } from 'node:util'
-import type { McpxConfig } from '../config/config.js'
+import type { McpxConfig } from '../config/types.js'
 import type { Logger } from '../telemetry/log.js'
 import type { ReconcileSummary, UpstreamRegistry } from '../upstreams/types.js'
 

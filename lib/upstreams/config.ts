@@ -1,0 +1,104 @@
+/**
+ * The `upstreams` section of the config (docs: Configuration; lib/upstreams/README.md): its JSON Schema,
+ * which lib/config/schema.ts assembles into the config's.
+ */
+import { DURATION_SCHEMA } from '../base/duration.js'
+
+/**
+ * Per-upstream bounds; their defaults live in lib/upstreams/types.ts
+ * (`DEFAULT_MAX_*`), not here: ajv's useDefaults does not reach into a `oneOf` branch reliably.
+ */
+const UPSTREAM_LIMITS = {
+  maxInFlight: { type: 'integer', minimum: 1, description: 'default 256. Most calls sent to this upstream at once (both its connections together); the others wait in its queue' },
+  maxQueued: { type: 'integer', minimum: 0, description: 'default 1024. Most calls waiting for an in-flight slot (FIFO); past it a call gets JSON-RPC -32603 "Server busy" (HTTP 503 with Retry-After). 0: none wait' },
+  maxMessageBytes: { type: 'integer', minimum: 1024, description: 'default 16777216 (16 MiB). Largest single message from this upstream, bytes (a stdio line; an HTTP reply body or SSE event); a larger one is skipped and the call it answered gets an error naming both sizes' }
+} as const
+
+/** The token endpoint and client of an HTTP upstream's own credentials (docs: Authentication › Upstream credentials). */
+const UPSTREAM_CLIENT = {
+  issuer: { type: 'string', pattern: '^https?://', description: 'authorization server; its token_endpoint is discovered (RFC 8414, then OIDC)' },
+  tokenUrl: { type: 'string', pattern: '^https?://', description: 'token endpoint (instead of issuer)' },
+  clientId: { type: 'string', minLength: 1 },
+  clientSecretEnv: { type: 'string', minLength: 1, description: 'environment variable holding the client secret' },
+  clientSecretFile: { type: 'string', minLength: 1, description: 'file whose first line is the client secret' },
+  scope: { type: 'string' },
+  resource: { type: 'string', pattern: '^https?://', description: 'RFC 8707 resource indicator of the upstream' }
+}
+
+/** Keys of every upstream, stdio or HTTP (progress and timeouts). */
+const UPSTREAM_COMMON = {
+  resetTimeoutOnProgress: { type: 'boolean', description: 'default false. true: restart the call\'s timeout each time the upstream sends progress for it' },
+  maxTotalTimeout: { ...DURATION_SCHEMA, description: 'bound of a whole call (ms), however much progress it sends; default none' },
+  isolation: {
+    type: 'string',
+    enum: ['shared', 'per-session', 'per-principal'],
+        description: 'shared: one connection for every caller. per-session: one instance (child or HTTP connection) per legacy session, ' +
+      'per principal for 2026-07-28 traffic. per-principal: one instance per caller identity'
+  },
+  maxInstances: { type: 'integer', minimum: 1, description: 'most instances of an isolated upstream at once; past it a call is refused (503 over HTTP)' },
+  idleTimeout: { ...DURATION_SCHEMA, description: 'an isolated instance unused this long is stopped (ms)' }
+} as const
+
+/** `upstreams.<name>.auth`: mcpx's own credentials to an HTTP upstream. */
+const UPSTREAM_AUTH = {
+  oneOf: [
+    { type: 'object', additionalProperties: false, required: ['type', 'clientId'], properties: { type: { const: 'client_credentials' }, ...UPSTREAM_CLIENT } },
+    { type: 'object', additionalProperties: false, required: ['type', 'clientId'], properties: { type: { const: 'token_exchange' }, audience: { type: 'string', minLength: 1 }, ...UPSTREAM_CLIENT } }
+  ]
+}
+
+/** `upstreams`: each upstream by name, a stdio child (`command`) or an HTTP server (`url`). */
+export const UPSTREAMS_SCHEMA = {
+  type: 'object',
+  default: {},
+  propertyNames: { pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*$' },
+  additionalProperties: {
+    oneOf: [
+      {
+        type: 'object',
+        additionalProperties: false,
+        required: ['command'],
+        properties: {
+          command: { type: 'string', minLength: 1 },
+          args: { type: 'array', items: { type: 'string' } },
+          env: { type: 'object', additionalProperties: { type: 'string' } },
+          cwd: { type: 'string' },
+          prefix: { type: 'string' },
+          timeout: DURATION_SCHEMA,
+          ...UPSTREAM_COMMON,
+          ...UPSTREAM_LIMITS,
+          legacyConnection: {
+            type: 'boolean',
+            description: 'default false. true: legacy-era calls (tools/call, prompts/get, resources/read, completion/complete) of a ' +
+              'dual-era upstream that negotiated 2026-07-28 go over a second, legacy-initialized connection, i.e. a SECOND CHILD ' +
+              'PROCESS with its own state (a tool added or a counter bumped there is not seen by the first). false: over the one ' +
+              'connection; mcpx turns the upstream\'s input_required into questions and asks it for log lines per request'
+          }
+        }
+      },
+      {
+        type: 'object',
+        additionalProperties: false,
+        required: ['url'],
+        properties: {
+          // No userinfo (`user:pass@`): the fetch API refuses such a URL ("Request cannot be
+          // constructed from a URL that includes credentials"); put credentials in `headers`.
+          url: { type: 'string', pattern: '^https?://[^/?#@]+([/?#].*)?$', description: 'http(s) URL of the upstream, without user:password@ (use headers)' },
+          // Header values: HTAB, SP and visible ASCII only (lib/protocol/header-values.ts's set; no CR/LF, no obs-text).
+          headers: { type: 'object', additionalProperties: { type: 'string', pattern: '^[\\t\\x20-\\x7e]*$' } },
+          auth: UPSTREAM_AUTH,
+          prefix: { type: 'string' },
+          timeout: DURATION_SCHEMA,
+          ...UPSTREAM_COMMON,
+          ...UPSTREAM_LIMITS,
+          legacyConnection: {
+            type: 'boolean',
+            description: 'default true. Legacy-era calls of a dual-era upstream that negotiated 2026-07-28 go over a second client ' +
+              'on the same URL, opened with a legacy initialize (one server behind both: state is shared), so the upstream can ask ' +
+              'legacy clients questions and send them log lines in its legacy way. false: over the one connection, as for stdio'
+          }
+        }
+      }
+    ]
+  }
+} as const
