@@ -25,7 +25,7 @@ import { PRM_WELL_KNOWN } from './lib/auth/oauth-metadata.js'
 import { createUpstreamHeaderProvider } from './lib/upstreams/credentials.js'
 import protectedResourceRoutes from './routes/oauth/protected-resource.js'
 import { createRegistry, startUpstreams } from './lib/upstreams/registry.js'
-import type { UpstreamRegistry } from './lib/upstreams/types.js'
+import type { UpstreamRegistry } from './lib/upstreams/contract.js'
 import { createMetrics, type McpxMetrics } from './lib/ops/metrics.js'
 import originPlugin from './plugins/origin.js'
 import corsPlugin from './plugins/cors.js'
@@ -152,5 +152,6 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
 export default mcpx
 export { mcpx }
 export type { McpxConfig, McpxConfigInput } from './lib/config/types.js'
-export type { UpstreamRegistry, UpstreamStatus } from './lib/upstreams/types.js'
+export type { UpstreamRegistry } from './lib/upstreams/contract.js'
+export type { UpstreamStatus } from './lib/upstreams/status.js'
 export type { McpxMetrics } from './lib/ops/metrics.js'

@@ -14,7 +14,8 @@ import { compilePolicy } from './policy/rules.js'
 import { Servers } from './policy/endpoints.js'
 import { createAuditTrail, type AuditFailure, type AuditTrail } from './policy/audit.js'
 import { createRateLimiter, type RateLimiter } from './policy/rate-limit.js'
-import type { JsonObject, UpstreamRegistry } from './upstreams/types.js'
+import type { JsonObject } from './protocol/jsonrpc.js'
+import type { UpstreamRegistry } from './upstreams/contract.js'
 
 /** What {@link createCore} builds. */
 export interface Core {

@@ -4,7 +4,7 @@
  * lib/policy/, lib/upstreams/config.ts) and named here.
  */
 import type { AdminConfig, AuthConfig } from '../auth/config.js'
-import type { UpstreamConfig } from '../upstreams/types.js'
+import type { UpstreamConfig } from '../upstreams/config.js'
 import type { RedisTarget } from '../base/redis.js'
 import type { PolicyConfig } from '../policy/rules.js'
 import type { AuditConfig } from '../policy/audit.js'

@@ -10,7 +10,9 @@ import type { Logger } from '../telemetry/log.js'
 import { createRegistry, startUpstreams } from '../upstreams/registry.js'
 import { createUpstreamHeaderProvider } from '../upstreams/credentials.js'
 import { redactText, redactUrl } from '../base/redact.js'
-import type { JsonObject, UpstreamConfig, UpstreamRegistry } from '../upstreams/types.js'
+import type { JsonObject } from '../protocol/jsonrpc.js'
+import type { UpstreamConfig } from '../upstreams/config.js'
+import type { UpstreamRegistry } from '../upstreams/contract.js'
 
 /** Default bound of the wait for the upstreams' first attempt, ms (the daemon waits 5 s; a probe may wait longer). */
 export const PROBE_WAIT_MS = 15_000

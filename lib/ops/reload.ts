@@ -22,7 +22,7 @@
 import { isDeepStrictEqual } from 'node:util'
 import type { McpxConfig } from '../config/types.js'
 import type { Logger } from '../telemetry/log.js'
-import type { ReconcileSummary, UpstreamRegistry } from '../upstreams/types.js'
+import type { ReconcileSummary, UpstreamRegistry } from '../upstreams/contract.js'
 
 /** What asked for a reload; logged and counted. */
 export type ReloadTrigger = 'SIGHUP' | 'watch' | 'admin'

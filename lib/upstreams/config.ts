@@ -1,12 +1,13 @@
 /**
  * The `upstreams` section of the config (docs: Configuration; lib/upstreams/README.md): its JSON Schema,
- * which lib/config/schema.ts assembles into the config's.
+ * which lib/config/schema.ts assembles into the config's, and the types of an upstream as configured,
+ * with the defaults of its bounds.
  */
 import { DURATION_SCHEMA } from '../base/duration.js'
 
 /**
- * Per-upstream bounds; their defaults live in lib/upstreams/types.ts
- * (`DEFAULT_MAX_*`), not here: ajv's useDefaults does not reach into a `oneOf` branch reliably.
+ * Per-upstream bounds; their defaults live in the code below
+ * (`DEFAULT_MAX_*`), not in the schema: ajv's useDefaults does not reach into a `oneOf` branch reliably.
  */
 const UPSTREAM_LIMITS = {
   maxInFlight: { type: 'integer', minimum: 1, description: 'default 256. Most calls sent to this upstream at once (both its connections together); the others wait in its queue' },
@@ -102,3 +103,73 @@ export const UPSTREAMS_SCHEMA = {
     ]
   }
 } as const
+
+/** How an upstream's connections are shared among mcpx's callers (docs: Isolated upstreams). */
+export type UpstreamIsolation = 'shared' | 'per-session' | 'per-principal'
+
+/** The keys every upstream has, stdio or HTTP; durations in ms after loading. */
+export interface UpstreamCommonConfig {
+  prefix?: string
+  /** Bound of one call (ms); default the config's upstreamTimeout. */
+  timeout?: number
+  legacyConnection?: boolean
+  /** Restart the call's `timeout` each time the upstream sends progress for it (default false). */
+  resetTimeoutOnProgress?: boolean
+  /** Bound of a whole call (ms), progress or not; default none. */
+  maxTotalTimeout?: number
+  /** Default `shared` (one connection for every caller). */
+  isolation?: UpstreamIsolation
+  /** Most instances of an isolated upstream at once (default 16); past it a call is refused. */
+  maxInstances?: number
+  /** An isolated instance unused this long (ms) is stopped (default 10 min). */
+  idleTimeout?: number
+}
+
+/** Default `maxInFlight`: most calls sent to one upstream at once. */
+export const DEFAULT_MAX_IN_FLIGHT = 256
+/** Default `maxQueued`: most calls waiting for one of an upstream's `maxInFlight` slots. */
+export const DEFAULT_MAX_QUEUED = 1024
+/** Default `maxMessageBytes`: the largest single message accepted from an upstream, bytes (16 MiB). */
+export const DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+
+/**
+ * Default high-water mark of an upstream's stdin, bytes (1 MiB, as `transport.streamBufferBytes`,
+ * the mark of every outgoing stream): past it calls wait for 'drain' before being written.
+ */
+export const DEFAULT_STREAM_BUFFER_BYTES = 1024 * 1024
+
+/** The bounds every upstream config may set; defaults above. */
+export interface UpstreamLimitsConfig {
+  /** Most calls in flight to this upstream at once (both its connections together). */
+  maxInFlight?: number
+  /** Most calls waiting for a slot, FIFO; past it a call is refused (UpstreamBusyError). 0: no queue. */
+  maxQueued?: number
+  /** Largest single message from this upstream, bytes (a stdio line; an HTTP body or SSE event). */
+  maxMessageBytes?: number
+}
+
+/** One upstream as configured. */
+export type UpstreamConfig =
+  | UpstreamCommonConfig & UpstreamLimitsConfig & { command: string, args?: string[], env?: Record<string, string>, cwd?: string }
+  | UpstreamCommonConfig & UpstreamLimitsConfig & { url: string, headers?: Record<string, string>, auth?: UpstreamAuthConfig }
+
+/**
+ * Whether a dual-era upstream gets its second, legacy connection for legacy-era calls
+ * (`legacyConnection` in the config; see lib/upstreams/README.md): as configured, else true for
+ * an HTTP upstream (one server process behind both connections) and false for a stdio upstream
+ * (a second child process would not share the first one's state).
+ */
+export function wantsLegacyConnection (config: UpstreamConfig): boolean {
+  return config.legacyConnection ?? !('command' in config)
+}
+
+/** `auth` of an HTTP upstream, as the config schema accepts it. */
+export type UpstreamAuthConfig = {
+  issuer?: string
+  tokenUrl?: string
+  clientId: string
+  clientSecretEnv?: string
+  clientSecretFile?: string
+  scope?: string
+  resource?: string
+} & ({ type: 'client_credentials' } | { type: 'token_exchange', audience?: string })

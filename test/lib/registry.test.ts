@@ -6,8 +6,8 @@
 import t from 'tap'
 import { fileURLToPath } from 'node:url'
 import { compileUriTemplate, createRegistry, PREFIX_SEPARATOR } from '../../lib/upstreams/registry.js'
-import { UpstreamRpcError, wantsLegacyConnection } from '../../lib/upstreams/types.js'
-import { INVALID_PARAMS, RESOURCE_NOT_FOUND, UPSTREAM_ERROR } from '../../lib/protocol/jsonrpc.js'
+import { UpstreamRpcError, INVALID_PARAMS, RESOURCE_NOT_FOUND, UPSTREAM_ERROR } from '../../lib/protocol/jsonrpc.js'
+import { wantsLegacyConnection } from '../../lib/upstreams/config.js'
 import { loadConfig } from '../../lib/config/load.js'
 import { upstreamOf } from '../../lib/ops/metrics.js'
 
