@@ -26,8 +26,10 @@ const UPSTREAM_CLIENT = {
   resource: { type: 'string', pattern: '^https?://', description: 'RFC 8707 resource indicator of the upstream' }
 }
 
-/** Keys of every upstream, stdio or HTTP (progress and timeouts). */
+/** Keys of every upstream, stdio or HTTP (prefix, progress and timeouts). */
 const UPSTREAM_COMMON = {
+  prefix: { type: 'string' },
+  timeout: DURATION_SCHEMA,
   resetTimeoutOnProgress: { type: 'boolean', description: 'default false. true: restart the call\'s timeout each time the upstream sends progress for it' },
   maxTotalTimeout: { ...DURATION_SCHEMA, description: 'bound of a whole call (ms), however much progress it sends; default none' },
   isolation: {
@@ -64,8 +66,6 @@ export const UPSTREAMS_SCHEMA = {
           args: { type: 'array', items: { type: 'string' } },
           env: { type: 'object', additionalProperties: { type: 'string' } },
           cwd: { type: 'string' },
-          prefix: { type: 'string' },
-          timeout: DURATION_SCHEMA,
           ...UPSTREAM_COMMON,
           ...UPSTREAM_LIMITS,
           legacyConnection: {
@@ -88,8 +88,6 @@ export const UPSTREAMS_SCHEMA = {
           // Header values: HTAB, SP and visible ASCII only (lib/protocol/header-values.ts's set; no CR/LF, no obs-text).
           headers: { type: 'object', additionalProperties: { type: 'string', pattern: '^[\\t\\x20-\\x7e]*$' } },
           auth: UPSTREAM_AUTH,
-          prefix: { type: 'string' },
-          timeout: DURATION_SCHEMA,
           ...UPSTREAM_COMMON,
           ...UPSTREAM_LIMITS,
           legacyConnection: {
