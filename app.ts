@@ -13,18 +13,19 @@
  * routes can read the catalogue). Everything else — mcpx's hooks, JSON parser, CORS and error
  * handler — lives in an inner, un-wrapped scope, so it applies to `/mcp` only and never leaks
  * into the host app (STYLE › Layout). Options carry the same keys as the config file and are
- * validated by the same schema (lib/config/config.ts).
+ * validated by the same schema (lib/config/schema.ts, loaded by lib/config/load.ts).
  */
 import fp from 'fastify-plugin'
 import type { FastifyPluginAsync } from 'fastify'
-import { loadConfig, type McpxConfig, type McpxConfigInput } from './lib/config/config.js'
+import { loadConfig } from './lib/config/load.js'
+import type { McpxConfig, McpxConfigInput } from './lib/config/types.js'
 import { originPolicyFromConfig } from './lib/http/origin.js'
 import { createAuthenticator, type Authenticator } from './lib/auth/authenticate.js'
 import { PRM_WELL_KNOWN } from './lib/auth/oauth-metadata.js'
 import { createUpstreamHeaderProvider } from './lib/upstreams/credentials.js'
 import protectedResourceRoutes from './routes/oauth/protected-resource.js'
 import { createRegistry, startUpstreams } from './lib/upstreams/registry.js'
-import type { UpstreamRegistry } from './lib/upstreams/types.js'
+import type { UpstreamRegistry } from './lib/upstreams/contract.js'
 import { createMetrics, type McpxMetrics } from './lib/ops/metrics.js'
 import originPlugin from './plugins/origin.js'
 import corsPlugin from './plugins/cors.js'
@@ -150,6 +151,7 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
 
 export default mcpx
 export { mcpx }
-export type { McpxConfig, McpxConfigInput } from './lib/config/config.js'
-export type { UpstreamRegistry, UpstreamStatus } from './lib/upstreams/types.js'
+export type { McpxConfig, McpxConfigInput } from './lib/config/types.js'
+export type { UpstreamRegistry } from './lib/upstreams/contract.js'
+export type { UpstreamStatus } from './lib/upstreams/status.js'
 export type { McpxMetrics } from './lib/ops/metrics.js'

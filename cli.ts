@@ -14,7 +14,9 @@
  * stderr; `serve` writes nothing but MCP frames on stdout.
  */
 import { parseArgs } from 'node:util'
-import { resolveConfig, parseDuration, type McpxConfig } from './lib/config/config.js'
+import { resolveConfig } from './lib/config/load.js'
+import { parseDuration } from './lib/base/duration.js'
+import type { McpxConfig } from './lib/config/types.js'
 import { McpxError } from './lib/base/errors.js'
 import type { CuratedServer } from './lib/policy/endpoints.js'
 

@@ -22,7 +22,9 @@ import { STATUS_CODES } from 'node:http'
 import { readinessStatus, refusal } from './lib/protocol/http-status.js'
 import { createAuthenticator, type Authenticator } from './lib/auth/authenticate.js'
 import { sendRefusal } from './plugins/send-refusal.js'
-import { httpServerTimeouts, resolveConfig, type McpxConfig } from './lib/config/config.js'
+import { httpServerTimeouts } from './lib/config/derive.js'
+import { resolveConfig } from './lib/config/load.js'
+import type { McpxConfig } from './lib/config/types.js'
 import type { Socket } from 'node:net'
 import statusRoutes from './routes/status/index.js'
 import { collectStatus } from './lib/ops/status-model.js'
@@ -145,7 +147,7 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
     return503OnClosing: true,
     clientErrorHandler: answerClientError,
     // transport.headersTimeout / bodyTimeout: Node bounds sending a request, never the
-    // answer (lib/config/config httpServerTimeouts). connectionTimeout stays 0: a socket timeout would
+    // answer (lib/config/derive httpServerTimeouts). connectionTimeout stays 0: a socket timeout would
     // cut GET streams and long-running calls.
     http: { headersTimeout, requestTimeout, connectionsCheckingInterval },
     requestTimeout

@@ -7,7 +7,8 @@
  */
 import type { Readable, Writable } from 'node:stream'
 import type { Logger } from './lib/telemetry/log.js'
-import { resolveConfig, type McpxConfig } from './lib/config/config.js'
+import { resolveConfig } from './lib/config/load.js'
+import type { McpxConfig } from './lib/config/types.js'
 import { McpxError } from './lib/base/errors.js'
 import { Reloader } from './lib/ops/reload.js'
 import { createCore } from './lib/core.js'
@@ -22,7 +23,7 @@ import { createRegistry, startUpstreams } from './lib/upstreams/registry.js'
  * get `config.transport.stdioDrain` ms to answer, then are cancelled; the registry is closed
  * (every child process killed) and the exit code is resolved. A broken stdout (EPIPE) ends the
  * same way, quietly.
- * @param config a loaded config (lib/config/config.ts `loadConfig`/`resolveConfig`)
+ * @param config a loaded config (lib/config/load.ts `loadConfig`/`resolveConfig`)
  * @param logger must not write to stdout: use `createLogger('stdio')` (fd 2)
  * @param io the streams served (default process.stdin and process.stdout; tests pass their own)
  * @param endpoint `--server <name>`: serve that curated endpoint of `config.servers`;

@@ -17,7 +17,7 @@ import { AuditTrail } from '../lib/policy/audit.js'
 import { tokenPrincipal } from '../lib/auth/principal.js'
 import type { DispatchContext } from '../lib/dispatch/context.js'
 import type { JsonRpcRequest } from '../lib/protocol/jsonrpc.js'
-import type { UpstreamRegistry } from '../lib/upstreams/types.js'
+import type { UpstreamRegistry } from '../lib/upstreams/contract.js'
 
 /** The figures of the in-process measurement. */
 export interface PolicyFigures {

@@ -3,7 +3,8 @@
  * via app.ts) and `mcpx serve` (stdio.ts). Pure of Fastify. The registry's lifetime stays with its
  * owner (the registry is shared with host apps and tests); the core only stops what it made.
  */
-import { mrtrOptions, type McpxConfig } from './config/config.js'
+import { mrtrOptions } from './config/derive.js'
+import type { McpxConfig } from './config/types.js'
 import type { Logger } from './telemetry/log.js'
 import { Dispatcher, type ServerInfo } from './dispatch/dispatcher.js'
 import { NotificationHub } from './connection/notify-hub.js'
@@ -13,7 +14,8 @@ import { compilePolicy } from './policy/rules.js'
 import { Servers } from './policy/endpoints.js'
 import { createAuditTrail, type AuditFailure, type AuditTrail } from './policy/audit.js'
 import { createRateLimiter, type RateLimiter } from './policy/rate-limit.js'
-import type { JsonObject, UpstreamRegistry } from './upstreams/types.js'
+import type { JsonObject } from './protocol/jsonrpc.js'
+import type { UpstreamRegistry } from './upstreams/contract.js'
 
 /** What {@link createCore} builds. */
 export interface Core {

@@ -14,7 +14,7 @@
 import fp from 'fastify-plugin'
 import type { Principal } from '../lib/auth/principal.js'
 import { createAuthenticator, type Authenticator } from '../lib/auth/authenticate.js'
-import { loadConfig } from '../lib/config/config.js'
+import { loadConfig } from '../lib/config/load.js'
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -7,8 +7,8 @@
  */
 import fp from 'fastify-plugin'
 import { createCore, type Core } from '../lib/core.js'
-import type { McpxConfig } from '../lib/config/config.js'
-import type { UpstreamRegistry } from '../lib/upstreams/types.js'
+import type { McpxConfig } from '../lib/config/types.js'
+import type { UpstreamRegistry } from '../lib/upstreams/contract.js'
 import type { McpxMetrics } from '../lib/ops/metrics.js'
 
 declare module 'fastify' {

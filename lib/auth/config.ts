@@ -1,6 +1,6 @@
 /**
  * The `auth` and `admin` sections of the config as the auth layer reads them, after loading
- * (lib/config/config.ts validates them against its schema and fills in defaults). Declared here, in
+ * (lib/config/load.ts validates them against its schema and fills in defaults). Declared here, in
  * the layer that reads them, so that auth imports nothing from the config layer above it.
  */
 

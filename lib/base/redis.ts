@@ -65,7 +65,7 @@ export interface RedisConnectionOptions {
   autoResubscribe?: boolean
 }
 
-/** JSON Schema of a {@link RedisTarget} (used by lib/config/config.ts). */
+/** JSON Schema of a {@link RedisTarget} (used by lib/config/schema.ts). */
 export const REDIS_TARGET_SCHEMA = {
   oneOf: [
     { type: 'string', pattern: '^rediss?://', description: 'redis://[user:password@]host:port[/db] (rediss:// for TLS)' },

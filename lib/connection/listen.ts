@@ -4,10 +4,10 @@
  * resource subscriptions a listen holds while it is open. The transports decide only where the
  * stream goes (an SSE reply, or the stdio output) and how it ends.
  */
-import { errorResponse, isObject, INVALID_PARAMS, type JsonRpcErrorResponse, type JsonRpcNotification, type JsonRpcRequest, type RequestId } from '../protocol/jsonrpc.js'
+import { errorResponse, isObject, INVALID_PARAMS, type JsonRpcErrorResponse, type JsonRpcNotification, type JsonRpcRequest, type RequestId, type ListKind } from '../protocol/jsonrpc.js'
 import { META_SUBSCRIPTION_ID } from '../protocol/inbound.js'
 import type { NotificationHub } from './notify-hub.js'
-import type { InstanceOwner, ListKind } from '../upstreams/types.js'
+import type { InstanceOwner } from '../upstreams/isolation.js'
 import type { Dispatcher } from '../dispatch/dispatcher.js'
 import type { Logger } from '../telemetry/log.js'
 import type { Visibility } from '../policy/visibility.js'

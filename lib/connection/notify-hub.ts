@@ -4,8 +4,9 @@
  * `subscriptions/listen` streams (DIGEST §6f; their filter and tagging: lib/connection/listen.ts). One registry listener per event, however many
  * sessions listen, so 10,000 sessions cost a Set entry each, not an EventEmitter listener each.
  */
-import { instanceKeyOf, type InstanceEvent, type InstanceOwner, type JsonObject, type ListKind, type UpstreamRegistry } from '../upstreams/types.js'
-import type { JsonRpcNotification } from '../protocol/jsonrpc.js'
+import { instanceKeyOf, type InstanceEvent, type InstanceOwner } from '../upstreams/isolation.js'
+import type { JsonObject, ListKind, JsonRpcNotification } from '../protocol/jsonrpc.js'
+import type { UpstreamRegistry } from '../upstreams/contract.js'
 import type { Visibility } from '../policy/visibility.js'
 
 /** One listener: what it wants, and where its notifications go. */

@@ -19,15 +19,11 @@
  * marks, progress coalescing) sits behind it, in lib/connection/flow.ts, for both transports.
  */
 import { randomBytes } from 'node:crypto'
-import {
-  errorResponse, idKey, isObject, RawNumberId,
-  INTERNAL_ERROR, INVALID_REQUEST,
-  type JsonRpcErrorResponse, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse, type RequestId
-} from '../protocol/jsonrpc.js'
+import { errorResponse, idKey, isObject, RawNumberId, INTERNAL_ERROR, INVALID_REQUEST, type JsonRpcErrorResponse, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse, type RequestId, type JsonObject } from '../protocol/jsonrpc.js'
 import { FIRST_MODERN_REVISION, OLDEST_REVISION, batchAllowed, type Revision } from '../protocol/revisions.js'
 import { hasModernMeta, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/inbound.js'
 import type { DispatchContext, SubscriptionSet } from '../dispatch/context.js'
-import type { JsonObject, UpstreamQuestion } from '../upstreams/types.js'
+import type { UpstreamQuestion } from '../upstreams/contract.js'
 import { Cancellation, type CancelSignal } from '../base/cancel.js'
 
 /**

@@ -25,7 +25,8 @@
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { errorResponse, isObject, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY, URL_ELICITATION_REQUIRED, type JsonRpcErrorResponse, type JsonRpcRequest, type RequestId } from '../protocol/jsonrpc.js'
-import { UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamQuestion } from '../upstreams/types.js'
+import { UpstreamRpcError, type JsonObject } from '../protocol/jsonrpc.js'
+import type { UpstreamCallOptions, UpstreamQuestion } from '../upstreams/contract.js'
 import type { DispatchContext } from './context.js'
 import type { Logger } from '../telemetry/log.js'
 import { Cancellation, type Canceller } from '../base/cancel.js'

@@ -18,7 +18,7 @@
  * cursor naming a hidden item is answered exactly as an outdated one.
  */
 import { INVALID_PARAMS } from '../protocol/jsonrpc.js'
-import { UpstreamRpcError, type JsonObject } from '../upstreams/types.js'
+import { UpstreamRpcError, type JsonObject } from '../protocol/jsonrpc.js'
 
 /** The four paged lists, by their result key. */
 export type PagedList = 'tools' | 'prompts' | 'resources' | 'resourceTemplates'

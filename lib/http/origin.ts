@@ -13,7 +13,7 @@
  * canonical origins) and cached per policy object, so a request costs a Set lookup and, on a miss,
  * one `new URL`.
  */
-import type { McpxConfig } from '../config/config.js'
+import type { McpxConfig } from '../config/types.js'
 import { McpxError } from '../base/errors.js'
 import { isUnspecifiedHost, parseHostPort } from '../base/net.js'
 

@@ -33,7 +33,8 @@
  * lib/ imports nothing from Fastify.
  */
 import { Registry, Counter, Gauge, Histogram } from 'prom-client'
-import type { UpstreamRegistry, UpstreamCallOptions, JsonObject } from '../upstreams/types.js'
+import type { UpstreamRegistry, UpstreamCallOptions } from '../upstreams/contract.js'
+import type { JsonObject } from '../protocol/jsonrpc.js'
 import type { FlowDrop, FlowStream } from '../connection/flow.js'
 
 /** JSON-RPC methods counted under their own name; any other method is `other` (bounded cardinality). */

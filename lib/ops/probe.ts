@@ -5,12 +5,14 @@
  * credentials), waits a bounded time for the upstreams' first attempt, and closes it (every child
  * reaped) before returning. Pure of Fastify; nothing here writes to stdout (cli.ts prints).
  */
-import type { McpxConfig } from '../config/config.js'
+import type { McpxConfig } from '../config/types.js'
 import type { Logger } from '../telemetry/log.js'
 import { createRegistry, startUpstreams } from '../upstreams/registry.js'
 import { createUpstreamHeaderProvider } from '../upstreams/credentials.js'
 import { redactText, redactUrl } from '../base/redact.js'
-import type { JsonObject, UpstreamConfig, UpstreamRegistry } from '../upstreams/types.js'
+import type { JsonObject } from '../protocol/jsonrpc.js'
+import type { UpstreamConfig } from '../upstreams/config.js'
+import type { UpstreamRegistry } from '../upstreams/contract.js'
 
 /** Default bound of the wait for the upstreams' first attempt, ms (the daemon waits 5 s; a probe may wait longer). */
 export const PROBE_WAIT_MS = 15_000

@@ -20,9 +20,9 @@
  * coalesced into one (they all get its result).
  */
 import { isDeepStrictEqual } from 'node:util'
-import type { McpxConfig } from '../config/config.js'
+import type { McpxConfig } from '../config/types.js'
 import type { Logger } from '../telemetry/log.js'
-import type { ReconcileSummary, UpstreamRegistry } from '../upstreams/types.js'
+import type { ReconcileSummary, UpstreamRegistry } from '../upstreams/contract.js'
 
 /** What asked for a reload; logged and counted. */
 export type ReloadTrigger = 'SIGHUP' | 'watch' | 'admin'

@@ -13,7 +13,9 @@
 import { SERVER_VERSION } from '../base/version.js'
 import { redactText, redactUrl } from '../base/redact.js'
 import { WINDOW_SECONDS, type CallWindow } from '../upstreams/call-stats.js'
-import type { NameCollision, UpstreamConfig, UpstreamRegistry, UpstreamStatus } from '../upstreams/types.js'
+import type { NameCollision, UpstreamStatus } from '../upstreams/status.js'
+import type { UpstreamConfig } from '../upstreams/config.js'
+import type { UpstreamRegistry } from '../upstreams/contract.js'
 
 /** One upstream's row. */
 export interface UpstreamReport {

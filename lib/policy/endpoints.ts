@@ -16,7 +16,7 @@
  * rule covers a tool on every endpoint, whatever it is called there.
  */
 import { compileGlobs } from './rules.js'
-import type { JsonObject } from '../upstreams/types.js'
+import type { JsonObject } from '../protocol/jsonrpc.js'
 
 /** allow/deny globs of one kind. */
 export interface ServerGlobs { allow?: string[], deny?: string[] }

@@ -58,7 +58,7 @@ export interface PolicyRule {
   rateLimit?: RateLimitConfig
 }
 
-/** `policy` as loaded (lib/config/config.ts; `per` in ms). */
+/** `policy` as loaded (lib/config/load.ts; `per` in ms). */
 export interface PolicyConfig {
   default: 'allow' | 'deny'
   rules: PolicyRule[]

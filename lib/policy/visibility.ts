@@ -9,7 +9,8 @@
  * changes), so a list costs a WeakMap lookup once computed, and its fingerprint (for list_changed
  * per view) is computed once per distinct array.
  */
-import type { ListKind, JsonObject, UpstreamRegistry } from '../upstreams/types.js'
+import type { ListKind, JsonObject } from '../protocol/jsonrpc.js'
+import type { UpstreamRegistry } from '../upstreams/contract.js'
 import type { PolicyView } from './rules.js'
 import type { CuratedServer } from './endpoints.js'
 

@@ -33,12 +33,10 @@
  * without `token` (an HTTP upstream with `auth.type: "token_exchange"` then refuses it clearly).
  */
 import type { Logger } from '../telemetry/log.js'
-import { INTERNAL_ERROR, UPSTREAM_ERROR } from '../protocol/jsonrpc.js'
+import { INTERNAL_ERROR, UPSTREAM_ERROR, UpstreamRpcError, type JsonObject } from '../protocol/jsonrpc.js'
 import { REFUSALS } from '../protocol/http-status.js'
-import {
-  InstanceForwardError, InstancesExhaustedError, UpstreamBusyError, UpstreamRpcError,
-  type JsonObject, type UpstreamCallOptions, type UpstreamQuestion, type UpstreamRegistry
-} from '../upstreams/types.js'
+import { InstanceForwardError, InstancesExhaustedError, UpstreamBusyError } from '../upstreams/errors.js'
+import type { UpstreamCallOptions, UpstreamQuestion, UpstreamRegistry } from '../upstreams/contract.js'
 
 /** Most forwarded calls in flight from one replica, and most served by one replica, at once. */
 export const MAX_FORWARDED_CALLS = 256
@@ -126,7 +124,7 @@ export class InstanceForwarder {
 
   /**
    * Forwards one call of session `sid` to replica `owner` (see InstanceHome.forward in
-   * lib/upstreams/types.ts for the contract). Rejects with UpstreamRpcError or InstanceForwardError.
+   * lib/upstreams/isolation.ts for the contract). Rejects with UpstreamRpcError or InstanceForwardError.
    */
   async forward (sid: string, owner: string, upstream: string, method: string, params: JsonObject, options: UpstreamCallOptions, timeoutMs: number): Promise<JsonObject> {
     if (this.outbound.size >= MAX_FORWARDED_CALLS) {

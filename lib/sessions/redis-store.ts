@@ -17,16 +17,11 @@
  * Live objects (GET streams, and each session's lib/connection/peer.ts Peer: its requests in flight and the
  * questions they asked) stay in the replica that holds them; this store only relays cancellations
  * and answers to that replica's Peer, it does not re-implement them. Replicas reach each other over pub/sub, one subscriber connection
- * per replica, two channels each:
- *   `<prefix>bus`        every replica: session ended, cancellation, subscription added/removed
- *                        (the replica running the session's per-session instances applies it to
- *                        them), upstream change events (list_changed, resources/updated)
- *   `<prefix>r:<rid>`    one replica: a message for the GET stream it holds, an answer to a
- *                        question its request asked, and the messages of calls forwarded to the
- *                        replica holding their session's isolated instances (lib/sessions/instances.ts)
+ * per replica, two channels each: `<prefix>bus` for every replica and `<prefix>r:<rid>` for one
+ * (lib/sessions/redis-bus.ts says what travels on each).
  *
- * Over ~500 lines on purpose: the Lua scripts and the pub/sub messages are one protocol between
- * replicas; each script reads best beside the method that runs it and the message it answers.
+ * The Lua scripts (with their KEYS/ARGV contracts) are in lib/sessions/redis-scripts.ts, the messages
+ * on the channels in lib/sessions/redis-bus.ts; this file is the store that runs and sends them.
  *
  * Hot path: `find` is ONE round trip (a Lua script: check the session exists, read its facts,
  * slide both TTLs). Everything else (mint, end, GET, questions, subscriptions) is off it.
@@ -43,24 +38,21 @@
  * outage of a few seconds (503s) after which the sessions carry on on the promoted replica; on a
  * Cluster each script runs on the node of its session's slot, and the channels (classic pub/sub)
  * reach every node, so they carry no hash tag.
- *
- * Length (~580 lines, over the ~500 house bound): the store's eight Lua scripts (about 70 lines,
- * with their KEYS/ARGV contracts) sit beside the methods that run them, so each script and its
- * caller are read together; the methods themselves are short.
  */
 import { randomBytes } from 'node:crypto'
 import type { EventEmitter } from 'node:events'
 import { createRedisConnection, describeRedisTarget, type RedisConnection, type RedisTarget } from '../base/redis.js'
 import type { Revision } from '../protocol/revisions.js'
-import type { JsonObject } from '../upstreams/types.js'
+import { idKey, isObject, INTERNAL_ERROR, INVALID_REQUEST, type JsonObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcResponse, type ListKind } from '../protocol/jsonrpc.js'
 import type { OpenStream } from '../connection/peer.js'
-import { idKey, isObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcResponse } from '../protocol/jsonrpc.js'
 import type { Logger } from '../telemetry/log.js'
 import { ListSnapshots, type RelayedEvent } from '../connection/notify-hub.js'
-import type { InstanceEvent, InstanceHome, InstanceOwner, ListKind, UpstreamRegistry } from '../upstreams/types.js'
-import { FORWARD_MESSAGE_TYPES, InstanceForwarder, type ForwardMessage } from './instances.js'
-import { INTERNAL_ERROR, INVALID_REQUEST } from '../protocol/jsonrpc.js'
-import { InstanceForwardError } from '../upstreams/types.js'
+import type { InstanceEvent, InstanceHome, InstanceOwner } from '../upstreams/isolation.js'
+import type { UpstreamRegistry } from '../upstreams/contract.js'
+import { InstanceForwarder } from './instances.js'
+import { SCRIPTS, type ScriptName, type ScriptRunner } from './redis-scripts.js'
+import { receive, relayedEvent, replicaChannels, type BusMessage, type ReplicaChannels, type ReplicaMessage } from './redis-bus.js'
+import { InstanceForwardError } from '../upstreams/errors.js'
 import { REFUSALS } from '../protocol/http-status.js'
 import {
   newSession, newSessionId, releaseLive,
@@ -109,118 +101,6 @@ interface Shadow extends Session {
   readonly instanceHome: InstanceHome
 }
 
-/** Messages on the channels; short keys, JSON-encoded. */
-type BusMessage =
-  | { t: 'end', sid: string }
-  | { t: 'cancel', sid: string, key: string }
-  | { t: 'sub', sid: string, uri: string, add: boolean }
-  | { t: 'ev', from: string, kind?: ListKind, uri?: string, changed?: string[] }
-  | { t: 'iev', from: string, ev: InstanceEvent }
-type ReplicaMessage =
-  | { t: 'send', sid: string, msg: JsonRpcMessage }
-  | { t: 'ans', sid: string, qid: string, res: JsonRpcResponse }
-
-/* Lua scripts. KEYS and ARGV are documented at each; every one touches a single session's slot. */
-
-/**
- * KEYS: session, subs. ARGV: idleMs, wantFacts ('1'|'0': a new shadow).
- * → nil | {rev, caps|false, {uris}, instance owner|false, principal key|false}
- */
-const FIND = `
-local rev = redis.call('HGET', KEYS[1], 'rev')
-if not rev then return false end
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-redis.call('PEXPIRE', KEYS[2], ARGV[1])
-local caps = false
-local pr = false
-if ARGV[2] == '1' then
-  caps = redis.call('HGET', KEYS[1], 'caps')
-  pr = redis.call('HGET', KEYS[1], 'pr')
-end
-return {rev, caps, redis.call('SMEMBERS', KEYS[2]), redis.call('HGET', KEYS[1], 'inst'), pr}`
-
-/**
- * KEYS: session, subs. ARGV: replica id. The replica holding the session's isolated instances
- * (isolated upstreams): the one recorded, else this one, recorded now; with the session's subscriptions
- * as of then (a new owner's instances start with them). → nil (no session) | {owner id, {uris}}
- */
-const CLAIM_INSTANCES = `
-local owner = redis.call('HGET', KEYS[1], 'inst')
-if not owner then
-  if redis.call('EXISTS', KEYS[1]) == 0 then return false end
-  redis.call('HSET', KEYS[1], 'inst', ARGV[1])
-  owner = ARGV[1]
-end
-return {owner, redis.call('SMEMBERS', KEYS[2])}`
-
-/** KEYS: session, subs, stream. ARGV: bus channel, payload. → 1 ended | 0 unknown */
-const END = `
-if redis.call('DEL', KEYS[1]) == 0 then return 0 end
-redis.call('DEL', KEYS[2], KEYS[3])
-redis.call('PUBLISH', ARGV[1], ARGV[2])
-return 1`
-
-/** KEYS: session, stream. ARGV: replica id, leaseMs. → 1 claimed | 0 held by another | -1 no session */
-const CLAIM_STREAM = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
-return 0`
-
-/** KEYS: stream. ARGV: replica id. Deletes the lease only if this replica holds it. */
-const RELEASE_STREAM = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`
-
-/**
- * KEYS: session, subs, stream. ARGV: replica id, leaseMs, idleMs, holdsStream ('1'|'0').
- * Slides the session's TTL; when holding the stream, refreshes (or re-takes) the lease.
- * → -1 no session | 0 the lease is another replica's | 1 ok
- */
-const HEARTBEAT = `
-if redis.call('PEXPIRE', KEYS[1], ARGV[3]) == 0 then return -1 end
-redis.call('PEXPIRE', KEYS[2], ARGV[3])
-if ARGV[4] ~= '1' then return 1 end
-local owner = redis.call('GET', KEYS[3])
-if owner == ARGV[1] then redis.call('PEXPIRE', KEYS[3], ARGV[2]) return 1 end
-if not owner then redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2]) return 1 end
-return 0`
-
-/** KEYS: stream. ARGV: replica channel prefix, payload. → receivers (0: no stream open) */
-const SEND_TO_STREAM = `
-local owner = redis.call('GET', KEYS[1])
-if not owner then return 0 end
-return redis.call('PUBLISH', ARGV[1] .. owner, ARGV[2])`
-
-/** KEYS: question. ARGV: replica channel prefix, payload. → receivers (0: nothing waits) */
-const ANSWER = `
-local owner = redis.call('GET', KEYS[1])
-if not owner then return 0 end
-redis.call('DEL', KEYS[1])
-return redis.call('PUBLISH', ARGV[1] .. owner, ARGV[2])`
-
-/** KEYS: session, subs. ARGV: idleMs, uri, add ('1'|'0'), bus channel, payload. → 1 | -1 no session */
-const SUBSCRIPTION = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-if ARGV[3] == '1' then redis.call('SADD', KEYS[2], ARGV[2]) else redis.call('SREM', KEYS[2], ARGV[2]) end
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-redis.call('PEXPIRE', KEYS[2], ARGV[1])
-redis.call('PUBLISH', ARGV[4], ARGV[5])
-return 1`
-
-const SCRIPTS = {
-  mcpxFind: { numberOfKeys: 2, lua: FIND },
-  mcpxEnd: { numberOfKeys: 3, lua: END },
-  mcpxClaimStream: { numberOfKeys: 2, lua: CLAIM_STREAM },
-  mcpxReleaseStream: { numberOfKeys: 1, lua: RELEASE_STREAM },
-  mcpxHeartbeat: { numberOfKeys: 3, lua: HEARTBEAT },
-  mcpxSendToStream: { numberOfKeys: 1, lua: SEND_TO_STREAM },
-  mcpxAnswer: { numberOfKeys: 1, lua: ANSWER },
-  mcpxSubscription: { numberOfKeys: 2, lua: SUBSCRIPTION },
-  mcpxClaimInstances: { numberOfKeys: 2, lua: CLAIM_INSTANCES }
-} as const
-type ScriptName = keyof typeof SCRIPTS
-type ScriptRunner = (...keysAndArgs: Array<string | number>) => Promise<unknown>
-
 /** See the module comment. Never throws from a public method. */
 export class RedisSessionStore implements SessionStore {
   readonly kind = 'redis' as const
@@ -232,9 +112,7 @@ export class RedisSessionStore implements SessionStore {
   /** Sessions whose GET-stream lease this replica holds (or is releasing). */
   private readonly leases = new Set<string>()
   private readonly releasing = new Set<Promise<unknown>>()
-  private readonly busChannel: string
-  private readonly replicaPrefix: string
-  private readonly replicaChannel: string
+  private readonly channels: ReplicaChannels
   private readonly heartbeat: NodeJS.Timeout
   private readonly sweeper: NodeJS.Timeout
   private readonly log: Logger
@@ -268,12 +146,10 @@ export class RedisSessionStore implements SessionStore {
     this.redis = createRedisConnection(options.redis, connection)
     this.sub = createRedisConnection(options.redis, connection)
     for (const [name, script] of Object.entries(SCRIPTS)) this.redis.defineCommand(name, script)
-    this.busChannel = `${options.keyPrefix}bus`
-    this.replicaPrefix = `${options.keyPrefix}r:`
-    this.replicaChannel = this.replicaPrefix + this.replicaId
+    this.channels = replicaChannels(options.keyPrefix, this.replicaId)
     this.forwarder = new InstanceForwarder({
       replicaId: this.replicaId,
-      publish: async (replica, payload) => await this.redis.publish(this.replicaPrefix + replica, payload),
+      publish: async (replica, payload) => await this.redis.publish(this.channels.replicaPrefix + replica, payload),
       endSession: async sid => await this.end(sid),
       upstreams: options.upstreams,
       logger: this.log
@@ -289,7 +165,7 @@ export class RedisSessionStore implements SessionStore {
     })
     this.sub.on('error', (err: Error) => { this.log.debug({ err }, 'session store subscriber connection error') })
     this.sub.on('ready', () => {
-      this.sub.subscribe(this.busChannel, this.replicaChannel).catch((err: unknown) => { this.log.warn({ err }, 'session store: subscribing failed') })
+      this.sub.subscribe(this.channels.bus, this.channels.replica).catch((err: unknown) => { this.log.warn({ err }, 'session store: subscribing failed') })
     })
     this.sub.on('message', (channel: string, payload: string) => { this.onMessage(channel, payload) })
     options.upstreams.on('list_changed', this.onListChanged)
@@ -359,7 +235,7 @@ export class RedisSessionStore implements SessionStore {
     const [sessionKey, subsKey, streamKey] = this.keys(id)
     let ended: unknown
     try {
-      ended = await this.script('mcpxEnd')(sessionKey, subsKey, streamKey, this.busChannel, JSON.stringify({ t: 'end', sid: id } satisfies BusMessage))
+      ended = await this.script('mcpxEnd')(sessionKey, subsKey, streamKey, this.channels.bus, JSON.stringify({ t: 'end', sid: id } satisfies BusMessage))
     } catch (err) {
       this.log.debug({ err }, 'end: session store unavailable')
       return 'unavailable'
@@ -399,7 +275,7 @@ export class RedisSessionStore implements SessionStore {
     if (session.stream !== undefined && !session.stream.isClosed) return session.stream.send(message)
     const [, , streamKey] = this.keys(session.id)
     try {
-      const receivers = await this.script('mcpxSendToStream')(streamKey, this.replicaPrefix, JSON.stringify({ t: 'send', sid: session.id, msg: message } satisfies ReplicaMessage))
+      const receivers = await this.script('mcpxSendToStream')(streamKey, this.channels.replicaPrefix, JSON.stringify({ t: 'send', sid: session.id, msg: message } satisfies ReplicaMessage))
       return typeof receivers === 'number' && receivers > 0
     } catch (err) {
       this.log.debug({ err }, 'sendToStream: session store unavailable')
@@ -457,7 +333,7 @@ export class RedisSessionStore implements SessionStore {
   async forwardAnswer (session: Session, response: JsonRpcResponse): Promise<boolean> {
     const qid = String(response.id)
     try {
-      const receivers = await this.script('mcpxAnswer')(this.questionKey(session.id, qid), this.replicaPrefix, JSON.stringify({ t: 'ans', sid: session.id, qid, res: response } satisfies ReplicaMessage))
+      const receivers = await this.script('mcpxAnswer')(this.questionKey(session.id, qid), this.channels.replicaPrefix, JSON.stringify({ t: 'ans', sid: session.id, qid, res: response } satisfies ReplicaMessage))
       return typeof receivers === 'number' && receivers > 0
     } catch (err) {
       this.log.debug({ err }, 'forwardAnswer: session store unavailable')
@@ -604,22 +480,20 @@ export class RedisSessionStore implements SessionStore {
     const [sessionKey, subsKey] = this.keys(shadow.id)
     const payload = JSON.stringify({ t: 'sub', sid: shadow.id, uri, add } satisfies BusMessage)
     // Throws when Redis is down: the dispatcher then answers the subscribe with an error.
-    await this.script('mcpxSubscription')(sessionKey, subsKey, this.options.idleTimeoutMs, uri, add ? '1' : '0', this.busChannel, payload)
+    await this.script('mcpxSubscription')(sessionKey, subsKey, this.options.idleTimeoutMs, uri, add ? '1' : '0', this.channels.bus, payload)
   }
 
   private publishBus (message: BusMessage): void {
     if (this.closed) return
-    this.redis.publish(this.busChannel, JSON.stringify(message)).catch((err: unknown) => { this.log.debug({ err }, 'publish failed') })
+    this.redis.publish(this.channels.bus, JSON.stringify(message)).catch((err: unknown) => { this.log.debug({ err }, 'publish failed') })
   }
 
   private onMessage (channel: string, payload: string): void {
-    let message: BusMessage | ReplicaMessage
-    try { message = JSON.parse(payload) as BusMessage | ReplicaMessage } catch { return }
-    if (channel === this.busChannel) this.onBus(message as BusMessage)
-    else if (channel === this.replicaChannel) {
-      if (FORWARD_MESSAGE_TYPES.has(message.t)) this.forwarder.receive(message as unknown as ForwardMessage)
-      else this.onReplica(message as ReplicaMessage)
-    }
+    const received = receive(this.channels, channel, payload)
+    if (received === undefined) return
+    if (received.to === 'bus') this.onBus(received.message)
+    else if (received.to === 'forward') this.forwarder.receive(received.message)
+    else this.onReplica(received.message)
   }
 
   private onBus (message: BusMessage): void {
@@ -659,10 +533,8 @@ export class RedisSessionStore implements SessionStore {
    * our own), through the hub, so each stream's caller gets only what it sees.
    */
   private deliverEvent (message: Extract<BusMessage, { t: 'ev' }>): void {
-    if (message.kind === 'tools' || message.kind === 'prompts' || message.kind === 'resources') {
-      const changed = Array.isArray(message.changed) ? message.changed.filter(key => typeof key === 'string') : undefined
-      this.options.relay(changed !== undefined ? { kind: message.kind, changed } : { kind: message.kind })
-    } else if (typeof message.uri === 'string') this.options.relay({ uri: message.uri })
+    const event = relayedEvent(message)
+    if (event !== undefined) this.options.relay(event)
   }
 
   private onReplica (message: ReplicaMessage): void {

@@ -20,8 +20,8 @@
  */
 import { createHash, randomBytes } from 'node:crypto'
 import type { Revision } from '../protocol/revisions.js'
-import type { InstanceHome, InstanceOwner, JsonObject } from '../upstreams/types.js'
-import type { JsonRpcMessage, JsonRpcResponse } from '../protocol/jsonrpc.js'
+import type { InstanceHome, InstanceOwner } from '../upstreams/isolation.js'
+import type { JsonObject, JsonRpcMessage, JsonRpcResponse } from '../protocol/jsonrpc.js'
 import type { SubscriptionSet } from '../dispatch/context.js'
 import { Peer, type OpenStream } from '../connection/peer.js'
 

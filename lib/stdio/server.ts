@@ -45,7 +45,7 @@ import {
   type InFlight, type MessageSink, type QuestionRoute
 } from '../connection/peer.js'
 import { activeTracing, type TraceIn } from '../telemetry/trace.js'
-import type { InstanceOwner } from '../upstreams/types.js'
+import type { InstanceOwner } from '../upstreams/isolation.js'
 import { Cancellation } from '../base/cancel.js'
 
 /** Whom every request of a stdio connection serves (lib/dispatch/dispatcher.ts instanceOwnerOf of its contexts): its isolated instances' events reach it. */

@@ -6,8 +6,8 @@
  * question from the upstream, which gets a lazy AbortController).
  * Sources: DIGEST §2e (cancellation, progress), §3a (timeouts).
  */
-import { INTERNAL_ERROR, UPSTREAM_ERROR, isObject } from '../protocol/jsonrpc.js'
-import { UpstreamRpcError, type JsonObject, type UpstreamCallOptions } from './types.js'
+import { INTERNAL_ERROR, UPSTREAM_ERROR, isObject, UpstreamRpcError, type JsonObject } from '../protocol/jsonrpc.js'
+import type { UpstreamCallOptions } from './contract.js'
 import { abortSignalOf } from '../base/cancel.js'
 
 /** Where a call travels: the live connection that sent it (see connection.ts `Link`). */

@@ -5,9 +5,8 @@
  * it (see link.ts and ./README.md, "What the SDK client still does").
  */
 import { Client } from '@modelcontextprotocol/client'
-import { isObject } from '../protocol/jsonrpc.js'
+import { isObject, type JsonObject } from '../protocol/jsonrpc.js'
 import { SERVER_INFO } from '../base/version.js'
-import type { JsonObject } from './types.js'
 
 /** mcpx's clientInfo upstream: its serverInfo (lib/base/version.ts, the version read once from package.json). */
 export const CLIENT_INFO = SERVER_INFO

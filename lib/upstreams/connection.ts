@@ -8,16 +8,14 @@
  */
 import { createInterface } from 'node:readline'
 import { ProtocolError, SdkError, SdkErrorCode, type McpSubscription } from '@modelcontextprotocol/client'
-import { UPSTREAM_ERROR, isObject } from '../protocol/jsonrpc.js'
+import { UPSTREAM_ERROR, isObject, UpstreamRpcError, type JsonObject, type ListKind } from '../protocol/jsonrpc.js'
 import { createUpstreamClient } from './client.js'
 import type { HttpUpstreamTransport } from './http-transport.js'
 import { Link, type UnroutedKind } from './link.js'
 import { redactText } from '../base/redact.js'
 import { KILL_GRACE_MS, StdioUpstreamTransport } from './stdio-transport.js'
-import {
-  DEFAULT_MAX_MESSAGE_BYTES, UpstreamRpcError, type JsonObject, type ListKind, type UpstreamCatalogue, type UpstreamConfig, type UpstreamEvents,
-  type UpstreamHeaderProvider, type UpstreamLogger
-} from './types.js'
+import { DEFAULT_MAX_MESSAGE_BYTES, type UpstreamConfig } from './config.js'
+import type { UpstreamCatalogue, UpstreamEvents, UpstreamHeaderProvider, UpstreamLogger } from './contract.js'
 
 /** First restart delay (ms); doubles per failed attempt. */
 export const RESTART_INITIAL_DELAY_MS = 100

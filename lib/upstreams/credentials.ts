@@ -9,7 +9,7 @@
  *   client-credentials token of the same client. A caller without an OAuth token gets a clear
  *   error for this upstream's tools only; other upstreams are unaffected.
  *
- * It plugs into the upstream layer's seam, {@link UpstreamHeaderProvider} (lib/upstreams/types.ts):
+ * It plugs into the upstream layer's seam, {@link UpstreamHeaderProvider} (lib/upstreams/contract.ts):
  * asked per request with the caller's principal (or `own: true` for the connection's own traffic),
  * and again with `afterUnauthorized: true` after a 401, when the cached token is dropped and a new
  * one fetched for the single retry. Errors name the upstream and the token endpoint's `error` code,
@@ -20,18 +20,8 @@ import type { Logger } from '../telemetry/log.js'
 import { readSecret, Secret } from '../auth/secret.js'
 import { issuerMetadataUrls } from '../auth/oauth-metadata.js'
 import type { Principal } from '../auth/principal.js'
-import type { UpstreamConfig, UpstreamHeaderProvider, UpstreamHeaderRequest } from './types.js'
-
-/** `auth` of an HTTP upstream, as the config schema accepts it. */
-export type UpstreamAuthConfig = {
-  issuer?: string
-  tokenUrl?: string
-  clientId: string
-  clientSecretEnv?: string
-  clientSecretFile?: string
-  scope?: string
-  resource?: string
-} & ({ type: 'client_credentials' } | { type: 'token_exchange', audience?: string })
+import type { UpstreamAuthConfig, UpstreamConfig } from './config.js'
+import type { UpstreamHeaderProvider, UpstreamHeaderRequest } from './contract.js'
 
 /** The credentials of one upstream. */
 export interface UpstreamCredentials {

@@ -12,8 +12,9 @@
  * The connection's own requests (lists, subscriptions) do not take slots: they are few, and a
  * full queue must not stop the catalogue from being read.
  */
-import { UPSTREAM_ERROR } from '../protocol/jsonrpc.js'
-import { UpstreamBusyError, UpstreamRpcError, type UpstreamLogger } from './types.js'
+import { UPSTREAM_ERROR, UpstreamRpcError } from '../protocol/jsonrpc.js'
+import { UpstreamBusyError } from './errors.js'
+import type { UpstreamLogger } from './contract.js'
 import type { CancelSignal } from '../base/cancel.js'
 
 /** Least time between two "queue full" warn lines of one upstream, ms (the count since the last line is logged). */

@@ -13,11 +13,12 @@
  */
 import { Pool, type Dispatcher } from 'undici'
 import { StreamableHTTPClientTransport, type JSONRPCMessage } from '@modelcontextprotocol/client'
-import { UPSTREAM_ERROR, isObject } from '../protocol/jsonrpc.js'
+import { UPSTREAM_ERROR, isObject, UpstreamRpcError } from '../protocol/jsonrpc.js'
 import { redactText } from '../base/redact.js'
 import type { UpstreamCall } from './call.js'
 import { LineSplitter, recoverResponseId, type LineSink } from '../protocol/lines.js'
-import { DEFAULT_MAX_MESSAGE_BYTES, UpstreamRpcError, type UpstreamHeaderProvider } from './types.js'
+import { DEFAULT_MAX_MESSAGE_BYTES } from './config.js'
+import type { UpstreamHeaderProvider } from './contract.js'
 
 /** How long an idle keep-alive socket to an HTTP upstream is kept (ms). */
 export const HTTP_KEEP_ALIVE_MS = 30_000

@@ -7,7 +7,7 @@
  * Sources: DIGEST §2e (cancellation, progress), §6a (eras), §6d (mirrored headers), §6f (MRTR).
  */
 import { ProtocolError, type Client, type JSONRPCMessage } from '@modelcontextprotocol/client'
-import { INTERNAL_ERROR, METHOD_NOT_FOUND, UPSTREAM_ERROR, isObject } from '../protocol/jsonrpc.js'
+import { INTERNAL_ERROR, METHOD_NOT_FOUND, UPSTREAM_ERROR, isObject, UpstreamRpcError, type JsonObject } from '../protocol/jsonrpc.js'
 import { encodeHeaderValue } from '../protocol/header-values.js'
 import { buildParamHeaders } from './mirror-headers.js'
 import type { Era, Revision } from '../protocol/revisions.js'
@@ -15,7 +15,7 @@ import { UpstreamCall, type CallLink } from './call.js'
 import { CLIENT_CAPABILITIES, CLIENT_INFO, isQuestion } from './client.js'
 import type { HttpUpstreamTransport } from './http-transport.js'
 import { EOF_GRACE_MS, StdioUpstreamTransport } from './stdio-transport.js'
-import { UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamLogger } from './types.js'
+import type { UpstreamCallOptions, UpstreamLogger } from './contract.js'
 import { activeTracing } from '../telemetry/trace.js'
 
 /** The SDK client's internals a link shares (read in its 2.4.0 sources); each has a fallback. */

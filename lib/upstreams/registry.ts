@@ -1,7 +1,7 @@
 /**
  * The upstream registry: every configured upstream (upstream.ts), their lists merged under
  * prefixed names, and the router that sends each call to the upstream that owns it
- * (the contract is types.ts).
+ * (the contract is contract.ts).
  *
  * Names: each upstream has a prefix. By default there is none when one upstream is configured,
  * and the upstream's name when there are several; an explicit `prefix` wins (`""` = none). A
@@ -21,14 +21,14 @@
  */
 import { EventEmitter } from 'node:events'
 import { isDeepStrictEqual } from 'node:util'
-import { INVALID_PARAMS, RESOURCE_NOT_FOUND, UPSTREAM_ERROR, isObject } from '../protocol/jsonrpc.js'
+import { INVALID_PARAMS, RESOURCE_NOT_FOUND, UPSTREAM_ERROR, isObject, UpstreamRpcError, type ListKind, type JsonObject } from '../protocol/jsonrpc.js'
 import { Upstream } from './upstream.js'
 import { TASKS_EXTENSION, declaresTasks } from '../protocol/tasks.js'
 import type { CallStats } from './call-stats.js'
-import {
-  UpstreamRpcError, type InstanceOwner, type ListKind, type UpstreamHeaderProvider, type UpstreamLogger, type JsonObject, type UpstreamCallOptions, type UpstreamConfig, type UpstreamLoad, type UpstreamRegistry, type UpstreamStatus,
-  type ReconcileSummary, type CatalogueCounts, type UpstreamCallStats, type NameCollision
-} from './types.js'
+import type { InstanceOwner } from './isolation.js'
+import type { UpstreamHeaderProvider, UpstreamLogger, UpstreamCallOptions, UpstreamRegistry, ReconcileSummary } from './contract.js'
+import type { UpstreamConfig } from './config.js'
+import type { UpstreamLoad, UpstreamStatus, CatalogueCounts, UpstreamCallStats, NameCollision } from './status.js'
 
 /** Joins a prefix and an upstream name: `everything__echo`. */
 export const PREFIX_SEPARATOR = '__'
@@ -536,7 +536,7 @@ export async function startUpstreams (registry: UpstreamRegistry, logger: Upstre
  * @param options.logger receives lifecycle lines, collision warnings and children's stderr
  * @param options.defaultTimeoutMs timeout of one upstream call (ms) unless the upstream sets `timeout`
  * @returns an {@link UpstreamRegistry} (EventEmitter: 'list_changed', 'resource_updated',
- *          'upstream_state'). Never throws; calls reject with UpstreamRpcError (types.ts).
+ *          'upstream_state'). Never throws; calls reject with UpstreamRpcError (lib/protocol/jsonrpc.ts).
  */
 export function createRegistry (upstreams: Record<string, UpstreamConfig>, options: RegistryOptions): UpstreamRegistry {
   return new Registry(upstreams, options)

@@ -16,7 +16,7 @@ import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/client'
 import { getDefaultEnvironment } from '@modelcontextprotocol/client/stdio'
 import { isObject } from '../protocol/jsonrpc.js'
 import { LineSplitter, recoverResponseId, type LineSink } from '../protocol/lines.js'
-import { DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_STREAM_BUFFER_BYTES } from './types.js'
+import { DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_STREAM_BUFFER_BYTES } from './config.js'
 
 /** SIGTERM → SIGKILL grace when killing a child (ms). */
 export const KILL_GRACE_MS = 2_000

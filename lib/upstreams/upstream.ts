@@ -7,16 +7,17 @@
  * Sources: DIGEST §2e (cancellation, progress), §3a (timeouts), §6a (eras, dual-era), §6b (stdio
  * probe, restart), §6c (HTTP), §6d (mirrored headers), §6f (subscriptions/listen, MRTR).
  */
-import { UPSTREAM_ERROR, isObject } from '../protocol/jsonrpc.js'
+import { UPSTREAM_ERROR, isObject, UpstreamRpcError, type JsonObject } from '../protocol/jsonrpc.js'
 import { LEGACY_TASKS_REVISION } from '../protocol/tasks.js'
 import { EMPTY_CATALOGUE, SupervisedConnection, type ConnectionHost, type ConnectionState } from './connection.js'
 import { CallGate } from './gate.js'
 import { CallStats } from './call-stats.js'
 import type { CallTiming, Link, UnroutedKind } from './link.js'
-import {
-  DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED, DEFAULT_STREAM_BUFFER_BYTES, InstancesExhaustedError, UpstreamRpcError, instanceKeyOf, wantsLegacyConnection, type InstanceOwner, type UpstreamLoad, type JsonObject, type UpstreamCallOptions, type UpstreamCatalogue, type UpstreamConfig,
-  type UpstreamEvents, type UpstreamHeaderProvider, type UpstreamLogger, type UpstreamStatus
-} from './types.js'
+import { DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED, DEFAULT_STREAM_BUFFER_BYTES, wantsLegacyConnection, type UpstreamConfig } from './config.js'
+import { InstancesExhaustedError } from './errors.js'
+import { instanceKeyOf, type InstanceOwner } from './isolation.js'
+import type { UpstreamLoad, UpstreamStatus } from './status.js'
+import type { UpstreamCallOptions, UpstreamCatalogue, UpstreamEvents, UpstreamHeaderProvider, UpstreamLogger } from './contract.js'
 import { abortSignalOf, type CancelSignal } from '../base/cancel.js'
 
 /** The requests a legacy-era call sends over the legacy connection of a dual-era upstream (DIGEST §6f: the ones that may ask or log). */

@@ -4,8 +4,7 @@
  * reaping and endSession. Real fixture children.
  */
 import t from 'tap'
-import { INSTANCES_EXHAUSTED } from '../../lib/protocol/jsonrpc.js'
-import type { JsonObject } from '../../lib/upstreams/types.js'
+import { INSTANCES_EXHAUSTED, type JsonObject } from '../../lib/protocol/jsonrpc.js'
 import { fixtureCommand } from '../helpers/fixture.js'
 import { isAlive } from '../helpers/daemon.js'
 import { pollUntil } from '../helpers/legacy.js'

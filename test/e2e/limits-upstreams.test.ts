@@ -19,7 +19,7 @@ import { PassThrough } from 'node:stream'
 import { createInterface } from 'node:readline'
 import { pino } from 'pino'
 import { runStdio } from '../../stdio.js'
-import { loadConfig } from '../../lib/config/config.js'
+import { loadConfig } from '../../lib/config/load.js'
 
 // Twenty EOF drains, eight SIGTERMed daemons, 10,000 requests and 50 MB lines: minutes on a
 // loaded 2-core machine, beyond the suite's 480 s per file (.taprc).

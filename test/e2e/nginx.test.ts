@@ -19,7 +19,7 @@ import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextproto
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js'
 import { ClientCredentialsProvider as ClientCredentialsV1 } from '@modelcontextprotocol/sdk/client/auth-extensions.js'
 import { Client as ClientV2, ClientCredentialsProvider as ClientCredentialsV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client'
-import { CONFIG_SCHEMA } from '../../lib/config/config.js'
+import { CONFIG_SCHEMA } from '../../lib/config/schema.js'
 import { freePort, startDaemon, type DaemonProcess } from '../helpers/daemon.js'
 import { fixtureCommand } from '../helpers/fixture.js'
 import { legacyHeaders, modernHeaders, modernMeta } from '../helpers/app.js'

@@ -1,5 +1,5 @@
 /**
- * The per-call header seam of HTTP upstreams (lib/upstreams/types.ts UpstreamHeaderProvider, for
+ * The per-call header seam of HTTP upstreams (lib/upstreams/contract.ts UpstreamHeaderProvider, for
  * per-caller upstream credentials): a provider's headers reach the upstream on calls, from the caller's principal, and a
  * 401 makes the call retry once with fresh headers. A real HTTP fixture sits behind a small gate
  * (node:http) that refuses any `authorization` other than `Bearer good` with 401 and records what
@@ -9,7 +9,7 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import { createRegistry } from '../../lib/upstreams/registry.js'
-import type { UpstreamHeaderRequest } from '../../lib/upstreams/types.js'
+import type { UpstreamHeaderRequest } from '../../lib/upstreams/contract.js'
 import { fixtureCommand, startHttpUpstream } from '../helpers/fixture.js'
 import type { Teardown } from '../helpers/app.js'
 import { captureLogger } from '../helpers/registry.js'

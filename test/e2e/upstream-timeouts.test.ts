@@ -6,8 +6,7 @@
  * (500 ms between progress, 2.5 s timeout), so load cannot flip a result.
  */
 import t from 'tap'
-import { UPSTREAM_ERROR } from '../../lib/protocol/jsonrpc.js'
-import type { JsonObject } from '../../lib/upstreams/types.js'
+import { UPSTREAM_ERROR, type JsonObject } from '../../lib/protocol/jsonrpc.js'
 import { fixtureCommand } from '../helpers/fixture.js'
 import { startRegistry } from '../helpers/registry.js'
 

@@ -6,8 +6,9 @@
 import t, { type Test } from 'tap'
 import { once } from 'node:events'
 import { createRegistry } from '../../lib/upstreams/registry.js'
-import type { UpstreamConfig, JsonObject, UpstreamQuestion } from '../../lib/upstreams/types.js'
-import { RESOURCE_NOT_FOUND, UPSTREAM_ERROR } from '../../lib/protocol/jsonrpc.js'
+import type { UpstreamConfig } from '../../lib/upstreams/config.js'
+import { RESOURCE_NOT_FOUND, UPSTREAM_ERROR, type JsonObject } from '../../lib/protocol/jsonrpc.js'
+import type { UpstreamQuestion } from '../../lib/upstreams/contract.js'
 import { everythingCommand, fixtureCommand, startHttpFixture } from '../helpers/fixture.js'
 import { captureLogger, startRegistry, waitForState } from '../helpers/registry.js'
 

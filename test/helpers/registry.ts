@@ -7,7 +7,10 @@ import { EventEmitter } from 'node:events'
 import { Writable } from 'node:stream'
 import { pino } from 'pino'
 import { createRegistry } from '../../lib/upstreams/registry.js'
-import type { JsonObject, UpstreamConfig, UpstreamRegistry, UpstreamStatus } from '../../lib/upstreams/types.js'
+import type { JsonObject } from '../../lib/protocol/jsonrpc.js'
+import type { UpstreamConfig } from '../../lib/upstreams/config.js'
+import type { UpstreamRegistry } from '../../lib/upstreams/contract.js'
+import type { UpstreamStatus } from '../../lib/upstreams/status.js'
 import type { Teardown } from './app.js'
 
 /** How long a wait for a log line or a state may take, ms. */

@@ -9,7 +9,7 @@ import mcpxOrigin from '../../plugins/origin.js'
 import mcpxCors from '../../plugins/cors.js'
 import mcpxAuth from '../../plugins/auth.js'
 import { loadBearerTokens } from '../../lib/auth/tokens.js'
-import { loadConfig } from '../../lib/config/config.js'
+import { loadConfig } from '../../lib/config/load.js'
 import type { OriginPolicy } from '../../lib/http/origin.js'
 
 type Method = 'POST' | 'GET' | 'DELETE'

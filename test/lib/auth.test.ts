@@ -4,7 +4,8 @@
 import t from 'tap'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { loadConfig, type McpxConfig } from '../../lib/config/config.js'
+import { loadConfig } from '../../lib/config/load.js'
+import type { McpxConfig } from '../../lib/config/types.js'
 import {
   assertSafeBind, checkBearer, createBearerVerifier, loadBearerTokens
 } from '../../lib/auth/tokens.js'

@@ -1,9 +1,11 @@
-/** Config loading and validation (lib/config/config.ts; docs: Configuration). */
+/** Config loading and validation (lib/config/load.ts, lib/config/schema.ts; docs: Configuration). */
 import t from 'tap'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { loadConfig, parseDuration, resolveConfig, mrtrOptions, httpServerTimeouts, MAX_DURATION_MS } from '../../lib/config/config.js'
+import { loadConfig, resolveConfig } from '../../lib/config/load.js'
+import { parseDuration, MAX_DURATION_MS } from '../../lib/base/duration.js'
+import { mrtrOptions, httpServerTimeouts } from '../../lib/config/derive.js'
 import { McpxError } from '../../lib/base/errors.js'
 
 function configError (fn: () => unknown): string {

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs'
 import { pino } from 'pino'
 import { createCore } from '../../lib/core.js'
 import { SERVER_INFO, SERVER_VERSION } from '../../lib/base/version.js'
-import { loadConfig } from '../../lib/config/config.js'
+import { loadConfig } from '../../lib/config/load.js'
 import { createRegistry } from '../../lib/upstreams/registry.js'
 
 t.test('all/lifecycle/server-version-read-once-from-package-json', async t => {

@@ -6,7 +6,8 @@ import t from 'tap'
 import { EventEmitter } from 'node:events'
 import { setImmediate as tick } from 'node:timers/promises'
 import { createMetrics } from '../../lib/ops/metrics.js'
-import type { UpstreamLoad, UpstreamRegistry } from '../../lib/upstreams/types.js'
+import type { UpstreamLoad } from '../../lib/upstreams/status.js'
+import type { UpstreamRegistry } from '../../lib/upstreams/contract.js'
 
 /** A registry whose only live parts are its events, status() (none) and loads() (counted); a scrape reads nothing else. */
 function loadsRegistry (initial: UpstreamLoad[]): { registry: UpstreamRegistry, set: (next: UpstreamLoad[]) => void, reads: () => number } {

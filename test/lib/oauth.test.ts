@@ -3,7 +3,7 @@
  * discovery order, issuer and resource rules, config defaults. No network, no Fastify.
  */
 import t from 'tap'
-import { loadConfig } from '../../lib/config/config.js'
+import { loadConfig } from '../../lib/config/load.js'
 import { issuerMetadataUrls, protectedResourceMetadata, protectedResourceMetadataPaths, protectedResourceMetadataUrl } from '../../lib/auth/oauth-metadata.js'
 import { oauthPrincipal, scopesOf, tokenPrincipal, LOCAL_PRINCIPAL } from '../../lib/auth/principal.js'
 

@@ -3,7 +3,7 @@
  */
 import t from 'tap'
 import { McpxError } from '../../lib/base/errors.js'
-import { loadConfig } from '../../lib/config/config.js'
+import { loadConfig } from '../../lib/config/load.js'
 import { createOriginCheck, isOriginAllowed, originPolicyFromConfig, type OriginPolicy } from '../../lib/http/origin.js'
 import { isUnspecifiedHost, parseHostPort } from '../../lib/base/net.js'
 import { refusal } from '../../lib/protocol/http-status.js'

@@ -5,7 +5,7 @@
 import t from 'tap'
 import { Policy, compileGlobs, principalMatches, type PolicyConfig } from '../../lib/policy/rules.js'
 import { LOCAL_PRINCIPAL, oauthPrincipal, tokenPrincipal } from '../../lib/auth/principal.js'
-import { loadConfig } from '../../lib/config/config.js'
+import { loadConfig } from '../../lib/config/load.js'
 
 const ISS = 'https://as.example.com'
 const carol = oauthPrincipal({ iss: ISS, sub: 'carol', groups: ['staff', 'support-team'], tier: 'gold', level: 3 }, ['mcp:tools', 'mcp:read'])

@@ -14,7 +14,7 @@ import { MemoryRateLimiter, RedisRateLimiter, createRateLimiter, type RateDecisi
 import { Policy, type AppliedLimit } from '../../lib/policy/rules.js'
 import { REFUSALS, markRefused, markedRefusal, modernStatus, legacyStatus, refusal } from '../../lib/protocol/http-status.js'
 import { errorResponse, RATE_LIMITED } from '../../lib/protocol/jsonrpc.js'
-import { loadConfig } from '../../lib/config/config.js'
+import { loadConfig } from '../../lib/config/load.js'
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
 const silent = pino({ level: 'silent' })

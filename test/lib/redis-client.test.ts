@@ -4,7 +4,7 @@
  */
 import t from 'tap'
 import { Cluster, Redis } from 'ioredis'
-import { loadConfig } from '../../lib/config/config.js'
+import { loadConfig } from '../../lib/config/load.js'
 import { McpxError } from '../../lib/base/errors.js'
 import { createRedisConnection, describeRedisTarget, redisTargetKind } from '../../lib/base/redis.js'
 import { parseNodeAddress as parseHostPort } from '../../lib/base/net.js'

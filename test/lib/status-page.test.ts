@@ -8,7 +8,7 @@ import { BUCKETS, CallStats, SLOT_MS, WINDOW_SLOTS, bucketMidUs, bucketOf } from
 import { collectStatus, type StatusReport } from '../../lib/ops/status-model.js'
 import { escapeHtml, renderStatusPage, STATUS_PAGE_CSP } from '../../lib/ops/status-page.js'
 import { createRegistry } from '../../lib/upstreams/registry.js'
-import type { UpstreamConfig } from '../../lib/upstreams/types.js'
+import type { UpstreamConfig } from '../../lib/upstreams/config.js'
 
 t.test('ops/status/latency-buckets-within-a-sixteenth', async t => {
   let worst = 0

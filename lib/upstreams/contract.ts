@@ -1,26 +1,22 @@
 /**
- * The contract between the gateway core (lib/dispatch/dispatcher.ts) and the upstream layer.
+ * The contract between the gateway core (lib/dispatch/dispatcher.ts) and the upstream layer: the
+ * registry ({@link UpstreamRegistry}), the options of one call, the questions an upstream asks, the
+ * events it reports, and the header-provider seam of HTTP upstreams.
  *
  * Results cross this seam as plain JSON objects, exactly as the upstream sent them (upstream
  * schemas are re-listed verbatim). Shaping a result for the downstream era (adding
  * `resultType`, `ttlMs`, `cacheScope`, `_meta` serverInfo, or removing them for legacy
  * clients) is the dispatcher's job, not the upstream layer's.
- *
- * Over ~500 lines on purpose: it is types and their docstrings only (no code to speak of), the one
- * place a reader learns the whole seam.
  */
 import type { EventEmitter } from 'node:events'
 import type { Logger } from '../telemetry/log.js'
-import type { Era, Revision } from '../protocol/revisions.js'
-import type { UpstreamAuthConfig } from './credentials.js'
+import type { Era } from '../protocol/revisions.js'
 import type { RequestTrace } from '../telemetry/trace.js'
-import { INSTANCES_EXHAUSTED, INTERNAL_ERROR, UpstreamRpcError, type JsonObject, type ListKind } from '../protocol/jsonrpc.js'
-import type { CallStatsSnapshot } from './call-stats.js'
+import type { JsonObject, ListKind, UpstreamRpcError } from '../protocol/jsonrpc.js'
 import type { CancelSignal } from '../base/cancel.js'
-
-// The wire's own types live with the JSON-RPC rules; re-exported here because every side of this seam names them.
-export type { JsonObject, ListKind } from '../protocol/jsonrpc.js'
-export { UpstreamRpcError } from '../protocol/jsonrpc.js'
+import type { UpstreamConfig } from './config.js'
+import type { InstanceEvent, InstanceHome, InstanceOwner } from './isolation.js'
+import type { CatalogueCounts, NameCollision, UpstreamCallStats, UpstreamLoad, UpstreamStatus } from './status.js'
 
 /** One upstream's raw lists, exactly as it sent them (every page concatenated). */
 export interface UpstreamCatalogue {
@@ -59,41 +55,6 @@ export interface UpstreamEvents {
    */
   instanceEvent?: (event: InstanceEvent) => void
 }
-
-/**
- * Whom a call, a subscription or a notification listener serves, in the terms an isolated
- * upstream picks its instance by (docs: Isolated upstreams): the call's `owner` (a legacy
- * session id, the stdio client) and its `principalKey` (lib/auth/principal.ts Principal.key).
- */
-export interface InstanceOwner {
-  owner?: string
-  principalKey?: string
-  /**
-   * Where the `owner` session's per-session instances live when replicas share sessions (Redis
-   * store). When set, the subscriptions of that session's own instance are not counted here: the
-   * store applies the session's stored set on the replica running it (lib/sessions/redis-store.ts).
-   */
-  home?: InstanceHome
-}
-
-/**
- * The key of the isolated instance that serves `who` (the one rule; upstream.ts and the
- * notification hub both use it): per-session, the owner, else the principal (2026-07-28
- * traffic has no session); per-principal, the principal; `anonymous` when neither is known.
- * @returns undefined for a shared upstream (no instance)
- */
-export function instanceKeyOf (isolation: UpstreamIsolation | undefined, who: InstanceOwner): string | undefined {
-  if (isolation === undefined || isolation === 'shared') return undefined
-  if (isolation === 'per-session') return who.owner ?? who.principalKey ?? 'anonymous'
-  return who.principalKey ?? 'anonymous'
-}
-
-/**
- * What an isolated instance sent that belongs to its owner alone: a list change it
- * announced (`kind`, after re-listing it) or a `notifications/resources/updated` (`uri`). `key` is
- * the instance's ({@link instanceKeyOf}); the hub delivers it only to listeners of that key.
- */
-export type InstanceEvent = { upstream: string, isolation: 'per-session' | 'per-principal', key: string } & ({ kind: ListKind } | { uri: string })
 
 /** The logger methods the upstream layer uses: a pino Logger, or Fastify's `log`, fits. */
 export type UpstreamLogger = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>
@@ -208,186 +169,6 @@ export interface UpstreamHeaderRequest {
  * upstream that demands mcpx's own token (client_credentials) can be connected at all.
  */
 export type UpstreamHeaderProvider = (request: UpstreamHeaderRequest) => Promise<Record<string, string> | undefined>
-
-/** How an upstream's connections are shared among mcpx's callers (docs: Isolated upstreams). */
-export type UpstreamIsolation = 'shared' | 'per-session' | 'per-principal'
-
-/** The keys every upstream has, stdio or HTTP; durations in ms after loading. */
-export interface UpstreamCommonConfig {
-  prefix?: string
-  /** Bound of one call (ms); default the config's upstreamTimeout. */
-  timeout?: number
-  legacyConnection?: boolean
-  /** Restart the call's `timeout` each time the upstream sends progress for it (default false). */
-  resetTimeoutOnProgress?: boolean
-  /** Bound of a whole call (ms), progress or not; default none. */
-  maxTotalTimeout?: number
-  /** Default `shared` (one connection for every caller). */
-  isolation?: UpstreamIsolation
-  /** Most instances of an isolated upstream at once (default 16); past it a call is refused. */
-  maxInstances?: number
-  /** An isolated instance unused this long (ms) is stopped (default 10 min). */
-  idleTimeout?: number
-}
-
-/**
- * A call refused because its upstream has `maxInFlight` calls in flight and `maxQueued` waiting
- * (config maxInFlight, maxQueued). JSON-RPC -32603 like mcpx's other "server busy" refusals (lib/protocol/http-status.ts
- * `tooManyConcurrentRequests`); the dispatcher marks its response so that over HTTP it is the
- * refusal row `upstreamBusy` (503 with `Retry-After`). It never reached the upstream.
- */
-export class UpstreamBusyError extends UpstreamRpcError {
-  /** The lib/protocol/http-status.ts refusal row this error is answered with over HTTP. */
-  readonly refusal = 'upstreamBusy' as const
-  constructor (message: string) {
-    super(INTERNAL_ERROR, message)
-    this.name = 'UpstreamBusyError'
-  }
-}
-
-/**
- * An isolated upstream has `maxInstances` instances running and the call's session or
- * principal has none: -31001 INSTANCES_EXHAUSTED, answered over HTTP by the lib/protocol/http-status.ts refusal
- * row `instancesExhausted` (503 with `Retry-After`). It never reached the upstream.
- */
-export class InstancesExhaustedError extends UpstreamRpcError {
-  /** The lib/protocol/http-status.ts refusal row this error is answered with over HTTP. */
-  readonly refusal = 'instancesExhausted' as const
-  constructor (message: string) {
-    super(INSTANCES_EXHAUSTED, message)
-    this.name = 'InstancesExhaustedError'
-  }
-}
-
-/**
- * Where one legacy session's per-session isolated instances live when several replicas serve it
- * (under `sessions.store: "redis"`): on the replica that started the first of them, for
- * every isolated upstream. Another replica forwards the session's calls there.
- */
-export interface InstanceHome {
-  /**
-   * true when they live on this replica: the first asker claims them (one Redis round trip per
-   * session; later answers are synchronous). Rejects with {@link InstanceForwardError} when that
-   * cannot be told (the store is down, the session is gone).
-   */
-  isHere: () => boolean | Promise<boolean>
-  /**
-   * Runs `method` on the owner replica's instance of `upstream` and resolves with its raw result;
-   * progress, log lines and questions come back to `options`' callbacks, `options.signal` cancels it.
-   * Rejects with UpstreamRpcError (the upstream's error, or the owner's refusal) or
-   * {@link InstanceForwardError} (too many forwarded calls, the owner is gone, no answer in time).
-   * @param timeoutMs the upstream's call timeout, ms: with no word from the owner for this long plus a grace, the call fails
-   */
-  forward: (upstream: string, method: string, params: JsonObject, options: UpstreamCallOptions, timeoutMs: number) => Promise<JsonObject>
-}
-
-/**
- * A call that could not be forwarded to, or answered by, the replica holding its session's isolated
- * instance (under Redis; lib/sessions/instances.ts). `refusal` names the lib/protocol/http-status.ts row it
- * is answered with over HTTP (`forwardBusy`, `sessionInstanceLost`, `storeUnavailable`,
- * `unknownSession`); undefined: an in-band JSON-RPC error (a timeout).
- */
-export class InstanceForwardError extends UpstreamRpcError {
-  constructor (readonly refusal: 'forwardBusy' | 'sessionInstanceLost' | 'storeUnavailable' | 'unknownSession' | undefined, code: number, message: string) {
-    super(code, message)
-    this.name = 'InstanceForwardError'
-  }
-}
-
-/** Default `maxInFlight`: most calls sent to one upstream at once. */
-export const DEFAULT_MAX_IN_FLIGHT = 256
-/** Default `maxQueued`: most calls waiting for one of an upstream's `maxInFlight` slots. */
-export const DEFAULT_MAX_QUEUED = 1024
-/** Default `maxMessageBytes`: the largest single message accepted from an upstream, bytes (16 MiB). */
-export const DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
-
-/**
- * Default high-water mark of an upstream's stdin, bytes (1 MiB, as `transport.streamBufferBytes`,
- * the mark of every outgoing stream): past it calls wait for 'drain' before being written.
- */
-export const DEFAULT_STREAM_BUFFER_BYTES = 1024 * 1024
-
-/** The bounds every upstream config may set; defaults above. */
-export interface UpstreamLimitsConfig {
-  /** Most calls in flight to this upstream at once (both its connections together). */
-  maxInFlight?: number
-  /** Most calls waiting for a slot, FIFO; past it a call is refused (UpstreamBusyError). 0: no queue. */
-  maxQueued?: number
-  /** Largest single message from this upstream, bytes (a stdio line; an HTTP body or SSE event). */
-  maxMessageBytes?: number
-}
-
-/** One upstream as configured. */
-export type UpstreamConfig =
-  | UpstreamCommonConfig & UpstreamLimitsConfig & { command: string, args?: string[], env?: Record<string, string>, cwd?: string }
-  | UpstreamCommonConfig & UpstreamLimitsConfig & { url: string, headers?: Record<string, string>, auth?: UpstreamAuthConfig }
-
-/**
- * Whether a dual-era upstream gets its second, legacy connection for legacy-era calls
- * (`legacyConnection` in the config; see lib/upstreams/README.md): as configured, else true for
- * an HTTP upstream (one server process behind both connections) and false for a stdio upstream
- * (a second child process would not share the first one's state).
- */
-export function wantsLegacyConnection (config: UpstreamConfig): boolean {
-  return config.legacyConnection ?? !('command' in config)
-}
-
-/** What `status()` reports per upstream, for /readyz and logs. */
-export interface UpstreamStatus {
-  name: string
-  /** 'connecting' | 'ready' | 'down' (restarting with backoff) | 'closed' */
-  state: 'connecting' | 'ready' | 'down' | 'closed'
-  /** The era and revision negotiated with it, once ready. */
-  era?: Era
-  revision?: Revision
-  /** Child process id for a stdio upstream, while running. */
-  pid?: number
-  /** How many times it was restarted. */
-  restarts: number
-  /** The last error, as text, when state is 'down'. */
-  lastError?: string
-  /**
-   * Every child process id of a stdio upstream while running: the primary connection's and, once
-   * opened, the legacy connection's (so a test or an operator can check that none is orphaned).
-   */
-  pids?: number[]
-  /**
-   * The second, legacy-era connection of a dual-era upstream (see UpstreamCallOptions.era),
-   * opened on the first legacy-era call. Absent until then, when the config's `legacyConnection`
-   * is false (the default for stdio upstreams), and for an upstream that negotiated a legacy
-   * revision (one connection serves every call). `'unavailable'`: the upstream refused a
-   * legacy `initialize` (modern-only), so legacy-era calls use the primary connection.
-   */
-  legacy?: UpstreamLegacyStatus
-}
-
-/** The legacy connection's part of {@link UpstreamStatus}. */
-export interface UpstreamLegacyStatus {
-  state: 'connecting' | 'ready' | 'down' | 'unavailable'
-  /** The revision it negotiated, once ready. */
-  revision?: Revision
-  /** Its child process id (stdio), while running. */
-  pid?: number
-  /** How many times it was restarted after dying (not counting the first, lazy, open). */
-  restarts: number
-  /** The last error, as text, when state is 'down' or 'unavailable'. */
-  lastError?: string
-}
-
-/** One upstream's load and what its bounds refused, for metrics (read at scrape time). */
-export interface UpstreamLoad {
-  name: string
-  /** Calls holding one of its `maxInFlight` slots now. */
-  inFlight: number
-  /** Calls waiting in its queue now. */
-  queued: number
-  /** Calls refused since start because its queue was full (UpstreamBusyError). */
-  refused: number
-  /** Messages from it skipped since start for being over `maxMessageBytes`. */
-  oversized: number
-  /** Bytes waiting in mcpx for its children's stdin pipes now (stdio; at most about the high-water mark plus one frame). */
-  stdinBuffered: number
-}
 
 /**
  * The merged catalogue of every upstream, with names prefixed, and the router for calls.
@@ -523,21 +304,6 @@ export interface UpstreamRegistry extends EventEmitter {
   collisions? (): NameCollision[]
 }
 
-/** One upstream's call statistics (lib/upstreams/call-stats.ts). */
-export type UpstreamCallStats = { name: string } & CallStatsSnapshot
-
-/**
- * A tool or prompt name (prefixed), resource URI or resource template claimed by two upstreams:
- * the first in config order (`kept`) serves it, the other's (`dropped`) is left out of the catalogue.
- */
-export interface NameCollision {
-  kind: 'tool' | 'prompt' | 'resource' | 'template'
-  /** The downstream name, the URI, or the URI template. */
-  name: string
-  kept: string
-  dropped: string
-}
-
 /** What a reconcile changed: upstream names, in config order (removed: in their old order). */
 export interface ReconcileSummary {
   added: string[]
@@ -546,13 +312,4 @@ export interface ReconcileSummary {
   restarted: string[]
   /** Same config: left running, sessions, calls and children untouched. */
   unchanged: string[]
-}
-
-/** One upstream's list sizes (0 while it is not ready). */
-export interface CatalogueCounts {
-  name: string
-  tools: number
-  prompts: number
-  resources: number
-  resourceTemplates: number
 }
