@@ -17,15 +17,16 @@ import type { Logger } from '../telemetry/log.js'
 import {
   errorResponse, successResponse, isObject,
   INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, UPSTREAM_ERROR,
-  type JsonRpcRequest, type JsonRpcResponse, type JsonRpcErrorResponse, type JsonRpcNotification
+  type JsonRpcRequest, type JsonRpcResponse
 } from '../protocol/jsonrpc.js'
-import { MODERN_REVISIONS, SUPPORTED_REVISIONS, negotiateLegacy, unsupportedVersion, type Revision } from '../protocol/revisions.js'
-import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, metaOf } from '../protocol/inbound.js'
-import { InstanceForwardError, InstancesExhaustedError, UpstreamBusyError, UpstreamRpcError, type InstanceOwner, type JsonObject, type UpstreamCallOptions, type UpstreamQuestion, type UpstreamRegistry } from '../upstreams/types.js'
-import type { DispatchContext } from './context.js'
-import type { CancelSignal } from '../base/cancel.js'
+import { SUPPORTED_REVISIONS, negotiateLegacy, type Revision } from '../protocol/revisions.js'
+import { InstanceForwardError, InstancesExhaustedError, UpstreamBusyError, UpstreamRpcError, type JsonObject, type UpstreamCallOptions, type UpstreamRegistry } from '../upstreams/types.js'
+import type { DispatchContext, ServerInfo } from './context.js'
+import { callOptions, instanceOwnerOf } from './call-options.js'
+import { shapeLegacy, shapeModern } from './shape.js'
+import { checkEnvelope, checkModernEnvelope, type EnvelopeCheck } from './envelope.js'
 import { markRefused, refusedAs, REFUSALS, type RefusalReason } from '../protocol/http-status.js'
-import { ELICITATION_COMPLETE, MrtrBridge, StateSealer, missingCapabilities, missingCapabilityError } from './mrtr.js'
+import { MrtrBridge, StateSealer, missingCapabilities, missingCapabilityError } from './mrtr.js'
 import { activeTracing } from '../telemetry/trace.js'
 import { WHOLE_CATALOGUE, asPrincipal, callerKey, type AppliedLimit, type Policy } from '../policy/rules.js'
 import type { RateLimiter } from '../policy/rate-limit.js'
@@ -36,40 +37,10 @@ import { pageOf, type PagedList } from './paging.js'
 import { Tasks } from './tasks.js'
 import { requireString, stripMeta } from '../protocol/params.js'
 
-export type { DispatchContext } from './context.js'
-
-/**
- * Whom a request's upstream calls serve (isolated upstreams): its session (legacy session, the stdio
- * client) and its principal, as UpstreamCallOptions `owner` and `principalKey`. An isolated
- * upstream picks its instance by them (lib/upstreams/types.ts instanceKeyOf); subscriptions and
- * notification listeners name their owner the same way, so an instance's events reach exactly it.
- * Writes the fields into `who` (a new object by default: call options pass themselves, so a call
- * allocates nothing more) and returns it.
- */
-export function instanceOwnerOf<T extends InstanceOwner = InstanceOwner> (ctx: Pick<DispatchContext, 'sessionId' | 'principal' | 'instanceHome'>, who: T = {} as T): T {
-  if (ctx.sessionId !== undefined) who.owner = ctx.sessionId
-  if (ctx.principal !== undefined) who.principalKey = ctx.principal
-  // Redis store: the session's own instance follows its stored subscriptions (lib/sessions/redis-store.ts).
-  if (ctx.instanceHome !== undefined) who.home = ctx.instanceHome
-  return who
-}
-
-/** Methods whose modern `complete` results carry `ttlMs` and `cacheScope` (2026-07-28 caching.mdx; DIGEST A20). */
-const CACHEABLE = new Set(['server/discover', 'tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read'])
-
-/** Methods that exist only in the legacy era: a modern request for them is -32601 (404). */
-const LEGACY_ONLY = new Set(['initialize', 'ping', 'logging/setLevel', 'resources/subscribe', 'resources/unsubscribe'])
-
-/** Methods that exist only in the modern era (served as modern on stdio even without `_meta`). */
-export const MODERN_ONLY: ReadonlySet<string> = new Set(['server/discover', 'subscriptions/listen'])
-
-const LOG_LEVELS = new Set(['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'])
-
-/** Fields a modern result carries that a legacy client must not see. */
-const MODERN_RESULT_KEYS = ['resultType', 'ttlMs', 'cacheScope'] as const
-
-/** Identity mcpx reports as `serverInfo`. */
-export interface ServerInfo { name: string, version: string }
+export type { DispatchContext, ServerInfo } from './context.js'
+export { instanceOwnerOf } from './call-options.js'
+export { shapeLegacy } from './shape.js'
+export { MODERN_ONLY, type EnvelopeCheck } from './envelope.js'
 
 export interface DispatcherOptions {
   registry: UpstreamRegistry
@@ -119,9 +90,6 @@ class RefusedError extends UpstreamRpcError {
 /** An endpoint a request names that is not configured (a reload removed it): nothing is exposed (fail closed). */
 const NO_SERVER = new CuratedServer('', {})
 
-/** A rejection of a modern request's envelope, before any method runs. */
-export type EnvelopeCheck = JsonRpcErrorResponse | undefined
-
 /**
  * Answers JSON-RPC requests against the upstream registry.
  * `handle` never rejects: every failure becomes a JSON-RPC error response.
@@ -161,14 +129,14 @@ export class Dispatcher {
     this.rateLimiter = options.rateLimiter
     this.onRateLimited = options.onRateLimited
     const sealer = options.sealer ?? new StateSealer()
-    const callOptions = (request: JsonRpcRequest, ctx: DispatchContext): UpstreamCallOptions => this.callOptions(request, ctx)
-    this.tasks = new Tasks({ registry: this.registry, sealer, logger: options.logger, callOptions })
+    const optionsFor = (request: JsonRpcRequest, ctx: DispatchContext): UpstreamCallOptions => callOptions(request, ctx, this.mrtr)
+    this.tasks = new Tasks({ registry: this.registry, sealer, logger: options.logger, callOptions: optionsFor })
     this.mrtr = new MrtrBridge({
       sealer,
       parkTimeoutMs: options.parkTimeoutMs ?? 60_000,
       stateTtlMs: options.stateTtlMs ?? 300_000,
       logger: options.logger,
-      callOptions
+      callOptions: optionsFor
     })
   }
 
@@ -243,25 +211,7 @@ export class Dispatcher {
    * clientCapabilities present (-32602), the version implemented (-32022), logLevel valid (-32602),
    * and the method not a legacy-only one (-32601). Returns the error response, or undefined.
    */
-  checkModernEnvelope (request: JsonRpcRequest): EnvelopeCheck {
-    const meta = metaOf(request)
-    const version = meta?.[META_PROTOCOL_VERSION]
-    if (meta === undefined || typeof version !== 'string') {
-      return errorResponse(request.id, INVALID_PARAMS, `Invalid params: params._meta["${META_PROTOCOL_VERSION}"] is required`)
-    }
-    if (!MODERN_REVISIONS.includes(version)) return unsupportedVersion(request.id, version)
-    if (!isObject(meta[META_CLIENT_CAPABILITIES])) {
-      return errorResponse(request.id, INVALID_PARAMS, `Invalid params: params._meta["${META_CLIENT_CAPABILITIES}"] is required`)
-    }
-    const level = meta[META_LOG_LEVEL]
-    if (level !== undefined && (typeof level !== 'string' || !LOG_LEVELS.has(level))) {
-      return errorResponse(request.id, INVALID_PARAMS, `Invalid params: params._meta["${META_LOG_LEVEL}"] must be a logging level`)
-    }
-    if (LEGACY_ONLY.has(request.method)) {
-      return errorResponse(request.id, METHOD_NOT_FOUND, `Method not found: ${request.method} does not exist in revision ${version}`)
-    }
-    return undefined
-  }
+  checkModernEnvelope (request: JsonRpcRequest): EnvelopeCheck { return checkModernEnvelope(request) }
 
   /**
    * Answers one request in the given context.
@@ -290,19 +240,15 @@ export class Dispatcher {
 
   /** {@link handle} without tracing and the audit trail. */
   private async answer (request: JsonRpcRequest, ctx: DispatchContext): Promise<JsonRpcResponse> {
-    if (ctx.era === 'modern') {
-      const rejected = this.checkModernEnvelope(request)
-      if (rejected !== undefined) return rejected
-    } else if (MODERN_ONLY.has(request.method)) {
-      return errorResponse(request.id, METHOD_NOT_FOUND, `Method not found: ${request.method}`)
-    }
+    const rejected = checkEnvelope(request, ctx.era)
+    if (rejected !== undefined) return rejected
     try {
       const result = await this.run(request, ctx)
       if (ctx.era === 'modern') {
         const required = this.mrtr.takeMissing(ctx) ?? missingCapabilities(result, ctx.clientCapabilities)
         if (required !== undefined) return missingCapabilityError(request.id, required)
       }
-      return successResponse(request.id, ctx.era === 'modern' ? this.shapeModern(request.method, result) : shapeLegacy(result))
+      return successResponse(request.id, ctx.era === 'modern' ? shapeModern(request.method, result, this.serverInfo, this.listTtlMs) : shapeLegacy(result))
     } catch (err) {
       const required = ctx.era === 'modern' ? this.mrtr.takeMissing(ctx) : undefined
       if (required !== undefined) return missingCapabilityError(request.id, required)
@@ -410,7 +356,7 @@ export class Dispatcher {
         return await this.mrtr.call(request, ctx, uri, async options => await this.registry.readResource(uri, options))
       }
       case 'completion/complete':
-        return await this.registry.complete(stripMeta(params), this.callOptions(request, ctx))
+        return await this.registry.complete(stripMeta(params), callOptions(request, ctx, this.mrtr))
       case 'resources/subscribe': {
         const uri = requireString(params, 'uri')
         if (ctx.subscriptions?.has(uri) !== true) {
@@ -518,82 +464,6 @@ export class Dispatcher {
     return pageOf(key, items, this.pageSize, params.cursor)
   }
 
-  private callOptions (request: JsonRpcRequest, ctx: DispatchContext): UpstreamCallOptions {
-    const meta = request.params?._meta
-    const progressToken = isObject(meta) ? meta.progressToken : undefined
-    const options: UpstreamCallOptions = { signal: ctx.signal, era: ctx.era }
-    if (ctx.trace !== undefined) options.trace = ctx.trace // a child span per upstream call (lib/telemetry/trace.ts)
-    if (ctx.caller !== undefined) options.principal = ctx.caller // per-caller upstream credentials
-    // Whose questions and log lines, which isolated instance, and where it lives (isolated upstreams).
-    instanceOwnerOf(ctx, options)
-    const notify = ctx.notify
-    // Log lines go to a legacy client as they come (it opted in by declaring nothing: legacy servers
-    // send logs unless logging/setLevel says otherwise); a modern client gets them only when its
-    // request set a logLevel, which the upstream also sees and filters by (DIGEST §6f).
-    // notifications/elicitation/complete (of a URL-mode elicitation the call relayed) exists
-    // only in 2025-11-25 (DIGEST §6, method table): it goes to a legacy client, never to a modern one.
-    if (notify !== undefined && (ctx.era === 'legacy' || (isObject(meta) && typeof meta[META_LOG_LEVEL] === 'string'))) {
-      const legacy = ctx.era === 'legacy'
-      options.onNotification = (n) => {
-        if (n.method !== 'notifications/message' && !(legacy && n.method === ELICITATION_COMPLETE)) return
-        const notification: JsonRpcNotification = { jsonrpc: '2.0', method: n.method }
-        if (n.params !== undefined) notification.params = n.params
-        notify(notification)
-      }
-    }
-    if ((typeof progressToken === 'string' || typeof progressToken === 'number') && ctx.notify !== undefined) {
-      const notify = ctx.notify
-      // Once per notification of a flood, so built property by property: with an object
-      // spread here (`{ ...p, progressToken }`) Node 20's V8 promoted these short-lived objects to
-      // the old generation (alone in a loop: 20% of what it allocated, against 0.2% without), which
-      // grew by ~4 MB/s under a flood to a stalled client until a major GC (RSS past 300 MB with 4
-      // stalled calls; flat without the spread). Same bytes on the wire.
-      options.onProgress = (p) => {
-        const params: JsonObject = { progress: p.progress }
-        if (p.total !== undefined) params.total = p.total
-        if (p.message !== undefined) params.message = p.message
-        params.progressToken = progressToken
-        notify({ jsonrpc: '2.0', method: 'notifications/progress', params })
-      }
-    }
-    const ask = ctx.ask
-    if (ask !== undefined || ctx.era === 'modern') {
-      options.onQuestion = async (question: UpstreamQuestion, signal: CancelSignal) => {
-        // 2026-07-28 (basic/index.mdx; DIGEST §6a): a capability the server needs and the
-        // request did not declare is -32021 to the client, whatever the upstream makes of the refusal.
-        const refused = this.mrtr.refusal(question, ctx)
-        if (refused !== undefined) throw refused
-        // A 2026-07-28 client takes no server→client requests (DIGEST §6c row 17). On tools/call,
-        // prompts/get and resources/read the MRTR bridge (lib/dispatch/mrtr.ts MrtrBridge) replaces this handler:
-        // it parks the call and returns the question as an input_required result. Elsewhere: a clear refusal.
-        if (ask === undefined) throw new UpstreamRpcError(METHOD_NOT_FOUND, `mcpx cannot relay ${question.method} to a 2026-07-28 client`)
-        return await ask(question, signal)
-      }
-    }
-    // The upstream sees the capabilities of the client mcpx serves, not mcpx's own: a modern
-    // upstream must not ask for inputs that client cannot give (legacy upstreams ignore the key).
-    options.meta = { [META_CLIENT_CAPABILITIES]: ctx.clientCapabilities }
-    if (ctx.era === 'modern' && isObject(meta) && typeof meta[META_LOG_LEVEL] === 'string') options.meta[META_LOG_LEVEL] = meta[META_LOG_LEVEL]
-    // A legacy client gets log lines unless it lowered the level (a legacy server sends every level
-    // before logging/setLevel); a modern upstream sends none without a per-request logLevel, so ask
-    // it for everything and let the legacy client see what a legacy upstream would have sent.
-    if (ctx.era === 'legacy') options.meta[META_LOG_LEVEL] = 'debug'
-    return options
-  }
-
-  private shapeModern (method: string, result: JsonObject): JsonObject {
-    const shaped: JsonObject = { ...result }
-    if (typeof shaped.resultType !== 'string') shaped.resultType = 'complete'
-    if (shaped.resultType === 'complete' && CACHEABLE.has(method)) {
-      if (typeof shaped.ttlMs !== 'number') shaped.ttlMs = this.listTtlMs
-      if (shaped.cacheScope !== 'public' && shaped.cacheScope !== 'private') shaped.cacheScope = 'public'
-    }
-    const meta = isObject(shaped._meta) ? { ...shaped._meta } : {}
-    meta[META_SERVER_INFO] = this.serverInfo
-    shaped._meta = meta
-    return shaped
-  }
-
   /**
    * The error for a hidden tool or prompt: the registry's answer for that name were it absent
    * (hidden things look absent), so it is the same bytes as an absent name's while the
@@ -632,25 +502,6 @@ function hidden (kind: 'tool' | 'prompt', name: string): UpstreamRpcError {
 /** The error for a hidden resource: the registry's answer for a URI no upstream serves. */
 function hiddenResource (uri: string): UpstreamRpcError {
   return new HiddenError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`, { uri })
-}
-
-/** Removes the modern-only result fields (a dual-era gateway must not add them to legacy results, DIGEST §6f). */
-export function shapeLegacy (result: JsonObject): JsonObject {
-  let shaped: JsonObject | undefined
-  for (const key of MODERN_RESULT_KEYS) {
-    if (Object.hasOwn(result, key)) {
-      shaped ??= { ...result }
-      delete shaped[key]
-    }
-  }
-  const meta = (shaped ?? result)._meta
-  if (isObject(meta) && Object.hasOwn(meta, META_SERVER_INFO)) {
-    shaped ??= { ...result }
-    const { [META_SERVER_INFO]: _omit, ...rest } = meta
-    if (Object.keys(rest).length === 0) delete shaped._meta
-    else shaped._meta = rest
-  }
-  return shaped ?? result
 }
 
 export type { Revision }
