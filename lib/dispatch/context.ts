@@ -10,6 +10,9 @@ import type { UpstreamQuestion } from '../upstreams/contract.js'
 import type { RequestTrace, TraceIn } from '../telemetry/trace.js'
 import type { CancelSignal, Canceller } from '../base/cancel.js'
 
+/** Identity mcpx reports as `serverInfo` (legacy `initialize`, modern `_meta` of every result). */
+export interface ServerInfo { name: string, version: string }
+
 /** Everything the dispatcher needs to know about where a request came from. */
 export interface DispatchContext {
   /** The era the request is served in. */

@@ -22,8 +22,19 @@ function fingerprintOf (items: readonly JsonObject[]): string {
   return print
 }
 
-/** A caller's view of the catalogue on an endpoint. At least one of the two parts is set. */
+/**
+ * A caller's view of the catalogue on an endpoint: a policy view, a curated endpoint, both, or
+ * neither ({@link Visibility.ALL}). Immutable; never throws.
+ */
 export class Visibility {
+  /**
+   * The null view: neither a policy nor a curated endpoint applies. Every name is visible, the
+   * exposed names are the catalogue names, arguments pass unchanged and no rate limit counts (no
+   * policy view to take limits from). Each method reads the same as under any other view; lists
+   * come back as the registry's own arrays (no copy).
+   */
+  static readonly ALL = new Visibility(undefined, undefined)
+
   constructor (readonly policy: PolicyView | undefined, readonly server: CuratedServer | undefined) {}
 
   /** `tools/list` as this caller sees it on this endpoint. */

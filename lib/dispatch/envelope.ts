@@ -1,0 +1,54 @@
+/**
+ * Which era a method exists in, and a modern request's `_meta` envelope (DIGEST §6a): the checks
+ * the dispatcher makes before any method runs. Each answers with the error response, or undefined.
+ */
+import { errorResponse, isObject, INVALID_PARAMS, METHOD_NOT_FOUND, type JsonRpcErrorResponse, type JsonRpcRequest } from '../protocol/jsonrpc.js'
+import { MODERN_REVISIONS, unsupportedVersion, type Era } from '../protocol/revisions.js'
+import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION, metaOf } from '../protocol/inbound.js'
+
+/** Methods that exist only in the legacy era: a modern request for them is -32601 (404). */
+const LEGACY_ONLY = new Set(['initialize', 'ping', 'logging/setLevel', 'resources/subscribe', 'resources/unsubscribe'])
+
+/** Methods that exist only in the modern era (served as modern on stdio even without `_meta`). */
+export const MODERN_ONLY: ReadonlySet<string> = new Set(['server/discover', 'subscriptions/listen'])
+
+const LOG_LEVELS = new Set(['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'])
+
+/** A rejection of a request's envelope, before any method runs; undefined: it passes. */
+export type EnvelopeCheck = JsonRpcErrorResponse | undefined
+
+/**
+ * Checks a modern request's `_meta` envelope (DIGEST §6a): protocolVersion and
+ * clientCapabilities present (-32602), the version implemented (-32022), logLevel valid (-32602),
+ * and the method not a legacy-only one (-32601), in that order. Never throws.
+ * @returns the error response, or undefined
+ */
+export function checkModernEnvelope (request: JsonRpcRequest): EnvelopeCheck {
+  const meta = metaOf(request)
+  const version = meta?.[META_PROTOCOL_VERSION]
+  if (meta === undefined || typeof version !== 'string') {
+    return errorResponse(request.id, INVALID_PARAMS, `Invalid params: params._meta["${META_PROTOCOL_VERSION}"] is required`)
+  }
+  if (!MODERN_REVISIONS.includes(version)) return unsupportedVersion(request.id, version)
+  if (!isObject(meta[META_CLIENT_CAPABILITIES])) {
+    return errorResponse(request.id, INVALID_PARAMS, `Invalid params: params._meta["${META_CLIENT_CAPABILITIES}"] is required`)
+  }
+  const level = meta[META_LOG_LEVEL]
+  if (level !== undefined && (typeof level !== 'string' || !LOG_LEVELS.has(level))) {
+    return errorResponse(request.id, INVALID_PARAMS, `Invalid params: params._meta["${META_LOG_LEVEL}"] must be a logging level`)
+  }
+  if (LEGACY_ONLY.has(request.method)) {
+    return errorResponse(request.id, METHOD_NOT_FOUND, `Method not found: ${request.method} does not exist in revision ${version}`)
+  }
+  return undefined
+}
+
+/**
+ * The envelope check of a request served in `era`: a modern one's `_meta` ({@link checkModernEnvelope});
+ * a legacy one only that its method is not modern-only (-32601). Never throws.
+ * @returns the error response, or undefined
+ */
+export function checkEnvelope (request: JsonRpcRequest, era: Era): EnvelopeCheck {
+  if (era === 'modern') return checkModernEnvelope(request)
+  return MODERN_ONLY.has(request.method) ? errorResponse(request.id, METHOD_NOT_FOUND, `Method not found: ${request.method}`) : undefined
+}

@@ -1,0 +1,15 @@
+/** `prompts/get`: a hidden prompt is answered as an absent one; the MRTR bridge carries the call across eras. */
+import { requireString } from '../../protocol/params.js'
+import type { JsonObject } from '../../protocol/jsonrpc.js'
+import { hiddenAsAbsent } from '../errors.js'
+import { argumentsOf, type MethodCall } from './method.js'
+
+/** `prompts/get`. Throws -32602 for a missing name or non-object arguments, the registry's error for a hidden or absent prompt. */
+export async function getPrompt ({ request, params, ctx, view, deps }: MethodCall): Promise<JsonObject> {
+  const name = requireString(params, 'name')
+  const args = argumentsOf(params) as Record<string, string> | undefined
+  return await deps.mrtr.call(request, ctx, name, async options => {
+    if (!view.prompt(name)) throw hiddenAsAbsent(deps.registry, 'prompt', name)
+    return await deps.registry.getPrompt(name, args, options)
+  })
+}

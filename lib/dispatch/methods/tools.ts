@@ -1,0 +1,49 @@
+/**
+ * `tools/call`: the caller's view routes the exposed name to its catalogue name and fills in the
+ * endpoint's defaults; a hidden tool is answered as an absent one; the policy's rate limits count
+ * the call before it starts; the MRTR bridge carries it across eras; Tasks expose a task result.
+ */
+import { REFUSALS } from '../../protocol/http-status.js'
+import { requireString } from '../../protocol/params.js'
+import { callerKey, type AppliedLimit } from '../../policy/rules.js'
+import type { JsonObject } from '../../protocol/jsonrpc.js'
+import type { DispatchContext } from '../context.js'
+import { RefusedError, hiddenAsAbsent } from '../errors.js'
+import { argumentsOf, type MethodCall, type MethodDeps } from './method.js'
+
+/** `tools/call`. Throws -32602 for a missing name or non-object arguments, the registry's error for a hidden or absent tool, RefusedError past a rate limit. */
+export async function callTool ({ request, params, ctx, view, deps }: MethodCall): Promise<JsonObject> {
+  const name = requireString(params, 'name')
+  const args = argumentsOf(params)
+  // Rate limits count visible tools only (a hidden one is answered as absent below), once per
+  // request, before the call starts: a limited call never reaches the upstream.
+  const limited = view.tool(name)
+  const limits = limited === undefined || view.policy === undefined ? undefined : view.policy.limitsFor(limited)
+  if (limits !== undefined && limits.length > 0) await countCall(deps, ctx, name, limited as string, limits)
+  const task = deps.tasks.taskParam(params, ctx)
+  const result = await deps.mrtr.call(request, ctx, name, async options => {
+    const catalogue = view.tool(name)
+    if (catalogue === undefined) throw hiddenAsAbsent(deps.registry, 'tool', name)
+    return await deps.registry.callTool(catalogue, view.argumentsFor(catalogue, args), task === undefined ? options : { ...options, task })
+  })
+  return deps.tasks.expose(result, view.tool(name) ?? name, ctx, task !== undefined)
+}
+
+/**
+ * Counts one call of `catalogue` (exposed as `exposed`) against its limits (lib/policy/rate-limit.ts).
+ * @throws RefusedError rateLimited (-31002, `data.retryAfterMs`) past a limit; rateLimitUnavailable
+ *         (-32603) when the shared store cannot be asked (fail closed)
+ */
+async function countCall (deps: MethodDeps, ctx: DispatchContext, exposed: string, catalogue: string, limits: readonly AppliedLimit[]): Promise<void> {
+  const limiter = deps.rateLimiter
+  if (limiter === undefined) {
+    deps.onRateLimited?.('unavailable')
+    throw new RefusedError('rateLimitUnavailable', REFUSALS.rateLimitUnavailable.message)
+  }
+  const taken = limiter.take(callerKey(ctx.caller), catalogue, limits)
+  const decision = taken instanceof Promise ? await taken : taken
+  if (decision.kind === 'allowed') return
+  deps.onRateLimited?.(decision.kind)
+  if (decision.kind === 'unavailable') throw new RefusedError('rateLimitUnavailable', REFUSALS.rateLimitUnavailable.message)
+  throw new RefusedError('rateLimited', `Rate limit exceeded: too many calls of ${exposed}; retry after ${decision.retryAfterMs} ms`, { retryAfterMs: decision.retryAfterMs })
+}

@@ -1,0 +1,57 @@
+/**
+ * Era shaping of a successful result (DIGEST §6f): a modern result carries `resultType`, `_meta`
+ * serverInfo and, on the cacheable methods, `ttlMs`/`cacheScope`; a legacy result carries none of
+ * these, even when the upstream that produced it is modern. The dispatcher applies one of the two
+ * to every result, whichever method produced it.
+ */
+import { isObject } from '../protocol/jsonrpc.js'
+import { META_SERVER_INFO } from '../protocol/inbound.js'
+import type { JsonObject } from '../protocol/jsonrpc.js'
+import type { ServerInfo } from './context.js'
+
+/** Methods whose modern `complete` results carry `ttlMs` and `cacheScope` (2026-07-28 caching.mdx; DIGEST A20). */
+const CACHEABLE = new Set(['server/discover', 'tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read'])
+
+/** Fields a modern result carries that a legacy client must not see. */
+const MODERN_RESULT_KEYS = ['resultType', 'ttlMs', 'cacheScope'] as const
+
+/**
+ * A result as a modern client gets it (DIGEST §6f): `resultType` (default `complete`); on a
+ * cacheable method's complete result `ttlMs` (default `ttlMs`, in ms) and `cacheScope` (default
+ * `public`) unless the result set valid ones; `_meta` serverInfo. Returns a new object (the input
+ * is not changed). Never throws.
+ */
+export function shapeModern (method: string, result: JsonObject, serverInfo: ServerInfo, ttlMs: number): JsonObject {
+  const shaped: JsonObject = { ...result }
+  if (typeof shaped.resultType !== 'string') shaped.resultType = 'complete'
+  if (shaped.resultType === 'complete' && CACHEABLE.has(method)) {
+    if (typeof shaped.ttlMs !== 'number') shaped.ttlMs = ttlMs
+    if (shaped.cacheScope !== 'public' && shaped.cacheScope !== 'private') shaped.cacheScope = 'public'
+  }
+  const meta = isObject(shaped._meta) ? { ...shaped._meta } : {}
+  meta[META_SERVER_INFO] = serverInfo
+  shaped._meta = meta
+  return shaped
+}
+
+/**
+ * Removes the modern-only result fields (a dual-era gateway must not add them to legacy results, DIGEST §6f).
+ * Returns `result` itself when it has none, else a copy without them. Never throws.
+ */
+export function shapeLegacy (result: JsonObject): JsonObject {
+  let shaped: JsonObject | undefined
+  for (const key of MODERN_RESULT_KEYS) {
+    if (Object.hasOwn(result, key)) {
+      shaped ??= { ...result }
+      delete shaped[key]
+    }
+  }
+  const meta = (shaped ?? result)._meta
+  if (isObject(meta) && Object.hasOwn(meta, META_SERVER_INFO)) {
+    shaped ??= { ...result }
+    const { [META_SERVER_INFO]: _omit, ...rest } = meta
+    if (Object.keys(rest).length === 0) delete shaped._meta
+    else shaped._meta = rest
+  }
+  return shaped ?? result
+}
