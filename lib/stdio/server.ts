@@ -47,6 +47,7 @@ import {
 import { activeTracing, type TraceIn } from '../telemetry/trace.js'
 import type { InstanceOwner } from '../upstreams/types.js'
 import { Cancellation } from '../base/cancel.js'
+import { LineSplitter } from '../protocol/lines.js'
 
 /** Whom every request of a stdio connection serves (lib/dispatch/dispatcher.ts instanceOwnerOf of its contexts): its isolated instances' events reach it. */
 const STDIO_OWNER: InstanceOwner = Object.freeze({ owner: STDIO_SESSION, principalKey: LOCAL_PRINCIPAL.key })
@@ -195,10 +196,13 @@ function stdioFrame (message: JsonRpcMessage | JsonRpcMessage[]): string {
 
 // ---- framing: input -------------------------------------------------------------------------------
 
+/** What the pull loop of {@link LineReader} takes from the splitter: a line, or a line gone over the bound. */
+const TOO_LONG = Symbol('line too long')
+
 /**
- * Splits a byte stream into `\n`-terminated lines of at most `maxLineBytes` (a trailing `\r` is
- * dropped, blank lines are skipped). A longer line is reported once and discarded up to its
- * newline. A last line without its newline is still a line.
+ * Reads a byte stream as lines through lib/protocol/lines LineSplitter (the bound, the discarding of
+ * an oversized line up to its newline, a last line without its newline): a trailing `\r` is dropped,
+ * blank lines are skipped, an oversized line is reported once, when it crosses the bound.
  */
 class LineReader {
   private stopping = false
@@ -233,51 +237,41 @@ class LineReader {
   async read (onLine: (line: Uint8Array) => Promise<void>, onTooLong: () => void): Promise<void> {
     const input = this.input
     const iterator = (input as AsyncIterable<Buffer | string>)[Symbol.asyncIterator]()
-    let pending: Buffer[] = []
-    let pendingBytes = 0
-    let discarding = false
-    const tooLong = (): void => {
-      this.log.debug({ maxLineBytes: this.maxLineBytes }, 'line too long; discarded')
-      onTooLong()
-    }
-    const lineDone = async (line: Buffer): Promise<void> => {
-      let end = line.length
-      if (end > 0 && line[end - 1] === 0x0d) end-- // tolerate CRLF
-      const body = line.subarray(0, end)
-      if (isBlank(body)) return
-      await this.backpressure()
-      if (this.stopping) return
-      await onLine(body)
+    // One chunk's lines, in order; the splitter runs synchronously, the lines are served one by one.
+    const queue: Array<Buffer | typeof TOO_LONG> = []
+    const splitter = new LineSplitter(this.maxLineBytes, {
+      line: (bytes, start, end) => { queue.push(bytes.subarray(start, end)) },
+      overflowing: () => { queue.push(TOO_LONG) },
+      oversized: () => {} // answered when it crossed the bound
+    })
+    const serveQueued = async (): Promise<void> => {
+      for (let i = 0; i < queue.length && !this.stopping; i++) {
+        const line = queue[i]
+        if (line === TOO_LONG) {
+          this.log.debug({ maxLineBytes: this.maxLineBytes }, 'line too long; discarded')
+          onTooLong()
+          continue
+        }
+        const body = line.length > 0 && line[line.length - 1] === 0x0d ? line.subarray(0, line.length - 1) : line // tolerate CRLF
+        if (isBlank(body)) continue
+        await this.backpressure()
+        if (this.stopping) break
+        await onLine(body)
+      }
+      queue.length = 0
     }
     try {
       while (!this.stopping) {
         const next = await Promise.race([iterator.next(), this.stopped])
         if (next === 'stop' || next.done === true) break
-        const chunk = typeof next.value === 'string' ? Buffer.from(next.value, 'utf8') : next.value
-        let start = 0
-        while (!this.stopping) {
-          const newline = chunk.indexOf(0x0a, start)
-          if (newline === -1) {
-            const rest = chunk.subarray(start)
-            if (!discarding && rest.length > 0) {
-              pending.push(rest)
-              pendingBytes += rest.length
-              if (pendingBytes > this.maxLineBytes) { tooLong(); discarding = true; pending = []; pendingBytes = 0 }
-            }
-            break
-          }
-          const piece = chunk.subarray(start, newline)
-          start = newline + 1
-          if (discarding) { discarding = false; continue }
-          const line = pending.length === 0 ? piece : Buffer.concat([...pending, piece])
-          pending = []
-          pendingBytes = 0
-          if (line.length > this.maxLineBytes) { tooLong(); continue }
-          await lineDone(line)
-        }
+        splitter.push(typeof next.value === 'string' ? Buffer.from(next.value, 'utf8') : next.value)
+        await serveQueued()
       }
       // A last line without its newline is still a message.
-      if (!this.stopping && !discarding && pending.length > 0) await lineDone(Buffer.concat(pending))
+      if (!this.stopping) {
+        splitter.end()
+        await serveQueued()
+      }
     } catch (err) {
       this.log.debug({ err }, 'stdin failed; treating as EOF')
     } finally {
