@@ -20,7 +20,7 @@ import {
   type JsonRpcRequest, type JsonRpcResponse, type JsonRpcErrorResponse, type JsonRpcNotification
 } from '../protocol/jsonrpc.js'
 import { MODERN_REVISIONS, SUPPORTED_REVISIONS, negotiateLegacy, unsupportedVersion, type Revision } from '../protocol/revisions.js'
-import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, metaOf } from '../protocol/inbound.js'
+import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, MODERN_ONLY, metaOf } from '../protocol/inbound.js'
 import { InstanceForwardError, InstancesExhaustedError, UpstreamBusyError, UpstreamRpcError, type InstanceOwner, type JsonObject, type UpstreamCallOptions, type UpstreamQuestion, type UpstreamRegistry } from '../upstreams/types.js'
 import type { DispatchContext } from './context.js'
 import type { CancelSignal } from '../base/cancel.js'
@@ -60,8 +60,6 @@ const CACHEABLE = new Set(['server/discover', 'tools/list', 'prompts/list', 'res
 /** Methods that exist only in the legacy era: a modern request for them is -32601 (404). */
 const LEGACY_ONLY = new Set(['initialize', 'ping', 'logging/setLevel', 'resources/subscribe', 'resources/unsubscribe'])
 
-/** Methods that exist only in the modern era (served as modern on stdio even without `_meta`). */
-export const MODERN_ONLY: ReadonlySet<string> = new Set(['server/discover', 'subscriptions/listen'])
 
 const LOG_LEVELS = new Set(['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'])
 
