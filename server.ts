@@ -19,7 +19,7 @@ import { Reloader, watchConfig } from './lib/ops/reload.js'
 import { isLoopbackAddress, isLoopbackHostHeader, parseHostPort } from './lib/base/net.js'
 import { McpxError } from './lib/base/errors.js'
 import { STATUS_CODES } from 'node:http'
-import { readinessStatus, refusal } from './lib/protocol/http-status.js'
+import { readinessStatus, refusal, reloadStatus } from './lib/protocol/http-status.js'
 import { createAuthenticator, type Authenticator } from './lib/auth/authenticate.js'
 import { sendRefusal } from './plugins/send-refusal.js'
 import { httpServerTimeouts } from './lib/config/derive.js'
@@ -103,8 +103,7 @@ function adminGuard (verify: BearerVerifier, oauth: Authenticator | undefined, c
       const verdict = await oauth.authenticate(request.headers.authorization)
       if (verdict.kind === 'ok') { request.adminOk = true; return }
       if (verdict.refusal.reason === 'insufficient_scope') {
-        const { status, wwwAuthenticate, body } = verdict.refusal
-        await reply.code(status).header('www-authenticate', wwwAuthenticate).type('application/json').send(body)
+        await sendRefusal(reply, verdict.refusal)
         return
       }
     }
@@ -222,7 +221,7 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
   // cross-site POST; an Authorization header can only be set by a real client).
   app.post('/admin/reload', { logLevel: 'warn', onRequest: adminGuard(verifyAdmin, adminOAuth, adminConfigured, true) }, async function adminReload (_request, reply) {
     const result = await reloader.reload('admin')
-    if (!result.ok) return await reply.code(422).send({ status: 'refused', reason: result.reason })
+    if (!result.ok) return await reply.code(reloadStatus(false)).send({ status: 'refused', reason: result.reason })
     const { added, removed, restarted, unchanged, restartToApply } = result
     return await reply.send({ status: 'applied', added, removed, restarted, unchanged, restartToApply })
   })

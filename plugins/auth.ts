@@ -1,7 +1,8 @@
 /**
  * mcpx-auth: the front door (docs: Security, Authentication). One `onRequest` hook turns the Authorization header
  * into a Principal, once, through lib/auth/authenticate, and stores it in `request.mcpPrincipal`; nothing
- * after it reads the header for identity (only lib/auth/principal bindingKeyOf hashes it, with auth off). A refusal is sent as lib/auth/authenticate built it: 401 with
+ * after it reads the header for identity (only lib/auth/principal bindingKeyOf hashes it, with auth off). A refusal is sent as lib/auth/authenticate built it (a row of the refusal table, through
+ * plugins/send-refusal): 401 with
  * `WWW-Authenticate` (and `resource_metadata` with OAuth), or 403 for missing scopes, with an id-less
  * JSON-RPC body. OPTIONS passes: a CORS preflight carries no Authorization (mcpx-cors has normally
  * answered it already). With no authentication configured, no hook is added at all.
@@ -15,6 +16,7 @@ import fp from 'fastify-plugin'
 import type { Principal } from '../lib/auth/principal.js'
 import { createAuthenticator, type Authenticator } from '../lib/auth/authenticate.js'
 import { loadConfig } from '../lib/config/load.js'
+import { sendRefusal } from './send-refusal.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -48,6 +50,6 @@ export default fp<AuthOptions>(async function mcpxAuth (fastify, opts) {
     }
     const { refusal } = outcome
     request.log.debug({ reason: refusal.reason }, 'bearer token refused') // never the token itself
-    return reply.code(refusal.status).header('WWW-Authenticate', refusal.wwwAuthenticate).type('application/json').send(refusal.body)
+    return sendRefusal(reply, refusal)
   })
 }, { name: 'mcpx-auth', fastify: '5.x', dependencies: ['mcpx-origin', 'mcpx-cors'] })

@@ -16,11 +16,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { MemorySessionStore, sessionBoundTo, type Session, type SessionStore } from '../lib/sessions/store.js'
 import { RedisSessionStore } from '../lib/sessions/redis-store.js'
 import type { McpxConfig } from '../lib/config/types.js'
-import { encodeMessage } from '../lib/protocol/jsonrpc.js'
 import { requestIdOf, type Inbound } from '../lib/protocol/inbound.js'
 import { isLegacyRevision, unsupportedLegacyVersion } from '../lib/protocol/revisions.js'
 import { readHeader } from '../lib/protocol/header-values.js'
-import { legacyStatus, refusal } from '../lib/protocol/http-status.js'
+import { eraRefusal, refusal } from '../lib/protocol/http-status.js'
 import { sendRefusal } from './send-refusal.js'
 import { bindingKeyOf } from '../lib/auth/principal.js'
 import { endpointOf } from './endpoint.js'
@@ -79,8 +78,7 @@ export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fast
     const version = inbound.headerRevision
     if (version !== undefined && !isLegacyRevision(version) && request.method !== 'DELETE') {
       // The refusal carries the request's id when one can be read; a batch or a notification has none.
-      const refused = unsupportedLegacyVersion(requestIdOf(inbound), version)
-      return reply.code(legacyStatus(refused.error)).type('application/json').send(encodeMessage(refused))
+      return sendRefusal(reply, eraRefusal('legacy', unsupportedLegacyVersion(requestIdOf(inbound), version)))
     }
     const header = readHeader(request.headers, 'mcp-session-id')
     if (header.kind === 'absent') return

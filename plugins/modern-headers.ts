@@ -3,11 +3,13 @@
  * (seed › Streamable HTTP, 2026-07-28): no batches (-32600), a revision mcpx serves (-32022),
  * the mirrored MCP-Protocol-Version / Mcp-Method / Mcp-Name headers (-32020), and the
  * Mcp-Param-* headers of the named tool (-32020). Every rejection carries the request's id
- * when it has one; its status comes from lib/protocol/http-status (modernStatus).
+ * when it has one; its status comes from lib/protocol/http-status (eraRefusal: modernStatus), and
+ * plugins/send-refusal writes it.
  */
 import fp from 'fastify-plugin'
-import { encodeMessage, errorResponse, INVALID_REQUEST } from '../lib/protocol/jsonrpc.js'
-import { modernStatus } from '../lib/protocol/http-status.js'
+import { errorResponse, INVALID_REQUEST } from '../lib/protocol/jsonrpc.js'
+import { eraRefusal } from '../lib/protocol/http-status.js'
+import { sendRefusal } from './send-refusal.js'
 import { checkModernHeaders } from '../lib/protocol/modern-headers.js'
 import { checkParamHeaders } from '../lib/protocol/param-headers.js'
 import { isUnservedModern, unsupportedVersion } from '../lib/protocol/revisions.js'
@@ -20,13 +22,13 @@ export default fp(async function mcpxModernHeaders (fastify) {
   // dispatcher, through the caller's policy view (a hidden tool is unknown here too: hidden things look absent).
   const dispatcher = fastify.mcp.dispatcher
   const findTool = dispatcher.findTool.bind(dispatcher) // bound once, not per request
-  const batchRefused = encodeMessage(errorResponse(undefined, INVALID_REQUEST, 'Invalid Request: 2026-07-28 has no JSON-RPC batches'))
+  const batchRefused = eraRefusal('modern', errorResponse(undefined, INVALID_REQUEST, 'Invalid Request: 2026-07-28 has no JSON-RPC batches'))
   // Callback style: no promise and no microtask per request.
   fastify.addHook('preHandler', function checkModernRequest (request, reply, done) {
     const inbound = request.mcp
     if (inbound === null || inbound.kind === 'bodiless' || inbound.kind === 'reject' || inbound.era !== 'modern') { done(); return }
     // Seed › No batches: an array body is 400 -32600.
-    if (inbound.kind === 'batch') { reply.code(modernStatus({ code: INVALID_REQUEST, message: '' })).type('application/json').send(batchRefused); return }
+    if (inbound.kind === 'batch') { sendRefusal(reply, batchRefused); return }
     const item = inbound.item
     if (item.kind !== 'request' && item.kind !== 'notification') { done(); return } // the route answers invalid bodies and responses
     const message = item.message
@@ -35,15 +37,13 @@ export default fp(async function mcpxModernHeaders (fastify) {
     // (lib/protocol/revisions); anything else the header disagrees on is -32020 below (seed).
     const requested = inbound.headerRevision ?? inbound.bodyRevision
     if (isUnservedModern(requested)) {
-      const refused = unsupportedVersion(id, requested)
-      reply.code(modernStatus(refused.error)).type('application/json').send(encodeMessage(refused))
+      sendRefusal(reply, eraRefusal('modern', unsupportedVersion(id, requested)))
       return
     }
     const rejection = checkModernHeaders(request.headers, message, item.kind, inbound.bodyRevision) ??
       (message.method === 'tools/call' ? checkToolParams(findTool, { caller: request.mcpPrincipal ?? undefined, endpoint: endpointOf(request) }, request.headers, message.params) : undefined)
     if (rejection === undefined) { done(); return }
-    const refused = errorResponse(id, rejection.code, rejection.message)
-    reply.code(modernStatus(refused.error)).type('application/json').send(encodeMessage(refused))
+    sendRefusal(reply, eraRefusal('modern', errorResponse(id, rejection.code, rejection.message)))
   })
 }, { name: 'mcpx-modern-headers', fastify: '5.x', dependencies: ['mcpx-era', 'mcpx-upstreams', 'mcpx-auth'] })
 

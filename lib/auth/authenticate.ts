@@ -17,19 +17,18 @@
  */
 import type { AuthConfig, OAuthConfig } from './config.js'
 import type { Logger } from '../telemetry/log.js'
-import { INVALID_REQUEST, encodeMessage, errorResponse } from '../protocol/jsonrpc.js'
-import { REFUSALS } from '../protocol/http-status.js'
+import { REFUSALS, refusal, type Refusal } from '../protocol/http-status.js'
 import { tokenPrincipal, type Principal, type TokenPrincipal } from './principal.js'
 import { bearerTokenOf, createTokenMatcher, loadStaticTokens, type StaticToken } from './tokens.js'
 import { readSecret } from './secret.js'
 import { OAuthVerifier, INVALID_TOKEN_DESCRIPTIONS, type InvalidTokenReason } from './verifier.js'
 import { protectedResourceMetadata, protectedResourceMetadataUrl, type ProtectedResourceMetadata } from './oauth-metadata.js'
 
-/** A refusal, ready to send: status, `WWW-Authenticate`, and the encoded JSON-RPC body. */
-export interface AuthRefusal {
-  readonly status: number
-  readonly wwwAuthenticate: string
-  readonly body: string
+/**
+ * A refusal, ready to send: a row of the refusal table (lib/protocol/http-status refusal: status,
+ * `www-authenticate` among its headers, the encoded id-less JSON-RPC body), and why.
+ */
+export interface AuthRefusal extends Refusal {
   /** Why, for the debug log (never the token). */
   readonly reason: string
 }
@@ -65,8 +64,9 @@ function quoted (value: string): string {
   return `"${value.replace(/["\\]/g, m => '\\' + m)}"`
 }
 
-function refusal (status: number, wwwAuthenticate: string, message: string, reason: string): AuthRefusal {
-  return Object.freeze({ status, wwwAuthenticate, body: encodeMessage(errorResponse(undefined, INVALID_REQUEST, message)), reason })
+/** The refusal table's row `row`, id-less, with its challenge and message as given; frozen, built once. */
+function authRefusal (row: 'unauthorizedMissing' | 'unauthorizedInvalid' | 'insufficientScope', wwwAuthenticate: string, message: string, reason: string): AuthRefusal {
+  return Object.freeze({ ...refusal(row, undefined, { message, wwwAuthenticate }), reason })
 }
 
 // Statuses, base messages and base challenges come from the refusal table (lib/protocol/http-status REFUSALS);
@@ -109,15 +109,15 @@ export function createAuthenticator (auth: AuthConfig, options: { logger: Logger
   const statics: StaticToken[] = loadStaticTokens(auth, env)
   const oauthConfig = auth.oauth
   if (statics.length === 0 && oauthConfig === undefined) {
-    return { enabled: false, authenticate: async () => ({ kind: 'refused', refusal: refusal(MISSING.status, MISSING.wwwAuthenticate, MISSING.message, 'missing') }) }
+    return { enabled: false, authenticate: async () => ({ kind: 'refused', refusal: authRefusal('unauthorizedMissing', MISSING.wwwAuthenticate, MISSING.message, 'missing') }) }
   }
   const matchToken = createTokenMatcher(statics.map(s => s.token.reveal()))
   const principals: TokenPrincipal[] = statics.map(s => tokenPrincipal(s.name, s.scopes))
 
   let oauth: OAuthSide | undefined
-  let missing = refusal(MISSING.status, MISSING.wwwAuthenticate, MISSING.message, 'missing')
+  let missing = authRefusal('unauthorizedMissing', MISSING.wwwAuthenticate, MISSING.message, 'missing')
   let invalid: (reason: InvalidTokenReason) => AuthRefusal = () => staticInvalid
-  const staticInvalid = refusal(INVALID.status, INVALID.wwwAuthenticate, INVALID.message, 'invalid')
+  const staticInvalid = authRefusal('unauthorizedInvalid', INVALID.wwwAuthenticate, INVALID.message, 'invalid')
   let insufficientScope: AuthRefusal | undefined
   if (oauthConfig !== undefined) {
     const metadataUrl = protectedResourceMetadataUrl(oauthConfig.resource)
@@ -130,14 +130,14 @@ export function createAuthenticator (auth: AuthConfig, options: { logger: Logger
       metadataUrl,
       verifier
     })
-    missing = refusal(MISSING.status, [`${MISSING.wwwAuthenticate} ${rm}`, scope].filter(p => p !== undefined).join(', '), MISSING.message, 'missing')
+    missing = authRefusal('unauthorizedMissing', [`${MISSING.wwwAuthenticate} ${rm}`, scope].filter(p => p !== undefined).join(', '), MISSING.message, 'missing')
     const byReason = new Map<InvalidTokenReason, AuthRefusal>()
     for (const [reason, description] of Object.entries(INVALID_TOKEN_DESCRIPTIONS) as Array<[InvalidTokenReason, string]>) {
-      byReason.set(reason, refusal(INVALID.status, `${INVALID.wwwAuthenticate}, error_description=${quoted(description)}, ${rm}`, `Unauthorized: ${description.charAt(0).toLowerCase()}${description.slice(1)}`, reason))
+      byReason.set(reason, authRefusal('unauthorizedInvalid', `${INVALID.wwwAuthenticate}, error_description=${quoted(description)}, ${rm}`, `Unauthorized: ${description.charAt(0).toLowerCase()}${description.slice(1)}`, reason))
     }
     invalid = reason => byReason.get(reason) ?? staticInvalid
     if (scope !== undefined) {
-      insufficientScope = refusal(SCOPE.status, `${SCOPE.wwwAuthenticate}, ${scope}, ${rm}`, `${SCOPE.message}: ${oauthConfig.requiredScopes.join(' ')}`, 'insufficient_scope')
+      insufficientScope = authRefusal('insufficientScope', `${SCOPE.wwwAuthenticate}, ${scope}, ${rm}`, `${SCOPE.message}: ${oauthConfig.requiredScopes.join(' ')}`, 'insufficient_scope')
     }
   }
   const required = oauthConfig?.requiredScopes ?? []

@@ -42,7 +42,7 @@ import { capabilitiesOf, discoverResult, initializeResult } from './methods/life
 export type { DispatchContext, ServerInfo } from './context.js'
 export { instanceOwnerOf } from './call-options.js'
 export { shapeLegacy } from './shape.js'
-export { MODERN_ONLY, type EnvelopeCheck } from './envelope.js'
+export type { EnvelopeCheck } from './envelope.js'
 
 /** How a {@link Dispatcher} is built: its registry and identity, and what a config (re)load sets. */
 export interface DispatcherOptions {

@@ -4,13 +4,10 @@
  */
 import { errorResponse, isObject, INVALID_PARAMS, METHOD_NOT_FOUND, type JsonRpcErrorResponse, type JsonRpcRequest } from '../protocol/jsonrpc.js'
 import { MODERN_REVISIONS, unsupportedVersion, type Era } from '../protocol/revisions.js'
-import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION, metaOf } from '../protocol/inbound.js'
+import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION, MODERN_ONLY, metaOf } from '../protocol/inbound.js'
 
 /** Methods that exist only in the legacy era: a modern request for them is -32601 (404). */
 const LEGACY_ONLY = new Set(['initialize', 'ping', 'logging/setLevel', 'resources/subscribe', 'resources/unsubscribe'])
-
-/** Methods that exist only in the modern era (served as modern on stdio even without `_meta`). */
-export const MODERN_ONLY: ReadonlySet<string> = new Set(['server/discover', 'subscriptions/listen'])
 
 const LOG_LEVELS = new Set(['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'])
 

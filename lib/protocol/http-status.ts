@@ -240,14 +240,26 @@ export interface Refusal {
  * The wire form of a refusal.
  * @param reason a row of {@link REFUSALS}
  * @param id the request's id when one can be read (JSON-RPC 2.0 §5), else the body is id-less
- * @param detail code and/or message replacing the row's (parse errors, the body limit, framework messages)
+ * @param detail code and/or message replacing the row's (parse errors, the body limit, framework
+ *        messages); `wwwAuthenticate`, the row's challenge with its parameters (lib/auth/authenticate:
+ *        resource_metadata, scope, error_description; RFC 6750 §3, RFC 9728 §5.1)
  * Never throws. Id-less refusals are worth building once, at registration.
  */
-export function refusal (reason: RefusalReason, id?: RequestId, detail?: { code?: number, message?: string }): Refusal {
+export function refusal (reason: RefusalReason, id?: RequestId, detail?: { code?: number, message?: string, wwwAuthenticate?: string }): Refusal {
   const row: RefusalRow = REFUSALS[reason]
   const headers = headersOf(row)
+  if (detail?.wwwAuthenticate !== undefined) headers['www-authenticate'] = detail.wwwAuthenticate
   const message = errorResponse(id, detail?.code ?? row.code, detail?.message ?? row.message)
   return { status: row.status, headers, body: encodeMessage(message), message }
+}
+
+/**
+ * A JSON-RPC error mcpx answers before dispatch (the modern header checks, the legacy -32022), as
+ * a refusal: its status from its era's function ({@link modernStatus}, {@link legacyStatus}), no
+ * extra headers, the error itself as the body. Never throws.
+ */
+export function eraRefusal (era: 'legacy' | 'modern', message: JsonRpcErrorResponse): Refusal {
+  return { status: era === 'modern' ? modernStatus(message.error) : legacyStatus(message.error), headers: {}, body: encodeMessage(message), message }
 }
 
 /**
@@ -317,6 +329,15 @@ export function frameworkRefusal (error: { code?: string, statusCode?: number, m
   const status = error.statusCode ?? 500
   const { headers, body, message } = status >= 500 ? refusal('internalError') : refusal('badRequest', undefined, { message: error.message })
   return { status, headers, body, message }
+}
+
+/**
+ * POST /admin/reload: 200 when the new config was applied, 422 when it was refused (it did not
+ * load or validate: RFC 9110 §15.5.21 Unprocessable Content; docs/operating.md › Reloading the config).
+ * The body is the reload report, not a JSON-RPC error. Never throws.
+ */
+export function reloadStatus (applied: boolean): number {
+  return applied ? 200 : 422
 }
 
 /** /readyz: 200 when every upstream is ready, else 503 (docs: Operability). */

@@ -1,10 +1,12 @@
 /**
- * Every /mcp request classified once, at the entry (seed › "Which era a POST belongs to"; DIGEST
- * §6a Eras): {@link classifyPost} and {@link classifyBodiless} turn the MCP-Protocol-Version header
- * and the parsed body into one {@link Inbound} value. The era plugin stores it in `request.mcp`, and
- * every later stage (modern headers, legacy sessions, the routes, lib/http/exchange, the request
- * log) reads it: nothing classifies the body or reads `_meta` again on the way through.
- * The `_meta` keys mcpx reads live here too.
+ * Every inbound message classified once, at the entry, the same way on both faces (seed › "Which
+ * era a POST belongs to"; DIGEST §6a Eras): {@link classifyMessage} turns one JSON value (and, over
+ * HTTP, the MCP-Protocol-Version header) into an {@link InboundMessage}. Over HTTP,
+ * {@link classifyPost} and {@link classifyBodiless} wrap it into one {@link Inbound} value; the era
+ * plugin stores it in `request.mcp`, and every later stage (modern headers, legacy sessions, the
+ * routes, lib/http/exchange, the request log) reads it. The stdio server (lib/stdio/server.ts)
+ * classifies each line, and each batch element, with the same function.
+ * The `_meta` keys mcpx reads, and the modern-only methods, live here too.
  *
  * A POST is modern if its body carries `_meta["io.modelcontextprotocol/protocolVersion"]`,
  * or its MCP-Protocol-Version header names a revision at or after 2026-07-28 (a date mcpx does
@@ -28,6 +30,13 @@ export const META_LOG_LEVEL = 'io.modelcontextprotocol/logLevel'
 export const META_SERVER_INFO = 'io.modelcontextprotocol/serverInfo'
 /** The `_meta` key tagging a notification with its subscriptions/listen request. */
 export const META_SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId'
+
+/**
+ * Methods that exist only in the modern era (DIGEST §6f: `server/discover`, `subscriptions/listen`).
+ * A legacy request for one is -32601 (lib/dispatch/dispatcher.ts). On stdio, which has no
+ * MCP-Protocol-Version header, naming one makes a request modern by itself (see {@link classifyMessage}).
+ */
+export const MODERN_ONLY: ReadonlySet<string> = new Set(['server/discover', 'subscriptions/listen'])
 
 /**
  * The era of a POST.
@@ -58,18 +67,18 @@ export function metaOf (message: unknown): Record<string, unknown> | undefined {
 
 /* ------------------------------------------------------------ classified once */
 
-/** What every classified /mcp request has. */
+/** What every classified /mcp request (and stdio message) has. */
 interface InboundCommon {
   /** Which era wrote it. */
   readonly era: Era
-  /** The MCP-Protocol-Version header, trimmed; undefined when absent or unreadable (lib/protocol/header-values). */
+  /** The MCP-Protocol-Version header, trimmed; undefined when absent or unreadable (lib/protocol/header-values), and on stdio. */
   readonly headerRevision: Revision | undefined
 }
 
 /** A GET, DELETE or other request without a body: only the header can make it modern. */
 export interface InboundBodiless extends InboundCommon { readonly kind: 'bodiless' }
 
-/** A POST carrying one JSON value, classified once. */
+/** One JSON-RPC value (a POST body, a stdio line or batch element), classified once ({@link classifyMessage}). */
 export interface InboundMessage extends InboundCommon {
   readonly kind: 'message'
   /** The message, classified (lib/protocol/jsonrpc classify): request, notification, response or invalid. */
@@ -117,26 +126,36 @@ function headerRevisionOf (headers: HeaderBag): Revision | undefined {
   return header.kind === 'value' ? header.value : undefined
 }
 
+/** Where a message came from, for {@link classifyMessage}. */
+export interface MessageSource {
+  /**
+   * The face that carried it. Over HTTP the era is the seed's rule for a POST (header or `_meta`).
+   * stdio has no header: there `_meta` makes a request modern, and so does a modern-only method
+   * ({@link MODERN_ONLY}) without it, so the envelope check explains what is missing (rather than
+   * -32601 as for a legacy request; mcpx is dual-era and accepts liberally, seed › stdio › Before initialize).
+   */
+  readonly face: 'http' | 'stdio'
+  /** The MCP-Protocol-Version header, trimmed (HTTP only); undefined when absent or unreadable. */
+  readonly headerRevision?: Revision
+}
+
 /**
- * Classifies a POST once: era, revision, and the body's facts.
- * @param input.headers the request's headers (Node's lowercase names)
- * @param input.parsed the body as lib/protocol/jsonrpc parseBody left it; undefined when there was none
+ * Classifies one JSON value once: era, revision, and the message's facts. The one classifier of
+ * both faces (a POST body through {@link classifyPost}; a stdio line or batch element directly).
+ * @param value a parsed JSON value that is not an array (a batch is split by its caller)
+ * @param source the face, and over HTTP the MCP-Protocol-Version header
  * @returns the classification. Never throws.
  */
-export function classifyPost (input: { headers: HeaderBag, parsed: Parsed | undefined }): InboundPost {
-  const headerRevision = headerRevisionOf(input.headers)
-  const parsed = input.parsed
-  if (parsed === undefined || !parsed.ok) {
-    return { kind: 'reject', headerRevision, id: parsed?.ok === false ? parsed.id : undefined, error: parsed?.error ?? { code: -32_700, message: 'Parse error: empty body' } }
-  }
-  const era = eraOfPost(headerRevision, parsed.value)
-  if (parsed.batch) return { kind: 'batch', era, headerRevision, elements: parsed.value }
-  const value = parsed.value
+export function classifyMessage (value: unknown, source: MessageSource): InboundMessage {
+  const headerRevision = source.headerRevision
   const item = classify(value)
   const method = isObject(value) && typeof value.method === 'string' ? value.method : undefined
   const params = isObject(value) && isObject(value.params) ? value.params : undefined
   const meta = isObject(params?._meta) ? params._meta : undefined
   const bodyRevision = meta?.[META_PROTOCOL_VERSION]
+  const era: Era = source.face === 'stdio'
+    ? (hasModernMeta(value) || (item.kind === 'request' && MODERN_ONLY.has(item.message.method)) ? 'modern' : 'legacy')
+    : eraOfPost(headerRevision, value)
   return {
     kind: 'message',
     era,
@@ -152,6 +171,22 @@ export function classifyPost (input: { headers: HeaderBag, parsed: Parsed | unde
       ? params.protocolVersion
       : typeof bodyRevision === 'string' ? bodyRevision : undefined
   }
+}
+
+/**
+ * Classifies a POST once: era, revision, and the body's facts ({@link classifyMessage} for one value).
+ * @param input.headers the request's headers (Node's lowercase names)
+ * @param input.parsed the body as lib/protocol/jsonrpc parseBody left it; undefined when there was none
+ * @returns the classification. Never throws.
+ */
+export function classifyPost (input: { headers: HeaderBag, parsed: Parsed | undefined }): InboundPost {
+  const headerRevision = headerRevisionOf(input.headers)
+  const parsed = input.parsed
+  if (parsed === undefined || !parsed.ok) {
+    return { kind: 'reject', headerRevision, id: parsed?.ok === false ? parsed.id : undefined, error: parsed?.error ?? { code: -32_700, message: 'Parse error: empty body' } }
+  }
+  if (parsed.batch) return { kind: 'batch', era: eraOfPost(headerRevision, parsed.value), headerRevision, elements: parsed.value }
+  return classifyMessage(parsed.value, { face: 'http', headerRevision })
 }
 
 /** Classifies a request without a body (GET, DELETE): modern only when the header names a modern revision. Never throws. */

@@ -1,6 +1,7 @@
 /**
- * Newline framing with a byte bound per line, for what upstreams send: a stdio upstream's stdout
- * (one JSON-RPC message per line) and the lines of an SSE reply. A line over the bound is never
+ * Newline framing with a byte bound per line: the one splitter of both directions of stdio (what a
+ * stdio host writes to `mcpx serve`, lib/stdio/server.ts; a stdio upstream's stdout) and of the
+ * lines of an upstream's SSE reply. A line over the bound is never
  * buffered whole: its bytes are counted and dropped up to the next newline (the frame boundary,
  * where framing recovers by itself), keeping only its first and last {@link EDGE_BYTES} bytes, from
  * which {@link recoverResponseId} reads the id of the response it carried. Bounded by maxMessageBytes.
@@ -18,6 +19,12 @@ export interface LineSink {
   line: (bytes: Buffer, start: number, end: number) => void
   /** A line over the bound ended (or the input did): its length in bytes, and copies of its first and last bytes. */
   oversized: (bytes: number, head: Buffer, tail: Buffer) => void
+  /**
+   * Optional: a line just went over the bound, before the rest of it is read (called once per such
+   * line, ahead of its {@link oversized}). The stdio server answers it here, so a host that never
+   * sends the newline is still told at once.
+   */
+  overflowing?: () => void
 }
 
 /** Splits a byte stream into lines of at most `maxLineBytes` bytes (see module comment). */
@@ -93,6 +100,7 @@ export class LineSplitter {
 
   /** Turns the incomplete line kept so far into the start of a skipped one. */
   private beginSkip (): void {
+    this.sink.overflowing?.()
     this.skipping = true
     this.skipped = 0
     this.head = EMPTY

@@ -22,34 +22,37 @@
  *   one read while `maxInFlight` requests are in flight (a `notifications/cancelled` behind it
  *   waits too, until one of them answers).
  *
- * This module takes its streams as arguments and imports nothing from Fastify.
- *
- * Over ~500 lines on purpose: it holds the three small classes of one transport (StdioWriter,
- * LineReader, StdioConnection) and the function that wires them; split, each would export
- * internals that only the others use.
+ * This module takes its streams as arguments and imports nothing from Fastify. It holds the
+ * function that wires one transport, its input (LineReader, a pull loop over lib/protocol/lines)
+ * and its connection (StdioConnection); the output is lib/stdio/writer.ts StdioWriter.
  */
 import type { Readable, Writable } from 'node:stream'
 import type { Logger } from '../telemetry/log.js'
-import { parseBody, classify, encodeMessage, errorResponse, isObject, INTERNAL_ERROR, INVALID_REQUEST, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js'
+import { parseBody, errorResponse, isObject, INTERNAL_ERROR, INVALID_REQUEST, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js'
 import { OLDEST_REVISION, ASSUMED_LEGACY_REVISION } from '../protocol/revisions.js'
-import { hasModernMeta, metaOf, META_SUBSCRIPTION_ID } from '../protocol/inbound.js'
-import { MODERN_ONLY, type Dispatcher } from '../dispatch/dispatcher.js'
+import { classifyMessage, META_SUBSCRIPTION_ID, type InboundMessage, type MessageSource } from '../protocol/inbound.js'
+import type { Dispatcher } from '../dispatch/dispatcher.js'
 import { STDIO_SESSION, type DispatchContext } from '../dispatch/context.js'
 import { LOCAL_PRINCIPAL } from '../auth/principal.js'
 import type { Visibility } from '../policy/visibility.js'
 import { ALL_LISTS, type NotificationHub } from '../connection/notify-hub.js'
 import { Listen, checkListen } from '../connection/listen.js'
-import { OutboundFlow, DEFAULT_STREAM_BUFFER_BYTES, DEFAULT_STREAM_BUFFER_MAX_BYTES, type FlowPolicy } from '../connection/flow.js'
+import { DEFAULT_STREAM_BUFFER_BYTES, DEFAULT_STREAM_BUFFER_MAX_BYTES, type FlowPolicy } from '../connection/flow.js'
 import {
   Peer, QuestionFailed, batchRefusal, batchedInitialize, duplicateId, initializedState, modernContext, scopedNotify,
-  type InFlight, type MessageSink, type QuestionRoute
+  type InFlight, type QuestionRoute
 } from '../connection/peer.js'
 import { activeTracing, type TraceIn } from '../telemetry/trace.js'
 import type { InstanceOwner } from '../upstreams/isolation.js'
 import { Cancellation } from '../base/cancel.js'
+import { LineSplitter } from '../protocol/lines.js'
+import { StdioWriter, within } from './writer.js'
 
 /** Whom every request of a stdio connection serves (lib/dispatch/dispatcher.ts instanceOwnerOf of its contexts): its isolated instances' events reach it. */
 const STDIO_OWNER: InstanceOwner = Object.freeze({ owner: STDIO_SESSION, principalKey: LOCAL_PRINCIPAL.key })
+
+/** How the stdio face classifies what it reads (lib/protocol/inbound classifyMessage): no header. */
+const STDIO_SOURCE: MessageSource = Object.freeze({ face: 'stdio' as const })
 
 /** Every stdio request's trace origin (tracing on only): no headers; `_meta.traceparent` is read by the dispatcher. */
 const STDIO_TRACE_IN: TraceIn = Object.freeze({ transport: 'stdio' as const })
@@ -135,70 +138,15 @@ export function startStdioServer (input: Readable, output: Writable, dispatcher:
   }
 }
 
-// ---- framing: output ------------------------------------------------------------------------------
-
-/**
- * The one place a stdio connection writes (its {@link MessageSink}): one whole `\n`-terminated
- * frame per `write` call, in order, through an {@link OutboundFlow} (backpressure, coalescing and
- * dropping past the mark, the hard limit). After an output error (EPIPE: the host went away), past
- * the hard limit, or once finished, nothing is written.
- */
-class StdioWriter implements MessageSink {
-  /** The output failed (or overflowed): nothing can be answered any more. */
-  broken = false
-  /** Closing is complete: nothing is written after that. */
-  finished = false
-  private readonly flow: OutboundFlow
-  private readonly onError = (err: NodeJS.ErrnoException): void => {
-    if (this.broken) return
-    this.broken = true
-    this.flow.stop()
-    this.log.debug({ err }, 'stdout failed; stopping')
-    this.failed()
-  }
-
-  constructor (private readonly output: Writable, policy: FlowPolicy, private readonly log: Logger, private readonly failed: () => void) {
-    output.on('error', this.onError)
-    this.flow = new OutboundFlow(output, stdioFrame, policy, 'stdio', () => {
-      // Past the hard limit the host is not reading: the connection ends, like a broken pipe.
-      this.broken = true
-      this.failed()
-    })
-  }
-
-  /** Writes (or queues) one frame. Returns false when nothing can be written any more. Never throws. */
-  send (message: JsonRpcMessage | JsonRpcMessage[]): boolean {
-    if (this.broken || this.finished) return false
-    return this.flow.send(message) && !this.broken
-  }
-
-  /** Undefined while stdout is under its mark; else resolves once it drains back under it. */
-  belowMark (): Promise<void> | undefined {
-    return this.broken || this.finished ? undefined : this.flow.belowMark()
-  }
-
-  /** Stops writing and waits (at most `ms`) for what was written to be flushed. Never rejects. */
-  async finish (ms: number): Promise<void> {
-    this.finished = true
-    if (!this.broken) await within(this.flow.idle(), ms)
-    this.flow.stop()
-    this.output.off('error', this.onError)
-    // Late errors (EPIPE after we are done) must not crash the process.
-    this.output.on('error', () => {})
-  }
-}
-
-/** One stdio frame: the message's JSON and a newline. */
-function stdioFrame (message: JsonRpcMessage | JsonRpcMessage[]): string {
-  return encodeMessage(message) + '\n'
-}
-
 // ---- framing: input -------------------------------------------------------------------------------
 
+/** What the pull loop of {@link LineReader} takes from the splitter: a line, or a line gone over the bound. */
+const TOO_LONG = Symbol('line too long')
+
 /**
- * Splits a byte stream into `\n`-terminated lines of at most `maxLineBytes` (a trailing `\r` is
- * dropped, blank lines are skipped). A longer line is reported once and discarded up to its
- * newline. A last line without its newline is still a line.
+ * Reads a byte stream as lines through lib/protocol/lines LineSplitter (the bound, the discarding of
+ * an oversized line up to its newline, a last line without its newline): a trailing `\r` is dropped,
+ * blank lines are skipped, an oversized line is reported once, when it crosses the bound.
  */
 class LineReader {
   private stopping = false
@@ -233,51 +181,41 @@ class LineReader {
   async read (onLine: (line: Uint8Array) => Promise<void>, onTooLong: () => void): Promise<void> {
     const input = this.input
     const iterator = (input as AsyncIterable<Buffer | string>)[Symbol.asyncIterator]()
-    let pending: Buffer[] = []
-    let pendingBytes = 0
-    let discarding = false
-    const tooLong = (): void => {
-      this.log.debug({ maxLineBytes: this.maxLineBytes }, 'line too long; discarded')
-      onTooLong()
-    }
-    const lineDone = async (line: Buffer): Promise<void> => {
-      let end = line.length
-      if (end > 0 && line[end - 1] === 0x0d) end-- // tolerate CRLF
-      const body = line.subarray(0, end)
-      if (isBlank(body)) return
-      await this.backpressure()
-      if (this.stopping) return
-      await onLine(body)
+    // One chunk's lines, in order; the splitter runs synchronously, the lines are served one by one.
+    const queue: Array<Buffer | typeof TOO_LONG> = []
+    const splitter = new LineSplitter(this.maxLineBytes, {
+      line: (bytes, start, end) => { queue.push(bytes.subarray(start, end)) },
+      overflowing: () => { queue.push(TOO_LONG) },
+      oversized: () => {} // answered when it crossed the bound
+    })
+    const serveQueued = async (): Promise<void> => {
+      for (let i = 0; i < queue.length && !this.stopping; i++) {
+        const line = queue[i]
+        if (line === TOO_LONG) {
+          this.log.debug({ maxLineBytes: this.maxLineBytes }, 'line too long; discarded')
+          onTooLong()
+          continue
+        }
+        const body = line.length > 0 && line[line.length - 1] === 0x0d ? line.subarray(0, line.length - 1) : line // tolerate CRLF
+        if (isBlank(body)) continue
+        await this.backpressure()
+        if (this.stopping) break
+        await onLine(body)
+      }
+      queue.length = 0
     }
     try {
       while (!this.stopping) {
         const next = await Promise.race([iterator.next(), this.stopped])
         if (next === 'stop' || next.done === true) break
-        const chunk = typeof next.value === 'string' ? Buffer.from(next.value, 'utf8') : next.value
-        let start = 0
-        while (!this.stopping) {
-          const newline = chunk.indexOf(0x0a, start)
-          if (newline === -1) {
-            const rest = chunk.subarray(start)
-            if (!discarding && rest.length > 0) {
-              pending.push(rest)
-              pendingBytes += rest.length
-              if (pendingBytes > this.maxLineBytes) { tooLong(); discarding = true; pending = []; pendingBytes = 0 }
-            }
-            break
-          }
-          const piece = chunk.subarray(start, newline)
-          start = newline + 1
-          if (discarding) { discarding = false; continue }
-          const line = pending.length === 0 ? piece : Buffer.concat([...pending, piece])
-          pending = []
-          pendingBytes = 0
-          if (line.length > this.maxLineBytes) { tooLong(); continue }
-          await lineDone(line)
-        }
+        splitter.push(typeof next.value === 'string' ? Buffer.from(next.value, 'utf8') : next.value)
+        await serveQueued()
       }
       // A last line without its newline is still a message.
-      if (!this.stopping && !discarding && pending.length > 0) await lineDone(Buffer.concat(pending))
+      if (!this.stopping) {
+        splitter.end()
+        await serveQueued()
+      }
     } catch (err) {
       this.log.debug({ err }, 'stdin failed; treating as EOF')
     } finally {
@@ -353,7 +291,8 @@ class StdioConnection {
     }
     if (parsed.batch) { this.batch(parsed.value); return }
     const value = parsed.value
-    const element = classify(value)
+    const inbound = classifyMessage(value, STDIO_SOURCE)
+    const element = inbound.item
     switch (element.kind) {
       case 'invalid':
         if (isNeverAnswered(value)) { this.log.debug({ reason: element.error.message }, 'malformed notification or response ignored'); return }
@@ -367,9 +306,9 @@ class StdioConnection {
         return
       case 'request': {
         const request = element.message
-        if (request.method === 'initialize' && !hasModernMeta(request)) { await this.initialize(request); return }
+        if (request.method === 'initialize' && inbound.era === 'legacy') { await this.initialize(request, inbound); return }
         if (request.method === 'subscriptions/listen') { this.listen(request); return }
-        this.addTask(this.serve(request).then(response => { if (response !== undefined) this.out.send(response) }))
+        this.addTask(this.serve(request, inbound).then(response => { if (response !== undefined) this.out.send(response) }))
       }
     }
   }
@@ -381,7 +320,8 @@ class StdioConnection {
     if (refused !== undefined) { this.out.send(refused); return }
     const replies: Array<Promise<JsonRpcResponse | undefined>> = []
     for (const value of elements) {
-      const element = classify(value)
+      const inbound = classifyMessage(value, STDIO_SOURCE)
+      const element = inbound.item
       switch (element.kind) {
         case 'invalid':
           if (!isNeverAnswered(value)) replies.push(Promise.resolve(errorResponse(element.id, element.error.code, element.error.message)))
@@ -398,7 +338,7 @@ class StdioConnection {
           } else if (element.message.method === 'subscriptions/listen') {
             replies.push(Promise.resolve(errorResponse(element.message.id, INVALID_REQUEST, 'Invalid Request: subscriptions/listen must not be batched')))
           } else {
-            replies.push(this.serve(element.message))
+            replies.push(this.serve(element.message, inbound))
           }
       }
     }
@@ -414,21 +354,21 @@ class StdioConnection {
     return this.dispatcher.visibilityOf({ caller: LOCAL_PRINCIPAL, ...(this.endpoint !== undefined ? { endpoint: this.endpoint } : {}) })
   }
 
-  /** The context a request is served in: modern when it carries modern `_meta`, else the connection's legacy state. */
-  private contextFor (request: JsonRpcRequest, entry: InFlight): DispatchContext {
-    const ctx = this.baseContextFor(request, entry)
+  /** The context a request is served in: modern when it was classified modern, else the connection's legacy state. */
+  private contextFor (inbound: InboundMessage, entry: InFlight): DispatchContext {
+    const ctx = this.baseContextFor(inbound, entry)
     if (activeTracing() !== undefined) ctx.traceIn = STDIO_TRACE_IN // parent: the request's _meta.traceparent (lib/telemetry/trace.ts)
     return ctx
   }
 
-  private baseContextFor (request: JsonRpcRequest, entry: InFlight): DispatchContext {
+  private baseContextFor (inbound: InboundMessage, entry: InFlight): DispatchContext {
     const notify = scopedNotify(entry, this.out)
     // After a legacy initialize a modern request is still served as modern: DIGEST A12 leaves it
     // open, and a dual-era server accepts liberally (versioning.mdx allows both eras on one process).
-    // A modern-only method without `_meta` is served as modern too, so the envelope check explains what is missing.
+    // A modern-only method without `_meta` is modern too (lib/protocol/inbound classifyMessage).
     // stdio has one caller: whoever started the process (LOCAL_PRINCIPAL), one client (STDIO_SESSION).
-    if (hasModernMeta(request) || MODERN_ONLY.has(request.method)) {
-      const ctx = modernContext(metaOf(request), entry.controller.signal, notify, LOCAL_PRINCIPAL.key)
+    if (inbound.era === 'modern') {
+      const ctx = modernContext(inbound.meta, entry.controller.signal, notify, LOCAL_PRINCIPAL.key)
       ctx.sessionId = STDIO_SESSION
       ctx.caller = LOCAL_PRINCIPAL // the policy knows it as `local`
       if (this.endpoint !== undefined) ctx.endpoint = this.endpoint
@@ -446,14 +386,14 @@ class StdioConnection {
    * Serves one request that is not `initialize` and not a listen.
    * @returns its reply, or undefined when it was cancelled (the reply is suppressed).
    */
-  private async serve (request: JsonRpcRequest): Promise<JsonRpcResponse | undefined> {
+  private async serve (request: JsonRpcRequest, inbound: InboundMessage): Promise<JsonRpcResponse | undefined> {
     const entry = this.peer.track(request.id)
     if (entry === undefined) {
       this.log.debug({ id: String(request.id) }, 'request id already in flight')
       return duplicateId(request.id)
     }
     try {
-      const response = await this.dispatcher.handle(request, this.contextFor(request, entry))
+      const response = await this.dispatcher.handle(request, this.contextFor(inbound, entry))
       return entry.cancelled ? undefined : response
     } finally {
       this.peer.untrack(entry)
@@ -472,9 +412,9 @@ class StdioConnection {
   }
 
   /** `initialize`, in line: settles the revision and capabilities of every later reply. */
-  private async initialize (request: JsonRpcRequest): Promise<void> {
+  private async initialize (request: JsonRpcRequest, inbound: InboundMessage): Promise<void> {
     const entry: InFlight = { id: request.id, controller: new Cancellation(), cancelled: false, done: false }
-    const response = await this.dispatcher.handle(request, this.contextFor(request, entry))
+    const response = await this.dispatcher.handle(request, this.contextFor(inbound, entry))
     entry.done = true
     const state = initializedState(request, response)
     if (state !== undefined) {
@@ -562,14 +502,6 @@ function isNeverAnswered (value: unknown): boolean {
   if (!isObject(value)) return false
   if (Object.hasOwn(value, 'method')) return !Object.hasOwn(value, 'id')
   return Object.hasOwn(value, 'result') || Object.hasOwn(value, 'error')
-}
-
-/** Resolves when `work` settles or after `ms`, whichever comes first. Never rejects. */
-async function within (work: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined
-  const expired = new Promise<void>(resolve => { timer = setTimeout(resolve, ms) })
-  await Promise.race([work.then(() => {}, () => {}), expired])
-  clearTimeout(timer)
 }
 
 function isBlank (bytes: Uint8Array): boolean {

@@ -1,9 +1,9 @@
 /**
- * Unit tests of lib/protocol/inbound: a /mcp request classified once (seed › "Which era a POST belongs to";
- * DIGEST §6a Eras). No Fastify.
+ * Unit tests of lib/protocol/inbound: a /mcp request, or a stdio line, classified once (seed › "Which era a POST
+ * belongs to"; seed › stdio, every revision; DIGEST §6a Eras). No Fastify.
  */
 import t from 'tap'
-import { classifyBodiless, classifyPost, eraOfInbound, requestIdOf } from '../../lib/protocol/inbound.js'
+import { classifyBodiless, classifyMessage, classifyPost, eraOfInbound, requestIdOf } from '../../lib/protocol/inbound.js'
 import { parseBody } from '../../lib/protocol/jsonrpc.js'
 
 const META = 'io.modelcontextprotocol/protocolVersion'
@@ -37,4 +37,23 @@ t.test('all/era/batches-unreadable-bodies-and-bodiless-requests', async t => {
   t.match(classifyBodiless({ 'mcp-protocol-version': '2026-07-28' }), { kind: 'bodiless', era: 'modern' })
   t.match(classifyBodiless({}), { kind: 'bodiless', era: 'legacy', headerRevision: undefined })
   t.equal(eraOfInbound(null), undefined)
+})
+
+t.test('all/era/one-classifier-for-both-faces', async t => {
+  const call = { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'echo', _meta: { [META]: '2026-07-28' } } }
+  // A POST's single message is classifyMessage's InboundMessage, over HTTP.
+  t.same(post(call, { 'mcp-protocol-version': '2026-07-28' }), classifyMessage(call, { face: 'http', headerRevision: '2026-07-28' }))
+  // stdio gets the same facts (no header).
+  t.same(classifyMessage(call, { face: 'stdio' }), { ...classifyMessage(call, { face: 'http' }), headerRevision: undefined })
+  const ping = { jsonrpc: '2.0', id: 1, method: 'ping' }
+  t.match(classifyMessage(ping, { face: 'stdio' }), { kind: 'message', era: 'legacy', headerRevision: undefined })
+  // A modern-only method without _meta: modern on stdio (the envelope check explains what is missing),
+  // legacy over HTTP without the header (answered -32601 there).
+  for (const method of ['server/discover', 'subscriptions/listen']) {
+    const bare = { jsonrpc: '2.0', id: 2, method }
+    t.equal(classifyMessage(bare, { face: 'stdio' }).era, 'modern', `${method} on stdio`)
+    t.equal(classifyMessage(bare, { face: 'http' }).era, 'legacy', `${method} over HTTP`)
+    t.equal(eraOfInbound(post(bare)), 'legacy', `${method} in a POST without the header`)
+  }
+  t.equal(classifyMessage({ jsonrpc: '2.0', method: 'server/discover' }, { face: 'stdio' }).era, 'legacy', 'only a request is made modern by its method')
 })

@@ -62,3 +62,23 @@ t.test('limits/upstreams/oversized-line-id-from-its-edges', async t => {
     t.equal(recoverResponseId(Buffer.from(oversized[0].head), Buffer.from(oversized[0].tail)), id, `${line.slice(0, 40)}…${line.slice(-30)}`)
   }
 })
+
+t.test('all/stdio/line-splitter-tells-when-a-line-crosses-the-bound', async t => {
+  // The stdio server answers an oversized line when it crosses the bound (lib/stdio/server.ts), not when it ends.
+  const events: string[] = []
+  const splitter = new LineSplitter(5, {
+    line: (bytes, start, end) => { events.push(`line ${bytes.toString('utf8', start, end)}`) },
+    oversized: (bytes) => { events.push(`oversized ${bytes}`) },
+    overflowing: () => { events.push('overflowing') }
+  })
+  splitter.push(Buffer.from('ab\n1234'))
+  t.same(events, ['line ab'], 'within the bound so far: nothing to tell')
+  splitter.push(Buffer.from('56'))
+  t.same(events, ['line ab', 'overflowing'], 'told at the byte that crosses it, before its newline')
+  splitter.push(Buffer.from('789\ncd\n1234567\n'))
+  splitter.push(Buffer.from('12'))
+  splitter.push(Buffer.from('3456'))
+  splitter.end()
+  t.same(events, ['line ab', 'overflowing', 'oversized 9', 'line cd', 'overflowing', 'oversized 7', 'overflowing', 'oversized 6'],
+    'once per oversized line, always ahead of its oversized report (inside a chunk, across chunks, at the end)')
+})

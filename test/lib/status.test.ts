@@ -3,7 +3,9 @@
  * status, a Retry-After or an Allow is chosen (STYLE › Errors and status). No Fastify.
  */
 import t from 'tap'
-import { REFUSALS, deleteStatus, frameworkRefusal, getStatus, legacyStatus, modernStatus, refusal, type RefusalReason } from '../../lib/protocol/http-status.js'
+import { REFUSALS, deleteStatus, eraRefusal, frameworkRefusal, getStatus, legacyStatus, modernStatus, refusal, reloadStatus, type RefusalReason } from '../../lib/protocol/http-status.js'
+import { errorResponse } from '../../lib/protocol/jsonrpc.js'
+import { unsupportedLegacyVersion, unsupportedVersion } from '../../lib/protocol/revisions.js'
 
 t.test('all/status/refusal-is-an-id-less-json-rpc-error-unless-given-an-id', async t => {
   const idless = refusal('unknownSession')
@@ -63,4 +65,21 @@ t.test('isolation/status/instance-cap-is-a-marked-refusal', async t => {
   // By the mark alone: an upstream's own -31001 (say, another mcpx behind this one) keeps the era's status.
   t.equal(modernStatus({ code: -31_001, message: '' }), 200)
   t.equal(legacyStatus({ code: -31_001, message: '' }), 200)
+})
+
+t.test('all/status/every-refusal-written-from-the-table', async t => {
+  // The checks before dispatch: the error itself as the body, its era's status, no extra header.
+  const header = eraRefusal('modern', errorResponse(7, -32_020, 'Header mismatch'))
+  t.same(header, { status: 400, headers: {}, body: '{"jsonrpc":"2.0","id":7,"error":{"code":-32020,"message":"Header mismatch"}}', message: errorResponse(7, -32_020, 'Header mismatch') })
+  t.equal(eraRefusal('modern', unsupportedVersion(1, '2099-01-01')).status, 400)
+  t.equal(eraRefusal('modern', errorResponse(undefined, -32_600, 'no batches')).status, 400)
+  t.equal(eraRefusal('legacy', unsupportedLegacyVersion(undefined, '2099-01-01')).status, legacyStatus({ code: -32_022, message: '' }))
+  // An auth challenge with its parameters replaces the row's; status and body stay the row's.
+  const challenged = refusal('unauthorizedMissing', undefined, { wwwAuthenticate: 'Bearer resource_metadata="https://mcp.example/.well-known/oauth-protected-resource"' })
+  t.equal(challenged.status, 401)
+  t.same(challenged.headers, { 'www-authenticate': 'Bearer resource_metadata="https://mcp.example/.well-known/oauth-protected-resource"' })
+  t.equal(challenged.body, refusal('unauthorizedMissing').body)
+  // POST /admin/reload: applied 200, refused 422.
+  t.equal(reloadStatus(true), 200)
+  t.equal(reloadStatus(false), 422)
 })
