@@ -20,7 +20,7 @@ import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/typ
 import { ClientCredentialsProvider as ClientCredentialsV1 } from '@modelcontextprotocol/sdk/client/auth-extensions.js'
 import { Client as ClientV2, ClientCredentialsProvider as ClientCredentialsV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client'
 import { CONFIG_SCHEMA } from '../../lib/config.js'
-import { freePort, startDaemon, type DaemonProcess } from '../helpers/daemon.js'
+import { daemonReady, freePort, startDaemon, type DaemonProcess } from '../helpers/daemon.js'
 import { fixtureCommand } from '../helpers/fixture.js'
 import { legacyHeaders, modernHeaders, modernMeta } from '../helpers/app.js'
 import { fetchSession, fixtureEvents, fixtureLogPath, initializeBody, pollUntil, SseReader, type FixtureEvent } from '../helpers/legacy.js'
@@ -38,6 +38,9 @@ const skip = NGINX_SKIP === false ? {} : { skip: NGINX_SKIP }
 async function behindNginx (t: Test, config: Record<string, unknown> = {}, options: { port?: number } = {}): Promise<{ daemon: DaemonProcess, nginx: NginxProcess }> {
   requireNginx() // before the daemon: under CI a missing nginx fails at once
   const daemon = await startDaemon(t, { upstreams: { fixture: fixtureCommand() }, ...config })
+  // Its upstreams ready too (bounded): the daemon serves after 5 s whatever they do, and on a loaded
+  // machine a first call could meet a fixture still connecting (-31000).
+  await daemonReady(daemon.base)
   const nginx = await startNginx(t, new URL(daemon.base).host, options)
   return { daemon, nginx }
 }
