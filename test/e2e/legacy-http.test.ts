@@ -43,6 +43,25 @@ async function sharedServer (revision: string, flags: string[] = []): Promise<Aw
   return await app
 }
 
+/**
+ * One app per revision whose fixture records to a log (FIXTURE_LOG), shared by the cases that watch
+ * that log: each case reads only the records written since it began (`events()`), and each ends
+ * only once its own calls have (cancelled, or answered), so no record of one case lands in the
+ * next. Sharing saves a fixture start per case.
+ */
+const logged = new Map<string, Promise<{ base: string, log: string }>>()
+async function loggedServer (revision: string): Promise<{ base: string, events: () => ReturnType<typeof fixtureEvents> }> {
+  let app = logged.get(revision)
+  if (app === undefined) {
+    const log = fixtureLogPath()
+    app = server(t, { log }).then(({ base }) => ({ base, log }))
+    logged.set(revision, app)
+  }
+  const { base, log } = await app
+  const from = fixtureEvents(log).length
+  return { base, events: () => fixtureEvents(log).slice(from) }
+}
+
 /** Opens the session's GET stream; aborted at teardown. */
 async function openGet (t: Test, base: string, sid: string, revision: string): Promise<SseReader> {
   const abort = new AbortController()
@@ -65,7 +84,15 @@ async function call (base: string, sid: string, revision: string, body: unknown)
 
 const isMethod = (method: string) => (m: Record<string, unknown>) => m.method === method
 
+/**
+ * MCPX_TEST_REVISIONS (comma-separated revisions; `npm run test:quick` sets it from test/tiers.ts)
+ * keeps only those revisions' tests; unset or empty, every revision runs (`npm test`).
+ */
+const ONLY_REVISIONS = (process.env.MCPX_TEST_REVISIONS ?? '').split(',').map(r => r.trim()).filter(r => r !== '')
+const selected = (revision: string): boolean => ONLY_REVISIONS.length === 0 || ONLY_REVISIONS.includes(revision)
+
 for (const revision of LEGACY) {
+  if (!selected(revision)) continue
   /* ------------------------------------------------------------- GET stream */
 
   t.test(`${revision}/get/opens-stream-keep-alive-409`, async t => {
@@ -148,49 +175,46 @@ for (const revision of LEGACY) {
   /* ----------------------------------------------------------- cancellation */
 
   t.test(`${revision}/cancel/notification-cancels-and-withholds`, async t => {
-    const log = fixtureLogPath()
-    const { base } = await server(t, { log })
+    const { base, events } = await loggedServer(revision)
     const sid = await fetchSession(base, revision)
     const pending = post(base, callBody(7, 'slow', { ms: 60_000, steps: 600 }), sessionHeaders(sid, revision))
-    await pollUntil('the fixture to start slow', () => fixtureEvents(log).some(e => e.event === 'started'))
+    await pollUntil('the fixture to start slow', () => events().some(e => e.event === 'started'))
     const cancel = await post(base, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 7, reason: 'test' } }, sessionHeaders(sid, revision))
     t.equal(cancel.status, 202)
-    await pollUntil('the fixture to record the cancellation', () => fixtureEvents(log).some(e => e.event === 'cancelled'))
+    await pollUntil('the fixture to record the cancellation', () => events().some(e => e.event === 'cancelled'))
     const res = await pending
     t.equal(res.status, 200)
     t.equal(res.headers.get('content-type'), 'text/event-stream', 'the POST ends as an event stream')
     const body = await res.text()
     t.notMatch(body, /data:/, 'with nothing on it')
-    t.same(fixtureEvents(log).map(e => e.event), ['started', 'cancelled'])
+    t.same(events().map(e => e.event), ['started', 'cancelled'])
   })
 
   t.test(`${revision}/cancel/disconnect-in-session-not-cancel`, async t => {
-    const log = fixtureLogPath()
-    const { base } = await server(t, { log })
+    const { base, events } = await loggedServer(revision)
     const sid = await fetchSession(base, revision)
     const abort = new AbortController()
     const pending = post(base, callBody(8, 'slow', { ms: 1_500, steps: 3 }), sessionHeaders(sid, revision), abort.signal).catch(() => 'aborted')
-    await pollUntil('the fixture to start slow', () => fixtureEvents(log).some(e => e.event === 'started'))
+    await pollUntil('the fixture to start slow', () => events().some(e => e.event === 'started'))
     abort.abort()
     t.equal(await pending, 'aborted', 'the client dropped the connection')
     // Seed › Cancellation: in a session a dropped connection is not a cancellation. A later call that
     // sleeps longer than the dropped one's remainder has finished only after the dropped one did.
     const done = await call(base, sid, revision, callBody(9, 'slow', { ms: 1_600, steps: 2 }))
     t.same(done.result.content, [{ type: 'text', text: 'slept 1600' }], 'a later call completes')
-    t.same(fixtureEvents(log).map(e => e.event), ['started', 'started'], 'no cancellation was recorded for the dropped call')
+    t.same(events().map(e => e.event), ['started', 'started'], 'no cancellation was recorded for the dropped call')
   })
 
   t.test(`${revision}/cancel/sessionless-disconnect-cancels`, async t => {
-    const log = fixtureLogPath()
-    const { base } = await server(t, { log })
+    const { base, events } = await loggedServer(revision)
     const headers = revision === '2024-11-05' ? legacyHeaders() : legacyHeaders({ 'mcp-protocol-version': revision })
     const abort = new AbortController()
     const pending = post(base, callBody(9, 'slow', { ms: 60_000, steps: 600 }), headers, abort.signal).catch(() => 'aborted')
-    await pollUntil('the fixture to start slow', () => fixtureEvents(log).some(e => e.event === 'started'))
+    await pollUntil('the fixture to start slow', () => events().some(e => e.event === 'started'))
     abort.abort()
     t.equal(await pending, 'aborted')
-    await pollUntil('the fixture to record the cancellation', () => fixtureEvents(log).some(e => e.event === 'cancelled'))
-    t.same(fixtureEvents(log).map(e => e.event), ['started', 'cancelled'])
+    await pollUntil('the fixture to record the cancellation', () => events().some(e => e.event === 'cancelled'))
+    t.same(events().map(e => e.event), ['started', 'cancelled'])
   })
 
   /* -------------------------------------------------------------- questions */
@@ -273,17 +297,16 @@ for (const revision of LEGACY) {
   })
 
   t.test(`${revision}/isolation/cannot-cancel-another-sessions-request`, async t => {
-    const log = fixtureLogPath()
-    const { base } = await server(t, { log })
+    const { base, events } = await loggedServer(revision)
     const a = await fetchSession(base, revision)
     const b = await fetchSession(base, revision)
     const pending = call(base, a, revision, callBody(31, 'slow', { ms: 1_500, steps: 3 }))
-    await pollUntil('the fixture to start slow', () => fixtureEvents(log).some(e => e.event === 'started'))
+    await pollUntil('the fixture to start slow', () => events().some(e => e.event === 'started'))
     const cancel = await post(base, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 31 } }, sessionHeaders(b, revision))
     t.equal(cancel.status, 202, 'the notification is accepted (and ignored)')
     const reply = await pending
     t.same(reply, { jsonrpc: '2.0', id: 31, result: { content: [{ type: 'text', text: 'slept 1500' }] } }, "A's call completed")
-    t.same(fixtureEvents(log).map(e => e.event), ['started'], 'the fixture recorded no cancellation')
+    t.same(events().map(e => e.event), ['started'], 'the fixture recorded no cancellation')
   })
 
   t.test(`${revision}/isolation/never-sees-another-sessions-notifications`, async t => {
@@ -310,52 +333,53 @@ for (const revision of LEGACY) {
 
 /* ------------------------------------------------------------------ batches */
 
-t.test('2025-03-26/batch/elements-run-concurrently', async t => {
-  const log = fixtureLogPath()
-  const { base } = await server(t, { log })
-  const sid = await fetchSession(base, '2025-03-26')
-  // Each call would take a minute: both starting proves they were not run one after the other.
-  const pending = post(base, [callBody('a', 'slow', { ms: 60_000, steps: 600 }), callBody('b', 'slow', { ms: 60_000, steps: 600 })], sessionHeaders(sid, '2025-03-26'))
-  await pollUntil('both batch elements to start', () => fixtureEvents(log).filter(e => e.event === 'started').length === 2)
-  t.same(fixtureEvents(log).map(e => e.event), ['started', 'started'], 'both started, neither finished')
-  for (const id of ['a', 'b']) {
-    const cancel = await post(base, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id } }, sessionHeaders(sid, '2025-03-26'))
-    t.equal(cancel.status, 202)
-  }
-  const res = await pending
-  t.equal(res.headers.get('content-type'), 'text/event-stream', 'a batch whose requests were all cancelled ends as an empty event stream')
-  t.notMatch(await res.text(), /data:/)
-  await pollUntil('both cancellations', () => fixtureEvents(log).filter(e => e.event === 'cancelled').length === 2)
-})
+if (selected('2025-03-26')) {
+  t.test('2025-03-26/batch/elements-run-concurrently', async t => {
+    const { base, events } = await loggedServer('2025-03-26')
+    const sid = await fetchSession(base, '2025-03-26')
+    // Each call would take a minute: both starting proves they were not run one after the other.
+    const pending = post(base, [callBody('a', 'slow', { ms: 60_000, steps: 600 }), callBody('b', 'slow', { ms: 60_000, steps: 600 })], sessionHeaders(sid, '2025-03-26'))
+    await pollUntil('both batch elements to start', () => events().filter(e => e.event === 'started').length === 2)
+    t.same(events().map(e => e.event), ['started', 'started'], 'both started, neither finished')
+    for (const id of ['a', 'b']) {
+      const cancel = await post(base, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id } }, sessionHeaders(sid, '2025-03-26'))
+      t.equal(cancel.status, 202)
+    }
+    const res = await pending
+    t.equal(res.headers.get('content-type'), 'text/event-stream', 'a batch whose requests were all cancelled ends as an empty event stream')
+    t.notMatch(await res.text(), /data:/)
+    await pollUntil('both cancellations', () => events().filter(e => e.event === 'cancelled').length === 2)
+  })
 
-t.test('2025-03-26/batch/streamed-replies-as-separate-events', async t => {
-  const { base } = await sharedServer('2025-03-26')
-  const sid = await fetchSession(base, '2025-03-26')
-  const res = await post(base, [
-    { jsonrpc: '2.0', id: 'slow', method: 'tools/call', params: { name: 'slow', arguments: { ms: 100, steps: 2 }, _meta: { progressToken: 'tok' } } },
-    { jsonrpc: '2.0', id: 'ping', method: 'ping' }
-  ], sessionHeaders(sid, '2025-03-26'))
-  t.equal(res.status, 200)
-  t.equal(res.headers.get('content-type'), 'text/event-stream', 'progress made the batch stream')
-  const messages = sseMessages(await res.text()) as any[]
-  t.ok(messages.every(m => !Array.isArray(m)), 'one message an event')
-  t.same(messages.filter(m => m.id !== undefined).map(m => m.id).sort(), ['ping', 'slow'], 'each element answered once')
-  t.ok(messages.some(m => m.method === 'notifications/progress' && m.params.progressToken === 'tok'), 'progress with the client token')
-})
+  t.test('2025-03-26/batch/streamed-replies-as-separate-events', async t => {
+    const { base } = await sharedServer('2025-03-26')
+    const sid = await fetchSession(base, '2025-03-26')
+    const res = await post(base, [
+      { jsonrpc: '2.0', id: 'slow', method: 'tools/call', params: { name: 'slow', arguments: { ms: 100, steps: 2 }, _meta: { progressToken: 'tok' } } },
+      { jsonrpc: '2.0', id: 'ping', method: 'ping' }
+    ], sessionHeaders(sid, '2025-03-26'))
+    t.equal(res.status, 200)
+    t.equal(res.headers.get('content-type'), 'text/event-stream', 'progress made the batch stream')
+    const messages = sseMessages(await res.text()) as any[]
+    t.ok(messages.every(m => !Array.isArray(m)), 'one message an event')
+    t.same(messages.filter(m => m.id !== undefined).map(m => m.id).sort(), ['ping', 'slow'], 'each element answered once')
+    t.ok(messages.some(m => m.method === 'notifications/progress' && m.params.progressToken === 'tok'), 'progress with the client token')
+  })
 
-t.test('2025-03-26/batch/answers-delivered-in-a-batch', async t => {
-  const { base } = await sharedServer('2025-03-26', ['--era', 'legacy'])
-  const sid = await fetchSession(base, '2025-03-26', { elicitation: {} })
-  const stream = new SseReader(await post(base, callBody(1, 'elicit'), sessionHeaders(sid, '2025-03-26')))
-  const question = await stream.message('elicitation/create', isMethod('elicitation/create'))
-  const res = await post(base, [
-    { jsonrpc: '2.0', id: question.id, result: { action: 'accept', content: { name: 'Batched' } } },
-    { jsonrpc: '2.0', method: 'notifications/initialized' }
-  ], sessionHeaders(sid, '2025-03-26'))
-  t.equal(res.status, 202, 'a batch of responses and notifications is 202')
-  const reply = await stream.message('the call result', m => m.id === 1)
-  t.match((reply as any).result.content[0].text, /Batched/)
-})
+  t.test('2025-03-26/batch/answers-delivered-in-a-batch', async t => {
+    const { base } = await sharedServer('2025-03-26', ['--era', 'legacy'])
+    const sid = await fetchSession(base, '2025-03-26', { elicitation: {} })
+    const stream = new SseReader(await post(base, callBody(1, 'elicit'), sessionHeaders(sid, '2025-03-26')))
+    const question = await stream.message('elicitation/create', isMethod('elicitation/create'))
+    const res = await post(base, [
+      { jsonrpc: '2.0', id: question.id, result: { action: 'accept', content: { name: 'Batched' } } },
+      { jsonrpc: '2.0', method: 'notifications/initialized' }
+    ], sessionHeaders(sid, '2025-03-26'))
+    t.equal(res.status, 202, 'a batch of responses and notifications is 202')
+    const reply = await stream.message('the call result', m => m.id === 1)
+    t.match((reply as any).result.content[0].text, /Batched/)
+  })
+}
 
 /* ------------------------------------------------------ the official v1 client */
 
@@ -371,6 +395,7 @@ class OfferingTransport extends StreamableHTTPClientTransport {
 }
 
 for (const revision of ['2025-11-25', '2025-03-26', '2024-11-05']) {
+  if (!selected(revision)) continue
   t.test(`${revision}/sdk-v1/connect-list-call-notify-terminate`, async t => {
     const { base } = await sharedServer(revision)
     const transport = revision === '2025-11-25' ? new StreamableHTTPClientTransport(new URL(`${base}/mcp`)) : new OfferingTransport(new URL(`${base}/mcp`), revision)

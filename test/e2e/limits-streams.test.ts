@@ -11,14 +11,17 @@ import t from 'tap'
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http'
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { startDaemon, type DaemonProcess } from '../helpers/daemon.js'
+import { daemonReady, startDaemon, type DaemonProcess } from '../helpers/daemon.js'
 import { spawnServe } from '../helpers/spawn.js'
 import { modernHeaders, modernMeta, legacyHeaders } from '../helpers/app.js'
-import { initializeBody, sessionHeaders } from '../helpers/legacy.js'
+import { initializeBody, pollUntil, sessionHeaders } from '../helpers/legacy.js'
 
 // Two 30 s RSS windows, a 10,000-request run and four daemons: past the suite's 240 s per file
 // (.taprc) on a loaded 2-core machine.
 t.setTimeout(480_000)
+// Two tests at a time: each measures its own daemon's (or mcpx serve's) RSS, so the two 30 s
+// windows (tests 1 and 2, the floods they hold) overlap instead of following each other.
+t.jobs = 2
 
 const FLOOD_PATH = fileURLToPath(new URL('../fixtures/flood-upstream.js', import.meta.url))
 const FLOOD = { command: process.execPath, args: [FLOOD_PATH] }
@@ -147,6 +150,7 @@ t.test('limits/sse/stalled-readers-rss-bounded', async t => {
   // One flooding upstream per call: a log line is delivered only when it can be tied to exactly
   // one call of its upstream, so four calls on one upstream would carry none.
   const daemon = await startDaemon(t, { upstreams: { f1: FLOOD, f2: FLOOD, f3: FLOOD, f4: FLOOD } }, { env: PRODUCTION_ENV })
+  await daemonReady(daemon.base) // its upstreams too: two tests start at once
   const pid = daemon.child.pid as number
   // Warm up (JIT, pools) with one flood read to its end, then take the baseline.
   const warm = await readLate(daemon.base, floodCall('warm', { count: 2000 }, 'warm', 'f1__flood'), 0)
@@ -171,6 +175,7 @@ t.test('limits/sse/stalled-readers-rss-bounded', async t => {
 
 t.test('limits/get/stalled-reader-rss-bounded', async t => {
   const daemon = await startDaemon(t, { upstreams: { flood: FLOOD } }, { env: PRODUCTION_ENV })
+  await daemonReady(daemon.base) // its upstreams too: two tests start at once
   const pid = daemon.child.pid as number
   const init = await fetch(`${daemon.base}/mcp`, { method: 'POST', headers: legacyHeaders(), body: JSON.stringify(initializeBody('2025-06-18')) })
   t.equal(init.status, 200)
@@ -201,6 +206,7 @@ t.test('limits/get/stalled-reader-rss-bounded', async t => {
 t.test('limits/sse/reading-client-gets-coalesced-progress-and-intact-reply', async t => {
   // A small mark so a slow reader on loopback is certainly behind.
   const daemon = await startDaemon(t, { transport: { streamBufferBytes: 65536 }, upstreams: { flood: FLOOD } }, { env: PRODUCTION_ENV })
+  await daemonReady(daemon.base) // its upstreams too: two tests start at once
   const ROUNDS = 20_000
   const messages = await readLate(daemon.base, floodCall(7, { count: ROUNDS }, 'slow-reader'), 3000)
   const reply = messages.at(-1)
@@ -221,6 +227,7 @@ t.test('limits/sse/stalled-reply-past-max-ended-and-call-cancelled', async t => 
   // socket (and the kernel's buffers) are full. Log lines are dropped past the mark and never do.
   const MAX_BYTES = 262_144
   const daemon = await startDaemon(t, { transport: { streamBufferBytes: 65_536, streamBufferMaxBytes: MAX_BYTES }, upstreams: { flood: FLOOD } }, { env: PRODUCTION_ENV })
+  await daemonReady(daemon.base) // its upstreams too: two tests start at once
   const { res } = await stalled(daemon.base, 'POST', modernHeaders('tools/call', 'flood'), floodCall(9, { seconds: 120, progressPad: 300_000 }, 'fat'))
   t.equal(res.headers['content-type'], 'text/event-stream', 'the reply is an SSE stream')
   const warn = await daemon.waitForLine(l => /past transport\.streamBufferMaxBytes/.test(String(l.msg)))
@@ -245,6 +252,12 @@ t.test('limits/stdio/unread-host-10000-requests-bounded-then-all-answered', asyn
   const init = await s.request({ jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'host', version: '0' } } }, 60_000)
   t.ok(init.result, 'initialized')
   s.send({ jsonrpc: '2.0', method: 'notifications/initialized' })
+  // Its upstream listed (not still connecting): another test may be starting beside this one.
+  let probe = 0
+  await pollUntil('the upstream ready', async () => {
+    const list = await s.request({ jsonrpc: '2.0', id: `ready-${++probe}`, method: 'tools/list' }, 60_000)
+    return Array.isArray(list.result?.tools) && list.result.tools.length > 0
+  }, 60_000)
   const pid = s.child.pid as number
   const baseline = rssMb(pid)
   const REQUESTS = 10_000

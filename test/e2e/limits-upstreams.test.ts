@@ -215,7 +215,10 @@ t.test('limits/upstreams/eof-drain-cancel-reaches-upstream', async t => {
     check(1, log, call)
   }
   const logger = pino({ level: 'silent' })
-  for (let run = 2; run <= runs; run++) {
+  // Runs 2-20 are independent (own streams, own upstream child, own log): four at a time, so one
+  // run's child start overlaps another's waits.
+  const wave = 4
+  const inProcessRun = async (run: number): Promise<void> => {
     const { log } = scratch(t)
     const input = new PassThrough()
     const output = new PassThrough()
@@ -238,6 +241,9 @@ t.test('limits/upstreams/eof-drain-cancel-reaches-upstream', async t => {
     t.equal(await exited, 0, `run ${run}: runStdio returns 0`)
     check(run, log, call)
   }
+  for (let first = 2; first <= runs; first += wave) {
+    await Promise.all(Array.from({ length: Math.min(wave, runs - first + 1) }, async (_, i) => { await inProcessRun(first + i) }))
+  }
   t.equal(delivered, runs, `the cancel reached the upstream in ${delivered} runs out of ${runs}`)
 })
 
@@ -250,8 +256,11 @@ t.test('limits/upstreams/sigterm-cancel-reaches-upstream', async t => {
   // fixture appends a record for every notifications/cancelled it reads, synchronously.
   const runs = 8
   const callsPerRun = 3
+  // The runs are independent (own daemon, child, log): four at a time, so one run's process
+  // starts overlap another's waits.
+  const wave = 4
   let delivered = 0
-  for (let run = 1; run <= runs; run++) {
+  const sigtermRun = async (run: number): Promise<void> => {
     const { log, release } = scratch(t)
     const daemon = await startDaemon(t, { daemon: { shutdownTimeout: '100ms' }, upstreams: { h: hostile(log) } })
     await daemonReady(daemon.base)
@@ -259,7 +268,7 @@ t.test('limits/upstreams/sigterm-cancel-reaches-upstream', async t => {
       const body = JSON.stringify({ jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name: 'hold', arguments: { tag: `r${run}-${i}`, release }, _meta: modernMeta() } })
       return await fetch(`${daemon.base}/mcp`, { method: 'POST', headers: modernHeaders('tools/call', 'hold'), body }).then(async res => await res.text(), () => 'cut')
     })
-    const calls = await pollUntil('the calls at the upstream', () => { const c = records(log).filter(r => r.event === 'call'); return c.length === callsPerRun ? c : undefined }, 20_000)
+    const calls = await pollUntil('the calls at the upstream', () => { const c = records(log).filter(r => r.event === 'call'); return c.length === callsPerRun ? c : undefined }, 60_000)
     daemon.child.kill('SIGTERM')
     const code = await daemon.exited
     await Promise.all(replies)
@@ -269,6 +278,9 @@ t.test('limits/upstreams/sigterm-cancel-reaches-upstream', async t => {
       if (cancelled.has(call.id)) delivered++
       else t.fail(`run ${run}: no cancel recorded for call ${String(call.id)} (recorded: ${JSON.stringify([...cancelled])})`)
     }
+  }
+  for (let first = 1; first <= runs; first += wave) {
+    await Promise.all(Array.from({ length: Math.min(wave, runs - first + 1) }, async (_, i) => { await sigtermRun(first + i) }))
   }
   t.equal(delivered, runs * callsPerRun, `the cancel reached the upstream for ${delivered} calls out of ${runs * callsPerRun} (${runs} SIGTERMs)`)
 })

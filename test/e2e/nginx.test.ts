@@ -20,7 +20,7 @@ import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/typ
 import { ClientCredentialsProvider as ClientCredentialsV1 } from '@modelcontextprotocol/sdk/client/auth-extensions.js'
 import { Client as ClientV2, ClientCredentialsProvider as ClientCredentialsV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client'
 import { CONFIG_SCHEMA } from '../../lib/config/schema.js'
-import { freePort, startDaemon, type DaemonProcess } from '../helpers/daemon.js'
+import { daemonReady, freePort, startDaemon, type DaemonProcess } from '../helpers/daemon.js'
 import { fixtureCommand } from '../helpers/fixture.js'
 import { legacyHeaders, modernHeaders, modernMeta } from '../helpers/app.js'
 import { fetchSession, fixtureEvents, fixtureLogPath, initializeBody, pollUntil, SseReader, type FixtureEvent } from '../helpers/legacy.js'
@@ -38,8 +38,25 @@ const skip = NGINX_SKIP === false ? {} : { skip: NGINX_SKIP }
 async function behindNginx (t: Test, config: Record<string, unknown> = {}, options: { port?: number } = {}): Promise<{ daemon: DaemonProcess, nginx: NginxProcess }> {
   requireNginx() // before the daemon: under CI a missing nginx fails at once
   const daemon = await startDaemon(t, { upstreams: { fixture: fixtureCommand() }, ...config })
+  // Its upstreams ready too (bounded): the daemon serves after 5 s whatever they do, and on a loaded
+  // machine a first call could meet a fixture still connecting (-31000).
+  await daemonReady(daemon.base)
   const nginx = await startNginx(t, new URL(daemon.base).host, options)
   return { daemon, nginx }
+}
+
+/**
+ * The default daemon (one fixture upstream) behind nginx, shared by the cases that need nothing of
+ * their own config (the v1 and v2 clients, every location), which run one at a time: sessions
+ * keep them apart, and each reads nginx's access log from where it began. Started on first use,
+ * stopped when the file ends: three daemon, fixture and nginx starts fewer.
+ */
+let shared: ReturnType<typeof behindNginx> | undefined
+async function sharedBehindNginx (): Promise<{ daemon: DaemonProcess, nginx: NginxProcess, since: number }> {
+  requireNginx()
+  shared ??= behindNginx(t)
+  const { daemon, nginx } = await shared
+  return { daemon, nginx, since: nginx.accessLog().length }
 }
 
 /** Resolves with `promise`, or rejects after `ms` naming `what`. */
@@ -120,7 +137,7 @@ async function announceOnly (base: string, contentLength: number): Promise<{ sta
 /* ------------------------------------------------------------------- legacy 2025-11-25 */
 
 t.test('deploy/nginx/legacy-session-call-list-changed-delete', skip, async t => {
-  const { daemon, nginx } = await behindNginx(t)
+  const { daemon, nginx, since } = await sharedBehindNginx()
   const transport = new TransportV1(new URL(`${nginx.base}/mcp`))
   const client = new ClientV1({ name: 'nginx-v1', version: '1.0.0' })
   t.teardown(async () => { await client.close() })
@@ -146,7 +163,7 @@ t.test('deploy/nginx/legacy-session-call-list-changed-delete', skip, async t => 
 
   await transport.terminateSession()
   t.equal(transport.sessionId, undefined, 'DELETE succeeded')
-  const del = await accessLine(nginx, 'DELETE', '/mcp')
+  const del = await accessLine(nginx, 'DELETE', '/mcp', since)
   t.equal(del.status, 204, 'nginx passed mcpx\'s 204 on')
   t.equal(del.upstreamAddr, new URL(daemon.base).host, 'answered by mcpx')
   const after = await fetch(`${nginx.base}/mcp`, { method: 'POST', headers: legacyHeaders({ 'mcp-session-id': String(sid), 'mcp-protocol-version': '2025-11-25' }), body: PING })
@@ -176,7 +193,7 @@ t.test('deploy/nginx/legacy-keep-alive-comments-not-buffered', skip, async t => 
 /* ------------------------------------------------------------------------ 2026-07-28 */
 
 t.test('deploy/nginx/modern-tools-call-mirrored-headers', skip, async t => {
-  const { nginx } = await behindNginx(t)
+  const { nginx } = await sharedBehindNginx()
   const client = new ClientV2({ name: 'nginx-v2', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } })
   await client.connect(new TransportV2(new URL(`${nginx.base}/mcp`)))
   t.teardown(async () => { await client.close() })
@@ -201,7 +218,7 @@ t.test('deploy/nginx/modern-tools-call-mirrored-headers', skip, async t => {
 })
 
 t.test('deploy/nginx/modern-subscriptions-listen', skip, async t => {
-  const { nginx } = await behindNginx(t)
+  const { nginx } = await sharedBehindNginx()
   const client = new ClientV2({ name: 'nginx-v2-listen', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } })
   await client.connect(new TransportV2(new URL(`${nginx.base}/mcp`)))
   t.teardown(async () => { await client.close() })
@@ -341,7 +358,7 @@ t.test('deploy/nginx/body-limits-agree-json-413', skip, async t => {
 /* -------------------------------------------------------------------------- locations */
 
 t.test('deploy/nginx/every-location-reaches-mcpx', skip, async t => {
-  const { daemon, nginx } = await behindNginx(t)
+  const { daemon, nginx, since } = await sharedBehindNginx()
   const mcpxAddr = new URL(daemon.base).host
 
   // Proxied to mcpx, whatever mcpx answers (here, without auth.oauth, the metadata is its 404; with
@@ -359,7 +376,7 @@ t.test('deploy/nginx/every-location-reaches-mcpx', skip, async t => {
   for (const [method, path] of proxied) {
     const res = await plainRequest(`${nginx.base}${path}`, { method, headers: method === 'POST' ? legacyHeaders() : {}, ...(method === 'POST' ? { body: PING } : {}), localAddress: '127.0.0.1' })
     replies.set(path, res)
-    const line = await accessLine(nginx, method, path)
+    const line = await accessLine(nginx, method, path, since)
     t.equal(line.upstreamAddr, mcpxAddr, `${method} ${path} is proxied to mcpx`)
     t.equal(String(line.status), line.upstreamStatus, `${method} ${path}: nginx passed mcpx's ${res.status} on`)
   }
@@ -373,7 +390,7 @@ t.test('deploy/nginx/every-location-reaches-mcpx', skip, async t => {
     const outside = await plainRequest(`${nginx.base}${path}`, { localAddress: '127.0.0.3' })
     t.equal(outside.status, 403, `${path} from another address: refused by nginx`)
   }
-  t.equal(nginx.accessLog().filter(l => l.uri.startsWith('/status') && l.upstreamAddr !== '-').length, 2, 'the refused ones never reached mcpx')
+  t.equal(nginx.accessLog().slice(since).filter(l => l.uri.startsWith('/status') && l.upstreamAddr !== '-').length, 2, 'the refused ones never reached mcpx')
 
   // Liveness and readiness for the load balancer.
   const health = await fetch(`${nginx.base}/healthz`)
@@ -392,7 +409,7 @@ t.test('deploy/nginx/every-location-reaches-mcpx', skip, async t => {
     const res = await fetch(`${nginx.base}${path}`)
     t.equal(res.status, 404, `${path}: 404`)
     await res.text()
-    t.equal((await accessLine(nginx, 'GET', path)).upstreamAddr, '-', `${path} never reaches mcpx`)
+    t.equal((await accessLine(nginx, 'GET', path, since)).upstreamAddr, '-', `${path} never reaches mcpx`)
   }
 })
 

@@ -79,6 +79,19 @@ async function sharedCluster (flags: string[] = []): Promise<Cluster> {
   return await shared
 }
 
+/**
+ * Three replicas whose fixtures record to one log, shared by the two cancel cases: each reads only
+ * the records written since it began (`events()`), and each ends only once its own call has
+ * (cancelled, or answered), so no record of one lands in the other. Three app and fixture starts fewer.
+ */
+let logged: Promise<{ c: Cluster, log: string }> | undefined
+async function sharedLoggedCluster (): Promise<{ c: Cluster, events: () => ReturnType<typeof fixtureEvents> }> {
+  logged ??= (async () => { const log = fixtureLogPath(); return { c: await cluster(t, { log }), log } })()
+  const { c, log } = await logged
+  const from = fixtureEvents(log).length
+  return { c, events: () => fixtureEvents(log).slice(from) }
+}
+
 /** Opens the session's GET stream on `base`; aborted at teardown. Throws unless 200. */
 async function openGet (t: Test, base: string, sid: string, abort = new AbortController()): Promise<SseReader> {
   const res = await getStream(t, base, sid, abort)
@@ -239,33 +252,31 @@ t.test('replicas/get/subscription-before-stream-delivers-on-another-replica', as
 })
 
 t.test('replicas/cancel/posted-to-another-replica-reaches-the-upstream', async t => {
-  const log = fixtureLogPath()
-  const c = await cluster(t, { log })
+  const { c, events } = await sharedLoggedCluster()
   const [a, b] = c.bases
   const sid = await fetchSession(a, REVISION)
   const pending = post(a, callBody(7, 'slow', { ms: 60_000, steps: 600 }), sessionHeaders(sid, REVISION))
-  await pollUntil('the fixture to start slow', () => fixtureEvents(log).some(e => e.event === 'started'))
+  await pollUntil('the fixture to start slow', () => events().some(e => e.event === 'started'))
   const cancel = await post(b, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 7, reason: 'test' } }, sessionHeaders(sid, REVISION))
   t.equal(cancel.status, 202)
-  await pollUntil('the fixture to record the cancellation', () => fixtureEvents(log).some(e => e.event === 'cancelled'))
+  await pollUntil('the fixture to record the cancellation', () => events().some(e => e.event === 'cancelled'))
   const res = await pending
   t.equal(res.headers.get('content-type'), 'text/event-stream', 'the POST on A ends as an event stream')
   t.notMatch(await res.text(), /data:/, 'with nothing on it')
-  t.same(fixtureEvents(log).map(e => e.event), ['started', 'cancelled'])
+  t.same(events().map(e => e.event), ['started', 'cancelled'])
 })
 
 t.test('replicas/cancel/from-another-session-is-ignored', async t => {
-  const log = fixtureLogPath()
-  const c = await cluster(t, { log })
+  const { c, events } = await sharedLoggedCluster()
   const [a, b] = c.bases
   const mine = await fetchSession(a, REVISION)
   const theirs = await fetchSession(b, REVISION)
   const pending = call(a, mine, callBody(31, 'slow', { ms: 1_000, steps: 2 }))
-  await pollUntil('the fixture to start slow', () => fixtureEvents(log).some(e => e.event === 'started'))
+  await pollUntil('the fixture to start slow', () => events().some(e => e.event === 'started'))
   const cancel = await post(b, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 31 } }, sessionHeaders(theirs, REVISION))
   t.equal(cancel.status, 202)
   t.same(await pending, { status: 200, jsonrpc: '2.0', id: 31, result: { content: [{ type: 'text', text: 'slept 1000' }] } })
-  t.same(fixtureEvents(log).map(e => e.event), ['started'])
+  t.same(events().map(e => e.event), ['started'])
 })
 
 t.test('replicas/questions/answered-through-another-replica', async t => {

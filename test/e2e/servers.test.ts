@@ -34,13 +34,24 @@ async function serve (t: Test, extra: Record<string, unknown> = {}): Promise<str
   return base
 }
 
+/**
+ * One app with the default config, shared by the cases that only read through it (lists, calls,
+ * headers, unknown endpoints: none adds a tool or changes the fixture's state), which run one at a
+ * time. Started on first use, closed when the file ends: three app and fixture starts fewer.
+ */
+let shared: Promise<string> | undefined
+async function sharedServe (): Promise<string> {
+  shared ??= serve(t)
+  return await shared
+}
+
 type Reply = Awaited<ReturnType<typeof modernRpc>>
 async function rpc (era: 'modern' | 'legacy', target: Target, id: number, method: string, params: Record<string, unknown> = {}): Promise<Reply> {
   return era === 'modern' ? await modernRpc(target, id, method, params) : await legacyRpc(target, request(id, method, params))
 }
 
 t.test('servers/lists/curated-in-both-eras', async t => {
-  const base = await serve(t)
+  const base = await sharedServe()
   const support = { base, path: '/mcp/support' }
   for (const era of ['modern', 'legacy'] as const) {
     const tools = await rpc(era, support, 1, 'tools/list')
@@ -60,7 +71,7 @@ t.test('servers/lists/curated-in-both-eras', async t => {
 })
 
 t.test('servers/calls/rename-defaults-and-hidden-names', async t => {
-  const base = await serve(t)
+  const base = await sharedServe()
   const support = { base, path: '/mcp/support' }
   for (const era of ['modern', 'legacy'] as const) {
     t.equal((await rpc(era, support, 1, 'tools/call', { name: 'say', arguments: { text: 'hi' } })).json.result.content[0].text, 'hi', `${era}: the new name is routed to the original`)
@@ -78,7 +89,7 @@ t.test('servers/calls/rename-defaults-and-hidden-names', async t => {
 })
 
 t.test('servers/headers/mcp-name-and-mcp-param-against-the-exposed-name', async t => {
-  const base = await serve(t)
+  const base = await sharedServe()
   const support = { base, path: '/mcp/support' }
   const ok = await modernRpc(support, 1, 'tools/call', { name: 'hdrs', arguments: { region: 'us' } }, { 'mcp-param-region': 'us' })
   t.equal(ok.status, 200, 'Mcp-Name carries the exposed name; Mcp-Param-Region matches')
@@ -118,7 +129,7 @@ t.test('servers/sessions/bound-to-their-endpoint', async t => {
 })
 
 t.test('servers/endpoints/unknown-is-404-with-a-json-rpc-body', async t => {
-  const base = await serve(t)
+  const base = await sharedServe()
   for (const method of ['POST', 'GET', 'DELETE']) {
     const res = await fetch(`${base}/mcp/nope`, { method, headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, ...(method === 'POST' ? { body: JSON.stringify(request(1, 'tools/list')) } : {}) })
     t.equal(res.status, 404, `${method} /mcp/nope`)

@@ -138,6 +138,17 @@ t.test('ops/status/reload-and-collisions-shown', async t => {
   t.match(html, /applied \(admin\)/)
 })
 
+/**
+ * A daemon with one fixture upstream and no admin or auth config, shared by the two cases that only
+ * read its /status (the loopback 403 for a foreign Host, the page's CSP): one daemon and fixture
+ * start fewer. Started on first use, stopped when the file ends.
+ */
+let plainDaemon: Promise<DaemonProcess> | undefined
+async function sharedPlainDaemon (): Promise<DaemonProcess> {
+  plainDaemon ??= startDaemon(t, { upstreams: { a: fixtureCommand() } })
+  return await plainDaemon
+}
+
 t.test('ops/status/loopback-host-or-admin-token', async t => {
   const daemon = await startDaemon(t, { admin: { tokens: ['admin-tok'] }, upstreams: { a: fixtureCommand() } })
   for (const path of ['/status', '/status.json']) {
@@ -154,14 +165,14 @@ t.test('ops/status/loopback-host-or-admin-token', async t => {
     const admin = await plainGet(`${daemon.base}${path}`, { host: 'mcpx.example.com', authorization: 'Bearer admin-tok' })
     t.equal(admin.status, 200, `${path}: a foreign Host with an admin token is served`)
   }
-  const plain = await startDaemon(t, { upstreams: { a: fixtureCommand() } })
+  const plain = await sharedPlainDaemon()
   const refused = await plainGet(`${plain.base}/status`, { host: 'mcpx.example.com' })
   t.equal(refused.status, REFUSALS.forbiddenHost.status, 'no admin.tokens: a foreign Host is the loopback 403')
   t.equal(JSON.parse(refused.text).error.message, REFUSALS.forbiddenHost.message)
 })
 
 t.test('ops/status/page-self-contained-strict-csp', async t => {
-  const daemon = await startDaemon(t, { upstreams: { a: fixtureCommand() } })
+  const daemon = await sharedPlainDaemon()
   await until(daemon, r => r.upstreams[0]?.state === 'ready')
   const res = await fetch(`${daemon.base}/status`)
   t.equal(res.status, 200)

@@ -101,15 +101,27 @@ async function expectServed (t: Test, app: FastifyInstance, era: Era, method: Me
   }
 }
 
+/**
+ * One default app (the fixture upstream, default config) on a real socket, shared by the cases that
+ * need nothing of their own: they inject or send requests (sessions keep the ones that open sessions
+ * apart), none changes the config or the fixture's state, and they run one at a time. Started on
+ * first use, closed when the file ends: twelve app and fixture starts fewer.
+ */
+let shared: ReturnType<typeof listen> | undefined
+async function sharedApp (): Promise<Awaited<ReturnType<typeof listen>>> {
+  shared ??= listen(t)
+  return await shared
+}
+
 const REFUSED_ANYWHERE = ['http://evil.example', 'null', 'http://localhost.attacker.example', 'http://127.0.0.1.nip.io', 'https://localhost@evil.example', 'file://', 'http://localhost:3000/path']
 
 t.test('all/origin/refused-403-every-method-both-eras', async t => {
-  const app = await build(t)
+  const { app } = await sharedApp()
   for (const era of ERAS) for (const method of METHODS) for (const origin of REFUSED_ANYWHERE) await expectRefused(t, app, era, method, origin)
 })
 
 t.test('all/origin/no-origin-served', async t => {
-  const app = await build(t)
+  const { app } = await sharedApp()
   for (const era of ERAS) {
     for (const method of ['POST', 'GET', 'DELETE'] as const) {
       const res = await app.inject(eraRequest(era, method, undefined))
@@ -120,14 +132,14 @@ t.test('all/origin/no-origin-served', async t => {
 })
 
 t.test('all/origin/loopback-served-with-cors', async t => {
-  const app = await build(t)
+  const { app } = await sharedApp()
   const origins = ['http://localhost', 'http://localhost:5173', 'https://127.0.0.1:8443', 'http://[::1]:3000']
   for (const era of ERAS) for (const method of METHODS) for (const origin of origins) await expectServed(t, app, era, method, origin)
 })
 
 t.test('all/origin/loopback-legacy-get-stream-served', async t => {
   // The one answer inject cannot hold: a real legacy GET notification stream for an allowed origin.
-  const { base } = await listen(t)
+  const { base } = await sharedApp()
   const sid = await fetchSession(base, REVISION)
   const { res, close } = await openGet(t, base, { origin: 'http://localhost:5173', accept: 'text/event-stream', 'mcp-session-id': sid, 'mcp-protocol-version': REVISION })
   t.equal(res.statusCode, 200)
@@ -161,7 +173,7 @@ t.test('all/origin/daemon-address-only-when-specific', async t => {
 
 t.test('all/origin/host-header-is-not-the-daemon-address', async t => {
   // DNS rebinding: the attacker controls Host. A matching Host must not make its Origin acceptable.
-  const app = await build(t)
+  const { app } = await sharedApp()
   for (const era of ERAS) {
     for (const method of METHODS) {
       const request = eraRequest(era, method, 'http://rebind.example:3939')
@@ -186,7 +198,7 @@ t.test('all/origin/allowed-origins-exact', async t => {
 })
 
 t.test('all/origin/preflight-reflects-requested-headers', async t => {
-  const app = await build(t)
+  const { app } = await sharedApp()
   const res = await app.inject(eraRequest('modern', 'OPTIONS', 'http://localhost:3000'))
   t.equal(res.statusCode, 204)
   t.equal(res.body, '')
@@ -266,7 +278,7 @@ function assertJsonRpcError (t: Test, body: string, code: number, id?: number | 
 t.test('all/http/other-methods-and-paths-json-rpc', async t => {
   // Found by test/e2e/fuzz.test.ts (seed 1835233400): these fell through to Fastify's own
   // not-found and error handlers, whose bodies are not JSON-RPC.
-  const app = await build(t)
+  const { app } = await sharedApp()
   for (const method of ['PUT', 'PATCH'] as const) {
     for (const headers of [legacyHeaders(), { ...legacyHeaders(), 'content-type': '' }, { ...legacyHeaders(), 'content-type': 'text/plain' }, modernHeaders('ping')]) {
       const res = await app.inject({ method, url: '/mcp', headers, payload: ping(1) })
@@ -310,7 +322,7 @@ t.test('all/limits/body-too-large-413', async t => {
 })
 
 t.test('all/limits/oversized-headers-431', async t => {
-  const { base } = await listen(t)
+  const { base } = await sharedApp()
   const url = new URL(base)
   const socket = connect(Number(url.port), url.hostname)
   t.teardown(() => socket.destroy())
@@ -330,7 +342,7 @@ t.test('all/limits/oversized-headers-431', async t => {
 })
 
 t.test('all/http/content-type-415', async t => {
-  const app = await build(t)
+  const { app } = await sharedApp()
   for (const era of ERAS) {
     for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/jsonx', 'text/json']) {
       const headers = { ...(era === 'legacy' ? legacyHeaders() : modernHeaders('ping')), 'content-type': type }
@@ -342,7 +354,7 @@ t.test('all/http/content-type-415', async t => {
 })
 
 t.test('all/http/content-type-json-with-charset-accepted', async t => {
-  const app = await build(t)
+  const { app } = await sharedApp()
   for (const type of ['application/json; charset=utf-8', 'application/json;charset=UTF-8', 'Application/JSON']) {
     const res = await app.inject({ method: 'POST', url: '/mcp', headers: { ...legacyHeaders(), 'content-type': type }, payload: ping(1) })
     t.equal(res.statusCode, 200, `${type}: served`)
@@ -353,7 +365,7 @@ t.test('all/http/content-type-json-with-charset-accepted', async t => {
 })
 
 t.test('all/http/accept-406', async t => {
-  const app = await build(t)
+  const { app } = await sharedApp()
   for (const era of ERAS) {
     const base = era === 'legacy' ? legacyHeaders() : modernHeaders('tools/list')
     const body = era === 'legacy' ? ping(1) : modernBody(1, 'tools/list')
@@ -375,7 +387,7 @@ t.test('all/http/accept-406', async t => {
 })
 
 t.test('all/jsonrpc/invalid-utf8-is-32700', async t => {
-  const { app, base } = await listen(t)
+  const { app, base } = await sharedApp()
   const bodies = [
     Buffer.from([0x7b, 0xff, 0xfe, 0x7d]),
     Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}}')]),
@@ -568,7 +580,7 @@ t.test('auth/bind/non-loopback-with-allow-unauthenticated-starts', async t => {
 // lib/protocol/jsonrpc MAX_NESTING_DEPTH: a body nested deeper than 128 levels is the client's fault (400
 // -32600 with its id), refused at parse time, not sent upstream to fail as -31000.
 t.test('all/limits/nesting-too-deep-400', async t => {
-  const app = await build(t, { upstreams: fixtureUpstreams() })
+  const { app } = await sharedApp()
   const deep = '['.repeat(5000) + ']'.repeat(5000)
   for (const era of ERAS) {
     const payload = era === 'modern'

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { REQUIREMENTS, REVISIONS, SCOPES, SEED_FILE, requirementIds, type Requirement } from '../requirements.js'
 import { testNames, type TestName } from '../helpers/test-names.js'
+import { QUICK, SLOW_ONLY, runsInTier, type Tier } from '../tiers.js'
 
 /** This file runs as dist/test/lib/requirements.test.js: the sources are in test/, shared/ is beside the checkout. */
 const TEST_DIR = fileURLToPath(new URL('../../../test', import.meta.url))
@@ -31,6 +32,17 @@ function uncited (manifest: Readonly<Record<string, Requirement>>, names: readon
 
 const names = testNames(TEST_DIR)
 
+/**
+ * The manifest entries that only the slow tier cites: an id no test of `tier` cites, or a `*` family none of whose
+ * members a test of `tier` cites (a family is a rule checked per revision: one revision in the quick tier is enough
+ * to catch a regression of the rule before the whole suite runs).
+ */
+function slowOnly (tier: Tier, manifest: Readonly<Record<string, Requirement>>, all: readonly TestName[]): string[] {
+  const quick = all.filter(name => runsInTier(tier, name.file, name.text, REVISIONS))
+  const cited = new Set(requirementIds(manifest).filter(({ id }) => quick.some(name => name.matches(id))).map(({ key }) => key))
+  return Object.keys(manifest).filter(key => !cited.has(key))
+}
+
 t.test('all/meta/every-requirement-is-cited', async t => {
   const ids = requirementIds()
   t.ok(ids.length > 100, `${ids.length} ids from ${Object.keys(REQUIREMENTS).length} manifest entries`)
@@ -48,6 +60,24 @@ t.test('all/meta/coverage-check-reports-an-uncited-id', async t => {
   const withoutTemplates = names.filter(name => name.file !== 'http/legacy.test.ts')
   t.same(uncited({ '*/sessions/unknown-404': typo['*/sessions/unknown-404'] }, withoutTemplates).length, REVISIONS.length,
     'a family cited only by a templated name in a loop is uncited once that file is gone')
+})
+
+t.test('all/meta/quick-tier-cites-every-family', async t => {
+  // test/tiers.ts's QUICK is what `npm run test:quick` runs; every manifest entry should be cited there too.
+  const quickNames = names.filter(name => runsInTier(QUICK, name.file, name.text, REVISIONS))
+  t.ok(quickNames.length > 200, `${quickNames.length} test names run in the quick tier`)
+  const reported = slowOnly(QUICK, REQUIREMENTS, names)
+  if (reported.length > 0) t.comment(`only the slow tier cites ${reported.length} manifest entries:\n${reported.join('\n')}`)
+  t.same(reported.filter(key => !SLOW_ONLY.includes(key)), [], 'every requirement (for a * family, one member at least) is cited by a file npm run test:quick runs, or listed in SLOW_ONLY (test/tiers.ts)')
+  t.same(SLOW_ONLY.filter(key => !reported.includes(key)), [], 'every SLOW_ONLY entry is still cited only by the slow tier (delete the ones a quick-tier test now cites)')
+  // The check can fail: with the HTTP tier gone, the ids only it cites are reported; with nothing, every entry is.
+  t.ok(slowOnly({ ...QUICK, dirs: QUICK.dirs.filter(dir => dir !== 'http') }, REQUIREMENTS, names).length > 0, 'an id only test/http cites is reported once test/http leaves the tier')
+  t.same(slowOnly({ dirs: [], files: [] }, REQUIREMENTS, names), Object.keys(REQUIREMENTS), 'an empty tier cites nothing')
+  // A family is covered by one member; a member of a revision the tier leaves out does not count.
+  const family: Record<string, Requirement> = { '*/get/closes-on-delete': REQUIREMENTS['*/get/closes-on-delete'] }
+  const legacyOnly = names.filter(name => name.file === 'e2e/legacy-http.test.ts')
+  t.same(slowOnly({ dirs: [], files: ['e2e/legacy-http.test.ts'], revisions: ['2025-06-18'] }, family, legacyOnly), [], 'one revision of legacy-http cites the family')
+  t.same(slowOnly({ dirs: [], files: ['e2e/legacy-http.test.ts'], revisions: ['2026-07-28'] }, family, legacyOnly), ['*/get/closes-on-delete'], 'a revision the family does not span cites none of it')
 })
 
 t.test('all/meta/test-names-follow-the-scheme', async t => {
