@@ -125,7 +125,7 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
   let registry = opts.registry
   if (registry === undefined) {
     const upstreamLog = fastify.log.child({ component: 'upstreams' })
-    // mcpx's own credentials to HTTP upstreams with an `auth` (docs: Authentication › Upstream credentials), through the registry's header seam.
+    // mcpx's own credentials to HTTP upstreams with an `auth` (docs/authentication.md › Upstream credentials), through the registry's header seam.
     const headerProvider = createUpstreamHeaderProvider(config.upstreams, upstreamLog)
     const owned = createRegistry(config.upstreams, { logger: upstreamLog, defaultTimeoutMs: config.upstreamTimeout, streamBufferBytes: config.transport.streamBufferBytes, ...(headerProvider !== undefined ? { headerProvider } : {}) })
     registry = owned

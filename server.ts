@@ -2,7 +2,7 @@
  * The daemon (`mcpx daemon`, `npm start`, the container): a Fastify instance with mcpx
  * registered at `/mcp`, `GET /healthz` (liveness), `GET /readyz` (readiness), `GET /metrics`
  * (Prometheus), `GET /status` and `/status.json` (the status page), `POST /admin/reload`, and graceful
- * shutdown on SIGTERM/SIGINT (docs: Operability).
+ * shutdown on SIGTERM/SIGINT (docs/operating.md).
  *
  * The health and metrics routes sit on the root instance, outside mcpx's /mcp scope: no Origin,
  * CORS, auth or header rules apply to them, and they are never logged at info. Fastify's own
@@ -47,7 +47,7 @@ function rawResponse (refused: ReturnType<typeof refusal>): string {
  * (431 for oversized headers, 400 otherwise), like every other refusal on the daemon, then the
  * socket closes. A request past transport.headersTimeout or bodyTimeout (Node's
  * ERR_HTTP_REQUEST_TIMEOUT) is 408, unless the connection never sent a byte: that one is just
- * closed (docs: Security › Limits). Nothing is written once a response has begun on the
+ * closed (docs/security.md › Limits). Nothing is written once a response has begun on the
  * socket (an early refusal while the body still trickles): it is closed. Never throws.
  */
 function answerClientError (this: FastifyInstance, err: NodeJS.ErrnoException, socket: Socket): void {

@@ -1,5 +1,5 @@
 /**
- * Scenario 17 (docs: The status page): what counting a call for the status page costs, in
+ * Scenario 17 (docs/operating.md › The status page): what counting a call for the status page costs, in
  * process. Every caller's call to an upstream reads the clock before and after and records the
  * duration in its upstream's CallStats (lib/upstreams/call-stats.ts): that, and nothing else, is
  * measured here, with the garbage collections it caused (none expected: the window is fixed

@@ -1,5 +1,5 @@
 /**
- * Scenarios 15–16, in process (docs: Policy, Audit): what the 50-rule policy, its rate limit and the audit
+ * Scenarios 15–16, in process (docs/policy.md › Policy, Audit): what the 50-rule policy, its rate limit and the audit
  * trail (`arguments: "keys"`, to a file) add to one modern `tools/call` inside the dispatcher,
  * without HTTP and without an upstream process: the real Dispatcher, Policy, MemoryRateLimiter and
  * AuditTrail (sonic-boom to a temp file), in front of an in-process registry whose callTool answers

@@ -1,7 +1,7 @@
 /**
  * Bench: legacy `tools/call echo` in 2025-11-25 sessions, on one mcpx daemon with the memory
  * session store, on one daemon with the Redis store, and on three daemons sharing Redis
- * (docs: Running several replicas). Run after a build: `node dist/bench/replicas.js [--quick] [--connections 32]`.
+ * (docs/replicas.md › Running several replicas). Run after a build: `node dist/bench/replicas.js [--quick] [--connections 32]`.
  *
  * The same total connections in every case. Sessions are all minted on the first daemon, and
  * with three daemons each takes a third of the connections, so two thirds of the requests are

@@ -88,7 +88,7 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
     ...(options.onRateLimited !== undefined ? { onRateLimited: options.onRateLimited } : {})
   })
   const hub = new NotificationHub(registry)
-  // 2025-11-25 task status (docs: Tasks): to the session that created the task through mcpx,
+  // 2025-11-25 task status (docs/wire.md › Tasks): to the session that created the task through mcpx,
   // and no other; one mcpx did not create (or created for a sessionless POST, or whose session has
   // no stream here) is dropped and counted (mcpx_upstream_unrouted_total{kind="task"}).
   const onTaskStatus = (upstream: string, params: JsonObject): void => {

@@ -1,5 +1,5 @@
 /**
- * mcpx-auth: the front door (docs: Security, Authentication). One `onRequest` hook turns the Authorization header
+ * mcpx-auth: the front door (docs/security.md › Security, Authentication). One `onRequest` hook turns the Authorization header
  * into a Principal, once, through lib/auth/authenticate, and stores it in `request.mcpPrincipal`; nothing
  * after it reads the header for identity (only lib/auth/principal bindingKeyOf hashes it, with auth off). A refusal is sent as lib/auth/authenticate built it (a row of the refusal table, through
  * plugins/send-refusal): 401 with

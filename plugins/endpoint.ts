@@ -1,5 +1,5 @@
 /**
- * The curated endpoint a /mcp request names (docs: Curated endpoints): the `:server` segment
+ * The curated endpoint a /mcp request names (docs/policy.md › Curated endpoints): the `:server` segment
  * of `<prefix>/mcp/<name>`, routed in routes/mcp. A helper, not a plugin: the route parameter is
  * the one source, read where needed (sessions binding, the Mcp-Param-* check, the exchange).
  */

@@ -1,6 +1,6 @@
 /**
  * mcpx-request-log: one structured log line and one metrics sample per /mcp request
- * (docs: Operability › Logs). The line is written at `info` through the host's
+ * (docs/operating.md › Logs). The line is written at `info` through the host's
  * logger (`request.log`, so it carries Fastify's `reqId`) with:
  * `method` (HTTP), `rpcMethod` (JSON-RPC; `batch` for a batch, `response` for a client's answer),
  * `era`, `revision`, `upstream` (tools/call and prompts/get, where the name tells it), `status`,

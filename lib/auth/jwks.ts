@@ -1,5 +1,5 @@
 /**
- * The signing keys of the authorization server, cached and rotated (docs: Authentication › OAuth 2.1 › Keys), on top of
+ * The signing keys of the authorization server, cached and rotated (docs/authentication.md › OAuth 2.1 (the MCP authorization spec)), on top of
  * jose's `createRemoteJWKSet` (which selects the key by `kid`/`alg` and keeps the parsed keys).
  *
  * - Keys are fetched on first use and kept `cacheMaxAgeMs` (10 min) before a background-free

@@ -1,5 +1,5 @@
 /**
- * Bearer-token authentication for the daemon (docs: Security). Pure: no Fastify.
+ * Bearer-token authentication for the daemon (docs/security.md › Security). Pure: no Fastify.
  *
  * Tokens come from `auth.bearerTokens`, a file `auth.bearerTokensFile` (one token per line) and an
  * environment variable named by `auth.bearerTokensEnv` (comma-separated). A request carries

@@ -1,5 +1,5 @@
 /**
- * Redis connections from config (docs: Running several replicas › Surviving a Redis node). One factory builds every
+ * Redis connections from config (docs/replicas.md › Surviving a Redis node). One factory builds every
  * Redis connection mcpx makes, from one of three shapes, all through ioredis 5:
  *
  *   "redis://host:port[/db]"                            one server (`rediss://` for TLS)

@@ -24,7 +24,7 @@ const CHECK_INTERVAL_MAX_MS = 1_000
 
 /**
  * The daemon's Node http.Server timeouts from transport.headersTimeout, bodyTimeout and
- * keepAliveTimeout (docs: Security › Limits). Node 20 counts requestTimeout from the
+ * keepAliveTimeout (docs/security.md › Limits). Node 20 counts requestTimeout from the
  * message's first byte (or the connection's start) until the request is fully read, never while
  * the answer is written: so it bounds sending a request (head and body) and leaves long SSE
  * replies, GET streams and long-running calls alone. requestTimeout is headersTimeout + bodyTimeout

@@ -4,7 +4,7 @@
  * a schema cannot express. The same validator checks the options a host app passes to the Fastify
  * plugin. An invalid config's message names every issue by its path ({@link loadConfig}).
  *
- * Resolution (docs: Configuration): `--config PATH`, else `MCPX_CONFIG`, else `./mcpx.config.json`,
+ * Resolution (docs/configuration.md › Configuration): `--config PATH`, else `MCPX_CONFIG`, else `./mcpx.config.json`,
  * else the embedded default ({@link defaultConfig}).
  */
 import { readFileSync, existsSync } from 'node:fs'
@@ -189,7 +189,7 @@ export function defaultConfig (): McpxConfig {
 }
 
 /**
- * Finds and loads the config (docs: Configuration).
+ * Finds and loads the config (docs/configuration.md › Configuration).
  * @param explicitPath `--config PATH`, if given
  * @throws McpxError MCPX_ERR_CONFIG when a named file is missing, is not JSON, or is invalid
  */

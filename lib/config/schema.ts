@@ -139,7 +139,7 @@ export const CONFIG_SCHEMA = {
       additionalProperties: false,
       default: {},
       properties: {
-        store: { enum: ['memory', 'redis'], default: 'memory', description: 'where legacy sessions live: this process, or Redis shared by several replicas (README › Running several replicas)' },
+        store: { enum: ['memory', 'redis'], default: 'memory', description: 'where legacy sessions live: this process, or Redis shared by several replicas (docs/replicas.md)' },
         redis: { ...REDIS_TARGET_SCHEMA, description: 'for sessions.store "redis": a URL, { sentinels: ["host:port", …], name }, or { cluster: ["host:port", …] } (lib/base/redis.ts); default redis://127.0.0.1:6379' },
         redisUrl: { type: 'string', description: 'the earlier spelling of sessions.redis (a URL only); not together with it' },
         // No braces: the first {…} of a key is its Cluster hash tag, and the session keys' tag must be the session id.
@@ -163,7 +163,7 @@ export const CONFIG_SCHEMA = {
       type: 'object',
       additionalProperties: false,
       required: ['file'],
-      description: 'the audit trail (README › Audit): one JSON line per tools/call, prompts/get, resources/read and per denial or rate-limit refusal',
+      description: 'the audit trail (docs/policy.md › Audit): one JSON line per tools/call, prompts/get, resources/read and per denial or rate-limit refusal',
       properties: {
         file: { type: 'string', minLength: 1, description: 'file to append to (directories created), or "-" for stderr; never stdout' },
         arguments: { enum: ['none', 'keys', 'full'], default: 'none', description: 'none: no arguments; keys: their names (argumentKeys); full: the arguments themselves' }

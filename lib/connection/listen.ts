@@ -104,7 +104,7 @@ export class Listen {
     /** What the listener's caller sees on its endpoint (policy, curated endpoint); undefined: everything. */
     private readonly visibility?: Visibility,
     /**
-     * Whom the caller's upstream calls serve (lib/dispatch/dispatcher.ts instanceOwnerOf): its isolated
+     * Whom the caller's upstream calls serve (lib/dispatch/call-options.ts instanceOwnerOf): its isolated
      * instances are subscribed to the filter's URIs, and what they announce reaches this stream
      * (isolated upstreams). Undefined: no instance's.
      */

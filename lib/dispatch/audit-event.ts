@@ -1,5 +1,5 @@
 /**
- * The audit line of one answered request (lib/policy/audit.ts; docs: Audit): which methods are
+ * The audit line of one answered request (lib/policy/audit.ts; docs/policy.md › Audit): which methods are
  * audited, the outcome a response stands for, and the names it records.
  */
 import { isObject, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js'
@@ -10,7 +10,7 @@ import type { Visibility } from '../policy/visibility.js'
 import type { UpstreamRegistry } from '../upstreams/contract.js'
 import type { DispatchContext } from './context.js'
 
-/** Methods audited whatever their outcome (docs: Audit); any other only when denied or rate-limited. */
+/** Methods audited whatever their outcome (docs/policy.md › Audit); any other only when denied or rate-limited. */
 const AUDITED = new Set(['tools/call', 'prompts/get', 'resources/read'])
 
 /**

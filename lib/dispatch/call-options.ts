@@ -1,5 +1,5 @@
 /**
- * What a request's upstream calls carry (lib/upstreams/types.ts UpstreamCallOptions): its signal,
+ * What a request's upstream calls carry (lib/upstreams/contract.ts UpstreamCallOptions): its signal,
  * era and span, the caller and the owner an isolated upstream picks its instance by, where the
  * upstream's log lines, progress and questions go, and the `_meta` the upstream sees. Built by the
  * dispatcher for the method handlers, the MRTR bridge (lib/dispatch/mrtr.ts) and Tasks (lib/dispatch/tasks.ts).
@@ -16,7 +16,7 @@ import { ELICITATION_COMPLETE, type MrtrBridge } from './mrtr.js'
 /**
  * Whom a request's upstream calls serve (isolated upstreams): its session (legacy session, the stdio
  * client) and its principal, as UpstreamCallOptions `owner` and `principalKey`. An isolated
- * upstream picks its instance by them (lib/upstreams/types.ts instanceKeyOf); subscriptions and
+ * upstream picks its instance by them (lib/upstreams/isolation.ts instanceKeyOf); subscriptions and
  * notification listeners name their owner the same way, so an instance's events reach exactly it.
  * Writes the fields into `who` (a new object by default: call options pass themselves, so a call
  * allocates nothing more) and returns it. Never throws.

@@ -1,5 +1,5 @@
 /**
- * Paged catalogues (docs: Paged catalogues): `tools/list`, `prompts/list`, `resources/list`
+ * Paged catalogues (docs/wire.md › Paged catalogues): `tools/list`, `prompts/list`, `resources/list`
  * and `resources/templates/list` cut into pages of `transport.pageSize` items, with opaque
  * cursors (every revision: 2024-11-05…2026-07-28 `PaginatedRequestParams.cursor`,
  * `PaginatedResult.nextCursor`; a bad cursor is -32602, DIGEST §6e).

@@ -100,7 +100,7 @@ export interface BookedTask {
 }
 
 /**
- * The 2025-11-25 tasks mcpx created for its legacy clients, in memory (docs: Tasks, in both
+ * The 2025-11-25 tasks mcpx created for its legacy clients, in memory (docs/wire.md › Tasks, in both
  * eras). `tasks/list` shows a caller only the tasks it holds for that caller's owner key (a shared
  * upstream's own list has every caller's tasks); `notifications/tasks/status` is relayed to the
  * session that created the task. Bounded: {@link MAX_TASKS_PER_OWNER} per owner and
@@ -217,7 +217,7 @@ export class Tasks {
   /**
    * The experimental `tasks` capability of an `initialize` result that negotiated `revision`:
    * offered only for 2025-11-25, when an upstream that negotiated 2025-11-25 declares tasks
-   * (registry.legacyTasks; README › Tasks). Undefined: none. Never throws.
+   * (registry.legacyTasks; docs/wire.md › Tasks). Undefined: none. Never throws.
    */
   legacyCapability (revision: string): JsonObject | undefined {
     return revision === LEGACY_TASKS_REVISION ? this.registry.legacyTasks?.() : undefined

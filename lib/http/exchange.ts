@@ -243,7 +243,7 @@ export class HttpExchange {
       const stream = channel.sse(undefined, 'listen')
       deps.streamSlots.track('listen', stream)
       const visibility = deps.dispatcher.visibilityOf({ caller: channel.caller, endpoint: channel.endpoint })
-      // The owner its calls name (a 2026-07-28 request has no session: its principal; lib/dispatch/dispatcher.ts instanceOwnerOf).
+      // The owner its calls name (a 2026-07-28 request has no session: its principal; lib/dispatch/call-options.ts instanceOwnerOf).
       const listen = new Listen(deps.dispatcher, deps.hub, deps.logger, request.id, checked.filter, (n) => { stream.send(n) }, visibility, channel.principal === undefined ? {} : { principalKey: channel.principal })
       // Subscribed upstream before the acknowledgement: what the ack promises is delivered from then on.
       await listen.subscribeUpstream()

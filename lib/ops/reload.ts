@@ -1,5 +1,5 @@
 /**
- * Hot reload of the config (docs: Reloading the config), for both faces: the daemon (SIGHUP,
+ * Hot reload of the config (docs/operating.md › Reloading the config), for both faces: the daemon (SIGHUP,
  * `mcpx daemon --watch`, `POST /admin/reload`) and `mcpx serve` (SIGHUP). Pure of Fastify.
  *
  * A reload reads the config again from where it came from, validates it, and hands the new

@@ -1,5 +1,5 @@
 /**
- * The status model behind `GET /status` and `GET /status.json` (docs: The status page): one
+ * The status model behind `GET /status` and `GET /status.json` (docs/operating.md › The status page): one
  * plain object read from the state the server itself runs on (the registry's `status()`,
  * `counts()`, `loads()`, `callStats()` and `collisions()`, the open sessions and streams, the
  * reloader's source and times), so the page, its JSON and /metrics cannot disagree. Pure of

@@ -1,5 +1,5 @@
 /**
- * The status page's HTML (docs: The status page): one self-contained document rendered from a
+ * The status page's HTML (docs/operating.md › The status page): one self-contained document rendered from a
  * {@link StatusReport} (lib/ops/status-model.ts). Pure of Fastify.
  *
  * No external assets: one inline `<style>` and one small inline `<script>`, both allowed by their

@@ -1,5 +1,5 @@
 /**
- * The audit trail (docs: Audit; config `audit`): one JSON line per `tools/call`,
+ * The audit trail (docs/policy.md › Audit; config `audit`): one JSON line per `tools/call`,
  * `prompts/get` and `resources/read`, and one per policy denial or rate-limit refusal of any
  * method. Written by the dispatcher (lib/dispatch/dispatcher.ts), so every transport and era is audited alike.
  *

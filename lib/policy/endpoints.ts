@@ -1,5 +1,5 @@
 /**
- * Curated endpoints (docs: Curated endpoints; config `servers`): a named subset of the
+ * Curated endpoints (docs/policy.md › Curated endpoints; config `servers`): a named subset of the
  * catalogue, served at `<prefix>/mcp/<name>` (both eras) and by `mcpx serve --server <name>`.
  * Pure of Fastify; the dispatcher (lib/dispatch/dispatcher.ts) applies it together with the policy
  * (lib/policy/rules.ts), in one place for every transport.

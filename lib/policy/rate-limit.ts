@@ -1,5 +1,5 @@
 /**
- * Per-caller rate limits (docs: Policy › Rate limits; config `policy.rules[].rateLimit: { calls, per }`).
+ * Per-caller rate limits (docs/policy.md › Rate limits; config `policy.rules[].rateLimit: { calls, per }`).
  * A rule's limit counts the calls of each tool it allows, per (principal, tool): every caller has
  * its own allowance for every tool. A call is counted against every limit that applies to it (the
  * applying rules' limits whose `allow.tools` match the tool), all or nothing: it goes through only

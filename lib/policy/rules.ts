@@ -1,5 +1,5 @@
 /**
- * Per-caller policy (docs: Policy): which tools, prompts and resources a caller
+ * Per-caller policy (docs/policy.md › Policy): which tools, prompts and resources a caller
  * sees and may use on an endpoint. Pure of Fastify and of transports: the dispatcher
  * (lib/dispatch/dispatcher.ts) is the one place it is enforced, for HTTP in both eras (batches included) and
  * for stdio alike.
@@ -54,7 +54,7 @@ export interface PolicyRule {
   servers?: string[]
   allow?: KindGlobs
   deny?: KindGlobs
-  /** Counted per (principal, tool) for the tools this rule allows (docs: Policy › Rate limits). */
+  /** Counted per (principal, tool) for the tools this rule allows (docs/policy.md › Rate limits). */
   rateLimit?: RateLimitConfig
 }
 

@@ -15,7 +15,7 @@ const KIND_GLOBS = {
   }
 }
 
-/** `policy` (docs: Policy). */
+/** `policy` (docs/policy.md › Policy). */
 export const POLICY_SCHEMA = {
   type: 'object',
   additionalProperties: false,
@@ -71,7 +71,7 @@ const SERVER_GLOBS = {
   }
 }
 
-/** `servers` (docs: Curated endpoints). */
+/** `servers` (docs/policy.md › Curated endpoints). */
 export const SERVERS_SCHEMA = {
   type: 'object',
   description: 'curated endpoints, served at <prefix>/mcp/<name> and by mcpx serve --server <name>',

@@ -165,7 +165,7 @@ export const REFUSALS = Object.freeze({
    */
   upstreamBusy: { status: 503, code: INTERNAL_ERROR, message: 'Server busy: too many calls queued for this upstream; retry later', retryAfterSeconds: RETRY_AFTER_SECONDS },
   /**
-   * Past a policy rule's rateLimit (docs: Policy › Rate limits): RFC 6585 §4 Too Many Requests. Raised
+   * Past a policy rule's rateLimit (docs/policy.md › Rate limits): RFC 6585 §4 Too Many Requests. Raised
    * inside the dispatcher, so it reaches HTTP as a marked response ({@link markRefused}) carrying
    * the request's id, its own message and `data.retryAfterMs`; `Retry-After` is that, in seconds,
    * rounded up. Over stdio, and as a member of a 2025-03-26 batch (whose reply is 200), it is the
@@ -178,7 +178,7 @@ export const REFUSALS = Object.freeze({
    */
   rateLimitUnavailable: { status: 503, code: INTERNAL_ERROR, message: 'Service Unavailable: the rate-limit store cannot be reached; retry later', retryAfterSeconds: STORE_RETRY_AFTER_SECONDS },
   /**
-   * An isolated upstream (docs: Isolated upstreams) at `maxInstances`: a new session or
+   * An isolated upstream (docs/upstreams.md › Isolated upstreams) at `maxInstances`: a new session or
    * principal gets no instance until one is reaped (DELETE, expiry, idleTimeout). Raised inside the
    * dispatcher (lib/upstreams/upstream.ts), marked like `upstreamBusy`; over stdio the JSON-RPC
    * error alone. Its message names the upstream and the cap (given to {@link refusal}).
@@ -340,7 +340,7 @@ export function reloadStatus (applied: boolean): number {
   return applied ? 200 : 422
 }
 
-/** /readyz: 200 when every upstream is ready, else 503 (docs: Operability). */
+/** /readyz: 200 when every upstream is ready, else 503 (docs/operating.md). */
 export function readinessStatus (ready: boolean): number {
   return ready ? 200 : 503
 }

@@ -38,7 +38,7 @@ export const UPSTREAM_ERROR = -31_000
  */
 export const INSTANCES_EXHAUSTED = -31_001
 /**
- * mcpx's code for "past a rate limit" (docs: Policy › Rate limits): the caller made more calls of a
+ * mcpx's code for "past a rate limit" (docs/policy.md › Rate limits): the caller made more calls of a
  * tool than a policy rule's `rateLimit` allows; `data.retryAfterMs` says when one fits again. Its
  * own code, in mcpx's application range beside -31000 and -31001, so a client can tell it from any
  * other failure without reading the message: -32603 (what a full upstream queue uses) means "the

@@ -1,5 +1,5 @@
 /**
- * Per-session isolated upstream instances across replicas (docs: Isolated upstreams, under
+ * Per-session isolated upstream instances across replicas (docs/upstreams.md › Isolated upstreams, under
  * `sessions.store: "redis"`). A legacy session's instances (every upstream with `isolation:
  * "per-session"`) live on ONE replica: the first that needed one claims them (the session hash's
  * `inst` field, lib/sessions/redis-store.ts). A call of that session arriving at another replica is

@@ -1,5 +1,5 @@
 /**
- * The Redis session store's pub/sub (lib/sessions/redis-store.ts; docs: Running several replicas): one
+ * The Redis session store's pub/sub (lib/sessions/redis-store.ts; docs/replicas.md › Running several replicas): one
  * subscriber connection per replica, two channels each:
  *   `<prefix>bus`        every replica: session ended, cancellation, subscription added/removed
  *                        (the replica running the session's per-session instances applies it to

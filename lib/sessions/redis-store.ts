@@ -1,5 +1,5 @@
 /**
- * The Redis session store (legacy sessions across replicas, docs: Running several replicas; seed › Streamable HTTP,
+ * The Redis session store (legacy sessions across replicas, docs/replicas.md › Running several replicas; seed › Streamable HTTP,
  * 2025-03-26 … 2025-11-25 for the rules it keeps). Selected by `sessions.store: "redis"`.
  *
  * Facts live in Redis, so any replica serves any request of a session:
@@ -34,7 +34,7 @@
  * Redis faults: commands fail fast (no offline queue, `commandTimeout`), every method reports
  * `unavailable` instead of throwing (the HTTP face answers 503), ioredis reconnects on its own,
  * and 'error' events are logged, never thrown. Redis itself may be one server, a Sentinel set-up
- * or a Cluster (`sessions.redis`, lib/base/redis.ts; docs: Running several replicas › Surviving a Redis node): with Sentinel a failover is an
+ * or a Cluster (`sessions.redis`, lib/base/redis.ts; docs/replicas.md › Surviving a Redis node): with Sentinel a failover is an
  * outage of a few seconds (503s) after which the sessions carry on on the promoted replica; on a
  * Cluster each script runs on the node of its session's slot, and the channels (classic pub/sub)
  * reach every node, so they carry no hash tag.
@@ -288,7 +288,7 @@ export class RedisSessionStore implements SessionStore {
     return {
       // Whether THIS replica already holds an upstream subscription for this session's URI.
       has: uri => shadow.upstreamSubs.has(uri),
-      // After the dispatcher's registry.subscribe with the session as `who` (lib/dispatch/dispatcher.ts instanceOwnerOf).
+      // After the dispatcher's registry.subscribe with the session as `who` (lib/dispatch/call-options.ts instanceOwnerOf).
       add: async uri => {
         shadow.upstreamSubs.add(uri)
         shadow.instanceSubs.add(uri)
@@ -388,7 +388,7 @@ export class RedisSessionStore implements SessionStore {
     return shadow
   }
 
-  /** Whom the session's requests subscribed as (lib/dispatch/dispatcher.ts instanceOwnerOf): released the same way. */
+  /** Whom the session's requests subscribed as (lib/dispatch/call-options.ts instanceOwnerOf): released the same way. */
   private ownerOf (shadow: Shadow): InstanceOwner {
     return shadow.principal === undefined ? { owner: shadow.id, home: shadow.instanceHome } : { owner: shadow.id, principalKey: shadow.principal, home: shadow.instanceHome }
   }

@@ -44,7 +44,7 @@ export interface Session {
   readonly subscriptions: Set<string>
   /**
    * The principal key the session was minted for (it is bound to it), when known here: its
-   * subscriptions are released as its requests made them (lib/dispatch/dispatcher.ts instanceOwnerOf).
+   * subscriptions are released as its requests made them (lib/dispatch/call-options.ts instanceOwnerOf).
    */
   principal?: string
   /**
@@ -249,7 +249,7 @@ export class MemorySessionStore implements SessionStore {
     this.sessions.delete(id)
     releaseLive(session)
     const upstreams = this.options.upstreams
-    // The owner its subscriptions were made as (lib/dispatch/dispatcher.ts instanceOwnerOf: its id and principal).
+    // The owner its subscriptions were made as (lib/dispatch/call-options.ts instanceOwnerOf: its id and principal).
     const owner = session.principal === undefined ? { owner: id } : { owner: id, principalKey: session.principal }
     if (upstreams !== undefined) for (const uri of session.subscriptions) void upstreams.unsubscribe(uri, owner).catch(() => {})
     // Its isolated upstream instances stop with it (DELETE, expiry, shutdown).

@@ -48,7 +48,7 @@ import { Cancellation } from '../base/cancel.js'
 import { LineSplitter } from '../protocol/lines.js'
 import { StdioWriter, within } from './writer.js'
 
-/** Whom every request of a stdio connection serves (lib/dispatch/dispatcher.ts instanceOwnerOf of its contexts): its isolated instances' events reach it. */
+/** Whom every request of a stdio connection serves (lib/dispatch/call-options.ts instanceOwnerOf of its contexts): its isolated instances' events reach it. */
 const STDIO_OWNER: InstanceOwner = Object.freeze({ owner: STDIO_SESSION, principalKey: LOCAL_PRINCIPAL.key })
 
 /** How the stdio face classifies what it reads (lib/protocol/inbound classifyMessage): no header. */

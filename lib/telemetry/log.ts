@@ -3,7 +3,7 @@
  * (seed › stdio › "stdout carries only MCP"). lib/ takes a Logger parameter; it never imports
  * a global logger.
  *
- * Format (docs: Logs): JSON lines everywhere, except on a terminal, where
+ * Format (docs/operating.md › Logs): JSON lines everywhere, except on a terminal, where
  * pino-pretty prints readable lines. `--log-format json|pretty` (or env MCPX_LOG_FORMAT) and
  * `--log-level` (or env MCPX_LOG_LEVEL) override. pino-pretty runs in this thread as a stream
  * (no worker transport), so a line is written to the same fd, in order, as the JSON one would be.

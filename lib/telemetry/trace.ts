@@ -1,5 +1,5 @@
 /**
- * Tracing (docs: Tracing): OpenTelemetry spans through `@opentelemetry/api` and the
+ * Tracing (docs/operating.md › Tracing): OpenTelemetry spans through `@opentelemetry/api` and the
  * Node SDK, off by default and free when off.
  *
  * Off: nothing of OpenTelemetry is loaded. The request path asks {@link activeTracing} (a module

@@ -1,5 +1,5 @@
 /**
- * The `upstreams` section of the config (docs: Configuration; lib/upstreams/README.md): its JSON Schema,
+ * The `upstreams` section of the config (docs/configuration.md › Configuration; lib/upstreams/README.md): its JSON Schema,
  * which lib/config/schema.ts assembles into the config's, and the types of an upstream as configured,
  * with the defaults of its bounds.
  */
@@ -15,7 +15,7 @@ const UPSTREAM_LIMITS = {
   maxMessageBytes: { type: 'integer', minimum: 1024, description: 'default 16777216 (16 MiB). Largest single message from this upstream, bytes (a stdio line; an HTTP reply body or SSE event); a larger one is skipped and the call it answered gets an error naming both sizes' }
 } as const
 
-/** The token endpoint and client of an HTTP upstream's own credentials (docs: Authentication › Upstream credentials). */
+/** The token endpoint and client of an HTTP upstream's own credentials (docs/authentication.md › Upstream credentials). */
 const UPSTREAM_CLIENT = {
   issuer: { type: 'string', pattern: '^https?://', description: 'authorization server; its token_endpoint is discovered (RFC 8414, then OIDC)' },
   tokenUrl: { type: 'string', pattern: '^https?://', description: 'token endpoint (instead of issuer)' },
@@ -102,7 +102,7 @@ export const UPSTREAMS_SCHEMA = {
   }
 } as const
 
-/** How an upstream's connections are shared among mcpx's callers (docs: Isolated upstreams). */
+/** How an upstream's connections are shared among mcpx's callers (docs/upstreams.md › Isolated upstreams). */
 export type UpstreamIsolation = 'shared' | 'per-session' | 'per-principal'
 
 /** The keys every upstream has, stdio or HTTP; durations in ms after loading. */

@@ -1,5 +1,5 @@
 /**
- * mcpx's own credentials to an HTTP upstream (docs: Authentication › Upstream credentials). Per upstream, an `auth`:
+ * mcpx's own credentials to an HTTP upstream (docs/authentication.md › Upstream credentials). Per upstream, an `auth`:
  *
  * - `client_credentials` (RFC 6749 §4.4): one token for mcpx, cached and refreshed before it
  *   expires (at 80 % of its lifetime, and at least 30 s before).

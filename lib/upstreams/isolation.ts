@@ -1,5 +1,5 @@
 /**
- * Isolated upstreams (docs: Isolated upstreams): whom a call serves ({@link InstanceOwner}), the key
+ * Isolated upstreams (docs/upstreams.md › Isolated upstreams): whom a call serves ({@link InstanceOwner}), the key
  * of the instance that serves it ({@link instanceKeyOf}), what an instance sends its owner alone
  * ({@link InstanceEvent}), and where a session's instances live when replicas share sessions
  * ({@link InstanceHome}).
@@ -10,7 +10,7 @@ import type { UpstreamCallOptions } from './contract.js'
 
 /**
  * Whom a call, a subscription or a notification listener serves, in the terms an isolated
- * upstream picks its instance by (docs: Isolated upstreams): the call's `owner` (a legacy
+ * upstream picks its instance by (docs/upstreams.md › Isolated upstreams): the call's `owner` (a legacy
  * session id, the stdio client) and its `principalKey` (lib/auth/principal.ts Principal.key).
  */
 export interface InstanceOwner {

@@ -10,7 +10,7 @@
  * config order; the other is dropped with a warning naming both. A tool or prompt name collision
  * is warned once; a resource URI or template collision is warned whenever it appears (at start,
  * when an upstream comes back) and again on every re-list an upstream announces, since a client
- * reading that URI silently gets the first upstream's resource (docs: Configuration › Collisions).
+ * reading that URI silently gets the first upstream's resource (docs/upstreams.md › Names and collisions).
  *
  * Over ~500 lines on purpose: it is the one implementation of the UpstreamRegistry contract, and
  * each of its methods is a few lines of routing over the same private tables (the upstreams in

@@ -48,7 +48,7 @@ const getRoute: FastifyPluginAsync<McpRouteDeps> = async function (fastify, opts
       const visibility = fastify.mcp.dispatcher.visibilityOf({ caller: request.mcpPrincipal ?? undefined, endpoint: endpointOf(request) })
       // relayed: with the Redis store, changes other replicas saw reach this stream too, filtered alike.
       // instanceOwner: what the session's isolated upstream instances announce reaches this stream
-      // as well; its calls name the session and its principal (lib/dispatch/dispatcher.ts instanceOwnerOf).
+      // as well; its calls name the session and its principal (lib/dispatch/call-options.ts instanceOwnerOf).
       const principalKey = bindingKeyOf(request.mcpPrincipal ?? null, request.headers.authorization, endpointOf(request))
       const instanceOwner = principalKey === undefined ? { owner: session.id } : { owner: session.id, principalKey }
       const remove = fastify.mcp.hub.add({ lists: ALL_LISTS, uris: session.subscriptions, relayed: true, instanceOwner, session: session.id, send: (n) => { open.send(n) }, ...(visibility !== undefined ? { visibility } : {}) })

@@ -1,5 +1,5 @@
 /**
- * The audit trail (docs: Audit) over real HTTP in both eras, on a real daemon and a
+ * The audit trail (docs/policy.md › Audit) over real HTTP in both eras, on a real daemon and a
  * spawned `mcpx serve`: the line keys, denials logged as `denied`, no token and no session id in
  * the trail, the `arguments` modes, stderr (never stdout) on stdio, and a full disk or an
  * unwritable file that never stops serving (counted in mcpx_audit_failures_total, logged once).

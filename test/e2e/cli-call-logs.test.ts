@@ -1,5 +1,5 @@
 /**
- * The operator commands as a real process (`node dist/cli.js …`), docs: Command-line helpers and
+ * The operator commands as a real process (`node dist/cli.js …`), docs/operating.md › Command-line helpers and
  * Logs, part 2 (cli.test.ts has --help, flags, check and tools): `mcpx call`, and the
  * log format flags (pretty lines where asked; `mcpx serve` keeps stdout pure MCP whatever the format).
  */

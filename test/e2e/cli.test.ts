@@ -1,5 +1,5 @@
 /**
- * The operator commands as a real process (`node dist/cli.js …`), docs: Command-line helpers and
+ * The operator commands as a real process (`node dist/cli.js …`), docs/operating.md › Command-line helpers and
  * Logs: every command's --help, unknown flags, `mcpx check` (table, exit code naming
  * why, duplicate resource URIs) and `mcpx tools`; cli-call-logs.test.ts has `mcpx call` and the log
  * format flags.

@@ -1,5 +1,5 @@
 /**
- * The daemon as a real process (`node dist/cli.js daemon`), docs: Operability:
+ * The daemon as a real process (`node dist/cli.js daemon`), docs/operating.md:
  * /healthz and /readyz (outside /mcp rules, not logged at info), /metrics, one structured log line
  * per /mcp request with secrets never logged, and graceful shutdown on SIGTERM/SIGINT: an
  * in-flight slow call completes with its result, open streams end cleanly, the children are

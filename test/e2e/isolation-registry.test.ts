@@ -1,5 +1,5 @@
 /**
- * Isolated upstreams at the registry (docs: Isolated upstreams; WORK IN PROGRESS, not landed):
+ * Isolated upstreams at the registry (docs/upstreams.md › Isolated upstreams; WORK IN PROGRESS, not landed):
  * per-session instances of a stateful fixture (its counter lives in the child), the cap, idle
  * reaping and endSession. Real fixture children.
  */

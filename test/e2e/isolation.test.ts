@@ -1,5 +1,5 @@
 /**
- * Isolated upstreams and shared upstreams that stop guessing (docs: Isolated upstreams), on a REAL daemon with
+ * Isolated upstreams and shared upstreams that stop guessing (docs/upstreams.md › Isolated upstreams), on a REAL daemon with
  * real fixture children and real legacy HTTP sessions.
  *
  * A shared stdio upstream (the fixture in its legacy era: its `elicit` tool sends a real

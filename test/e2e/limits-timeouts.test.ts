@@ -1,5 +1,5 @@
 /**
- * Connection timeouts of the daemon (docs: Security › Limits), against a REAL
+ * Connection timeouts of the daemon (docs/security.md › Limits), against a REAL
  * daemon process with hostile peers on raw sockets: silent connections, a partial head, a
  * trickled body, an idle keep-alive connection. And what must NOT be cut: a long-running
  * tools/call and an open GET stream outlive every one of these bounds.

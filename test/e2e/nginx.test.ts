@@ -1,5 +1,5 @@
 /**
- * mcpx behind a real reverse proxy (docs: Run in a container › Behind nginx): Debian's nginx runs the SHIPPED docker/nginx.conf
+ * mcpx behind a real reverse proxy (docs/deployment.md › Behind nginx): Debian's nginx runs the SHIPPED docker/nginx.conf
  * (upstream and listen addresses rewritten, nothing else; test/helpers/nginx.ts) in front of a
  * real daemon (`node dist/cli.js daemon`) with the fixture upstream, and the official clients talk
  * to nginx's public address on loopback (127.0.0.2, which mcpx does not count as a loopback

@@ -1,5 +1,5 @@
 /**
- * mcpx as an OAuth 2.1 resource server, end to end (docs: Authentication › OAuth 2.1): a real listening
+ * mcpx as an OAuth 2.1 resource server, end to end (docs/authentication.md › OAuth 2.1 (the MCP authorization spec)): a real listening
  * mcpx, the fixture upstream, and a real authorization server (oidc-provider, test/helpers/oauth.ts).
  * Tests are named auth/oauth/<requirement>.
  */

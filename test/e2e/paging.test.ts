@@ -1,5 +1,5 @@
 /**
- * Paged catalogues (docs: Paged catalogues; lib/dispatch/paging.ts) through real processes: a real
+ * Paged catalogues (docs/wire.md › Paged catalogues; lib/dispatch/paging.ts) through real processes: a real
  * daemon in both eras (modern, sessionless legacy, a legacy session) and a spawned `mcpx serve`,
  * over three upstreams, one of which pages its own lists (the hostile fixture's `--page-size`);
  * malformed cursors; a cursor across a catalogue change. Tests are named paging/<area>/<requirement>.

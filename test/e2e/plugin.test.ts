@@ -1,5 +1,5 @@
 /**
- * mcpx as a plugin inside a team's own Fastify app (docs: Use as a Fastify plugin), on a real
+ * mcpx as a plugin inside a team's own Fastify app (docs/deployment.md › Use as a Fastify plugin), on a real
  * socket with the real fixture upstream. The team app has its own routes (`/hello`, `/boom`,
  * `/catalogue`), a global onRequest hook, its own error handler and its own logger; mcpx is
  * registered under the prefix `/tools`. Both sides are checked: mcpx serves `/tools/mcp`, and

@@ -1,5 +1,5 @@
 /**
- * What docker/Dockerfile does, without a Docker engine (docs: Run in a container): copy the
+ * What docker/Dockerfile does, without a Docker engine (docs/deployment.md › Run in a container): copy the
  * package (package.json, package-lock.json, dist/ without dist/test and dist/bench) into a clean
  * temp dir, `npm ci --omit=dev` there, start the image's entry command (`node dist/cli.js daemon`,
  * config through MCPX_CONFIG) and call it: initialize, tools/list and a tool call on

@@ -1,5 +1,5 @@
 /**
- * Policy rate limits (docs: Policy › Rate limits) over real HTTP in both eras, as a member of a
+ * Policy rate limits (docs/policy.md › Rate limits) over real HTTP in both eras, as a member of a
  * 2025-03-26 batch, on a real daemon, on a spawned `mcpx serve`, shared by two replicas through the
  * real Redis (REDIS_URL, default redis://127.0.0.1:6379, a key prefix per test), and refused (fail
  * closed) while that Redis cannot be reached. Past the limit: JSON-RPC -31002 with the request's id

@@ -1,5 +1,5 @@
 /**
- * Redis that survives a node (docs: Running several replicas › Surviving a Redis node): the legacy session store on a 3-master Redis Cluster and
+ * Redis that survives a node (docs/replicas.md › Surviving a Redis node): the legacy session store on a 3-master Redis Cluster and
  * on a Sentinel set-up with a failover mid-session. Each test starts its own redis-server
  * processes on free loopback ports (test/helpers/redis-ha.ts) and two in-process mcpx replicas
  * sharing them; nothing here uses the Redis on 6379.

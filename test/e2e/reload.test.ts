@@ -1,5 +1,5 @@
 /**
- * Hot reload (docs: Reloading the config) on a real daemon (`node dist/cli.js daemon`) and a real
+ * Hot reload (docs/operating.md › Reloading the config) on a real daemon (`node dist/cli.js daemon`) and a real
  * `mcpx serve`: SIGHUP, `--watch` and `POST /admin/reload` restart a changed upstream, stop a
  * removed one (its child reaped), start a new one and leave an unchanged one running (same pid, no
  * failed call while a client calls it in a loop); clients get list_changed; an invalid config or an

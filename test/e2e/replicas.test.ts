@@ -1,5 +1,5 @@
 /**
- * Legacy sessions across replicas with Redis (docs: Running several replicas; the legacy rules of seed › Streamable
+ * Legacy sessions across replicas with Redis (docs/replicas.md › Running several replicas; the legacy rules of seed › Streamable
  * HTTP, 2025-03-26 … 2025-11-25). Three in-process mcpx instances, each with its own fixture
  * upstream child, share one Redis (`REDIS_URL`, default redis://127.0.0.1:6379) under a key
  * prefix unique to the test; a client rotates its requests across them.

@@ -1,5 +1,5 @@
 /**
- * Curated endpoints (docs: Curated endpoints) over real HTTP in both eras, on a real daemon,
+ * Curated endpoints (docs/policy.md › Curated endpoints) over real HTTP in both eras, on a real daemon,
  * and through a spawned `mcpx serve --server`: lists, rename (Mcp-Name, Mcp-Param-*), override,
  * defaults, sessions bound to their endpoint, unknown endpoints, list_changed per endpoint view,
  * and the policy's `servers` rules. Tests are named servers/<area>/<requirement> (policy/… for the rules).

@@ -1,5 +1,5 @@
 /**
- * The status page in a real browser (docs: The status page): Debian's
+ * The status page in a real browser (docs/operating.md › The status page): Debian's
  * `chromium` (the system binary; a browser download cannot work here) driven by playwright-core,
  * against a real daemon (`node dist/cli.js daemon`) with two upstreams, one of them down. The test
  * reads the table as rendered, checks that the page raised no CSP violation and no script error,

@@ -82,7 +82,7 @@ t.test('ops/status/report-names-every-upstream-and-counts-calls', async t => {
   t.match(first.config.source, /mcpx\.config\.json$/)
   t.equal(first.config.lastReload, undefined)
   t.same({ sessions: first.sessions, streams: first.streams }, { sessions: 0, streams: { get: 0, listen: 0 } })
-  // Both are the fixture: tools and prompts are prefixed apart, resource URIs are not (docs: Configuration › Collisions).
+  // Both are the fixture: tools and prompts are prefixed apart, resource URIs are not (docs/upstreams.md › Names and collisions).
   t.same(first.collisions.filter(c => c.kind === 'resource').map(c => [c.name, c.kept, c.dropped]).sort(), [['fixture://counter', 'local', 'web'], ['fixture://static', 'local', 'web']])
   t.notOk(first.collisions.some(c => c.kind === 'tool'), 'prefixed tool names do not collide')
   t.equal(first.windowSeconds, 300)

@@ -1,5 +1,5 @@
 /**
- * The 2025-11-25 experimental tasks passed through to legacy clients (docs: Tasks, in both
+ * The 2025-11-25 experimental tasks passed through to legacy clients (docs/wire.md › Tasks, in both
  * eras; basic/utilities/tasks.mdx), over real HTTP against a listening app and through a spawned
  * `mcpx serve`. The upstream is test/fixtures/tasks-upstream with `--legacy` (it refuses
  * server/discover, so mcpx initializes it, at 2025-11-25, and it declares `capabilities.tasks`).

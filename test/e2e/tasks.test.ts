@@ -1,5 +1,5 @@
 /**
- * The Tasks extension (docs: Tasks; SEP-2663) end to end through real processes: a real
+ * The Tasks extension (docs/wire.md › Tasks; SEP-2663) end to end through real processes: a real
  * `mcpx daemon` over HTTP with two copies of test/fixtures/tasks-upstream (both mint `task-1`, …),
  * and a real `mcpx serve` over stdio with one. The full behaviour is the conformance run's
  * (`npm run conformance`, the `tasks ext` rows); this file keeps `npm test` covering the daemon and

@@ -1,5 +1,5 @@
 /**
- * Tracing (docs: Tracing; lib/telemetry/trace.ts). In-process mcpx with the SDK's
+ * Tracing (docs/operating.md › Tracing; lib/telemetry/trace.ts). In-process mcpx with the SDK's
  * InMemorySpanExporter for the span contents, real upstreams (the fixture over HTTP and over
  * stdio) recording the traceparent they received, and a spawned `mcpx serve` exporting by OTLP to
  * a collector the test runs, turned on by OTEL_* variables alone.

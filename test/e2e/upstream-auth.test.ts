@@ -1,5 +1,5 @@
 /**
- * mcpx's own credentials to HTTP upstreams (docs: Authentication › Upstream credentials), end to end: a real
+ * mcpx's own credentials to HTTP upstreams (docs/authentication.md › Upstream credentials), end to end: a real
  * authorization server (oidc-provider, with an RFC 8693 grant), a protected upstream (the fixture
  * SDK server behind a bearer check that records the subject and audience it saw), and mcpx in
  * between. Tests are named auth/upstream/<requirement>.

@@ -1,6 +1,6 @@
 /**
  * Runs the operator commands as a real process (`node dist/cli.js …`) for the cli/… tests
- * (docs: Command-line helpers).
+ * (docs/operating.md › Command-line helpers).
  */
 import { execFile } from 'node:child_process'
 import { CLI_PATH } from './spawn.js'

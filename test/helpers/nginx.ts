@@ -1,5 +1,5 @@
 /**
- * nginx for the deployment tests (docs: Run in a container › Behind nginx): runs Debian's nginx binary with the SHIPPED
+ * nginx for the deployment tests (docs/deployment.md › Behind nginx): runs Debian's nginx binary with the SHIPPED
  * docker/nginx.conf in a temporary prefix, unprivileged-style, and stops it at teardown.
  *
  * The shipped file is a conf.d snippet (an `upstream` and a `server` block). It is used verbatim

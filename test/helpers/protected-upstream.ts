@@ -1,5 +1,5 @@
 /**
- * An HTTP MCP upstream that demands its own token (docs: Authentication › Upstream credentials): the
+ * An HTTP MCP upstream that demands its own token (docs/authentication.md › Upstream credentials): the
  * fixture SDK server (`--http`) behind a bearer check against the test authorization server. The
  * check verifies the JWT (signature, issuer, audience = this upstream's resource) with jose and
  * records what each request carried: the subject, audience, client and actor. It can refuse the

@@ -1,6 +1,6 @@
 /**
  * mcpx-auth at inject level, behind mcpx-origin and mcpx-cors, on a bare Fastify with a dummy /mcp
- * route (docs: Authentication › Static tokens).
+ * route (docs/authentication.md › Static tokens).
  */
 import t, { type Test } from 'tap'
 import { join } from 'node:path'

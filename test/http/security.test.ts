@@ -1,5 +1,5 @@
 /**
- * Security (docs: Security) through the WHOLE app (mcpx registered by `build(t)` / `listen(t)`, the echo fixture as
+ * Security (docs/security.md › Security) through the WHOLE app (mcpx registered by `build(t)` / `listen(t)`, the echo fixture as
  * its upstream) and through the real daemon (`node dist/cli.js daemon`): the Origin policy in both
  * eras on every method, CORS, the limits (413, 431, 415, 406, invalid UTF-8, the four caps) and
  * bearer authentication with the non-loopback refusal. The plugin-level tests on a bare Fastify are

@@ -1,5 +1,5 @@
 /**
- * The Tasks extension (docs: Tasks; SEP-2663, `io.modelcontextprotocol/tasks`) through mcpx's
+ * The Tasks extension (docs/wire.md › Tasks; SEP-2663, `io.modelcontextprotocol/tasks`) through mcpx's
  * HTTP face (`fastify.inject`), with real upstream processes: two copies of
  * test/fixtures/tasks-upstream (which mint the same task ids, `task-1`, …) and, in a second app,
  * the echo fixture, which does not declare the extension. Tests are named tasks/<area>/<requirement>.

@@ -1,4 +1,4 @@
-/** Config loading and validation (lib/config/load.ts, lib/config/schema.ts; docs: Configuration). */
+/** Config loading and validation (lib/config/load.ts, lib/config/schema.ts; docs/configuration.md › Configuration). */
 import t from 'tap'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'

@@ -1,6 +1,6 @@
 /**
  * lib/policy/rules alone: rule matching per principal kind, servers, deny wins, absent allow, default,
- * globs, and the config schema's `policy` (docs: Policy).
+ * globs, and the config schema's `policy` (docs/policy.md › Policy).
  */
 import t from 'tap'
 import { Policy, compileGlobs, principalMatches, type PolicyConfig } from '../../lib/policy/rules.js'

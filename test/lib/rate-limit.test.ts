@@ -1,5 +1,5 @@
 /**
- * lib/policy/rate-limit alone (docs: Policy › Rate limits): GCRA on a test clock (burst of `calls`, then one
+ * lib/policy/rate-limit alone (docs/policy.md › Rate limits): GCRA on a test clock (burst of `calls`, then one
  * per `per / calls` ms, the exact retry time), all-or-nothing across a call's limits, counters per
  * (principal, tool), the memory store's bound and sweep; the Redis store against the real Redis on
  * 127.0.0.1:6379 (REDIS_URL), two limiters sharing one count, keys in one hash slot with an expiry,

@@ -1,5 +1,5 @@
 /**
- * `sessions.redis` (docs: Running several replicas › Surviving a Redis node): the three shapes lib/base/redis.ts
+ * `sessions.redis` (docs/replicas.md › Surviving a Redis node): the three shapes lib/base/redis.ts
  * builds connections from, how config refuses the others, and how a target is named in logs.
  */
 import t from 'tap'

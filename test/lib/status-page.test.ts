@@ -1,5 +1,5 @@
 /**
- * The status page's parts as pure units (docs: The status page): the latency window of
+ * The status page's parts as pure units (docs/operating.md › The status page): the latency window of
  * lib/upstreams/call-stats.ts (percentiles within 6.25 %, slots expiring after 5 minutes, fixed
  * memory), the report's redaction (lib/ops/status-model.ts) and the HTML's escaping (lib/ops/status-page.ts).
  */

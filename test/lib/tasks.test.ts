@@ -1,5 +1,5 @@
 /**
- * lib/dispatch/tasks.ts: namespaced task ids of the Tasks extension (docs: Tasks; SEP-2663) and the
+ * lib/dispatch/tasks.ts: namespaced task ids of the Tasks extension (docs/wire.md › Tasks; SEP-2663) and the
  * declaration check. Tests are named tasks/<area>/<requirement>.
  */
 import t from 'tap'

@@ -1,4 +1,4 @@
-/** When the OTEL_* environment turns tracing on (lib/telemetry/trace.ts; docs: Tracing). */
+/** When the OTEL_* environment turns tracing on (lib/telemetry/trace.ts; docs/operating.md › Tracing). */
 import t from 'tap'
 import { activeTracing, sessionHash, tracingWantedByEnv, httpTraceIn } from '../../lib/telemetry/trace.js'
 

@@ -32,7 +32,7 @@ export function initializeResult (deps: { registry: UpstreamRegistry, tasks: Tas
   const revision = negotiateLegacy(params?.protocolVersion)
   // The Tasks extension is a 2026-07-28 one (SEP-2663): a legacy client is not offered it. A client
   // that negotiated 2025-11-25 is offered that revision's experimental `tasks` instead, when an
-  // upstream that negotiated 2025-11-25 declares them (lib/dispatch/tasks.ts; README › Tasks).
+  // upstream that negotiated 2025-11-25 declares them (lib/dispatch/tasks.ts; docs/wire.md › Tasks).
   const { extensions: _omit, ...capabilities } = capabilitiesOf(deps.registry)
   const tasks = deps.tasks.legacyCapability(revision)
   if (tasks !== undefined) capabilities.tasks = tasks
