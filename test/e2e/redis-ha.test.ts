@@ -112,19 +112,23 @@ t.test('redis/sentinel/failover-mid-session-503-then-the-session-carries-on', sk
   t.equal(body.error?.code, -32_603, 'a JSON-RPC error')
   t.equal(body.id, 'during', 'carrying the request id')
 
-  // The sentinels agree the master is down and promote the replica; ioredis reconnects to it.
-  await pollUntil('the replica to be promoted', async () => await ha.currentMaster() === ha.replica.address, 45_000)
+  // The sentinels agree the master is down and promote the replica; ioredis reconnects to it. Alone this
+  // takes ~10 s; the bounds are generous because under the full suite's load (two test files at once on
+  // two cores) a reconnect once took longer than 45 s. The last reply is kept for the failure message.
+  await pollUntil('the replica to be promoted', async () => await ha.currentMaster() === ha.replica.address, 90_000)
+  let lastOnA: unknown
   const recovered = await pollUntil('the session to be served again', async () => {
     const reply = await call(a, sid, ping('after'))
+    lastOnA = reply
     return reply.status === 200 ? reply : false
-  }, 45_000)
+  }, 90_000).catch((err: Error) => { throw new Error(`${err.message}; last reply ${JSON.stringify(lastOnA)}`) })
   t.same(recovered.body, { jsonrpc: '2.0', id: 'after', result: {} }, 'the same session carries on, on A')
   let lastOnB: unknown
   const onB = await pollUntil('B to be served again', async () => {
     const reply = await call(b, sid, callBody(2, 'echo', { text: 'after failover' }))
     lastOnB = reply
     return reply.status === 200 ? reply : false
-  }, 45_000).catch((err: Error) => { throw new Error(`${err.message}; last reply ${JSON.stringify(lastOnB)}`) })
+  }, 90_000).catch((err: Error) => { throw new Error(`${err.message}; last reply ${JSON.stringify(lastOnB)}`) })
   t.same(onB.body?.result?.content, [{ type: 'text', text: 'after failover' }], 'and on B')
   const role = await command(ha.replica.port, 'ROLE') as unknown[] | undefined
   t.equal(role?.[0], 'master', 'the old replica is the master now')
