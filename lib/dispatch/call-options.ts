@@ -4,9 +4,8 @@
  * upstream's log lines, progress and questions go, and the `_meta` the upstream sees. Built by the
  * dispatcher for the method handlers, the MRTR bridge (lib/dispatch/mrtr.ts) and Tasks (lib/dispatch/tasks.ts).
  */
-import { isObject, METHOD_NOT_FOUND, type JsonRpcNotification, type JsonRpcRequest } from '../protocol/jsonrpc.js'
+import { isObject, METHOD_NOT_FOUND, type JsonRpcNotification, type JsonRpcRequest, UpstreamRpcError, type JsonObject } from '../protocol/jsonrpc.js'
 import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL } from '../protocol/inbound.js'
-import { UpstreamRpcError, type JsonObject } from '../protocol/jsonrpc.js'
 import type { InstanceOwner } from '../upstreams/isolation.js'
 import type { UpstreamCallOptions, UpstreamQuestion } from '../upstreams/contract.js'
 import type { CancelSignal } from '../base/cancel.js'

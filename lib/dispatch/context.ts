@@ -3,9 +3,8 @@
  * stdio server: one core answers every request, whichever transport carried it.
  */
 import type { Era, Revision } from '../protocol/revisions.js'
-import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse } from '../protocol/jsonrpc.js'
+import type { JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, JsonObject } from '../protocol/jsonrpc.js'
 import type { InstanceHome } from '../upstreams/isolation.js'
-import type { JsonObject } from '../protocol/jsonrpc.js'
 import type { UpstreamQuestion } from '../upstreams/contract.js'
 import type { RequestTrace, TraceIn } from '../telemetry/trace.js'
 import type { CancelSignal, Canceller } from '../base/cancel.js'

@@ -14,14 +14,11 @@
 import type { Logger } from '../telemetry/log.js'
 import { activeTracing } from '../telemetry/trace.js'
 import {
-  errorResponse, successResponse,
-  INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, UPSTREAM_ERROR,
-  type JsonRpcRequest, type JsonRpcResponse
+  errorResponse, successResponse, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, UPSTREAM_ERROR, type JsonRpcRequest, type JsonRpcResponse, UpstreamRpcError, type JsonObject
 } from '../protocol/jsonrpc.js'
 import type { Revision } from '../protocol/revisions.js'
 import { markRefused } from '../protocol/http-status.js'
 import { InstanceForwardError, InstancesExhaustedError, UpstreamBusyError } from '../upstreams/errors.js'
-import { UpstreamRpcError, type JsonObject } from '../protocol/jsonrpc.js'
 import type { UpstreamCallOptions, UpstreamRegistry } from '../upstreams/contract.js'
 import { WHOLE_CATALOGUE, type Policy } from '../policy/rules.js'
 import type { RateLimiter } from '../policy/rate-limit.js'

@@ -24,8 +24,7 @@
  * one capability rule; apart, each would have to re-derive what the others bind.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
-import { errorResponse, isObject, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY, URL_ELICITATION_REQUIRED, type JsonRpcErrorResponse, type JsonRpcRequest, type RequestId } from '../protocol/jsonrpc.js'
-import { UpstreamRpcError, type JsonObject } from '../protocol/jsonrpc.js'
+import { errorResponse, isObject, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY, URL_ELICITATION_REQUIRED, type JsonRpcErrorResponse, type JsonRpcRequest, type RequestId, UpstreamRpcError, type JsonObject } from '../protocol/jsonrpc.js'
 import type { UpstreamCallOptions, UpstreamQuestion } from '../upstreams/contract.js'
 import type { DispatchContext } from './context.js'
 import type { Logger } from '../telemetry/log.js'

@@ -17,8 +17,7 @@
  * The keys are the ones the caller sees (after policy and curated-endpoint renames), so a forged
  * cursor naming a hidden item is answered exactly as an outdated one.
  */
-import { INVALID_PARAMS } from '../protocol/jsonrpc.js'
-import { UpstreamRpcError, type JsonObject } from '../protocol/jsonrpc.js'
+import { INVALID_PARAMS, UpstreamRpcError, type JsonObject } from '../protocol/jsonrpc.js'
 
 /** The four paged lists, by their result key. */
 export type PagedList = 'tools' | 'prompts' | 'resources' | 'resourceTemplates'

@@ -4,9 +4,8 @@
  * these, even when the upstream that produced it is modern. The dispatcher applies one of the two
  * to every result, whichever method produced it.
  */
-import { isObject } from '../protocol/jsonrpc.js'
+import { isObject, type JsonObject } from '../protocol/jsonrpc.js'
 import { META_SERVER_INFO } from '../protocol/inbound.js'
-import type { JsonObject } from '../protocol/jsonrpc.js'
 import type { ServerInfo } from './context.js'
 
 /** Methods whose modern `complete` results carry `ttlMs` and `cacheScope` (2026-07-28 caching.mdx; DIGEST A20). */

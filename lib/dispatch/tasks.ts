@@ -23,8 +23,7 @@
  * taskId on tasks/get, tasks/update and tasks/cancel).
  */
 import { timingSafeEqual } from 'node:crypto'
-import { INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY, isObject, type JsonRpcNotification, type JsonRpcRequest } from '../protocol/jsonrpc.js'
-import { UpstreamRpcError, type JsonObject } from '../protocol/jsonrpc.js'
+import { INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY, isObject, type JsonRpcNotification, type JsonRpcRequest, UpstreamRpcError, type JsonObject } from '../protocol/jsonrpc.js'
 import type { UpstreamCallOptions, UpstreamRegistry } from '../upstreams/contract.js'
 import type { DispatchContext } from './context.js'
 import type { Logger } from '../telemetry/log.js'

@@ -1,7 +1,6 @@
 /** `completion/complete`: a reference to a hidden prompt or resource is answered as the registry answers an unknown one. */
-import { isObject, INVALID_PARAMS } from '../../protocol/jsonrpc.js'
+import { isObject, INVALID_PARAMS, type JsonObject } from '../../protocol/jsonrpc.js'
 import { stripMeta } from '../../protocol/params.js'
-import type { JsonObject } from '../../protocol/jsonrpc.js'
 import { HiddenError } from '../errors.js'
 import type { MethodCall } from './method.js'
 

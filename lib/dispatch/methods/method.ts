@@ -5,8 +5,7 @@
  * dispatcher's shared parts. A handler returns the result before era shaping, or throws
  * UpstreamRpcError (mapped to the JSON-RPC error by the dispatcher).
  */
-import { isObject, INVALID_PARAMS, type JsonRpcRequest } from '../../protocol/jsonrpc.js'
-import { UpstreamRpcError, type JsonObject } from '../../protocol/jsonrpc.js'
+import { isObject, INVALID_PARAMS, type JsonRpcRequest, UpstreamRpcError, type JsonObject } from '../../protocol/jsonrpc.js'
 import type { UpstreamCallOptions, UpstreamRegistry } from '../../upstreams/contract.js'
 import type { RateLimiter } from '../../policy/rate-limit.js'
 import type { Visibility } from '../../policy/visibility.js'

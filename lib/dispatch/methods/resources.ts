@@ -3,9 +3,8 @@
  * answered as one no upstream serves; a legacy connection subscribes upstream once per URI
  * (DispatchContext.subscriptions).
  */
-import { RESOURCE_NOT_FOUND } from '../../protocol/jsonrpc.js'
+import { RESOURCE_NOT_FOUND, type JsonObject, type UpstreamRpcError } from '../../protocol/jsonrpc.js'
 import { requireString } from '../../protocol/params.js'
-import type { JsonObject, UpstreamRpcError } from '../../protocol/jsonrpc.js'
 import { instanceOwnerOf } from '../call-options.js'
 import { HiddenError } from '../errors.js'
 import type { MethodCall } from './method.js'
