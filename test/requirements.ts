@@ -50,8 +50,12 @@ export type SeedSection =
   | 'stdio, every revision'
   | 'Found along the way'
 
-/** Where a requirement comes from: a seed section, or a DIGEST section such as `DIGEST §6d`. */
-export type Source = `seed › ${SeedSection}` | `DIGEST §${number}${string}`
+/**
+ * Where a requirement comes from: a seed section, a DIGEST section such as `DIGEST §6d`, or, for a gateway rule that
+ * no protocol revision states (policy, limits, operator endpoints), the docs/ page and `##`/`###` heading that
+ * promises it to users, such as `docs/policy.md › Policy`.
+ */
+export type Source = `seed › ${SeedSection}` | `DIGEST §${number}${string}` | `docs/${string}.md › ${string}`
 
 /** One requirement: its source, what it says in a line, and for a `*` family the revisions it spans. */
 export interface Requirement {
@@ -68,7 +72,7 @@ const STDIO: Source = 'seed › stdio, every revision'
 const LEGACY = LEGACY_REVISIONS
 const NO_BATCHES = ['2024-11-05', '2025-06-18', '2025-11-25'] as const satisfies readonly Revision[]
 
-/** id → requirement. Keep the ids in seed order, then DIGEST order. */
+/** id → requirement. Keep the ids in seed order, then DIGEST order, then the docs/ rules. */
 export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   // ---------------------------------------------------------------- seed › Which era a POST belongs to
   'all/era/body-meta-is-modern': { source: ERA, text: 'a POST whose body carries _meta protocolVersion is modern' },
@@ -215,7 +219,9 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'tasks/legacy-sdk/v1-client-drives-a-task': { source: 'DIGEST §5', text: 'the official v1 SDK client drives a task through mcpx (callToolStream, getTask, listTasks)' },
   'tasks/legacy-book/bounded-per-owner-and-in-all': { source: 'DIGEST §5', text: 'the tasks mcpx lists for a caller are kept bounded, per owner and in all' },
   'tasks/legacy-stdio/serve-relays-tasks-and-status': { source: 'DIGEST §5', text: 'experimental tasks over mcpx serve (stdio)' },
-  'tasks/e2e/status-notification-on-the-tasks-get-reply': { source: 'DIGEST §6f', text: 'the Tasks extension (SEP-2663): a server\'s notifications/tasks/status for a task, sent on a tasks/get stream, reaches the client on its tasks/get reply with the client\'s taskId' }
+  'tasks/e2e/status-notification-on-the-tasks-get-reply': { source: 'DIGEST §6f', text: 'the Tasks extension (SEP-2663): a server\'s notifications/tasks/status for a task, sent on a tasks/get stream, reaches the client on its tasks/get reply with the client\'s taskId' },
+
+  // ---------------------------------------------------------------- docs/ › gateway rules no revision states
 }
 
 /** One concrete id of the manifest, with the key it came from (a family key for a `*` family). */

@@ -1,6 +1,6 @@
 /**
  * The requirement manifest (test/requirements.ts) against the suite: every id is the name of some test, every
- * source names a real seed or DIGEST section, and every test name follows the scheme documented there. Test names
+ * source names a real seed, DIGEST or docs/ section, and every test name follows the scheme documented there. Test names
  * are read from the sources by test/helpers/test-names.ts (templated names expanded over their loops).
  */
 import t from 'tap'
@@ -13,6 +13,14 @@ import { QUICK, SLOW_ONLY, runsInTier, type Tier } from '../tiers.js'
 /** This file runs as dist/test/lib/requirements.test.js: the sources are in test/, shared/ is beside the checkout. */
 const TEST_DIR = fileURLToPath(new URL('../../../test', import.meta.url))
 const SHARED_DIR = fileURLToPath(new URL('../../../../shared/', import.meta.url))
+const DOCS_DIR = fileURLToPath(new URL('../../../docs/', import.meta.url))
+
+/** The `##` and `###` headings of docs/<page>, or an empty set when there is no such page. */
+function docsHeadings (page: string): Set<string> {
+  let text: string
+  try { text = readFileSync(DOCS_DIR + page, 'utf8') } catch { return new Set() }
+  return new Set([...text.matchAll(/^#{2,3} (.+?)\s*$/gm)].map(m => m[1]))
+}
 
 const SEGMENT = /^(?:[a-z0-9]|\$\{[^}]+\})+(?:-(?:[a-z0-9]|\$\{[^}]+\})+)*$/
 
@@ -105,7 +113,11 @@ t.test('all/meta/requirement-ids-and-sources-are-well-formed', async t => {
     if (family !== (revisions !== undefined && revisions.length > 0)) problems.push(`${key}: a * family needs revisions, and only a family has them`)
     const seed = /^seed › (.+)$/.exec(source)
     const digest = /^DIGEST §(\d+[a-z]?)$/.exec(source)
-    if (seed !== null ? !seedLines.has(seed[1]) : digest === null || !digestSections.has(digest[1])) problems.push(`${key}: source ${JSON.stringify(source)} names no seed or DIGEST section`)
+    const docs = /^docs\/([a-z0-9-]+\.md) › (.+)$/.exec(source)
+    const named = seed !== null
+      ? seedLines.has(seed[1])
+      : digest !== null ? digestSections.has(digest[1]) : docs !== null && docsHeadings(docs[1]).has(docs[2])
+    if (!named) problems.push(`${key}: source ${JSON.stringify(source)} names no seed, DIGEST or docs/ section`)
   }
   t.same(problems, [])
 })
