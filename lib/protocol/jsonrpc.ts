@@ -213,8 +213,12 @@ function nestsDeeperThan (text: string, maxDepth: number): boolean {
 
 /**
  * Finds the raw text of the `"id"` member of the top-level object (batch=false) or of each
- * element of the top-level array (batch=true). Only numeric ids are captured; the JSON is known
- * to be valid, so the scanner only tracks strings and nesting depth.
+ * element of the top-level array (batch=true), indexed as `JSON.parse` indexes the array. Only
+ * numeric ids are captured; the JSON is known to be valid, so the scanner only tracks strings,
+ * nesting depth and, in a batch, the commas between elements: an element that is not an object
+ * or an array (`1`, `"x"`, `null`, `true`) still takes its index, so the next member's id is not
+ * shifted onto it. A key written with escapes (`"\u0069d"`) is the key `id`, as `JSON.parse` reads it;
+ * of duplicate `id` keys the last wins, as in `JSON.parse`.
  */
 function scanIds (text: string, batch: boolean): Array<string | undefined> {
   const ids: Array<string | undefined> = []
@@ -236,7 +240,7 @@ function scanIds (text: string, batch: boolean): Array<string | undefined> {
       }
       const end = i
       i++
-      if (depth === memberDepth && text.slice(start, end + 1) === '"id"') {
+      if (depth === memberDepth && isIdKey(text, start, end)) {
         let j = i
         while (j < n && isSpace(text.charCodeAt(j))) j++
         if (text.charCodeAt(j) === 0x3a) { // ':'
@@ -252,13 +256,24 @@ function scanIds (text: string, batch: boolean): Array<string | undefined> {
     }
     if (c === 0x7b || c === 0x5b) { // { [
       depth++
-      if (batch && depth === 2) element++
+      if (batch && depth === 1) element = 0 // the top-level array opens on its first element
     } else if (c === 0x7d || c === 0x5d) {
       depth--
+    } else if (c === 0x2c && batch && depth === 1) { // ',' between two elements of the batch
+      element++
     }
     i++
   }
   return ids
+}
+
+/** True when the string token text[start..end] (quotes included) is the key `id`, escapes decoded. */
+function isIdKey (text: string, start: number, end: number): boolean {
+  if (end - start === 3) return text.charCodeAt(start + 1) === 0x69 && text.charCodeAt(start + 2) === 0x64 // "id"
+  if (end - start > 13) return false // "\u0069\u0064" is the longest spelling of the key
+  const token = text.slice(start, end + 1)
+  if (!token.includes('\\')) return false
+  try { return JSON.parse(token) === 'id' } catch { return false }
 }
 
 /** True when the character at `at` is preceded by an odd run of backslashes. */
