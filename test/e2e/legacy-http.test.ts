@@ -12,6 +12,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ToolListChangedNotificationSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
 import type { TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js'
 import { listen, fixtureUpstreams, legacyHeaders, sseMessages } from '../helpers/app.js'
+import { prng, generateBatch, replyIdTexts, expectedReplies } from '../helpers/batch-ids.js'
 import {
   LEGACY, schemaErrors, callBody, post, fetchSession, sessionHeaders, pollUntil, fixtureLogPath, fixtureEvents, SseReader
 } from '../helpers/legacy.js'
@@ -349,6 +350,29 @@ if (selected('2025-03-26')) {
     t.equal(res.headers.get('content-type'), 'text/event-stream', 'a batch whose requests were all cancelled ends as an empty event stream')
     t.notMatch(await res.text(), /data:/)
     await pollUntil('both cancellations', () => events().filter(e => e.event === 'cancelled').length === 2)
+  })
+
+  t.test('2025-03-26/batch/each-reply-carries-its-members-id', async t => {
+    // Seeded batches (test/helpers/batch-ids.ts): ids of every JSON form after members of every
+    // type, in a session and without one; the reply ids are read from the bytes.
+    const { base } = await sharedServer('2025-03-26')
+    const sid = await fetchSession(base, '2025-03-26')
+    const rand = prng(0xba7c4)
+    const problems: string[] = []
+    for (let n = 0; n < 300 && problems.length < 3; n++) {
+      const batch = generateBatch(rand)
+      const headers = n % 2 === 0 ? legacyHeaders() : sessionHeaders(sid, '2025-03-26')
+      const res = await fetch(`${base}/mcp`, { method: 'POST', headers, body: batch.text })
+      const body = await res.text()
+      const got = replyIdTexts(body)
+      const want = expectedReplies(batch)
+      const nulls = got.ids.filter(id => id === 'null').length
+      const ids = got.ids.filter(id => id !== 'null').sort()
+      if (res.status !== 200 || JSON.stringify(ids) !== JSON.stringify(want.ids) || nulls + got.idless !== want.idless) {
+        problems.push(`${batch.text}\n→ ${res.status} ${body}\nwant ids ${want.ids.join(' ')} and ${want.idless} without one`)
+      }
+    }
+    t.same(problems, [], 'each request answered once, with its own id')
   })
 
   t.test('2025-03-26/batch/streamed-replies-as-separate-events', async t => {

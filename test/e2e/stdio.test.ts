@@ -13,6 +13,7 @@ import { Client as ClientV2 } from '@modelcontextprotocol/client'
 import { StdioClientTransport as StdioClientTransportV2 } from '@modelcontextprotocol/client/stdio'
 import { FIXTURE_PATH } from '../helpers/fixture.js'
 import { spawnServe, writeConfig, serveArgs, type Message, type ServeChild, type Teardown } from '../helpers/spawn.js'
+import { prng, generateBatch, replyIdTexts, expectedReplies } from '../helpers/batch-ids.js'
 
 type Test = Teardown
 
@@ -297,6 +298,28 @@ t.test('2025-03-26/stdio/batch-answered-as-array', async t => {
   t.same(byId.get(10), { jsonrpc: '2.0', id: 10, result: {} })
   t.equal(text(byId.get(11) as Message), 'in a batch')
   t.ok(reply)
+
+  t.test('2025-03-26/stdio/batch-replies-carry-their-members-ids', async t => {
+    // Seeded batches (test/helpers/batch-ids.ts), one line each; the reply ids are read from the
+    // raw stdout line. A shifted id also made a later member "already in flight".
+    const rand = prng(0x57d10)
+    const problems: string[] = []
+    for (let n = 0; n < 300 && problems.length < 3; n++) {
+      const batch = generateBatch(rand)
+      const at = s.lines.length
+      s.send(batch.text.replace(/[\r\n]/g, ' '))
+      await s.nextMessage(() => true, { after: s.messages.length })
+      const line = s.lines[at]
+      const got = replyIdTexts(line)
+      const want = expectedReplies(batch)
+      const nulls = got.ids.filter(id => id === 'null').length
+      const ids = got.ids.filter(id => id !== 'null').sort()
+      if (JSON.stringify(ids) !== JSON.stringify(want.ids) || nulls + got.idless !== want.idless) {
+        problems.push(`${batch.text}\n→ ${line}\nwant ids ${want.ids.join(' ')} and ${want.idless} without one`)
+      }
+    }
+    t.same(problems, [], 'each request answered once, with its own id')
+  })
 })
 
 t.test('2025-06-18/stdio/batch-refused', async t => {

@@ -7,6 +7,7 @@ import {
   parseBody, classify, encodeMessage, errorResponse, successResponse, RawNumberId,
   MAX_NESTING_DEPTH, INVALID_REQUEST, PARSE_ERROR, type RequestId
 } from '../../lib/protocol/jsonrpc.js'
+import { prng, generateBatch, expectedIdValue } from '../helpers/batch-ids.js'
 
 /** A tools/call whose `arguments.deep` nests `levels` arrays (the message itself adds 3 levels). */
 function deepCall (idText: string | undefined, levels: number): string {
@@ -64,6 +65,40 @@ t.test('all/jsonrpc/exact-ids-round-trip', async t => {
   if (!batch.ok || !batch.batch) return t.fail('batch not parsed')
   const replies = batch.value.map(v => { const c = classify(v); return c.kind === 'request' ? successResponse(c.message.id, {}) : t.fail('not a request') })
   t.equal(encodeMessage(replies.filter(r => typeof r === 'object')), '[{"jsonrpc":"2.0","id":9007199254740993,"result":{}},{"jsonrpc":"2.0","id":0,"result":{}}]')
+})
+
+t.test('all/jsonrpc/batch-member-keeps-its-own-id', async t => {
+  // A member that is neither an object nor an array still takes its index: the unsafe ids of the
+  // members after it are not shifted onto their neighbours (the reply of 1.5 carried 7).
+  const batch = parseBody('[1,{"jsonrpc":"2.0","id":1.5,"method":"ping"},{"jsonrpc":"2.0","id":7,"method":"ping"}]')
+  if (!batch.ok || !batch.batch) return t.fail('batch not parsed')
+  t.equal(encodeMessage(batch.value.slice(1).map(v => { const c = classify(v); return successResponse(c.kind === 'request' ? c.message.id : 'wrong', {}) })),
+    '[{"jsonrpc":"2.0","id":1.5,"result":{}},{"jsonrpc":"2.0","id":7,"result":{}}]')
+  const escaped = parseBody('[null,{"jsonrpc":"2.0","\\u0069d":9007199254740993,"method":"ping"}]')
+  if (!escaped.ok || !escaped.batch) return t.fail('batch not parsed')
+  t.same((escaped.value[1] as { id: unknown }).id, new RawNumberId('9007199254740993'), 'an escaped "id" key is the id key')
+})
+
+t.test('all/jsonrpc/batch-ids-fuzzed', async t => {
+  // Seeded: ids of every JSON form after members of every type (test/helpers/batch-ids.ts).
+  const rand = prng(0x1d5eed)
+  const problems: string[] = []
+  let members = 0
+  for (let n = 0; n < 5000 && problems.length < 5; n++) {
+    const batch = generateBatch(rand)
+    const parsed = parseBody(batch.text)
+    if (!parsed.ok || !parsed.batch) { problems.push(`not parsed: ${batch.text}`); continue }
+    batch.members.forEach((member, i) => {
+      members++
+      if (member.kind === 'notification' || member.idText === undefined) return
+      const got = (parsed.value[i] as { id?: unknown }).id
+      const want = expectedIdValue(member.idText)
+      const same = typeof want === 'object' ? got instanceof RawNumberId && got.raw === want.raw : got === want
+      if (!same) problems.push(`member ${i} of ${batch.text}: id ${JSON.stringify(got)}, want ${member.idText}`)
+    })
+  }
+  t.same(problems, [], 'every member parsed with its own id')
+  t.ok(members > 10_000, `${members} members checked`)
 })
 
 t.test('all/jsonrpc/invalid-utf8-is-parse-error', async t => {
