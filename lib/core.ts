@@ -112,6 +112,8 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
       else runningPolicy = nextPolicy
       dispatcher.setAccess(runningPolicy, next.servers === undefined ? undefined : new Servers(next.servers))
       dispatcher.setPageSize(next.transport.pageSize)
+      // Open streams follow the new access rules too; the list_changed below then reaches each one whose view changed.
+      hub.refreshViews()
       for (const kind of ['tools', 'prompts', 'resources'] as const) registry.emit('list_changed', kind)
       return notApplied
     },

@@ -74,6 +74,18 @@ export function bindingKeyOf (principal: Principal | null, authorization: string
 }
 
 /**
+ * When the credential behind `principal` stops being valid, in ms since the epoch: an OAuth
+ * access token's `exp` (JWT claim, or the introspection response's), or undefined when the
+ * credential does not expire (a static token, the stdio caller, a token without `exp`). A stream
+ * opened with the credential ends then (docs/authentication.md › Tokens that expire). Never throws.
+ */
+export function expiresAtOf (principal: Principal | null | undefined): number | undefined {
+  if (principal?.kind !== 'oauth') return undefined
+  const exp = principal.claims.exp
+  return typeof exp === 'number' && Number.isFinite(exp) ? exp * 1000 : undefined
+}
+
+/**
  * The principal of a verified OAuth access token. Never throws.
  * @param claims the verified claims; `iss` and `sub` must be strings (the verifier checked them)
  * @param scopes the granted scopes, already split

@@ -91,8 +91,9 @@ export class Listen {
   /**
    * @param id the listen request's id (the subscriptionId)
    * @param send where the stream's notifications go; must not throw
-   * @param visibility the caller's view (Dispatcher.visibilityOf): hidden URIs are not subscribed
-   *        upstream, and notifications are filtered by the hub
+   * @param view the caller's live view (Dispatcher.visibilityOf): URIs hidden when the listen opens
+   *        are not subscribed upstream, and the hub filters notifications by the view as it is at
+   *        each moment (a reload that hides a URI stops its updates on this open stream)
    */
   constructor (
     private readonly dispatcher: Dispatcher,
@@ -101,8 +102,8 @@ export class Listen {
     readonly id: RequestId,
     private readonly filter: ReadFilter,
     private readonly send: (notification: JsonRpcNotification) => void,
-    /** What the listener's caller sees on its endpoint (policy, curated endpoint); undefined: everything. */
-    private readonly visibility?: Visibility,
+    /** What the listener's caller sees on its endpoint now (policy, curated endpoint); undefined: everything. */
+    private readonly view: () => Visibility | undefined,
     /**
      * Whom the caller's upstream calls serve (lib/dispatch/call-options.ts instanceOwnerOf): its isolated
      * instances are subscribed to the filter's URIs, and what they announce reaches this stream
@@ -120,8 +121,9 @@ export class Listen {
    */
   async subscribeUpstream (): Promise<void> {
     const registry = this.dispatcher.registry
+    const visibility = this.view()
     await Promise.all([...this.filter.uris].map(async uri => {
-      if (this.visibility?.seesUri(uri) === false) return // hidden: never subscribed upstream (hidden things look absent)
+      if (visibility?.seesUri(uri) === false) return // hidden: never subscribed upstream (hidden things look absent)
       try {
         await registry.subscribe(uri, this.instanceOwner)
       } catch (err) {
@@ -136,7 +138,7 @@ export class Listen {
   /** Starts delivering notifications (after the acknowledgement has been sent). */
   start (): void {
     if (this.ended || this.remove !== undefined) return
-    this.remove = this.hub.add({ lists: this.filter.lists, uris: this.filter.uris, ...(this.instanceOwner !== undefined ? { instanceOwner: this.instanceOwner } : {}), send: (n) => { if (!this.ended) this.send(tagWithSubscription(n, this.id)) }, ...(this.visibility !== undefined ? { visibility: this.visibility } : {}) })
+    this.remove = this.hub.add({ lists: this.filter.lists, uris: this.filter.uris, ...(this.instanceOwner !== undefined ? { instanceOwner: this.instanceOwner } : {}), send: (n) => { if (!this.ended) this.send(tagWithSubscription(n, this.id)) }, view: this.view })
   }
 
   /** Stops delivering, and releases the upstream subscriptions no one else needs (idempotent). Never rejects. */

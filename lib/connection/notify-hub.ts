@@ -7,7 +7,7 @@
 import { instanceKeyOf, type InstanceEvent, type InstanceOwner } from '../upstreams/isolation.js'
 import type { JsonObject, ListKind, JsonRpcNotification } from '../protocol/jsonrpc.js'
 import type { UpstreamRegistry } from '../upstreams/contract.js'
-import type { Visibility } from '../policy/visibility.js'
+import { Visibility } from '../policy/visibility.js'
 
 /** One listener: what it wants, and where its notifications go. */
 export interface HubListener {
@@ -18,11 +18,14 @@ export interface HubListener {
   /** Delivers one notification. Must not throw. */
   send: (notification: JsonRpcNotification) => void
   /**
-   * What the listener's caller sees on its endpoint (Dispatcher.visibilityOf). When set,
-   * list_changed is delivered only when that view of the list changed, and resources/updated only
-   * for a URI the caller sees. Absent: everything, as the registry announces it.
+   * What the listener's caller sees on its endpoint now (Dispatcher.visibilityOf for its principal
+   * and endpoint), read when the listener is added and again after every access change
+   * ({@link NotificationHub.refreshViews}: a reload's new policy or curated endpoints), so an open
+   * stream follows the live view, not the one it opened with. While it gives a view, list_changed
+   * is delivered only when that view of the list changed, and resources/updated only for a URI the
+   * caller sees. Absent, or undefined: everything, as the registry announces it. Must not throw.
    */
-  visibility?: Visibility
+  view?: () => Visibility | undefined
   /**
    * Also deliver events another replica saw ({@link NotificationHub.relay}; lib/sessions/redis-store):
    * set by legacy GET streams, which a session may hold on any replica. Filtered as above.
@@ -63,13 +66,15 @@ export const ALL_LISTS: ReadonlySet<ListKind> = new Set<ListKind>(['tools', 'pro
 
 export class NotificationHub {
   private readonly listeners = new Set<HubListener>()
+  /** Each filtered listener's current view (its {@link HubListener.view} as last read). */
+  private readonly views = new Map<HubListener, Visibility>()
   /** The last view each filtered listener was told about, per list kind (fingerprints, lib/policy/visibility). */
   private readonly seen = new Map<HubListener, Partial<Record<ListKind, string>>>()
   private readonly onListChanged = (kind: ListKind): void => {
     const notification: JsonRpcNotification = { jsonrpc: '2.0', method: LIST_CHANGED[kind] }
     for (const listener of this.listeners) {
       if (!listener.lists.has(kind)) continue
-      const visibility = listener.visibility
+      const visibility = this.views.get(listener)
       if (visibility !== undefined) {
         // Only when this caller's view on this endpoint changed.
         const seen = this.seen.get(listener)
@@ -83,7 +88,7 @@ export class NotificationHub {
 
   private readonly onResourceUpdated = (uri: string): void => {
     const notification: JsonRpcNotification = { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } }
-    for (const listener of this.listeners) if (listener.uris.has(uri) && listener.visibility?.seesUri(uri) !== false) listener.send(notification)
+    for (const listener of this.listeners) if (listener.uris.has(uri) && this.views.get(listener)?.seesUri(uri) !== false) listener.send(notification)
   }
 
   /**
@@ -96,7 +101,7 @@ export class NotificationHub {
     if ('uri' in event) {
       const notification: JsonRpcNotification = { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: event.uri } }
       for (const listener of this.listeners) {
-        if (listener.relayed === true && listener.uris.has(event.uri) && listener.visibility?.seesUri(event.uri) !== false) listener.send(notification)
+        if (listener.relayed === true && listener.uris.has(event.uri) && this.views.get(listener)?.seesUri(event.uri) !== false) listener.send(notification)
       }
       return
     }
@@ -104,7 +109,7 @@ export class NotificationHub {
     const notification: JsonRpcNotification = { jsonrpc: '2.0', method: LIST_CHANGED[kind] }
     for (const listener of this.listeners) {
       if (listener.relayed !== true || !listener.lists.has(kind)) continue
-      const visibility = listener.visibility
+      const visibility = this.views.get(listener)
       if (visibility !== undefined && (event.changed === undefined || !event.changed.some(key => visibility.seesCatalogue(kind, key)))) continue
       listener.send(notification)
     }
@@ -124,7 +129,7 @@ export class NotificationHub {
     for (const listener of this.listeners) {
       const who = listener.instanceOwner
       if (who === undefined || instanceKeyOf(event.isolation, who) !== event.key) continue
-      if ('uri' in event ? !listener.uris.has(event.uri) || listener.visibility?.seesUri(event.uri) === false : !listener.lists.has(event.kind)) continue
+      if ('uri' in event ? !listener.uris.has(event.uri) || this.views.get(listener)?.seesUri(event.uri) === false : !listener.lists.has(event.kind)) continue
       listener.send(notification)
     }
   }
@@ -162,13 +167,43 @@ export class NotificationHub {
   /** Adds a listener; returns the function that removes it. */
   add (listener: HubListener): () => void {
     this.listeners.add(listener)
-    const visibility = listener.visibility
+    const visibility = listener.view?.()
     if (visibility !== undefined) {
+      this.views.set(listener, visibility)
       const seen: Partial<Record<ListKind, string>> = {}
       for (const kind of listener.lists) seen[kind] = visibility.fingerprint(kind, this.registry)
       this.seen.set(listener, seen)
     }
-    return () => { this.listeners.delete(listener); this.seen.delete(listener) }
+    return () => { this.listeners.delete(listener); this.views.delete(listener); this.seen.delete(listener) }
+  }
+
+  /**
+   * Reads every listener's view again, after the access rules changed (a reload's policy or
+   * curated endpoints: lib/core.ts applyAccess). From then on each open stream filters by its
+   * caller's new view: a resources/updated for a URI the caller can no longer see is not
+   * delivered, and the list_changed that the reload then emits reaches exactly the listeners whose
+   * view of that list differs from the one they were last told about (docs/policy.md › Policy:
+   * a reload offers list_changed where a caller's view changed). A listener that was unfiltered
+   * was told the whole catalogue, so that is what its new view is compared with. Never throws.
+   */
+  refreshViews (): void {
+    for (const listener of this.listeners) {
+      if (listener.view === undefined) continue
+      const before = this.views.get(listener)
+      const after = listener.view()
+      if (after === before) continue
+      if (after === undefined) {
+        this.views.delete(listener)
+        this.seen.delete(listener)
+        continue
+      }
+      if (before === undefined) {
+        const seen: Partial<Record<ListKind, string>> = {}
+        for (const kind of listener.lists) seen[kind] = Visibility.ALL.fingerprint(kind, this.registry)
+        this.seen.set(listener, seen)
+      }
+      this.views.set(listener, after)
+    }
   }
 
   /** Number of listeners, for metrics. */
@@ -180,6 +215,7 @@ export class NotificationHub {
     this.registry.off('resource_updated', this.onResourceUpdated)
     this.registry.off('instance_event', this.onInstanceEvent)
     this.listeners.clear()
+    this.views.clear()
     this.seen.clear()
   }
 }

@@ -27,6 +27,7 @@ import type { SseStream, StreamSlots } from './sse.js'
 import type { Logger } from '../telemetry/log.js'
 import type { TraceIn } from '../telemetry/trace.js'
 import { Cancellation } from '../base/cancel.js'
+import { expiresAtOf, type Principal } from '../auth/principal.js'
 
 /** What a route supplies to write one reply. */
 export interface PostChannel {
@@ -242,9 +243,12 @@ export class HttpExchange {
     try {
       const stream = channel.sse(undefined, 'listen')
       deps.streamSlots.track('listen', stream)
-      const visibility = deps.dispatcher.visibilityOf({ caller: channel.caller, endpoint: channel.endpoint })
+      // The stream ends when the token it was opened with expires (docs/authentication.md › Tokens that expire).
+      const expiresAt = expiresAtOf(channel.caller as Principal | undefined)
+      if (expiresAt !== undefined) stream.closeAt(expiresAt)
+      const viewed = { caller: channel.caller, endpoint: channel.endpoint }
       // The owner its calls name (a 2026-07-28 request has no session: its principal; lib/dispatch/call-options.ts instanceOwnerOf).
-      const listen = new Listen(deps.dispatcher, deps.hub, deps.logger, request.id, checked.filter, (n) => { stream.send(n) }, visibility, channel.principal === undefined ? {} : { principalKey: channel.principal })
+      const listen = new Listen(deps.dispatcher, deps.hub, deps.logger, request.id, checked.filter, (n) => { stream.send(n) }, () => deps.dispatcher.visibilityOf(viewed), channel.principal === undefined ? {} : { principalKey: channel.principal })
       // Subscribed upstream before the acknowledgement: what the ack promises is delivered from then on.
       await listen.subscribeUpstream()
       stream.send(listen.ack)

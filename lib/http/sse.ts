@@ -26,6 +26,9 @@ export function sseEvent (message: JsonRpcMessage | JsonRpcMessage[]): string {
   return 'event: message\ndata: ' + encodeMessage(message) + '\n\n'
 }
 
+/** The longest delay setTimeout honours, ms (2^31-1); a longer one fires at once. */
+const MAX_TIMER_MS = 2_147_483_647
+
 /** Options of an {@link SseStream}. */
 export interface SseStreamOptions {
   /** Interval of keep-alive comments, ms (0 disables; transport.sseKeepAlive). */
@@ -47,6 +50,7 @@ export interface SseStreamOptions {
  */
 export class SseStream implements OpenStream {
   private timer: NodeJS.Timeout | undefined
+  private expiry: NodeJS.Timeout | undefined
   private ended = false
   private ending = false
   private overflowed = false
@@ -88,6 +92,21 @@ export class SseStream implements OpenStream {
 
   /** Runs `fn` if the stream is ended past its hard limit, before the response is destroyed. */
   onOverflow (fn: () => void): void { this.overflowHandlers.push(fn) }
+
+  /**
+   * Ends the stream at `atMs` (ms since the epoch) as {@link close} does, when the credential it
+   * was opened with expires (lib/auth/principal.ts expiresAtOf): the client reconnects with a fresh
+   * token. A time already past ends it at once. Timers hold at most ~24.8 days (2^31-1 ms), so a
+   * later time is re-armed until it arrives. The timer is unref'd and cleared when the stream ends.
+   */
+  closeAt (atMs: number): void {
+    if (this.ended || this.ending) return
+    if (this.expiry !== undefined) clearTimeout(this.expiry)
+    const wait = atMs - Date.now()
+    if (wait <= 0) { this.close(); return }
+    this.expiry = setTimeout(() => { this.expiry = undefined; this.closeAt(atMs) }, Math.min(wait, MAX_TIMER_MS))
+    this.expiry.unref()
+  }
 
   /**
    * Hands one message to the stream's flow (written, queued, coalesced, or a log line dropped past
@@ -146,6 +165,8 @@ export class SseStream implements OpenStream {
   private finish (): void {
     if (this.timer !== undefined) clearInterval(this.timer)
     this.timer = undefined
+    if (this.expiry !== undefined) clearTimeout(this.expiry)
+    this.expiry = undefined
     this.flow.stop()
     if (!this.ended) {
       this.ended = true

@@ -420,8 +420,7 @@ class StdioConnection {
     if (state !== undefined) {
       this.peer.legacy = state
       // mcpx declares listChanged (and subscribe), so a legacy client gets them (seed › Found along the way).
-      const visibility = this.visibility()
-      this.removeLegacyListener ??= this.hub.add({ lists: ALL_LISTS, uris: this.subscriptions, instanceOwner: STDIO_OWNER, session: STDIO_SESSION, send: (n) => { this.out.send(n) }, ...(visibility !== undefined ? { visibility } : {}) })
+      this.removeLegacyListener ??= this.hub.add({ lists: ALL_LISTS, uris: this.subscriptions, instanceOwner: STDIO_OWNER, session: STDIO_SESSION, send: (n) => { this.out.send(n) }, view: () => this.visibility() })
       this.log.debug({ revision: state.revision }, 'legacy initialize')
     }
     this.out.send(response)
@@ -434,7 +433,7 @@ class StdioConnection {
     const entry = this.peer.track(request.id)
     if (entry === undefined) { this.out.send(duplicateId(request.id)); return }
     const id = request.id
-    const listen = new Listen(this.dispatcher, this.hub, this.log, id, checked.filter, (n) => { if (!entry.cancelled && !entry.done) this.out.send(n) }, this.visibility(), STDIO_OWNER)
+    const listen = new Listen(this.dispatcher, this.hub, this.log, id, checked.filter, (n) => { if (!entry.cancelled && !entry.done) this.out.send(n) }, () => this.visibility(), STDIO_OWNER)
     this.out.send(listen.ack)
     listen.start()
     void listen.subscribeUpstream()

@@ -8,7 +8,7 @@
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { endpointOf } from '../../plugins/endpoint.js'
-import { bindingKeyOf } from '../../lib/auth/principal.js'
+import { bindingKeyOf, expiresAtOf } from '../../lib/auth/principal.js'
 import { SseStream } from '../../lib/http/sse.js'
 import { eraOfInbound } from '../../lib/protocol/inbound.js'
 import { ALL_LISTS } from '../../lib/connection/notify-hub.js'
@@ -45,13 +45,16 @@ const getRoute: FastifyPluginAsync<McpRouteDeps> = async function (fastify, opts
       if (claim === 'busy' || stream === undefined) return sendRefusal(reply, refusal(GET_REFUSAL.busy))
       const open = stream
       slots.track('get', open)
-      const visibility = fastify.mcp.dispatcher.visibilityOf({ caller: request.mcpPrincipal ?? undefined, endpoint: endpointOf(request) })
+      // The stream ends when the token it was opened with expires (docs/authentication.md › Tokens that expire).
+      const expiresAt = expiresAtOf(request.mcpPrincipal)
+      if (expiresAt !== undefined) open.closeAt(expiresAt)
+      const viewed = { caller: request.mcpPrincipal ?? undefined, endpoint: endpointOf(request) }
       // relayed: with the Redis store, changes other replicas saw reach this stream too, filtered alike.
       // instanceOwner: what the session's isolated upstream instances announce reaches this stream
       // as well; its calls name the session and its principal (lib/dispatch/call-options.ts instanceOwnerOf).
       const principalKey = bindingKeyOf(request.mcpPrincipal ?? null, request.headers.authorization, endpointOf(request))
       const instanceOwner = principalKey === undefined ? { owner: session.id } : { owner: session.id, principalKey }
-      const remove = fastify.mcp.hub.add({ lists: ALL_LISTS, uris: session.subscriptions, relayed: true, instanceOwner, session: session.id, send: (n) => { open.send(n) }, ...(visibility !== undefined ? { visibility } : {}) })
+      const remove = fastify.mcp.hub.add({ lists: ALL_LISTS, uris: session.subscriptions, relayed: true, instanceOwner, session: session.id, send: (n) => { open.send(n) }, view: () => fastify.mcp.dispatcher.visibilityOf(viewed) })
       await open.closed
       remove()
     } finally {
