@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { build, fixtureUpstreams, legacyHeaders, modernHeaders, modernMeta, type BuildOptions } from '../helpers/app.js'
 import { freePort, startDaemon } from '../helpers/daemon.js'
-import { initializeBody } from '../helpers/legacy.js'
+import { initializeBody, SseReader } from '../helpers/legacy.js'
 import { CLIENTS, SCOPES, newSigningKey, startAuthServer, type AuthServer } from '../helpers/oauth.js'
 
 const REQUIRED = ['mcp:tools']
@@ -425,4 +425,33 @@ t.test('auth/oauth/remembered-token-still-expires', async t => {
   t.equal(later.status, 401, 'the remembered verdict ends when the token expires')
   t.match(later.headers.get('www-authenticate'), /The access token is expired/)
   await later.text()
+})
+
+t.test('auth/oauth/stream-ends-when-its-token-expires', async t => {
+  // A GET stream and a subscriptions/listen stream opened with a token end when it expires: the
+  // client reconnects with a fresh one (docs/authentication.md › Tokens that expire).
+  const as = await startAuthServer(t)
+  const s = await serve(t, as, { clockTolerance: 0 })
+  const exp = Math.floor(Date.now() / 1000) + 2
+  const token = await as.sign({ iss: as.issuer, sub: 'carol', aud: s.resource, scope: 'mcp:tools', exp })
+  const init = await legacyPost(s, token, initializeBody('2025-11-25'))
+  const sid = init.headers.get('mcp-session-id')
+  await init.text()
+  t.ok(sid !== null, 'a session')
+  const abort = new AbortController()
+  t.teardown(() => abort.abort())
+  const get = new SseReader(await fetch(`${s.base}/mcp`, { headers: { accept: 'text/event-stream', ...bearer(token), 'mcp-session-id': sid ?? '', 'mcp-protocol-version': '2025-11-25' }, signal: abort.signal }))
+  t.equal(get.response.status, 200)
+  const listen = new SseReader(await fetch(`${s.base}/mcp`, {
+    method: 'POST',
+    headers: modernHeaders('subscriptions/listen', undefined, bearer(token)),
+    body: JSON.stringify({ jsonrpc: '2.0', id: 'l', method: 'subscriptions/listen', params: { notifications: { toolsListChanged: true }, _meta: modernMeta() } }),
+    signal: abort.signal
+  }))
+  await listen.until('the acknowledgement', () => listen.messages.some(m => m.method === 'notifications/subscriptions/acknowledged'))
+  const bound = setTimeout(() => { abort.abort() }, 15_000) // a stream that never ends fails the test, not the run
+  await Promise.all([get.done, listen.done])
+  clearTimeout(bound)
+  t.notOk(abort.signal.aborted, 'both streams ended by themselves')
+  t.ok(Date.now() >= exp * 1000, 'not before the token expired')
 })

@@ -8,7 +8,7 @@
  */
 import t from 'tap'
 import { writeFileSync, renameSync } from 'node:fs'
-import { fetchSession } from '../helpers/legacy.js'
+import { callBody, fetchSession, post as legacyPost, sessionHeaders, SseReader } from '../helpers/legacy.js'
 import { fixtureCommand } from '../helpers/fixture.js'
 import { isAlive, readSse, startDaemon, type DaemonProcess } from '../helpers/daemon.js'
 import { modernBody, post } from '../helpers/modern-wire.js'
@@ -252,4 +252,53 @@ t.test('ops/reload/policy-and-servers-applied-live', async t => {
   t.ok(Array.isArray(after) && !after.includes('slow') && after.includes('echo'), 'the policy applies on /mcp too')
   t.equal((await readyz(daemon)).upstreams[0].pid, pid, 'same child')
   await daemon.waitForLine(line => line.msg?.toString().startsWith('config reloaded') === true && Array.isArray(line.restartToApply) && (line.restartToApply as unknown[]).length === 0)
+})
+
+const isMethod = (method: string) => (m: Record<string, unknown>): boolean => m.method === method
+
+t.test('ops/reload/open-streams-follow-the-new-view', async t => {
+  // A legacy GET stream and a modern subscriptions/listen stream, opened before a reload whose new
+  // policy hides the subscribed resource and a tool: from then on neither delivers that resource's
+  // updates, and each is offered list_changed for the lists its view lost, not for the prompts.
+  const upstream = { ...fixtureCommand(), prefix: '' }
+  const config = (policy?: Record<string, unknown>): Record<string, unknown> => ({
+    admin: { tokens: ['admin-s3cret'] }, upstreams: { a: upstream }, ...(policy !== undefined ? { policy } : {})
+  })
+  const daemon = await startDaemon(t, config())
+  await until(daemon, r => r.upstreams[0]?.state === 'ready')
+  const base = daemon.base
+  const abort = new AbortController()
+  t.teardown(() => abort.abort())
+  const sid = await fetchSession(base, '2025-06-18')
+  const legacy = { ...sessionHeaders(sid, '2025-06-18'), accept: 'application/json' }
+  const get = new SseReader(await fetch(`${base}/mcp`, { headers: { accept: 'text/event-stream', ...sessionHeaders(sid, '2025-06-18') }, signal: abort.signal }))
+  t.same(await (await legacyPost(base, { jsonrpc: '2.0', id: 1, method: 'resources/subscribe', params: { uri: 'fixture://counter' } }, legacy)).json(), { jsonrpc: '2.0', id: 1, result: {} })
+  const listen = new SseReader(await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: modernHeaders('subscriptions/listen'),
+    body: modernBody('l', 'subscriptions/listen', { notifications: { toolsListChanged: true, promptsListChanged: true, resourcesListChanged: true, resourceSubscriptions: ['fixture://counter'] } }),
+    signal: abort.signal
+  }))
+  await listen.message('the acknowledgement', isMethod('notifications/subscriptions/acknowledged'))
+  const call = async (id: number, name: string, args: Record<string, unknown> = {}): Promise<any> => await (await legacyPost(base, callBody(id, name, args), legacy)).json()
+  await call(2, 'bump')
+  const updated = isMethod('notifications/resources/updated')
+  await get.message('resources/updated before the reload (GET)', updated)
+  await listen.message('resources/updated before the reload (listen)', updated)
+  const [getBefore, listenBefore] = [get.messages.length, listen.messages.length]
+
+  rewrite(daemon.file, { daemon: { address: base.slice('http://'.length) }, ...config({ default: 'allow', rules: [{ deny: { tools: ['slow'], resources: ['fixture://counter'] } }] }) })
+  const reload = await fetch(`${base}/admin/reload`, { method: 'POST', headers: { authorization: 'Bearer admin-s3cret' } })
+  t.equal(reload.status, 200)
+  await reload.body?.cancel()
+  await call(3, 'bump') // the hidden resource changes
+  t.equal((await call(4, 'add_tool', { name: 'marker' })).result.content[0].text, 'added marker') // then a visible tool appears
+  // The marker's list_changed is the last of these on each stream: an update of the hidden resource would have come before it.
+  const toolsChanged = isMethod('notifications/tools/list_changed')
+  await get.until('the marker list_changed (GET)', () => get.messages.slice(getBefore).filter(toolsChanged).length === 2)
+  await listen.until('the marker list_changed (listen)', () => listen.messages.slice(listenBefore).filter(toolsChanged).length === 2)
+  t.same(get.messages.slice(getBefore).map(m => m.method), ['notifications/tools/list_changed', 'notifications/resources/list_changed', 'notifications/tools/list_changed'],
+    'GET: list_changed for tools and resources (the view lost slow and the counter), none for prompts, and no update of the hidden resource')
+  t.same(listen.messages.slice(listenBefore).map(m => m.method), ['notifications/tools/list_changed', 'notifications/resources/list_changed', 'notifications/tools/list_changed'],
+    'listen: the same')
 })
