@@ -226,6 +226,8 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'tasks/e2e/status-notification-on-the-tasks-get-reply': { source: 'DIGEST §6f', text: 'the Tasks extension (SEP-2663): a server\'s notifications/tasks/status for a task, sent on a tasks/get stream, reaches the client on its tasks/get reply with the client\'s taskId' },
 
   // ---------------------------------------------------------------- docs/ › gateway rules no revision states
+  'ops/reload/open-streams-follow-the-new-view': { source: 'docs/operating.md › Reloading the config', text: 'a reload that changes a caller\'s view reaches its open GET and listen streams: no update of what it can no longer see, list_changed only for the lists its view changed' },
+  'auth/oauth/stream-ends-when-its-token-expires': { source: 'docs/authentication.md › Tokens that expire', text: 'a GET or listen stream opened with an OAuth token ends at the token\'s exp' },
 }
 
 /** One concrete id of the manifest, with the key it came from (a family key for a `*` family). */

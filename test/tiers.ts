@@ -50,6 +50,10 @@ export const SLOW_ONLY: readonly string[] = [
   'bridge/state/bound-to-the-caller',
   'bridge/state/state-of-another-request-is-refused',
   'bridge/capability/undeclared-question-is-refused-upstream-and-named-to-the-client',
+  // test/e2e/reload.test.ts: a reload on a real daemon, with both kinds of stream open
+  'ops/reload/open-streams-follow-the-new-view',
+  // test/e2e/oauth.test.ts: a token that expires while its streams are open
+  'auth/oauth/stream-ends-when-its-token-expires',
   // test/e2e/tasks-legacy.test.ts
   'tasks/legacy-capabilities/declared-at-2025-11-25-only',
   'tasks/legacy-routing/call-get-result-cancel',
