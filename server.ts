@@ -188,7 +188,9 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
     logger: app.log,
     onReload: result => app.mcpxMetrics.configReloaded(result.trigger, result.ok ? 'applied' : 'refused'),
     // policy and servers, and transport.pageSize, apply live, to requests that start after the reload.
-    applyAccess: next => app.mcpxApplyAccess(next)
+    applyAccess: next => app.mcpxApplyAccess(next),
+    // A restarted upstream's old instance finishes its calls for as long as a SIGTERM would give them.
+    drainMs: config.daemon.shutdownTimeout
   })
   app.decorate('mcpxReloader', reloader)
   // admin.scopes (the status page is open to admin tokens "or OAuth with an admin scope"): an OAuth access token
@@ -212,7 +214,7 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
       config: () => ({
         source: reloader.source,
         loadedAt: reloader.loadedAt,
-        ...(reloader.last !== undefined ? { lastReload: { at: reloader.last.at, trigger: reloader.last.trigger, ok: reloader.last.ok } } : {})
+        ...(reloader.last !== undefined ? { lastReload: { at: reloader.last.at, trigger: reloader.last.trigger, ok: reloader.last.ok, kept: reloader.last.ok ? reloader.last.kept : [] } } : {})
       }),
       startedAt
     })
@@ -222,8 +224,8 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
   app.post('/admin/reload', { logLevel: 'warn', onRequest: adminGuard(verifyAdmin, adminOAuth, adminConfigured, true) }, async function adminReload (_request, reply) {
     const result = await reloader.reload('admin')
     if (!result.ok) return await reply.code(reloadStatus(false)).send({ status: 'refused', reason: result.reason })
-    const { added, removed, restarted, unchanged, restartToApply } = result
-    return await reply.send({ status: 'applied', added, removed, restarted, unchanged, restartToApply })
+    const { added, removed, restarted, unchanged, restartToApply, kept } = result
+    return await reply.send({ status: 'applied', added, removed, restarted, unchanged, restartToApply, kept })
   })
   return app
 }

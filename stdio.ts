@@ -67,7 +67,9 @@ export async function runStdio (config: McpxConfig, logger: Logger, io: { input:
       ? () => resolveConfig(source).config
       : () => { throw new McpxError('MCPX_ERR_CONFIG', 'mcpx: this server was given no config file to read again') },
     // policy and servers, and transport.pageSize, apply live, to requests that start after the reload.
-    applyAccess: next => core.applyAccess(next)
+    applyAccess: next => core.applyAccess(next),
+    // A restarted upstream's old instance finishes its calls for as long as stdin EOF would give them.
+    drainMs: config.transport.stdioDrain
   })
   // Node's default action for SIGHUP is to exit (orphaning the children): here it reloads.
   const onSighup = (): void => { if (!signalled) void reloader.reload('SIGHUP') }

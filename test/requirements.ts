@@ -228,6 +228,8 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   // ---------------------------------------------------------------- docs/ › gateway rules no revision states
   'ops/reload/open-streams-follow-the-new-view': { source: 'docs/operating.md › Reloading the config', text: 'a reload that changes a caller\'s view reaches its open GET and listen streams: no update of what it can no longer see, list_changed only for the lists its view changed' },
   'auth/oauth/stream-ends-when-its-token-expires': { source: 'docs/authentication.md › Tokens that expire', text: 'a GET or listen stream opened with an OAuth token ends at the token\'s exp' },
+  'ops/reload/changed-upstream-make-before-break': { source: 'docs/operating.md › A changed upstream: make before break', text: 'a reload that changes an upstream starts the new instance first and switches when it is ready: no call fails, tools/list never lacks its tools, a call in flight on the old instance completes' },
+  'ops/reload/changed-upstream-that-cannot-start-keeps-the-old': { source: 'docs/operating.md › A changed upstream: make before break', text: 'a changed upstream whose new instance cannot start keeps its old one serving, and the reload\'s answer, log line and status page name it and why' },
 }
 
 /** One concrete id of the manifest, with the key it came from (a family key for a `*` family). */

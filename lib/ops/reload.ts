@@ -4,9 +4,11 @@
  *
  * A reload reads the config again from where it came from, validates it, and hands the new
  * `upstreams` to the registry's `reconcile` (lib/upstreams/registry.ts): changed upstreams are
- * restarted, removed ones stopped (children reaped), new ones started, unchanged ones keep running
- * with their sessions, streams and in-flight calls. Clients get list_changed through the registry's
- * events when the catalogue changed.
+ * restarted make before break (the new instance takes over once ready, the old one is drained for
+ * at most {@link ReloaderOptions.drainMs}; one whose new instance cannot start keeps running under
+ * its old config, and the result's `kept` says which and why), removed ones stopped (children
+ * reaped), new ones started, unchanged ones keep running with their sessions, streams and in-flight
+ * calls. Clients get list_changed through the registry's events when the catalogue changed.
  *
  * Refused (one error line; the running config stays): a config that cannot be read or is invalid,
  * a change of `daemon.address` (the listening socket is not moved), a change to an upstream's
@@ -22,14 +24,14 @@
 import { isDeepStrictEqual } from 'node:util'
 import type { McpxConfig } from '../config/types.js'
 import type { Logger } from '../telemetry/log.js'
-import type { ReconcileSummary, UpstreamRegistry } from '../upstreams/contract.js'
+import type { KeptUpstream, ReconcileSummary, UpstreamRegistry } from '../upstreams/contract.js'
 
 /** What asked for a reload; logged and counted. */
 export type ReloadTrigger = 'SIGHUP' | 'watch' | 'admin'
 
 /** The outcome of one reload. */
 export type ReloadResult =
-  | ({ ok: true, trigger: ReloadTrigger, at: Date, changed: boolean, restartToApply: string[] } & ReconcileSummary)
+  | ({ ok: true, trigger: ReloadTrigger, at: Date, changed: boolean, restartToApply: string[], kept: KeptUpstream[] } & ReconcileSummary)
   | { ok: false, trigger: ReloadTrigger, at: Date, reason: string }
 
 /** Options of {@link Reloader}. */
@@ -50,6 +52,12 @@ export interface ReloaderOptions {
    * returns the keys it could not apply. Absent: those keys too are "restart to apply".
    */
   applyAccess?: (next: McpxConfig) => string[]
+  /**
+   * How long calls in flight on a restarted upstream's old instance may finish once the new one took
+   * over, ms: the face's own shutdown bound (daemon `daemon.shutdownTimeout`, `mcpx serve`
+   * `transport.stdioDrain`). Default the registry's (RELOAD_DRAIN_MS, 10 s).
+   */
+  drainMs?: number
 }
 
 /** The keys besides `upstreams` a reload applies live when the face gives {@link ReloaderOptions.applyAccess}. */
@@ -125,10 +133,14 @@ export class Reloader {
     const transportChanged = Object.keys({ ...transportBefore, ...transportAfter }).filter(key => !isDeepStrictEqual(transportBefore[key], transportAfter[key]))
     for (const key of transportChanged) if (applyAccess === undefined || !LIVE_TRANSPORT_KEYS.has(key)) restartToApply.push(`transport.${key}`)
     const pageSizeChanged = applyAccess !== undefined && transportChanged.includes('pageSize')
-    const summary = await registry.reconcile(next.upstreams)
+    const summary = await registry.reconcile(next.upstreams, this.options.drainMs !== undefined ? { drainMs: this.options.drainMs } : {})
+    const kept = summary.kept ?? []
     // The running config is the new one for upstreams (and policy, servers, transport.pageSize when
-    // applied); the keys that need a restart keep their running values.
-    const running: McpxConfig = { ...this.current, upstreams: next.upstreams }
+    // applied), except an upstream kept under its old config; the keys that need a restart keep
+    // their running values.
+    const upstreams = { ...next.upstreams }
+    for (const { name } of kept) if (Object.hasOwn(this.current.upstreams, name)) upstreams[name] = this.current.upstreams[name]
+    const running: McpxConfig = { ...this.current, upstreams }
     const accessChanged = differs('policy') || differs('servers') || pageSizeChanged
     if (applyAccess !== undefined && accessChanged) {
       const notApplied = applyAccess(next)
@@ -141,10 +153,14 @@ export class Reloader {
     this.current = running
     this.loadedAt = at
     const changed = summary.added.length + summary.removed.length + summary.restarted.length > 0 || (applyAccess !== undefined && accessChanged)
-    const result: ReloadResult = { ok: true, trigger, at, changed, restartToApply, ...summary }
-    this.options.logger.info({ trigger, config: this.source, added: summary.added, removed: summary.removed, restarted: summary.restarted, unchanged: summary.unchanged.length, restartToApply },
-      `config reloaded: ${summary.added.length} added, ${summary.removed.length} removed, ${summary.restarted.length} restarted, ${summary.unchanged.length} unchanged` +
-      (restartToApply.length > 0 ? `; restart to apply ${restartToApply.join(', ')}` : ''))
+    const result: ReloadResult = { ok: true, trigger, at, changed, restartToApply, ...summary, kept }
+    // A kept upstream makes the line a warning, naming it and why (the SIGHUP and --watch answer).
+    const fields = { trigger, config: this.source, added: summary.added, removed: summary.removed, restarted: summary.restarted, unchanged: summary.unchanged.length, restartToApply, ...(kept.length > 0 ? { kept } : {}) }
+    const message = `config reloaded: ${summary.added.length} added, ${summary.removed.length} removed, ${summary.restarted.length} restarted, ${summary.unchanged.length} unchanged` +
+      (kept.length > 0 ? `; ${kept.map(k => `${k.name} kept its old config (${k.reason})`).join('; ')}` : '') +
+      (restartToApply.length > 0 ? `; restart to apply ${restartToApply.join(', ')}` : '')
+    if (kept.length > 0) this.options.logger.warn(fields, message)
+    else this.options.logger.info(fields, message)
     return this.done(result)
   }
 

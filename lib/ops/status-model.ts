@@ -8,7 +8,8 @@
  * Secrets never appear: an HTTP upstream's URL goes through redactUrl (userinfo and query string
  * become `***`), error texts through redactText; a stdio upstream shows its pid, never its command
  * line, `env` or `cwd`; no header, token or refused reload's reason (which may quote the config)
- * is copied.
+ * is copied. A kept upstream's reason (its new instance's failed start) is shown, redacted, as a
+ * down upstream's `lastError` is.
  */
 import { SERVER_VERSION } from '../base/version.js'
 import { redactText, redactUrl } from '../base/redact.js'
@@ -65,8 +66,12 @@ export interface StatusReport {
     source: string
     /** When the running config was loaded (start, or the last applied reload). */
     loadedAt: string
-    /** The last reload asked for, applied or refused (the reason is in the log, not here). */
-    lastReload?: { at: string, trigger: string, outcome: 'applied' | 'refused' }
+    /**
+     * The last reload asked for, applied or refused (a refusal's reason is in the log, not here).
+     * `kept`: the upstreams whose changed config could not start, left running under their old
+     * config, and why (redacted); empty when none.
+     */
+    lastReload?: { at: string, trigger: string, outcome: 'applied' | 'refused', kept: Array<{ name: string, reason: string }> }
   }
   /** Legacy sessions open on this process, and long-lived SSE streams (legacy GET, 2026-07-28 listen). */
   sessions: number
@@ -86,7 +91,7 @@ export interface StatusSources {
   /** Open legacy sessions and SSE streams of the /mcp scope. */
   open: () => { sessions: number, streams: { get: number, listen: number } }
   /** The config's source, when it was loaded, and the last reload. */
-  config: () => { source: string, loadedAt: Date, lastReload?: { at: Date, trigger: string, ok: boolean } }
+  config: () => { source: string, loadedAt: Date, lastReload?: { at: Date, trigger: string, ok: boolean, kept?: Array<{ name: string, reason: string }> } }
   /** When this process started serving. */
   startedAt: Date
 }
@@ -153,8 +158,8 @@ export function collectStatus (sources: StatusSources, now = new Date()): Status
     collisions: registry.collisions?.() ?? []
   }
   if (config.lastReload !== undefined) {
-    const { at, trigger, ok } = config.lastReload
-    report.config.lastReload = { at: at.toISOString(), trigger, outcome: ok ? 'applied' : 'refused' }
+    const { at, trigger, ok, kept = [] } = config.lastReload
+    report.config.lastReload = { at: at.toISOString(), trigger, outcome: ok ? 'applied' : 'refused', kept: kept.map(k => ({ name: k.name, reason: redactText(k.reason) })) }
   }
   return report
 }

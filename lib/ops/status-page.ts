@@ -147,7 +147,7 @@ export function renderStatusPage (report: StatusReport): string {
     '<dl>' +
     `<dt>Server time</dt><dd id="now">${escapeHtml(report.mcpx.now)} (up ${report.mcpx.uptimeSeconds} s, since ${escapeHtml(report.mcpx.startedAt)})</dd>` +
     `<dt>Config</dt><dd><code id="config-source">${escapeHtml(report.config.source)}</code>, loaded ${escapeHtml(report.config.loadedAt)}</dd>` +
-    `<dt>Last reload</dt><dd id="last-reload">${reload === undefined ? 'none since start' : `${escapeHtml(reload.outcome)} (${escapeHtml(reload.trigger)}) at ${escapeHtml(reload.at)}${reload.outcome === 'refused' ? '; the reason is in the log' : ''}`}</dd>` +
+    `<dt>Last reload</dt><dd id="last-reload">${reload === undefined ? 'none since start' : `${escapeHtml(reload.outcome)} (${escapeHtml(reload.trigger)}) at ${escapeHtml(reload.at)}${reload.outcome === 'refused' ? '; the reason is in the log' : ''}${reload.kept.map(k => `; <span class="err" data-kept="${escapeHtml(k.name)}">${escapeHtml(k.name)} kept its old config: ${escapeHtml(k.reason)}</span>`).join('')}`}</dd>` +
     `<dt>Sessions</dt><dd id="sessions">${report.sessions}</dd>` +
     `<dt>Open streams</dt><dd id="streams">${report.streams.get} GET, ${report.streams.listen} listen</dd>` +
     '</dl>' +

@@ -178,7 +178,8 @@ export type UpstreamHeaderProvider = (request: UpstreamHeaderRequest) => Promise
  *   upstream announced a change of that list (relayed even when the merged list came out the same).
  * - `'resource_updated'` (uri: string): an upstream sent `notifications/resources/updated`
  *   for a URI (downstream form, i.e. as mcpx lists it).
- * - `'upstream_state'` (status: UpstreamStatus): an upstream came up, went down or restarted.
+ * - `'upstream_state'` (status: UpstreamStatus): an upstream came up, went down or restarted (only
+ *   upstreams in the running set: not a reload's new instance before it takes over, nor the old one after).
  * - `'unrouted'` (upstream: string, kind: 'question' | 'log' | 'task'): a question of that upstream was
  *   refused, or a log line dropped, because it could not be tied to exactly one call;
  *   `task`: a task status notification with no one to relay it to (2025-11-25: no creator,
@@ -295,7 +296,7 @@ export interface UpstreamRegistry extends EventEmitter {
    * Hot reload: makes the running upstreams match `config` (see registry.ts). Optional: a registry a
    * host app supplies may not support it (then reload is refused).
    */
-  reconcile? (config: Record<string, UpstreamConfig>): Promise<ReconcileSummary>
+  reconcile? (config: Record<string, UpstreamConfig>, options?: ReconcileOptions): Promise<ReconcileSummary>
   /** Per upstream, the counts of what it lists now (for the status page). Optional, like reconcile. */
   counts? (): CatalogueCounts[]
   /** Per upstream, its callers' calls, errors and latency window (the status page; call-stats.ts). Optional. */
@@ -304,12 +305,37 @@ export interface UpstreamRegistry extends EventEmitter {
   collisions? (): NameCollision[]
 }
 
+/** Options of a reconcile. */
+export interface ReconcileOptions {
+  /**
+   * How long a replaced upstream's calls in flight may still finish on it once its new one took
+   * over, ms (the face's shutdown bound: `daemon.shutdownTimeout`, `transport.stdioDrain`); past it
+   * they fail with UPSTREAM_ERROR "shutting down". Default RELOAD_DRAIN_MS (registry.ts).
+   */
+  drainMs?: number
+}
+
+/** An upstream whose changed config could not start: its running instance kept serving under its old config. */
+export interface KeptUpstream {
+  name: string
+  /** Why the new one did not become ready (redacted, one line: the failed step and, for stdio, how the child exited). */
+  reason: string
+}
+
 /** What a reconcile changed: upstream names, in config order (removed: in their old order). */
 export interface ReconcileSummary {
   added: string[]
   removed: string[]
-  /** Config changed: the old one was stopped, a fresh one started. */
+  /**
+   * Config changed, made before break: a new instance was started beside the old one, took over
+   * once ready, and the old one was drained and stopped.
+   */
   restarted: string[]
   /** Same config: left running, sessions, calls and children untouched. */
   unchanged: string[]
+  /**
+   * Config changed but the new instance did not become ready: the old one keeps serving under its
+   * old config. Optional for a host app's registry; mcpx's always sets it.
+   */
+  kept?: KeptUpstream[]
 }

@@ -26,12 +26,19 @@ import { Upstream } from './upstream.js'
 import { TASKS_EXTENSION, declaresTasks } from '../protocol/tasks.js'
 import type { CallStats } from './call-stats.js'
 import type { InstanceOwner } from './isolation.js'
-import type { UpstreamHeaderProvider, UpstreamLogger, UpstreamCallOptions, UpstreamRegistry, ReconcileSummary } from './contract.js'
+import type { UpstreamHeaderProvider, UpstreamLogger, UpstreamCallOptions, UpstreamRegistry, ReconcileOptions, ReconcileSummary } from './contract.js'
 import type { UpstreamConfig } from './config.js'
 import type { UpstreamLoad, UpstreamStatus, CatalogueCounts, UpstreamCallStats, NameCollision } from './status.js'
 
 /** Joins a prefix and an upstream name: `everything__echo`. */
 export const PREFIX_SEPARATOR = '__'
+
+/**
+ * Default bound of a reload's drain, ms: how long calls in flight on a replaced upstream's old
+ * instance may still finish once its new one took over (the default of `daemon.shutdownTimeout`,
+ * which the daemon passes; `mcpx serve` passes `transport.stdioDrain`).
+ */
+export const RELOAD_DRAIN_MS = 10_000
 
 /** Options of {@link createRegistry}. */
 export interface RegistryOptions {
@@ -100,6 +107,10 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   private nameCollisions: Record<'tools' | 'prompts', NameCollision[]> = { tools: [], prompts: [] }
   private readonly subscriptionCounts = new Map<string, { upstream: Upstream, count: number }>()
   private started: Promise<void> | undefined
+  /** A reload's new instances still starting beside the old ones (make before break): close() stops them too. */
+  private readonly pending = new Set<Upstream>()
+  /** Set by close(): a reload's new instance that becomes ready later is closed, not switched to. */
+  private closing = false
 
   constructor (config: Record<string, UpstreamConfig>, private readonly options: RegistryOptions) {
     super()
@@ -118,7 +129,8 @@ class Registry extends EventEmitter implements UpstreamRegistry {
         // A replaced or removed upstream's last events (it going down, closed) change nothing here.
         catalogueChanged: (kind, announced) => { if (this.upstreams.includes(upstream)) this.rebuild(kind, announced) },
         resourceUpdated: uri => { if (this.upstreams.includes(upstream)) this.emit('resource_updated', uri) },
-        stateChanged: status => this.emit('upstream_state', status),
+        // Only the running set's: a reload's new instance reports once it took over, its old one no more.
+        stateChanged: status => { if (this.upstreams.includes(upstream)) this.emit('upstream_state', status) },
         unrouted: kind => this.emit('unrouted', name, kind),
         instanceEvent: event => { if (this.upstreams.includes(upstream)) this.emit('instance_event', event) },
         taskStatus: params => { if (this.upstreams.includes(upstream)) this.emit('task_status', name, params) }
@@ -134,24 +146,34 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   }
 
   /**
-   * Hot reload: makes the running set match `config`. An upstream whose config is
-   * deep-equal to its running one keeps running untouched (its connection, children, in-flight
-   * calls and subscriptions); one whose config changed is replaced by a fresh one; a removed one is
-   * closed (children reaped before this resolves); a new one is created. Routes switch at once
-   * (a call already routed finishes on the upstream it went to); replaced and new upstreams are
-   * started when the registry was started, without waiting for them: they join the catalogue when
-   * ready, like any upstream coming up. The merged lists are rebuilt and 'list_changed' emitted
-   * for each kind that changed (prefixes too may change: a second upstream gives the first its
-   * default prefix). Subscriptions held on a closed upstream are dropped.
+   * Hot reload: makes the running set match `config` (docs/operating.md › Reloading the config).
+   * An upstream whose config is deep-equal to its running one keeps running untouched (its
+   * connection, children, in-flight calls and subscriptions); a removed one is closed (children
+   * reaped before this resolves); a new one is created and, when the registry was started, started
+   * without waiting for it (it joins the catalogue when ready, like any upstream coming up).
+   *
+   * One whose config changed is replaced make before break ({@link replace}): the new instance is
+   * started beside the old one, which keeps serving meanwhile; once the new one is ready (handshake
+   * done, lists read) the routes switch to it in one step, so the catalogue never lacks the
+   * upstream's items and no call meets it "connecting"; then the old one is drained (its callers'
+   * calls finish, at most `options.drainMs`) and closed. A new instance that does not become ready
+   * in its first attempt is closed and the old one kept, under its old config: the summary's `kept`
+   * names it with the reason. Before the registry was started there is nothing to keep: the
+   * replacement is immediate.
+   *
+   * The merged lists are rebuilt and 'list_changed' emitted for each kind that changed (prefixes
+   * too may change: a second upstream gives the first its default prefix). Subscriptions held on a
+   * closed upstream are dropped; those of a replaced one move to its new instance.
    * @param config the new upstreams, keyed by name, in config order
-   * @returns what was added, removed, restarted and left unchanged (names in config order). Never rejects.
+   * @returns what was added, removed, restarted, kept and left unchanged (names in config order). Never rejects.
    */
-  async reconcile (config: Record<string, UpstreamConfig>): Promise<ReconcileSummary> {
+  async reconcile (config: Record<string, UpstreamConfig>, options: ReconcileOptions = {}): Promise<ReconcileSummary> {
     const running = new Map(this.upstreams.map(upstream => [upstream.name, upstream]))
-    const summary: ReconcileSummary = { added: [], removed: [], restarted: [], unchanged: [] }
+    const summary: Required<ReconcileSummary> = { added: [], removed: [], restarted: [], unchanged: [], kept: [] }
     const next: Upstream[] = []
     const stopping: Upstream[] = []
     const starting: Upstream[] = []
+    const replacing: Array<{ old: Upstream, fresh: Upstream }> = []
     for (const [name, upstreamConfig] of Object.entries(config)) {
       const old = running.get(name)
       if (old !== undefined && isDeepStrictEqual(old.config, upstreamConfig)) {
@@ -161,9 +183,17 @@ class Registry extends EventEmitter implements UpstreamRegistry {
       }
       // A restarted upstream keeps counting its callers' calls where the old one left off (status page).
       const fresh = this.createUpstream(name, upstreamConfig, old?.stats)
-      next.push(fresh)
-      starting.push(fresh)
-      if (old !== undefined) { stopping.push(old); summary.restarted.push(name) } else summary.added.push(name)
+      if (old === undefined) {
+        next.push(fresh)
+        starting.push(fresh)
+        summary.added.push(name)
+      } else if (this.started === undefined) {
+        next.push(fresh)
+        stopping.push(old)
+      } else {
+        next.push(old) // serves until its new instance is ready
+        replacing.push({ old, fresh })
+      }
     }
     for (const old of this.upstreams) {
       if (Object.hasOwn(config, old.name)) continue
@@ -176,8 +206,57 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     for (const [uri, entry] of this.subscriptionCounts) if (stopping.includes(entry.upstream)) this.subscriptionCounts.delete(uri)
     for (const kind of ['tools', 'prompts', 'resources'] as const) this.rebuild(kind)
     if (this.started !== undefined) for (const upstream of starting) void upstream.start()
-    await Promise.all(stopping.map(async upstream => await upstream.close()))
+    const drainMs = options.drainMs ?? RELOAD_DRAIN_MS
+    const [, outcomes] = await Promise.all([
+      Promise.all(stopping.map(async upstream => await upstream.close())),
+      Promise.all(replacing.map(async ({ old, fresh }) => await this.replace(old, fresh, drainMs)))
+    ])
+    const kept = new Map<string, string>()
+    replacing.forEach(({ old }, i) => { const reason = outcomes[i]; if (reason !== undefined) kept.set(old.name, reason) })
+    // restarted and kept in config order, like the rest.
+    for (const name of Object.keys(config)) {
+      const reason = kept.get(name)
+      if (reason !== undefined) summary.kept.push({ name, reason })
+      else if (running.has(name) && !summary.unchanged.includes(name)) summary.restarted.push(name)
+    }
     return summary
+  }
+
+  /**
+   * Make before break for one upstream whose config changed (see {@link reconcile}): starts `fresh`
+   * beside `old` (which keeps its routes and subscriptions meanwhile) and waits for its first
+   * attempt. Ready: `fresh` takes `old`'s place and routes in one synchronous step, the
+   * subscriptions follow, then `old` is drained (at most `drainMs`) and closed. Not ready (a bad
+   * command, an initialize or listing error, the setup timeout), or the registry closed meanwhile:
+   * `fresh` is closed and `old` keeps serving.
+   * @returns undefined when `fresh` took over, else why `old` was kept (one line, redacted). Never rejects.
+   */
+  private async replace (old: Upstream, fresh: Upstream, drainMs: number): Promise<string | undefined> {
+    const logger = this.options.logger
+    this.pending.add(fresh)
+    fresh.inheritSubscriptions(old)
+    await fresh.start()
+    this.pending.delete(fresh)
+    const state = fresh.status()
+    const index = this.upstreams.indexOf(old)
+    if (state.state !== 'ready' || index < 0 || this.closing) {
+      await fresh.close()
+      const reason = index < 0 || this.closing ? 'mcpx is shutting down' : `its new config did not start: ${state.lastError ?? `the new instance is ${state.state}`}`
+      logger.warn({ upstream: old.name, reason }, `upstream ${old.name} kept its old config: ${reason}`)
+      return reason
+    }
+    // The switch: routes, prefixes and lists move to the new instance before anything else runs.
+    this.upstreams[index] = fresh
+    this.assignPrefixes()
+    for (const entry of this.subscriptionCounts.values()) if (entry.upstream === old) entry.upstream = fresh
+    for (const kind of ['tools', 'prompts', 'resources'] as const) this.rebuild(kind)
+    this.emit('upstream_state', state)
+    await fresh.takeOverSubscriptions(old)
+    const left = await old.drain(drainMs)
+    if (left > 0) logger.warn({ upstream: old.name, calls: left, drainMs }, `upstream ${old.name}: ${left} calls still in flight on its old instance after ${drainMs} ms; they fail`)
+    await old.close()
+    logger.info({ upstream: old.name, pid: state.pid }, `upstream ${old.name} switched to its new config`)
+    return undefined
   }
 
   /** Per upstream (config order): how many tools, prompts, resources and templates it lists now (0 unless ready). */
@@ -209,7 +288,8 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   }
 
   async close (): Promise<void> {
-    await Promise.all([...this.upstreams].map(async upstream => await upstream.close()))
+    this.closing = true
+    await Promise.all([...this.upstreams, ...this.pending].map(async upstream => await upstream.close()))
   }
 
   loads (): UpstreamLoad[] {

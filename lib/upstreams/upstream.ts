@@ -94,6 +94,10 @@ export class Upstream implements ConnectionHost {
   private readonly ownerSubscriptions = new Map<string, Map<string, number>>()
   /** Callers' calls, errors and latency window (the status page; call-stats.ts). */
   readonly stats: CallStats
+  /** Callers' calls not yet settled (queued, in flight, waiting for an instance or forwarded): what {@link drain} waits for. */
+  private active = 0
+  /** Set while {@link drain} waits: called when {@link active} drops to 0. */
+  private idle: (() => void) | undefined
 
   constructor (readonly name: string, readonly config: UpstreamConfig, private readonly options: UpstreamOptions) {
     this.kind = 'command' in config ? 'stdio' : 'http'
@@ -116,6 +120,48 @@ export class Upstream implements ConnectionHost {
   async start (): Promise<void> {
     this.firstAttempt ??= this.primary.open()
     await this.firstAttempt
+  }
+
+  /**
+   * A reload's new instance of this upstream, before it starts (registry.ts `reconcile`, make
+   * before break): it takes `old`'s resource subscriptions, so it subscribes to them as it comes up
+   * and is in step by the time it takes over. Never throws.
+   */
+  inheritSubscriptions (old: Upstream): void {
+    for (const uri of old.subscriptions) this.subscriptions.add(uri)
+  }
+
+  /**
+   * The moment this upstream takes over from `old` (a reload's switch): its isolated instances'
+   * owners' subscriptions are `old`'s now (its instances start on their owners' next calls and
+   * subscribe then), and the shared subscriptions taken or dropped on `old` while this one was
+   * starting are pushed here. A refusal is logged. Never rejects.
+   */
+  async takeOverSubscriptions (old: Upstream): Promise<void> {
+    this.ownerSubscriptions.clear()
+    for (const [key, uris] of old.ownerSubscriptions) this.ownerSubscriptions.set(key, new Map(uris))
+    const added = [...old.subscriptions].filter(uri => !this.subscriptions.has(uri))
+    const dropped = [...this.subscriptions].filter(uri => !old.subscriptions.has(uri))
+    for (const uri of added) await this.subscribe(uri).catch(error => this.logger.warn({ upstream: this.name, err: error, uri }, 'upstream subscription could not be moved to its new instance'))
+    for (const uri of dropped) await this.unsubscribe(uri).catch(() => {})
+  }
+
+  /**
+   * Waits until its callers' calls have all settled (in flight, queued, on isolated instances), at
+   * most `maxMs`; new calls no longer reach it (a reload switched its routes to the new instance).
+   * The calls left at the bound are failed by {@link close}. Never rejects.
+   * @returns how many calls were still unsettled at the bound (0: drained)
+   */
+  async drain (maxMs: number): Promise<number> {
+    if (this.active === 0) return 0
+    let timer: NodeJS.Timeout | undefined
+    await new Promise<void>(resolve => {
+      this.idle = resolve
+      timer = setTimeout(resolve, maxMs)
+    })
+    clearTimeout(timer)
+    this.idle = undefined
+    return this.active
   }
 
   private warnedUnrouted = false
@@ -435,6 +481,7 @@ export class Upstream implements ConnectionHost {
     // Counted for the status page (call-stats.ts): two clock reads and a few integer operations.
     const startMs = performance.now()
     let result: JsonObject | undefined
+    this.active++
     try {
       const key = this.instanceKey(options)
       if (key !== undefined) {
@@ -461,6 +508,7 @@ export class Upstream implements ConnectionHost {
     } finally {
       const nowMs = performance.now()
       this.stats.record(nowMs - startMs, result === undefined || result.isError === true, nowMs)
+      if (--this.active === 0) this.idle?.()
     }
   }
 

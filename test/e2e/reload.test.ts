@@ -6,7 +6,7 @@
  * address change is refused with one log line and the running config stays; every reload is
  * counted (mcpx_config_reloads_total) and logged with its summary.
  */
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { writeFileSync, renameSync } from 'node:fs'
 import { callBody, fetchSession, post as legacyPost, sessionHeaders, SseReader } from '../helpers/legacy.js'
 import { fixtureCommand } from '../helpers/fixture.js'
@@ -179,13 +179,14 @@ t.test('ops/reload/admin-endpoint-needs-an-admin-token', async t => {
   rewrite(daemon.file, { daemon: { address: daemon.base.slice('http://'.length) }, admin: { tokens: ['admin-s3cret'] }, upstreams: { a: fixtureCommand(), b: fixtureCommand() } })
   const ok = await fetch(url, { method: 'POST', headers: { authorization: 'Bearer admin-s3cret' } })
   t.equal(ok.status, 200)
-  t.same(await ok.json(), { status: 'applied', added: ['b'], removed: [], restarted: [], unchanged: ['a'], restartToApply: [] })
+  t.same(await ok.json(), { status: 'applied', added: ['b'], removed: [], restarted: [], unchanged: ['a'], restartToApply: [], kept: [] })
 
   writeFileSync(daemon.file, '[]')
   const refused = await fetch(url, { method: 'POST', headers: { authorization: 'Bearer admin-s3cret' } })
   t.equal(refused.status, 422)
   t.match(await refused.json(), { status: 'refused', reason: /must be object/ })
   t.notOk(daemon.lines.some(l => JSON.stringify(l).includes('admin-s3cret')), 'the token is never logged')
+  await t.test('ops/reload/changed-upstream-make-before-break', async t => { await makeBeforeBreak(t, daemon, 'admin-s3cret') })
 
   const plain = await startDaemon(t, { upstreams: { a: fixtureCommand() } })
   const none = await fetch(`${plain.base}/admin/reload`, { method: 'POST', headers: { authorization: 'Bearer anything' } })
@@ -302,3 +303,80 @@ t.test('ops/reload/open-streams-follow-the-new-view', async t => {
   t.same(listen.messages.slice(listenBefore).map(m => m.method), ['notifications/tools/list_changed', 'notifications/resources/list_changed', 'notifications/tools/list_changed'],
     'listen: the same')
 })
+
+/**
+ * A reload that changes an upstream's config (its env) while clients call it: the new instance
+ * starts beside the old one and takes over once ready, so no call fails, tools/list always lists
+ * its tools, and a call in flight on the old instance at the reload completes with its answer. Then
+ * a changed config whose child cannot start: the old instance keeps serving. Run on the daemon of
+ * `ops/reload/admin-endpoint-needs-an-admin-token` (upstreams `a` and `b`, admin token `token`).
+ */
+async function makeBeforeBreak (t: Test, daemon: DaemonProcess, token: string): Promise<void> {
+  const a = fixtureCommand()
+  const pidBefore = pidOf(await until(daemon, r => r.upstreams.every(u => u.state === 'ready')), 'a')
+  const reload = async (upstream: Record<string, unknown>): Promise<{ status: number, body: Record<string, unknown> }> => {
+    rewrite(daemon.file, { daemon: { address: daemon.base.slice('http://'.length) }, admin: { tokens: [token] }, upstreams: { a: upstream, b: fixtureCommand() } })
+    const res = await fetch(`${daemon.base}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${token}` } })
+    return { status: res.status, body: await res.json() as Record<string, unknown> }
+  }
+
+  let stop = false
+  let ok = 0
+  const failed: number[] = []
+  let lists = 0
+  const lacking: unknown[] = []
+  let id = 1000
+  const calls = async (): Promise<void> => {
+    while (!stop) {
+      const n = id++
+      if (await callOk(daemon.base, n, 'a__echo')) ok++
+      else failed.push(n)
+    }
+  }
+  const listing = async (): Promise<void> => {
+    while (!stop) {
+      const names = await toolNames(daemon, '/mcp')
+      lists++
+      if (!Array.isArray(names) || !names.includes('a__echo') || !names.includes('a__slow')) lacking.push(names)
+    }
+  }
+  // Three callers, each calling in a tight loop, and one client listing tools in a tight loop.
+  const loops = [calls(), calls(), calls(), listing()]
+  const waitFor = async (pred: () => boolean): Promise<void> => { while (!pred() && failed.length === 0) await new Promise(resolve => setTimeout(resolve, 10)) }
+  await waitFor(() => ok >= 10)
+
+  // A call in flight on the old instance when the reload starts.
+  const since = daemon.lines.length
+  const slow = post(daemon.base, modernBody(7, 'tools/call', { name: 'a__slow', arguments: { ms: 400, steps: 2 } }), modernHeaders('tools/call', 'a__slow'))
+  await daemon.waitForLine(l => typeof l.stderr === 'string' && l.stderr.startsWith('started slow'), since)
+  const switched = await reload({ ...a, env: { V: '2' } })
+  t.equal(switched.status, 200)
+  t.same(switched.body, { status: 'applied', added: [], removed: [], restarted: ['a'], unchanged: ['b'], restartToApply: [], kept: [] })
+  t.match(await slow, { status: 200, json: { result: { content: [{ text: 'slept 400' }] } } }, 'the call in flight on the old instance completed with its answer')
+  const okAtSwitch = ok
+  await waitFor(() => ok >= okAtSwitch + 10)
+  stop = true
+  await Promise.all(loops)
+  t.same(failed, [], `no call failed across the switch (${ok} answered)`)
+  t.same(lacking, [], `tools/list never lacked the upstream's tools (${lists} lists)`)
+  const pidAfter = pidOf(await readyz(daemon), 'a')
+  t.ok(pidAfter !== undefined && pidAfter !== pidBefore, 'a new child took over')
+  t.notOk(isAlive(pidBefore ?? 0), 'the old child was stopped once drained')
+
+  await t.test('ops/reload/changed-upstream-that-cannot-start-keeps-the-old', async t => {
+    // The new config's child exits at once (an unknown flag value): the old instance keeps serving
+    // under its old config, and the reload's answer, its log line and status.json say which and why.
+    const since = daemon.lines.length
+    const broken = await reload(fixtureCommand('--era', 'bogus'))
+    t.equal(broken.status, 200)
+    t.match(broken.body, { status: 'applied', restarted: [], unchanged: ['b'], kept: [{ name: 'a', reason: /^its new config did not start: connect failed: .*child exited: code 2/ }] })
+    t.match(await daemon.waitForLine(l => typeof l.msg === 'string' && l.msg.startsWith('config reload'), since),
+      { level: 40, msg: /^config reloaded: 0 added, 0 removed, 0 restarted, 1 unchanged; a kept its old config \(its new config did not start: /, kept: [{ name: 'a' }] })
+    t.ok(await callOk(daemon.base, 2, 'a__echo'), 'the old instance still serves')
+    t.equal(pidOf(await readyz(daemon), 'a'), pidAfter, 'same child')
+    const status = await (await fetch(`${daemon.base}/status.json`)).json() as { config: { lastReload: unknown } }
+    t.match(status.config.lastReload, { outcome: 'applied', kept: [{ name: 'a', reason: /child exited: code 2/ }] })
+    // The running config is the old one for it: reloading that again changes nothing.
+    t.match((await reload({ ...a, env: { V: '2' } })).body, { restarted: [], unchanged: ['a', 'b'], kept: [] })
+  })
+}
