@@ -227,8 +227,9 @@ class Registry extends EventEmitter implements UpstreamRegistry {
    * beside `old` (which keeps its routes and subscriptions meanwhile) and waits for its first
    * attempt. Ready: `fresh` takes `old`'s place and routes in one synchronous step, the
    * subscriptions follow, then `old` is drained (at most `drainMs`) and closed. Not ready (a bad
-   * command, an initialize or listing error, the setup timeout), or the registry closed meanwhile:
-   * `fresh` is closed and `old` keeps serving.
+   * command, an initialize or listing error, the setup timeout) while `old` is ready, or the
+   * registry closed meanwhile: `fresh` is closed and `old` keeps serving. Not ready while `old` is
+   * not ready either (down, connecting): `fresh` takes over all the same and keeps retrying.
    * @returns undefined when `fresh` took over, else why `old` was kept (one line, redacted). Never rejects.
    */
   private async replace (old: Upstream, fresh: Upstream, drainMs: number): Promise<string | undefined> {
@@ -239,7 +240,9 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     this.pending.delete(fresh)
     const state = fresh.status()
     const index = this.upstreams.indexOf(old)
-    if (state.state !== 'ready' || index < 0 || this.closing) {
+    // Kept only while the old one serves: an old instance that is down itself has nothing to keep
+    // serving, so the new config replaces it and retries with backoff, as any upstream down does.
+    if (index < 0 || this.closing || (state.state !== 'ready' && old.status().state === 'ready')) {
       await fresh.close()
       const reason = index < 0 || this.closing ? 'mcpx is shutting down' : `its new config did not start: ${state.lastError ?? `the new instance is ${state.state}`}`
       logger.warn({ upstream: old.name, reason }, `upstream ${old.name} kept its old config: ${reason}`)
@@ -255,7 +258,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     const left = await old.drain(drainMs)
     if (left > 0) logger.warn({ upstream: old.name, calls: left, drainMs }, `upstream ${old.name}: ${left} calls still in flight on its old instance after ${drainMs} ms; they fail`)
     await old.close()
-    logger.info({ upstream: old.name, pid: state.pid }, `upstream ${old.name} switched to its new config`)
+    logger.info({ upstream: old.name, state: state.state, ...(state.pid !== undefined ? { pid: state.pid } : {}) }, `upstream ${old.name} switched to its new config`)
     return undefined
   }
 
