@@ -4,7 +4,9 @@
  * removed one (its child reaped), start a new one and leave an unchanged one running (same pid, no
  * failed call while a client calls it in a loop); clients get list_changed; an invalid config or an
  * address change is refused with one log line and the running config stays; every reload is
- * counted (mcpx_config_reloads_total) and logged with its summary.
+ * counted (mcpx_config_reloads_total) and logged with its summary. A changed upstream is switched
+ * make before break (no failed call, no catalogue gap, a call in flight finishes) and kept under its
+ * old config when its new one cannot start (docs/operating.md › A changed upstream: make before break).
  */
 import t, { type Test } from 'tap'
 import { writeFileSync, renameSync } from 'node:fs'
