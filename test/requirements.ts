@@ -228,6 +228,9 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   // ---------------------------------------------------------------- docs/ › gateway rules no revision states
   'ops/reload/open-streams-follow-the-new-view': { source: 'docs/operating.md › Reloading the config', text: 'a reload that changes a caller\'s view reaches its open GET and listen streams: no update of what it can no longer see, list_changed only for the lists its view changed' },
   'auth/oauth/stream-ends-when-its-token-expires': { source: 'docs/authentication.md › Tokens that expire', text: 'a GET or listen stream opened with an OAuth token ends at the token\'s exp' },
+  'ops/access/local-is-a-loopback-peer-under-a-loopback-host': { source: 'docs/operating.md › Who may read the operator endpoints', text: 'a client is local when its connection\'s peer is a loopback IP literal and its Host a loopback name; an unresolved forwarding header makes it remote' },
+  'ops/access/remote-peer-refused-whatever-the-host': { source: 'docs/operating.md › Who may read the operator endpoints', text: '/metrics, /status and /status.json refuse a remote peer whatever loopback Host it sends, on every bind; /readyz gives it the status alone' },
+  'ops/access/trust-proxy-judges-the-forwarded-client': { source: 'docs/operating.md › Who may read the operator endpoints', text: 'with daemon.trustProxy the client a listed proxy names is judged; without it a forwarded request is never local' },
 }
 
 /** One concrete id of the manifest, with the key it came from (a family key for a `*` family). */
