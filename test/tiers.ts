@@ -63,7 +63,9 @@ export const SLOW_ONLY: readonly string[] = [
   'tasks/legacy-sdk/v1-client-drives-a-task',
   'tasks/legacy-stdio/serve-relays-tasks-and-status',
   // test/e2e/tasks.test.ts
-  'tasks/e2e/status-notification-on-the-tasks-get-reply'
+  'tasks/e2e/status-notification-on-the-tasks-get-reply',
+  // test/e2e/status.test.ts
+  'ops/access/second-host-judged-by-peer-address'
 ]
 
 /** Whether the source file `file` (relative to test/, e.g. `e2e/stdio.test.ts`) is in `tier`. */
