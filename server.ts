@@ -5,9 +5,10 @@
  * shutdown on SIGTERM/SIGINT (docs/operating.md).
  *
  * The health and metrics routes sit on the root instance, outside mcpx's /mcp scope: no Origin,
- * CORS, auth or header rules apply to them, and they are never logged at info. Fastify's own
- * per-request lines are switched off (logController); mcpx-request-log writes one line per /mcp
- * request instead.
+ * CORS, /mcp auth or header rules apply to them, and they are never logged at info. Who may read
+ * the operator endpoints is lib/ops/access.ts: a local client (by the connection's peer address),
+ * else an admin credential. Fastify's own per-request lines are switched off (logController);
+ * mcpx-request-log writes one line per /mcp request instead.
  */
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import { collectDefaultMetrics } from 'prom-client'
@@ -16,10 +17,11 @@ import { pino } from 'pino'
 import { REDACTED_PATHS, batchedDestination, prettyStream, resolveLogOptions } from './lib/telemetry/log.js'
 import { loadBearerTokens, loadAdminTokens, assertSafeBind, createBearerVerifier, type BearerVerifier } from './lib/auth/tokens.js'
 import { Reloader, watchConfig } from './lib/ops/reload.js'
-import { isLoopbackAddress, isLoopbackHostHeader, parseHostPort } from './lib/base/net.js'
+import { parseHostPort } from './lib/base/net.js'
 import { McpxError } from './lib/base/errors.js'
 import { STATUS_CODES } from 'node:http'
-import { readinessStatus, refusal, reloadStatus } from './lib/protocol/http-status.js'
+import { readinessStatus, refusal, reloadStatus, type Refusal } from './lib/protocol/http-status.js'
+import { FORWARDING_HEADERS, opsLocality, opsRefusalReason, type OpsPeer } from './lib/ops/access.js'
 import { createAuthenticator, type Authenticator } from './lib/auth/authenticate.js'
 import { sendRefusal } from './plugins/send-refusal.js'
 import { httpServerTimeouts } from './lib/config/derive.js'
@@ -66,53 +68,69 @@ function answerClientError (this: FastifyInstance, err: NodeJS.ErrnoException, s
   socket.end(err.code === 'HPE_HEADER_OVERFLOW' ? HEADERS_TOO_LARGE : BAD_REQUEST)
 }
 
-const FOREIGN_HOST = refusal('forbiddenHost')
-
-/** onRequest for the ops endpoints of a loopback daemon: 403 unless the Host header names loopback. */
-async function refuseForeignHost (request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  if (isLoopbackHostHeader(request.headers.host)) return
-  await sendRefusal(reply, FOREIGN_HOST)
-}
-
 declare module 'fastify' {
   interface FastifyInstance {
     /** Hot reload of the config (lib/ops/reload.ts): SIGHUP, --watch and POST /admin/reload go through it. */
     mcpxReloader: Reloader
   }
-  interface FastifyRequest {
-    /** Set by the admin check: the request carried one of admin.tokens. */
-    adminOk?: boolean
-  }
 }
 
 /**
- * onRequest of the admin endpoints. `required`: POST /admin/reload, always a token
- * (403 when none is configured, 401 without or with a wrong one). Otherwise (the status page):
- * a loopback Host passes as for /metrics; any other Host needs an admin token (401 for a wrong one,
- * the loopback 403 without one). `oauth` (admin.scopes with auth.oauth): a bearer token that is not
- * an admin token may be an OAuth access token holding admin.scopes, which passes; a valid one
- * without them is 403 insufficient_scope; any other is refused as a wrong admin token.
+ * The connection's view of a request, for lib/ops/access.ts. `request.ip` is the socket's peer, or
+ * with daemon.trustProxy the client the trusted proxies named; `request.ips` (trustProxy only) is
+ * `[peer, …trusted hops, client]`, so more than one entry means X-Forwarded-For was resolved.
  */
-function adminGuard (verify: BearerVerifier, oauth: Authenticator | undefined, configured: boolean, required: boolean) {
-  return async function checkAdmin (request: FastifyRequest, reply: FastifyReply): Promise<void> {
+function peerOf (request: FastifyRequest, trustProxy: boolean): OpsPeer {
+  const forwarded = FORWARDING_HEADERS.some(name => request.headers[name] !== undefined)
+  const resolved = trustProxy && (request.ips?.length ?? 0) > 1
+  return { ip: request.ip, host: request.headers.host, unresolvedForward: forwarded && !resolved }
+}
+
+/** Decides one request: undefined when it may go on, else the refusal to send. */
+type AccessCheck = (request: FastifyRequest) => Promise<Refusal | undefined>
+
+/**
+ * Builds the two access checks. `admin` (POST /admin/reload): an admin credential always, local
+ * client or not (403 when none is configured, 401 without one or with a wrong one): neither the
+ * peer address nor the Host can stop a cross-site POST from a browser on the same machine, while an
+ * Authorization header can only be set by a real client. `ops` (the operator endpoints,
+ * lib/ops/access.ts): a local client passes with no credential; anyone else needs one, and is
+ * refused as {@link opsRefusalReason} says. A credential is one of admin.tokens, or with `oauth` (admin.scopes
+ * with auth.oauth) an OAuth access token holding admin.scopes; a valid OAuth token without them is
+ * the authenticator's 403 insufficient_scope (RFC 6750 §3.1). Never throws.
+ */
+function accessChecks (verify: BearerVerifier, oauth: Authenticator | undefined, configured: boolean, trustProxy: boolean): { admin: AccessCheck, ops: AccessCheck } {
+  /** ok, or why not: missing / invalid, or the OAuth authenticator's own refusal to send as it is. */
+  async function credential (request: FastifyRequest): Promise<'ok' | 'missing' | 'invalid' | Refusal> {
     const outcome = verify(request.headers.authorization)
-    if (outcome === 'ok') { request.adminOk = true; return }
-    if (outcome === 'invalid' && oauth !== undefined) {
-      // Not an admin token: an OAuth access token holding admin.scopes opens the endpoint too. A
-      // valid token without them is the authenticator's 403 insufficient_scope (RFC 6750 §3.1).
-      const verdict = await oauth.authenticate(request.headers.authorization)
-      if (verdict.kind === 'ok') { request.adminOk = true; return }
-      if (verdict.refusal.reason === 'insufficient_scope') {
-        await sendRefusal(reply, verdict.refusal)
-        return
-      }
+    if (outcome !== 'invalid' || oauth === undefined) return outcome
+    const verdict = await oauth.authenticate(request.headers.authorization)
+    if (verdict.kind === 'ok') return 'ok'
+    return verdict.refusal.reason === 'insufficient_scope' ? verdict.refusal : 'invalid'
+  }
+  return {
+    admin: async function checkAdmin (request) {
+      const outcome = await credential(request)
+      if (outcome === 'ok') return undefined
+      if (typeof outcome !== 'string') return outcome
+      return refusal(!configured ? 'adminNotConfigured' : outcome === 'invalid' ? 'adminTokenInvalid' : 'adminTokenMissing')
+    },
+    ops: async function checkOps (request) {
+      const locality = opsLocality(peerOf(request, trustProxy))
+      if (locality === 'local') return undefined
+      const outcome = await credential(request)
+      if (outcome === 'ok') return undefined
+      if (typeof outcome !== 'string') return outcome
+      return refusal(opsRefusalReason(locality, outcome, configured))
     }
-    if (required) {
-      await sendRefusal(reply, refusal(!configured ? 'adminNotConfigured' : outcome === 'invalid' ? 'adminTokenInvalid' : 'adminTokenMissing'))
-      return
-    }
-    if (isLoopbackHostHeader(request.headers.host)) return
-    await sendRefusal(reply, refusal(outcome === 'invalid' ? 'adminTokenInvalid' : configured ? 'adminTokenMissing' : 'forbiddenHost'))
+  }
+}
+
+/** An onRequest hook that sends `check`'s refusal, if any. */
+function guardWith (check: AccessCheck) {
+  return async function guard (request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const refused = await check(request)
+    if (refused !== undefined) await sendRefusal(reply, refused)
   }
 }
 
@@ -161,18 +179,37 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
     throw err
   }
   collectDefaultMetrics({ register: app.mcpxMetrics.registry, prefix: 'mcpx_' })
+  // GET /healthz: liveness, open to every client (an orchestrator's probe comes from the node, not
+  // loopback); it says only that the process serves HTTP.
   app.get('/healthz', { logLevel: 'warn' }, async function healthz () { return { status: 'ok' } })
-  // DNS rebinding: a web page whose name resolves to 127.0.0.1 could read /readyz and /metrics of a
-  // local daemon (a same-origin GET carries no Origin). On a loopback bind those two answer only to
-  // a loopback Host; behind a proxy (non-loopback bind) the Host is the proxy's business.
-  const loopbackOnly = isLoopbackAddress(config.daemon.address)
-  const opsGuard = loopbackOnly ? { logLevel: 'warn' as const, onRequest: refuseForeignHost } : { logLevel: 'warn' as const }
-  app.get('/readyz', opsGuard, async function readyz (_request, reply) {
+  // admin.scopes (the status page is open to admin tokens "or OAuth with an admin scope"): an OAuth access token
+  // for auth.oauth.resource holding all of them opens the admin endpoints as an admin token does.
+  // Its own authenticator, with admin.scopes as the required scopes, on the /mcp authenticator's
+  // verifier: one JWKS cache, one verdict cache, one discovery.
+  const mcpVerifier = app.mcpxAuthenticator.oauth?.verifier
+  const adminOAuth = config.admin.scopes.length > 0 && config.auth.oauth !== undefined
+    ? createAuthenticator({ bearerTokens: [], allowUnauthenticated: false, oauth: { ...config.auth.oauth, requiredScopes: config.admin.scopes } },
+      { logger: app.log.child({ component: 'admin-auth' }), ...(mcpVerifier !== undefined ? { verifier: mcpVerifier } : {}) })
+    : undefined
+  const adminConfigured = adminTokens.length > 0 || adminOAuth !== undefined
+  // Operator endpoints (docs/operating.md › Who may read the operator endpoints): a local client by
+  // the connection's peer address (daemon.trustProxy resolves a listed proxy's X-Forwarded-For), on
+  // every bind, else an admin credential; the Host header never opens them.
+  const checks = accessChecks(verifyAdmin, adminOAuth, adminConfigured, config.daemon.trustProxy.length > 0)
+  const opsRoute = { logLevel: 'warn' as const, onRequest: guardWith(checks.ops) }
+  // GET /readyz: readiness for probes and load balancers, which may call from anywhere, so its
+  // status code and `status` answer every client; the upstreams' names, states, errors and pids
+  // only a client that may read /status.
+  app.get('/readyz', { logLevel: 'warn' }, async function readyz (request, reply) {
     const upstreams = app.upstreams.status()
     const failing = upstreams.filter(u => u.state !== 'ready').map(u => u.name)
-    return reply.code(readinessStatus(failing.length === 0)).send({ status: failing.length === 0 ? 'ready' : 'not ready', failing, upstreams })
+    const ready = failing.length === 0
+    const status = ready ? 'ready' : 'not ready'
+    reply.code(readinessStatus(ready))
+    if (await checks.ops(request) !== undefined) return await reply.send({ status })
+    return await reply.send({ status, failing, upstreams })
   })
-  app.get('/metrics', opsGuard, async function metrics (_request, reply) {
+  app.get('/metrics', opsRoute, async function metrics (_request, reply) {
     const registry = app.mcpxMetrics.registry
     return reply.type(registry.contentType).send(await registry.metrics())
   })
@@ -193,20 +230,10 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
     drainMs: config.daemon.shutdownTimeout
   })
   app.decorate('mcpxReloader', reloader)
-  // admin.scopes (the status page is open to admin tokens "or OAuth with an admin scope"): an OAuth access token
-  // for auth.oauth.resource holding all of them opens the admin endpoints as an admin token does.
-  // Its own authenticator, with admin.scopes as the required scopes, on the /mcp authenticator's
-  // verifier: one JWKS cache, one verdict cache, one discovery.
-  const mcpVerifier = app.mcpxAuthenticator.oauth?.verifier
-  const adminOAuth = config.admin.scopes.length > 0 && config.auth.oauth !== undefined
-    ? createAuthenticator({ bearerTokens: [], allowUnauthenticated: false, oauth: { ...config.auth.oauth, requiredScopes: config.admin.scopes } },
-      { logger: app.log.child({ component: 'admin-auth' }), ...(mcpVerifier !== undefined ? { verifier: mcpVerifier } : {}) })
-    : undefined
-  const adminConfigured = adminTokens.length > 0 || adminOAuth !== undefined
-  // GET /status and /status.json: a loopback Host as for /metrics (on any bind), else an admin token.
+  // GET /status and /status.json: as /metrics.
   const startedAt = new Date()
   await app.register(statusRoutes, {
-    guard: adminGuard(verifyAdmin, adminOAuth, adminConfigured, false),
+    guard: opsRoute.onRequest,
     collect: () => collectStatus({
       registry: app.upstreams,
       upstreamConfigs: () => reloader.current.upstreams,
@@ -219,9 +246,8 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
       startedAt
     })
   })
-  // POST /admin/reload: an admin token always (a Host check could not stop a
-  // cross-site POST; an Authorization header can only be set by a real client).
-  app.post('/admin/reload', { logLevel: 'warn', onRequest: adminGuard(verifyAdmin, adminOAuth, adminConfigured, true) }, async function adminReload (_request, reply) {
+  // POST /admin/reload: an admin credential always (accessChecks).
+  app.post('/admin/reload', { logLevel: 'warn', onRequest: guardWith(checks.admin) }, async function adminReload (_request, reply) {
     const result = await reloader.reload('admin')
     if (!result.ok) return await reply.code(reloadStatus(false)).send({ status: 'refused', reason: result.reason })
     const { added, removed, restarted, unchanged, restartToApply, kept } = result

@@ -230,6 +230,10 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'auth/oauth/stream-ends-when-its-token-expires': { source: 'docs/authentication.md › Tokens that expire', text: 'a GET or listen stream opened with an OAuth token ends at the token\'s exp' },
   'ops/reload/changed-upstream-make-before-break': { source: 'docs/operating.md › A changed upstream: make before break', text: 'a reload that changes an upstream starts the new instance first and switches when it is ready: no call fails, tools/list never lacks its tools, a call in flight on the old instance completes' },
   'ops/reload/changed-upstream-that-cannot-start-keeps-the-old': { source: 'docs/operating.md › A changed upstream: make before break', text: 'a changed upstream whose new instance cannot start keeps its old one serving, and the reload\'s answer, log line and status page name it and why' },
+  'ops/access/local-is-a-loopback-peer-under-a-loopback-host': { source: 'docs/operating.md › Who may read the operator endpoints', text: 'a client is local when its connection\'s peer is a loopback IP literal and its Host a loopback name; an unresolved forwarding header makes it remote' },
+  'ops/access/remote-peer-refused-whatever-the-host': { source: 'docs/operating.md › Who may read the operator endpoints', text: '/metrics, /status and /status.json refuse a remote peer whatever loopback Host it sends, on every bind; /readyz gives it the status alone' },
+  'ops/access/trust-proxy-judges-the-forwarded-client': { source: 'docs/operating.md › Who may read the operator endpoints', text: 'with daemon.trustProxy the client a listed proxy names is judged; without it a forwarded request is never local' },
+  'ops/access/second-host-judged-by-peer-address': { source: 'docs/operating.md › Who may read the operator endpoints', text: 'a client on a second host (a network namespace over a veth pair) is refused the operator endpoints whatever Host it sends, and served with an admin token' },
 }
 
 /** One concrete id of the manifest, with the key it came from (a family key for a `*` family). */

@@ -66,7 +66,9 @@ export const SLOW_ONLY: readonly string[] = [
   'tasks/e2e/status-notification-on-the-tasks-get-reply',
   // test/e2e/reload.test.ts
   'ops/reload/changed-upstream-make-before-break',
-  'ops/reload/changed-upstream-that-cannot-start-keeps-the-old'
+  'ops/reload/changed-upstream-that-cannot-start-keeps-the-old',
+  // test/e2e/status.test.ts
+  'ops/access/second-host-judged-by-peer-address'
 ]
 
 /** Whether the source file `file` (relative to test/, e.g. `e2e/stdio.test.ts`) is in `tier`. */

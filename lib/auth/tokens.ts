@@ -118,7 +118,7 @@ export function loadBearerTokens (auth: AuthConfig, env: NodeJS.ProcessEnv = pro
 
 /**
  * The admin tokens (`admin.tokens`, `admin.tokensFile`, `admin.tokensEnv`): they open
- * `POST /admin/reload` and, off loopback, `/status` and `/status.json`. Read like
+ * `POST /admin/reload` and, for a client that is not on loopback, `/status`, `/status.json`, `/metrics` and the detail of `/readyz`. Read like
  * {@link loadBearerTokens}, with the same errors naming the `admin.*` key.
  * @returns the tokens; empty when none is configured (then no admin route answers a request)
  */

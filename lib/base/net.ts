@@ -1,7 +1,8 @@
 /**
  * Host and port, and what counts as loopback: the one definition that the Origin check, the safe-bind
- * rule, the ops routes' Host check, OAuth issuer URLs and Redis addresses share. Pure, no I/O.
+ * rule, the operator endpoints' peer and Host checks, OAuth issuer URLs and Redis addresses share. Pure, no I/O.
  */
+import { isIPv4, isIPv6 } from 'node:net'
 import { McpxError } from './errors.js'
 
 /** A daemon address split into a URL-normalised host (`127.0.0.1`, `[::1]`, `example.com`) and a port. */
@@ -21,10 +22,17 @@ export interface HostPort {
  *   on a loopback daemon (DNS rebinding) are loopback when they are an address that never leaves the
  *   machine: `localhost`, 127.0.0.0/8 (RFC 1122 §3.2.1.3) and `::1`, in any spelling `URL` normalises.
  *   An IPv4-mapped address (`::ffff:127.0.0.1`) is not counted: when in doubt, require authentication.
+ * - a peer address (the client of a connection, {@link isLoopbackIp}) is loopback when it is an IP
+ *   literal in 127.0.0.0/8 or `::1`, and here the IPv4-mapped form counts: it is how a socket bound to
+ *   `::` reports a client that connected over 127.0.0.1. Never a name: a peer address is not chosen
+ *   by the client, so a spelling that needs resolving (`localhost`, `127.1`) is not one.
  */
 
 /** 127.0.0.0/8 in dotted decimal, as `URL` normalises any IPv4 spelling. */
 const LOOPBACK_V4 = /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/
+
+/** `::ffff:127.x.y.z` as `URL` writes it (`[::ffff:7f00:1]`): IPv4 loopback on a dual-stack socket. */
+const LOOPBACK_V4_MAPPED = /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/
 
 /** Hosts that mean "every interface": they name no origin a browser could be on. */
 const UNSPECIFIED_HOSTS: ReadonlySet<string> = new Set(['0.0.0.0', '[::]'])
@@ -76,6 +84,26 @@ export function isLoopbackHostHeader (hostHeader: string | undefined): boolean {
   const host = hostHeader ?? ''
   const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]
   return name !== '' && isLoopbackHost(name)
+}
+
+/**
+ * True when `ip`, the address at the other end of a connection (Node's `socket.remoteAddress`, or
+ * with daemon.trustProxy the client a trusted proxy named: Fastify's `request.ip`), is loopback:
+ * an IPv4 literal in dotted decimal within 127.0.0.0/8, `::1` in any IPv6 spelling, or an
+ * IPv4-mapped 127.0.0.0/8 (`::ffff:127.0.0.1`). Anything else, including undefined, a name, a
+ * shorthand IPv4 spelling or an address with a zone id, is not. Never throws.
+ */
+export function isLoopbackIp (ip: string | undefined): boolean {
+  if (ip === undefined) return false
+  if (isIPv4(ip)) return LOOPBACK_V4.test(ip)
+  if (!isIPv6(ip)) return false
+  let host: string
+  try {
+    host = new URL(`http://[${ip}]/`).hostname
+  } catch {
+    return false // a zone id (fe80::1%eth0): never loopback
+  }
+  return host === '[::1]' || LOOPBACK_V4_MAPPED.test(host)
 }
 
 /**

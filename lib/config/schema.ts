@@ -121,7 +121,7 @@ export const CONFIG_SCHEMA = {
       type: 'object',
       additionalProperties: false,
       default: {},
-      description: 'operator access: POST /admin/reload, and /status and /status.json from a non-loopback Host',
+      description: 'operator access: POST /admin/reload, and /status, /status.json, /metrics and the detail of /readyz for a client that is not on loopback',
       properties: {
         tokens: { type: 'array', items: { type: 'string', minLength: 1 }, default: [], description: 'accepted admin bearer tokens' },
         tokensFile: { type: 'string', description: 'a file with one admin token per line' },

@@ -121,9 +121,17 @@ export const REFUSALS = Object.freeze({
    * insufficient_scope). lib/auth/authenticate adds the required scopes to the message and the challenge.
    */
   insufficientScope: { status: 403, code: INVALID_REQUEST, message: 'Forbidden: the access token lacks a required scope', wwwAuthenticate: 'Bearer error="insufficient_scope"' },
-  /** On a loopback daemon, an ops endpoint (/readyz, /metrics) asked for under a non-loopback Host (DNS rebinding). */
+  /**
+   * An operator endpoint (/status, /status.json, /metrics) asked for by a loopback client under a
+   * Host that is not a loopback name (DNS rebinding), on a daemon with no admin credential configured.
+   */
   forbiddenHost: { status: 403, code: INVALID_REQUEST, message: 'Forbidden: Host is not a loopback name' },
-  /** An admin endpoint (POST /admin/reload; /status off loopback) without an admin token. */
+  /**
+   * An operator endpoint asked for by a client that is not on loopback (or behind a proxy
+   * daemon.trustProxy does not list), on a daemon with no admin credential configured.
+   */
+  forbiddenPeer: { status: 403, code: INVALID_REQUEST, message: 'Forbidden: operator endpoints answer loopback clients only' },
+  /** An admin endpoint (POST /admin/reload; an operator endpoint from a client that is not local) without an admin token. */
   adminTokenMissing: { status: 401, code: INVALID_REQUEST, message: 'Unauthorized: an admin token is required', wwwAuthenticate: 'Bearer realm="mcpx-admin"' },
   /** An admin endpoint with a bearer token that is not one of admin.tokens. */
   adminTokenInvalid: { status: 401, code: INVALID_REQUEST, message: 'Unauthorized: invalid admin token', wwwAuthenticate: 'Bearer realm="mcpx-admin", error="invalid_token"' },

@@ -1,6 +1,6 @@
 /**
  * GET /status (HTML for people) and GET /status.json (the same report for machines), docs:
- * The status page. Thin: the guard comes from the daemon (loopback Host or an admin token, refusals
+ * The status page. Thin: the guard comes from the daemon (a local client or an admin credential, lib/ops/access.ts; refusals
  * from lib/protocol/http-status.ts), the report from lib/ops/status-model.ts, the HTML and its headers (strict CSP)
  * from lib/ops/status-page.ts.
  */
@@ -12,7 +12,7 @@ import type { StatusReport } from '../../lib/ops/status-model.js'
 export interface StatusRouteOptions {
   /** Builds the report now (lib/ops/status-model.ts collectStatus over the daemon's state). */
   collect: () => StatusReport
-  /** Who may read it (the daemon's admin guard, loopback Host or admin token). */
+  /** Who may read it (the daemon's operator guard: a local client or an admin credential). */
   guard: onRequestHookHandler
 }
 

@@ -121,15 +121,22 @@ t.test('daemon/ops/endpoints-refuse-a-rebinding-host', async t => {
   const daemon = await startDaemon(t, { upstreams: { fixture: fixtureCommand() } })
   const { port } = new URL(daemon.base)
   const { request } = await import('node:http')
-  const get = async (path: string, host: string): Promise<number> => await new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: Number(port), path, headers: { host }, agent: false }, res => { res.resume(); resolve(res.statusCode ?? 0) })
+  const get = async (path: string, host: string): Promise<{ status: number, body: string }> => await new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port: Number(port), path, headers: { host }, agent: false }, res => {
+      let body = ''
+      res.setEncoding('utf8').on('data', (chunk: string) => { body += chunk }).on('end', () => resolve({ status: res.statusCode ?? 0, body }))
+    })
     req.on('error', reject)
     req.end()
   })
-  for (const path of ['/readyz', '/metrics']) {
-    t.equal(await get(path, `127.0.0.1:${port}`), 200, `${path} answers a loopback Host`)
-    t.equal(await get(path, `localhost:${port}`), 200, `${path} answers localhost`)
-    t.equal(await get(path, `evil.example:${port}`), 403, `${path} refuses a rebinding Host`)
+  for (const path of ['/readyz', '/metrics', '/status.json']) {
+    t.equal((await get(path, `127.0.0.1:${port}`)).status, 200, `${path} answers a loopback Host`)
+    t.equal((await get(path, `localhost:${port}`)).status, 200, `${path} answers localhost`)
   }
-  t.equal(await get('/healthz', `evil.example:${port}`), 200, 'liveness carries nothing worth reading')
+  for (const path of ['/metrics', '/status.json']) t.equal((await get(path, `evil.example:${port}`)).status, 403, `${path} refuses a rebinding Host`)
+  // Readiness answers anyone (probes), but a rebinding page learns only ready or not, not the upstreams.
+  const rebound = await get('/readyz', `evil.example:${port}`)
+  t.match(rebound.status, /^(200|503)$/)
+  t.same(Object.keys(JSON.parse(rebound.body) as object), ['status'], '/readyz under a rebinding Host: its status only')
+  t.equal((await get('/healthz', `evil.example:${port}`)).status, 200, 'liveness carries nothing worth reading')
 })

@@ -46,7 +46,8 @@ async function behindNginx (t: Test, config: Record<string, unknown> = {}, optio
 }
 
 /**
- * The default daemon (one fixture upstream) behind nginx, shared by the cases that need nothing of
+ * The default daemon (one fixture upstream, daemon.trustProxy naming nginx as docs/deployment.md ›
+ * Client addresses asks) behind nginx, shared by the cases that need nothing of
  * their own config (the v1 and v2 clients, every location), which run one at a time: sessions
  * keep them apart, and each reads nginx's access log from where it began. Started on first use,
  * stopped when the file ends: three daemon, fixture and nginx starts fewer.
@@ -54,7 +55,7 @@ async function behindNginx (t: Test, config: Record<string, unknown> = {}, optio
 let shared: ReturnType<typeof behindNginx> | undefined
 async function sharedBehindNginx (): Promise<{ daemon: DaemonProcess, nginx: NginxProcess, since: number }> {
   requireNginx()
-  shared ??= behindNginx(t)
+  shared ??= behindNginx(t, { daemon: { trustProxy: ['127.0.0.1'] } })
   const { daemon, nginx } = await shared
   return { daemon, nginx, since: nginx.accessLog().length }
 }
@@ -380,6 +381,8 @@ t.test('deploy/nginx/every-location-reaches-mcpx', skip, async t => {
     t.equal(line.upstreamAddr, mcpxAddr, `${method} ${path} is proxied to mcpx`)
     t.equal(String(line.status), line.upstreamStatus, `${method} ${path}: nginx passed mcpx's ${res.status} on`)
   }
+  // A client on nginx's host reads the status page: with trustProxy, mcpx judges the address nginx saw (127.0.0.1).
+  for (const path of ['/status', '/status.json']) t.equal(replies.get(path)?.status, 200, `${path}: served to a client on nginx's host`)
   // An unknown /mcp/<name> is mcpx's JSON-RPC 404, not nginx's page.
   const curated = replies.get('/mcp/no-such-server')
   t.equal(curated?.status, 404)
@@ -399,10 +402,10 @@ t.test('deploy/nginx/every-location-reaches-mcpx', skip, async t => {
   const ready = await fetch(`${nginx.base}/readyz`)
   t.equal(ready.status, 200)
   t.match(await ready.json(), { status: 'ready', upstreams: [{ name: 'fixture', state: 'ready' }] })
-  // nginx passes the client's Host on: mcpx's loopback-Host rule still refuses a public name.
+  // nginx passes the client's Host on: under a public name mcpx answers readiness only, no upstream detail.
   const rebound = await plainRequest(`${nginx.base}/readyz`, { headers: { host: 'mcp.example.com' } })
-  t.equal(rebound.status, 403, 'a public Host is refused by mcpx itself')
-  t.match(JSON.parse(rebound.text), { jsonrpc: '2.0', error: { code: -32_600 } })
+  t.equal(rebound.status, 200, 'a public Host still learns readiness')
+  t.same(JSON.parse(rebound.text), { status: 'ready' }, 'and nothing else')
 
   // Not served through the proxy.
   for (const path of ['/metrics', '/', '/index.html']) {
@@ -467,4 +470,10 @@ t.test('deploy/nginx/trust-proxy-logs-the-client-address', skip, async t => {
 
   const plain = await behindNginx(t)
   t.equal(await remoteOf(plain.daemon, plain.nginx.base), '127.0.0.1', 'off by default: the proxy\'s address')
+  // Without trustProxy the client behind nginx is unknown, though nginx connects from loopback: no
+  // operator detail (docs/operating.md › Who may read the operator endpoints).
+  const ready = await plainRequest(`${plain.nginx.base}/readyz`)
+  t.same(JSON.parse(ready.text), { status: 'ready' }, 'no trustProxy: /readyz through nginx tells readiness only')
+  const status = await plainRequest(`${plain.nginx.base}/status.json`, { localAddress: '127.0.0.1' })
+  t.equal(status.status, 403, 'no trustProxy: /status.json through nginx is mcpx\'s 403')
 })

@@ -3,12 +3,14 @@
  * real upstreams: `/status.json` reports each upstream's state, era and revision, pid or redacted
  * URL, restarts, last error, list sizes, calls, errors and latency percentiles, the open sessions and
  * streams, the config's source and the last reload, and names collisions; `/status` is the same
- * data as a self-contained HTML page under a strict CSP; both answer a loopback Host, else only an
- * admin token (refusals from lib/protocol/http-status.ts); no secret of the config appears in either.
- * The real-browser test is status-browser.test.ts.
+ * data as a self-contained HTML page under a strict CSP; both answer a local client (a loopback peer
+ * under a loopback Host), else only an admin token (refusals from lib/protocol/http-status.ts); no
+ * secret of the config appears in either. A second host made for the test (a network namespace
+ * joined by a veth pair) is refused whatever Host it sends. The real-browser test is status-browser.test.ts.
  */
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { createHash } from 'node:crypto'
+import { execFileSync, spawn } from 'node:child_process'
 import { request } from 'node:http'
 import { fixtureCommand, startHttpFixture } from '../helpers/fixture.js'
 import { legacyHeaders, modernHeaders } from '../helpers/app.js'
@@ -149,8 +151,19 @@ async function sharedPlainDaemon (): Promise<DaemonProcess> {
   return await plainDaemon
 }
 
+/**
+ * A daemon with admin.tokens on every interface (0.0.0.0, so a bearer token for /mcp as the
+ * safe-bind rule wants), shared by the Host case and the second-host case: one daemon and fixture
+ * start fewer. Started on first use, stopped when the file ends.
+ */
+let adminDaemon: Promise<DaemonProcess> | undefined
+async function sharedAdminDaemon (): Promise<DaemonProcess> {
+  adminDaemon ??= startDaemon(t, { auth: { bearerTokens: ['mcp-tok'] }, admin: { tokens: ['admin-tok'] }, upstreams: { a: fixtureCommand() } }, { host: '0.0.0.0' })
+  return await adminDaemon
+}
+
 t.test('ops/status/loopback-host-or-admin-token', async t => {
-  const daemon = await startDaemon(t, { admin: { tokens: ['admin-tok'] }, upstreams: { a: fixtureCommand() } })
+  const daemon = await sharedAdminDaemon()
   for (const path of ['/status', '/status.json']) {
     const local = await fetch(`${daemon.base}${path}`)
     t.equal(local.status, 200, `${path}: a loopback Host is served`)
@@ -224,4 +237,126 @@ t.test('ops/status/oauth-admin-scope-opens-remote-status', async t => {
   await refused.text()
   const log = JSON.stringify(daemon.lines) + daemon.stderr()
   t.notOk(log.includes(admin) || log.includes(tools), 'no token reaches the log')
+})
+
+/** Set to 1 on a machine that cannot make a network namespace (not root, no iproute2): the second-host test is then skipped, saying so. */
+const NO_NETNS = process.env.MCPX_TEST_NO_NETNS === '1' ? 'MCPX_TEST_NO_NETNS=1: this machine cannot make a network namespace' : false
+
+/** A second host joined to this one by a veth pair: the address this side has on the link, the client's, and a way to run node there. */
+interface SecondHost {
+  /** This machine's end of the link (10.213.<n>.1). */
+  hostAddress: string
+  /** The other host's address (10.213.<n>.2). */
+  clientAddress: string
+  /** Runs `node -e script` inside the other host with these arguments; resolves with its stdout once it exits 0, rejects otherwise. */
+  node: (script: string, args: string[]) => Promise<string>
+}
+
+/**
+ * Makes a second host for one test: network namespace `mcpx-ops-<pid>`, veth pair `mxo<pid>` (here,
+ * 10.213.<pid mod 256>.1/30) and `mxn<pid>` (inside, .2/30). Needs root and iproute2 (`ip`); without
+ * them the test fails saying so (MCPX_TEST_NO_NETNS=1 skips it instead). The namespace is deleted
+ * at teardown, registered before anything is made, so a failure half-way cleans up too (deleting
+ * the namespace deletes both ends of the pair).
+ */
+function secondHost (t: Test): SecondHost {
+  if (process.getuid?.() !== 0) throw new Error('the second-host test needs root to make a network namespace (CI runs as root); set MCPX_TEST_NO_NETNS=1 where it cannot')
+  try { execFileSync('ip', ['-V'], { stdio: 'ignore' }) } catch { throw new Error('the second-host test needs iproute2 (`ip`; apt-get install iproute2); set MCPX_TEST_NO_NETNS=1 where it cannot') }
+  const ns = `mcpx-ops-${process.pid}`
+  const here = `mxo${process.pid}`
+  const there = `mxn${process.pid}`
+  const net = `10.213.${process.pid % 256}`
+  const ip = (...args: string[]): void => {
+    try {
+      execFileSync('ip', args, { stdio: ['ignore', 'ignore', 'pipe'] })
+    } catch (err) {
+      const stderr = String((err as { stderr?: Buffer }).stderr ?? '').trim()
+      throw new Error(`ip ${args.join(' ')} failed (${stderr}); the second-host test needs to make a network namespace; set MCPX_TEST_NO_NETNS=1 where this machine cannot`, { cause: err })
+    }
+  }
+  t.teardown(() => { try { ip('netns', 'del', ns) } catch {} })
+  ip('netns', 'add', ns)
+  ip('link', 'add', here, 'type', 'veth', 'peer', 'name', there)
+  // Until the pair's far end moves into the namespace, deleting the namespace would not remove it.
+  t.teardown(() => { try { ip('link', 'del', here) } catch {} })
+  ip('link', 'set', there, 'netns', ns)
+  ip('addr', 'add', `${net}.1/30`, 'dev', here)
+  ip('link', 'set', here, 'up')
+  ip('-n', ns, 'addr', 'add', `${net}.2/30`, 'dev', there)
+  ip('-n', ns, 'link', 'set', there, 'up')
+  const node = async (script: string, args: string[]): Promise<string> => await new Promise((resolve, reject) => {
+    const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+    let out = ''
+    let err = ''
+    child.stdout.setEncoding('utf8').on('data', (c: string) => { out += c })
+    child.stderr.setEncoding('utf8').on('data', (c: string) => { err += c })
+    child.on('error', reject)
+    child.once('exit', code => { if (code === 0) resolve(out); else reject(new Error(`node in ${ns} exited ${String(code)}: ${err}`)) })
+  })
+  return { hostAddress: `${net}.1`, clientAddress: `${net}.2`, node }
+}
+
+/**
+ * The client on the second host: GETs each request of argv[2] (JSON: [{ path, headers }]) from
+ * http://argv[1] in turn, then prints [{ status, wwwAuthenticate, body }]. node:http, since fetch
+ * cannot set Host.
+ */
+const CLIENT_SCRIPT = `
+const http = require('node:http')
+const [base, list] = [process.argv[1], JSON.parse(process.argv[2])]
+const one = r => new Promise((resolve, reject) => {
+  const req = http.get(base + r.path, { headers: r.headers, agent: false, timeout: 30000 }, res => {
+    let body = ''
+    res.setEncoding('utf8').on('data', c => { body += c }).on('end', () => resolve({ status: res.statusCode, wwwAuthenticate: res.headers['www-authenticate'], body }))
+  })
+  req.on('timeout', () => req.destroy(new Error('timed out: ' + r.path)))
+  req.on('error', reject)
+})
+;(async () => { const out = []; for (const r of list) out.push(await one(r)); process.stdout.write(JSON.stringify(out)) })()
+  .catch(err => { console.error(err.stack); process.exit(1) })
+`
+
+// docs/operating.md › Who may read the operator endpoints, on a real second host: a daemon bound to
+// 0.0.0.0 refuses /metrics, /status and /status.json to a client in another network namespace
+// whatever loopback name it writes as Host, tells it only ready or not on /readyz, and serves it
+// with an admin token; a connection from this machine's own link address is no loopback either.
+t.test('ops/access/second-host-judged-by-peer-address', { skip: NO_NETNS }, async t => {
+  const link = secondHost(t)
+  const daemon = await sharedAdminDaemon()
+  const { port } = new URL(daemon.base)
+  const missing = REFUSALS.adminTokenMissing
+  const requests = [
+    { path: '/metrics', headers: { host: `localhost:${port}` } },
+    { path: '/status', headers: { host: '127.1' } },
+    { path: '/status.json', headers: { host: `[::1]:${port}` } },
+    { path: '/metrics', headers: { host: '0x7f.1' } },
+    { path: '/status.json', headers: { host: '2130706433' } },
+    { path: '/readyz', headers: { host: `127.0.0.1:${port}` } },
+    { path: '/metrics', headers: { host: `localhost:${port}`, authorization: 'Bearer admin-tok' } },
+    { path: '/status.json', headers: { host: `localhost:${port}`, authorization: 'Bearer admin-tok' } },
+    { path: '/healthz', headers: { host: `localhost:${port}` } }
+  ]
+  const replies = JSON.parse(await link.node(CLIENT_SCRIPT, [`http://${link.hostAddress}:${port}`, JSON.stringify(requests)])) as Array<{ status: number, wwwAuthenticate?: string, body: string }>
+  for (const [i, reply] of replies.slice(0, 5).entries()) {
+    const what = `${requests[i].path} from ${link.clientAddress}, Host ${requests[i].headers.host}`
+    t.equal(reply.status, missing.status, `${what}: refused`)
+    t.equal(reply.wwwAuthenticate, missing.wwwAuthenticate, `${what}: the admin challenge`)
+    t.equal(reply.body, JSON.stringify({ jsonrpc: '2.0', error: { code: missing.code, message: missing.message } }), `${what}: the table's body`)
+  }
+  const ready = JSON.parse(replies[5].body) as Record<string, unknown>
+  t.same(Object.keys(ready), ['status'], '/readyz from the second host: its status, no upstream names, states or pids')
+  t.match(ready.status, /^(ready|not ready)$/)
+  t.equal(replies[6].status, 200, '/metrics from the second host with an admin token')
+  t.match(replies[6].body, /^# HELP mcpx_/m)
+  t.equal(replies[7].status, 200, '/status.json from the second host with an admin token')
+  t.equal((JSON.parse(replies[7].body) as StatusReport).upstreams[0]?.name, 'a')
+  t.equal(replies[8].status, 200, '/healthz answers anyone')
+  // This machine's own address on the link is not loopback either.
+  const own = await plainGet(`http://${link.hostAddress}:${port}/metrics`, { host: `localhost:${port}` })
+  t.equal(own.status, missing.status, `/metrics from ${link.hostAddress} on this machine: refused`)
+  // A loopback client is still served.
+  const local = await fetch(`${daemon.base}/metrics`)
+  t.equal(local.status, 200, '/metrics from 127.0.0.1: served')
+  await local.text()
 })

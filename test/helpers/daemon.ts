@@ -59,16 +59,18 @@ export interface DaemonProcess {
 }
 
 /**
- * Writes `config` to a temp file (daemon.address set to 127.0.0.1:<free port>) and starts
+ * Writes `config` to a temp file (daemon.address set to <options.host, default 127.0.0.1>:<free port>;
+ * `base` is on 127.0.0.1 whatever the host, so give one that 127.0.0.1 reaches, such as 0.0.0.0) and starts
  * `node <cli> daemon --config <file>` in `cwd` (or, with `configVia: 'env'`, `MCPX_CONFIG=<file>`); resolves once the "mcpx daemon ready" line is
  * logged. The child is killed (SIGKILL, by its own pid) at teardown if still running.
  */
-export async function startDaemon (t: Teardown, config: Record<string, unknown>, options: { cli?: string, cwd?: string, env?: NodeJS.ProcessEnv, configVia?: 'flag' | 'env', args?: string[] } = {}): Promise<DaemonProcess> {
-  const port = await freePort()
+export async function startDaemon (t: Teardown, config: Record<string, unknown>, options: { cli?: string, cwd?: string, env?: NodeJS.ProcessEnv, configVia?: 'flag' | 'env', args?: string[], host?: string } = {}): Promise<DaemonProcess> {
+  const host = options.host ?? '127.0.0.1'
+  const port = await freePort(host)
   const dir = mkdtempSync(join(tmpdir(), 'mcpx-daemon-'))
   const file = join(dir, 'mcpx.config.json')
   const daemon = (config.daemon ?? {}) as Record<string, unknown>
-  writeFileSync(file, JSON.stringify({ ...config, daemon: { ...daemon, address: `127.0.0.1:${port}` } }))
+  writeFileSync(file, JSON.stringify({ ...config, daemon: { ...daemon, address: `${host}:${port}` } }))
   const viaEnv = options.configVia === 'env'
   const child = spawn(process.execPath, [options.cli ?? CLI_PATH, 'daemon', ...(viaEnv ? [] : ['--config', file]), ...(options.args ?? [])], {
     cwd: options.cwd ?? dir,

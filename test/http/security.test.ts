@@ -2,7 +2,8 @@
  * Security (docs/security.md › Security) through the WHOLE app (mcpx registered by `build(t)` / `listen(t)`, the echo fixture as
  * its upstream) and through the real daemon (`node dist/cli.js daemon`): the Origin policy in both
  * eras on every method, CORS, the limits (413, 431, 415, 406, invalid UTF-8, the four caps) and
- * bearer authentication with the non-loopback refusal. The plugin-level tests on a bare Fastify are
+ * bearer authentication with the non-loopback refusal, and who may read the daemon's operator endpoints
+ * (the daemon built in-process, requests injected from chosen peer addresses). The plugin-level tests on a bare Fastify are
  * test/http/origin.test.ts and test/http/auth.test.ts; this file checks that the assembled app
  * keeps those promises. Test names: `origin/<requirement>`, `security/<requirement>`.
  */
@@ -21,6 +22,9 @@ import { build, listen, fixtureUpstreams, legacyHeaders, modernHeaders } from '.
 import { modernBody, openSse } from '../helpers/modern-wire.js'
 import { initializeBody, callBody, injectSession, fetchSession, sessionHeaders, fixtureLogPath, fixtureEvents, pollUntil } from '../helpers/legacy.js'
 import { startDaemon, freePort, CLI_PATH, WAIT_MS } from '../helpers/daemon.js'
+import { buildDaemon } from '../../server.js'
+import { loadConfig } from '../../lib/config/load.js'
+import { refusal, type RefusalReason } from '../../lib/protocol/http-status.js'
 
 type Method = 'POST' | 'GET' | 'DELETE' | 'OPTIONS'
 type Era = 'legacy' | 'modern'
@@ -627,4 +631,105 @@ t.test('all/limits/max-streams-counts-listen-503', async t => {
   })
   t.equal(reopened.res.statusCode, 200)
   reopened.close()
+})
+
+/* ------------------------------------------------------------------ operator endpoints */
+
+/** The endpoints only a local client or an admin credential reads (docs/operating.md › Who may read the operator endpoints). */
+const OPS_PATHS = ['/metrics', '/status', '/status.json']
+/** Host values that all name loopback: none of them opens an operator endpoint to a remote client. */
+const LOOPBACK_HOSTS = ['localhost', 'localhost:3939', '127.0.0.1:3939', '127.1', '0x7f.1', '2130706433', '[::1]', '[::1]:3939', '127.0.0.2']
+/** A client on another machine (RFC 5737 TEST-NET-3). */
+const REMOTE_PEER = '203.0.113.9'
+
+/**
+ * The real daemon's Fastify instance (server.ts buildDaemon) on daemon.address 0.0.0.0:3939, with a
+ * bearer token for /mcp (the safe-bind rule) and no upstreams, never listening: requests are injected
+ * with a chosen peer address. Logs off; closed at teardown.
+ */
+async function opsDaemon (t: Test, config: Record<string, unknown> = {}): Promise<FastifyInstance> {
+  const { daemon, ...rest } = config
+  const app = await buildDaemon(loadConfig({ auth: { bearerTokens: ['mcp-token'] }, upstreams: {}, ...rest, daemon: { address: '0.0.0.0:3939', ...(daemon as object) } }), { logLevel: 'silent', logFormat: 'json' })
+  t.teardown(async () => { await app.close() })
+  return app
+}
+
+/** GET `path` on `app` from `peer` with these headers (Host defaults to localhost:3939). */
+async function opsGet (app: FastifyInstance, path: string, peer: string, headers: Record<string, string> = {}): Promise<{ statusCode: number, headers: Record<string, unknown>, body: string }> {
+  return await app.inject({ method: 'GET', url: path, remoteAddress: peer, headers: { host: 'localhost:3939', ...headers } })
+}
+
+/** Asserts `res` is exactly the refusal `reason` of the table: status, WWW-Authenticate and body. */
+function expectRefusal (t: Test, res: { statusCode: number, headers: Record<string, unknown>, body: string }, reason: RefusalReason, what: string): void {
+  const expected = refusal(reason)
+  t.equal(res.statusCode, expected.status, `${what}: ${expected.status} ${reason}`)
+  t.equal(res.headers['www-authenticate'], expected.headers['www-authenticate'], `${what}: WWW-Authenticate`)
+  t.equal(res.body, expected.body, `${what}: the table's body`)
+}
+
+// The peer address decides, not the Host: a client on another machine is refused whatever loopback
+// name it writes, on a daemon bound to every interface; /readyz tells it only ready or not;
+// a local peer in any spelling is served, and a rebinding Host is still refused to it.
+t.test('ops/access/remote-peer-refused-whatever-the-host', async t => {
+  const open = await opsDaemon(t)
+  const admin = await opsDaemon(t, { admin: { tokens: ['admin-tok'] } })
+  for (const path of OPS_PATHS) {
+    for (const host of LOOPBACK_HOSTS) {
+      expectRefusal(t, await opsGet(open, path, REMOTE_PEER, { host }), 'forbiddenPeer', `${path} Host ${host}, no admin.tokens`)
+      expectRefusal(t, await opsGet(admin, path, REMOTE_PEER, { host }), 'adminTokenMissing', `${path} Host ${host}, admin.tokens`)
+    }
+    t.equal((await opsGet(admin, path, REMOTE_PEER, { authorization: 'Bearer admin-tok' })).statusCode, 200, `${path}: an admin token opens it to a remote client`)
+    expectRefusal(t, await opsGet(admin, path, REMOTE_PEER, { authorization: 'Bearer nope' }), 'adminTokenInvalid', `${path}: a wrong token`)
+    expectRefusal(t, await opsGet(open, path, REMOTE_PEER, { authorization: 'Bearer mcp-token' }), 'adminTokenInvalid', `${path}: a /mcp token is no admin token`)
+  }
+  // Readiness answers every client (probes come from the node, not loopback), but only local or admin readers see the upstreams.
+  for (const host of LOOPBACK_HOSTS) {
+    const bare = await opsGet(open, '/readyz', REMOTE_PEER, { host })
+    t.equal(bare.statusCode, 200, `/readyz Host ${host}: the status code for anyone`)
+    t.same(JSON.parse(bare.body), { status: 'ready' }, `/readyz Host ${host}: no upstream detail for a remote client`)
+  }
+  t.same(JSON.parse((await opsGet(admin, '/readyz', REMOTE_PEER, { authorization: 'Bearer admin-tok' })).body), { status: 'ready', failing: [], upstreams: [] }, '/readyz: the detail with an admin token')
+  t.equal((await opsGet(open, '/healthz', REMOTE_PEER)).statusCode, 200, '/healthz: liveness for anyone')
+  for (const peer of ['127.0.0.1', '127.8.9.10', '::1', '::ffff:127.0.0.1']) {
+    for (const path of OPS_PATHS) t.equal((await opsGet(open, path, peer)).statusCode, 200, `${path} from ${peer}: a local client`)
+    t.same(JSON.parse((await opsGet(open, '/readyz', peer)).body), { status: 'ready', failing: [], upstreams: [] }, `/readyz from ${peer}: the detail`)
+  }
+  for (const path of OPS_PATHS) {
+    expectRefusal(t, await opsGet(open, path, '127.0.0.1', { host: 'rebind.example:3939' }), 'forbiddenHost', `${path}: a loopback peer under a rebinding Host`)
+    expectRefusal(t, await opsGet(admin, path, '127.0.0.1', { host: 'rebind.example:3939' }), 'adminTokenMissing', `${path}: the same with admin.tokens`)
+  }
+  t.same(JSON.parse((await opsGet(open, '/readyz', '127.0.0.1', { host: 'rebind.example:3939' })).body), { status: 'ready' }, '/readyz under a rebinding Host: no detail')
+})
+
+// daemon.trustProxy decides whose address counts: behind a listed proxy, the client the proxy names
+// (its X-Forwarded-For, read from the right); a forwarded request from a proxy mcpx was not told to
+// trust has no known client and is not local, whatever the proxy's own address.
+t.test('ops/access/trust-proxy-judges-the-forwarded-client', async t => {
+  const plain = await opsDaemon(t)
+  const localProxy = await opsDaemon(t, { daemon: { trustProxy: ['127.0.0.1'] } })
+  const remoteProxy = await opsDaemon(t, { daemon: { trustProxy: ['10.0.0.5'] } })
+  const cases: Array<[string, FastifyInstance, string, Record<string, string>, 'served' | RefusalReason]> = [
+    ['no trustProxy: a local peer, nothing forwarded', plain, '127.0.0.1', {}, 'served'],
+    ['no trustProxy: a local proxy forwarding a remote client', plain, '127.0.0.1', { 'x-forwarded-for': REMOTE_PEER }, 'forbiddenPeer'],
+    ['no trustProxy: a local proxy forwarding a loopback client', plain, '127.0.0.1', { 'x-forwarded-for': '127.0.0.1' }, 'forbiddenPeer'],
+    ['no trustProxy: Forwarded', plain, '127.0.0.1', { forwarded: `for=${REMOTE_PEER}` }, 'forbiddenPeer'],
+    ['no trustProxy: X-Real-IP', plain, '127.0.0.1', { 'x-real-ip': REMOTE_PEER }, 'forbiddenPeer'],
+    ['no trustProxy: a remote client forging a loopback X-Forwarded-For', plain, REMOTE_PEER, { 'x-forwarded-for': '127.0.0.1' }, 'forbiddenPeer'],
+    ['trustProxy 127.0.0.1: the remote client it names', localProxy, '127.0.0.1', { 'x-forwarded-for': REMOTE_PEER }, 'forbiddenPeer'],
+    ['trustProxy 127.0.0.1: a loopback address forged on the left', localProxy, '127.0.0.1', { 'x-forwarded-for': `127.0.0.1, ${REMOTE_PEER}` }, 'forbiddenPeer'],
+    ['trustProxy 127.0.0.1: a client on the proxy\'s host', localProxy, '127.0.0.1', { 'x-forwarded-for': '127.0.0.1' }, 'served'],
+    ['trustProxy 127.0.0.1: a remote peer that is not the proxy', localProxy, '203.0.113.7', { 'x-forwarded-for': '127.0.0.1' }, 'forbiddenPeer'],
+    ['trustProxy 127.0.0.1: Forwarded, which trustProxy does not read', localProxy, '127.0.0.1', { forwarded: 'for=127.0.0.1' }, 'forbiddenPeer'],
+    ['trustProxy 10.0.0.5: a client on the proxy\'s own host', remoteProxy, '10.0.0.5', { 'x-forwarded-for': '127.0.0.1' }, 'served'],
+    ['trustProxy 10.0.0.5: a remote client', remoteProxy, '10.0.0.5', { 'x-forwarded-for': '198.51.100.1' }, 'forbiddenPeer'],
+    ['trustProxy 10.0.0.5: the proxy itself', remoteProxy, '10.0.0.5', {}, 'forbiddenPeer'],
+    ['trustProxy 10.0.0.5: a loopback peer that is not the proxy, forwarding', remoteProxy, '127.0.0.1', { 'x-forwarded-for': REMOTE_PEER }, 'forbiddenPeer']
+  ]
+  for (const [what, app, peer, headers, expected] of cases) {
+    for (const path of OPS_PATHS) {
+      const res = await opsGet(app, path, peer, headers)
+      if (expected === 'served') t.equal(res.statusCode, 200, `${path}, ${what}: served`)
+      else expectRefusal(t, res, expected, `${path}, ${what}`)
+    }
+  }
 })

@@ -1,7 +1,8 @@
 /**
  * The status page's parts as pure units (docs/operating.md › The status page): the latency window of
  * lib/upstreams/call-stats.ts (percentiles within 6.25 %, slots expiring after 5 minutes, fixed
- * memory), the report's redaction (lib/ops/status-model.ts) and the HTML's escaping (lib/ops/status-page.ts).
+ * memory), the report's redaction (lib/ops/status-model.ts) and the HTML's escaping (lib/ops/status-page.ts);
+ * and who may read it (lib/ops/access.ts over lib/base/net.ts isLoopbackIp).
  */
 import t from 'tap'
 import { BUCKETS, CallStats, SLOT_MS, WINDOW_SLOTS, bucketMidUs, bucketOf } from '../../lib/upstreams/call-stats.js'
@@ -9,6 +10,8 @@ import { collectStatus, type StatusReport } from '../../lib/ops/status-model.js'
 import { escapeHtml, renderStatusPage, STATUS_PAGE_CSP } from '../../lib/ops/status-page.js'
 import { createRegistry } from '../../lib/upstreams/registry.js'
 import type { UpstreamConfig } from '../../lib/upstreams/config.js'
+import { isLoopbackIp } from '../../lib/base/net.js'
+import { opsLocality, opsRefusalReason } from '../../lib/ops/access.js'
 
 t.test('ops/status/latency-buckets-within-a-sixteenth', async t => {
   let worst = 0
@@ -78,4 +81,29 @@ t.test('ops/status/report-redacts-and-page-escapes', async t => {
   t.equal(escapeHtml('<a href="x">\'&'), '&lt;a href=&quot;x&quot;&gt;&#39;&amp;')
   t.match(html, /refused \(SIGHUP\)/)
   t.notMatch(STATUS_PAGE_CSP, /unsafe/)
+})
+
+// docs/operating.md › Who may read the operator endpoints: the peer address decides, as an IP literal
+// only; the Host can only take a loopback peer away (DNS rebinding), never grant a remote one; an
+// unresolved forwarding header makes the client unknown.
+t.test('ops/access/local-is-a-loopback-peer-under-a-loopback-host', async t => {
+  for (const ip of ['127.0.0.1', '127.255.255.254', '::1', '0:0:0:0:0:0:0:1', '::ffff:127.0.0.1', '::ffff:7f01:203']) t.ok(isLoopbackIp(ip), `${ip} is a loopback peer`)
+  for (const ip of [undefined, '', 'localhost', '127.1', '0x7f.1', '2130706433', '0177.0.0.1', '[::1]', '::ffff:10.0.0.1', '::2', '10.0.0.1', '128.0.0.1', 'fe80::1%lo', '::1%lo', '127.0.0.1:80']) {
+    t.notOk(isLoopbackIp(ip), `${String(ip)} is not`)
+  }
+  const local = { ip: '127.0.0.1', host: 'localhost:3939', unresolvedForward: false }
+  t.equal(opsLocality(local), 'local')
+  t.equal(opsLocality({ ...local, ip: '::ffff:127.0.0.1', host: '[::1]' }), 'local')
+  for (const host of ['localhost', '127.1', '0x7f.1', '2130706433', '[::1]:3939', '127.0.0.2']) {
+    t.equal(opsLocality({ ...local, ip: '203.0.113.9', host }), 'remote', `a remote peer under Host ${host}`)
+  }
+  t.equal(opsLocality({ ...local, ip: undefined }), 'remote', 'no peer address: not local')
+  t.equal(opsLocality({ ...local, unresolvedForward: true }), 'remote', 'behind a proxy mcpx does not trust: not local')
+  for (const host of ['rebind.example:3939', undefined, '', 'localhost.example']) t.equal(opsLocality({ ...local, host }), 'rebound', `a loopback peer under Host ${String(host)}`)
+  t.equal(opsRefusalReason('remote', 'missing', false), 'forbiddenPeer')
+  t.equal(opsRefusalReason('rebound', 'missing', false), 'forbiddenHost')
+  t.equal(opsRefusalReason('remote', 'missing', true), 'adminTokenMissing')
+  t.equal(opsRefusalReason('rebound', 'missing', true), 'adminTokenMissing')
+  t.equal(opsRefusalReason('remote', 'invalid', false), 'adminTokenInvalid')
+  t.equal(opsRefusalReason('remote', 'invalid', true), 'adminTokenInvalid')
 })
