@@ -222,6 +222,8 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'tasks/e2e/status-notification-on-the-tasks-get-reply': { source: 'DIGEST §6f', text: 'the Tasks extension (SEP-2663): a server\'s notifications/tasks/status for a task, sent on a tasks/get stream, reaches the client on its tasks/get reply with the client\'s taskId' },
 
   // ---------------------------------------------------------------- docs/ › gateway rules no revision states
+  'audit/lost/full-disk-counts-each-line-lost': { source: 'docs/policy.md › Audit', text: 'each audit line a full disk took is counted once in mcpx_audit_lines_lost_total, however few writes failed' },
+  'audit/lost/retried-write-that-succeeds-loses-nothing': { source: 'docs/policy.md › Audit', text: 'a refused audit write is retried; once it succeeds every line is in the trail, in order, and none is counted lost' },
 }
 
 /** One concrete id of the manifest, with the key it came from (a family key for a `*` family). */

@@ -59,7 +59,10 @@ export const SLOW_ONLY: readonly string[] = [
   'tasks/legacy-sdk/v1-client-drives-a-task',
   'tasks/legacy-stdio/serve-relays-tasks-and-status',
   // test/e2e/tasks.test.ts
-  'tasks/e2e/status-notification-on-the-tasks-get-reply'
+  'tasks/e2e/status-notification-on-the-tasks-get-reply',
+  // test/e2e/audit.test.ts
+  'audit/lost/full-disk-counts-each-line-lost',
+  'audit/lost/retried-write-that-succeeds-loses-nothing'
 ]
 
 /** Whether the source file `file` (relative to test/, e.g. `e2e/stdio.test.ts`) is in `tier`. */
