@@ -222,6 +222,7 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'tasks/e2e/status-notification-on-the-tasks-get-reply': { source: 'DIGEST §6f', text: 'the Tasks extension (SEP-2663): a server\'s notifications/tasks/status for a task, sent on a tasks/get stream, reaches the client on its tasks/get reply with the client\'s taskId' },
 
   // ---------------------------------------------------------------- docs/ › gateway rules no revision states
+  'auth/oauth/unknown-kid-while-server-down-cannot-be-checked-now': { source: 'docs/authentication.md › Keys', text: 'a token whose kid the cached keys lack is 401 "cannot be checked now" once its refetch failed, and within the cooldown after, not "signed with an unknown key"' },
   'audit/lost/full-disk-counts-each-line-lost': { source: 'docs/policy.md › Audit', text: 'each audit line a full disk took is counted once in mcpx_audit_lines_lost_total, however few writes failed' },
   'audit/lost/retried-write-that-succeeds-loses-nothing': { source: 'docs/policy.md › Audit', text: 'a refused audit write is retried; once it succeeds every line is in the trail, in order, and none is counted lost' },
 }

@@ -8,8 +8,9 @@ import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { build, fixtureUpstreams, legacyHeaders, modernHeaders, modernMeta, type BuildOptions } from '../helpers/app.js'
 import { freePort, startDaemon } from '../helpers/daemon.js'
-import { initializeBody } from '../helpers/legacy.js'
+import { initializeBody, pollUntil } from '../helpers/legacy.js'
 import { CLIENTS, SCOPES, newSigningKey, startAuthServer, type AuthServer } from '../helpers/oauth.js'
+import { INVALID_TOKEN_DESCRIPTIONS } from '../../lib/auth/verifier.js'
 
 const REQUIRED = ['mcp:tools']
 
@@ -214,6 +215,12 @@ t.test('auth/oauth/jwks-unknown-kid-refetch-once-per-cooldown', async t => {
   t.equal(as.jwksFetches(), 1, 'within the cooldown, unknown kids fetch nothing')
 })
 
+/** The `error_description` of a 401's challenge, and the body read. */
+async function descriptionOf (res: Response): Promise<string | undefined> {
+  await res.text()
+  return /error_description="([^"]*)"/.exec(res.headers.get('www-authenticate') ?? '')?.[1]
+}
+
 t.test('auth/oauth/authorization-server-down', async t => {
   const as = await startAuthServer(t)
   const s = await serve(t, as, { jwksCooldown: 0 })
@@ -227,7 +234,7 @@ t.test('auth/oauth/authorization-server-down', async t => {
     const res = await modernList(s, stranger)
     t.equal(res.status, 401, 'a token signed by a key mcpx never saw: 401 (nothing else is admitted)')
     t.match(res.headers.get('www-authenticate'), /^Bearer error="invalid_token"/)
-    await res.text()
+    t.equal(await descriptionOf(res), INVALID_TOKEN_DESCRIPTIONS.unavailable, 'its refetch failed: "cannot be checked now" (retry), not "unknown key" (get a new token)')
   }
   t.equal((await modernList(s, token)).status, 200, 'and mcpx still serves')
   as.up()
@@ -243,6 +250,35 @@ t.test('auth/oauth/authorization-server-down', async t => {
   as.up()
   const fresh = await as.clientCredentials(CLIENTS.alice, { resource: cold.resource })
   t.equal((await modernList(cold, fresh)).status, 200, 'discovery and keys recover once the server answers')
+})
+
+t.test('auth/oauth/unknown-kid-while-server-down-cannot-be-checked-now', async t => {
+  // A client mid-rotation holds a token signed by a key the server published after mcpx's last
+  // fetch. While the server cannot be reached that key cannot be known: "cannot be checked now"
+  // tells the client to retry; "unknown key" would send it for a new token, signed by the same key.
+  const as = await startAuthServer(t)
+  const s = await serve(t, as, { jwksCooldown: 500 })
+  const token = await as.clientCredentials(CLIENTS.alice, { resource: s.resource })
+  t.equal((await modernList(s, token)).status, 200, 'keys fetched while the server is up')
+  as.down()
+  const rotated = await newSigningKey()
+  const stranger = await as.sign({ iss: as.issuer, sub: 'x', aud: s.resource, scope: 'mcp:tools', exp: Math.floor(Date.now() / 1000) + 60 }, { key: rotated })
+  // Inside the cooldown after the successful fetch no refetch is tried: "unknown key" (docs › Keys).
+  // Past it, the refetch fails: every answer from then on is "cannot be checked now".
+  const first = await pollUntil('an unknown kid answered "cannot be checked now" once the refetch failed', async () => {
+    const res = await modernList(s, stranger)
+    const answer = { status: res.status, description: await descriptionOf(res) }
+    return answer.status === 401 && answer.description === INVALID_TOKEN_DESCRIPTIONS.key ? undefined : answer
+  }, 10_000)
+  t.same(first, { status: 401, description: INVALID_TOKEN_DESCRIPTIONS.unavailable }, 'the refetch failed: 401, cannot be checked now')
+  for (let i = 0; i < 3; i++) {
+    // Inside the cooldown after the failed fetch: the cached keys only, and they lack the kid.
+    const res = await modernList(s, stranger)
+    t.equal(res.status, 401)
+    t.match(res.headers.get('www-authenticate'), /^Bearer error="invalid_token", error_description="The access token cannot be checked now/)
+    t.equal(await descriptionOf(res), INVALID_TOKEN_DESCRIPTIONS.unavailable, `request ${i}: cannot be checked now`)
+  }
+  t.equal((await modernList(s, token)).status, 200, 'a token signed by a cached key still passes')
 })
 
 t.test('auth/oauth/opaque-token-introspection', async t => {
