@@ -223,6 +223,8 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
 
   // ---------------------------------------------------------------- docs/ › gateway rules no revision states
   'auth/oauth/unknown-kid-while-server-down-cannot-be-checked-now': { source: 'docs/authentication.md › Keys', text: 'a token whose kid the cached keys lack is 401 "cannot be checked now" once its refetch failed, and within the cooldown after, not "signed with an unknown key"' },
+  'servers/oauth/endpoint-is-its-own-protected-resource': { source: 'docs/policy.md › Curated endpoints', text: 'a /mcp/<name> 401 names that endpoint\'s own protected-resource metadata, whose resource is its URL (RFC 9728 §3.3); a token for it is accepted there only' },
+  'servers/oauth/endpoint-resource-and-its-metadata-path': { source: 'docs/policy.md › Curated endpoints', text: 'a curated endpoint\'s resource is <resource>/<name>, and its metadata is served where RFC 9728 §3.1 derives it from that URL' },
   'audit/lost/full-disk-counts-each-line-lost': { source: 'docs/policy.md › Audit', text: 'each audit line a full disk took is counted once in mcpx_audit_lines_lost_total, however few writes failed' },
   'audit/lost/retried-write-that-succeeds-loses-nothing': { source: 'docs/policy.md › Audit', text: 'a refused audit write is retried; once it succeeds every line is in the trail, in order, and none is counted lost' },
 }

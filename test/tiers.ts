@@ -45,6 +45,7 @@ export const SLOW_ONLY: readonly string[] = [
   'auth/oauth/401-challenge-every-method-and-era',
   'auth/oauth/insufficient-scope-403',
   'auth/oauth/unknown-kid-while-server-down-cannot-be-checked-now',
+  'servers/oauth/endpoint-is-its-own-protected-resource',
   // test/e2e/bridge.test.ts
   'bridge/state/tampered-is-refused',
   'bridge/state/expired-is-refused',

@@ -32,9 +32,9 @@ async function serve (t: Test, as: AuthServer, oauth: Record<string, unknown> = 
 
 function bearer (token: string): Record<string, string> { return { authorization: `Bearer ${token}` } }
 
-/** A modern tools/list with this token (no token when undefined). */
-async function modernList (s: Served, token: string | undefined, headers: Record<string, string> = {}): Promise<Response> {
-  return await fetch(`${s.base}/mcp`, {
+/** A modern tools/list with this token (no token when undefined), to `/mcp` or another path (a curated endpoint's). */
+async function modernList (s: Served, token: string | undefined, headers: Record<string, string> = {}, path = '/mcp'): Promise<Response> {
+  return await fetch(`${s.base}${path}`, {
     method: 'POST',
     headers: modernHeaders('tools/list', undefined, { ...(token !== undefined ? bearer(token) : {}), ...headers }),
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: modernMeta() } })
@@ -97,6 +97,42 @@ t.test('auth/oauth/401-challenge-every-method-and-era', async t => {
       t.match(body, ID_LESS, what)
       t.notOk('id' in body, `${what}: id-less`)
     }
+  }
+})
+
+t.test('servers/oauth/endpoint-is-its-own-protected-resource', async t => {
+  // RFC 9728 §3.3: the metadata a 401 names must have, as its resource, the URL the client asked;
+  // /mcp/<name> names its own, and a token for it (RFC 8707) is accepted there and nowhere else.
+  const as = await startAuthServer(t)
+  const s = await serve(t, as, {}, { servers: { support: { tools: { allow: ['echo'] } }, billing: { tools: { allow: ['echo'] } } } })
+  const support = `${s.resource}/support`
+  const supportPrm = `${s.base}/.well-known/oauth-protected-resource/mcp/support`
+  const billingPrm = `${s.base}/.well-known/oauth-protected-resource/mcp/billing`
+  const missing = await modernList(s, undefined, {}, '/mcp/support')
+  t.equal(missing.status, 401)
+  t.equal(missing.headers.get('www-authenticate'), `Bearer resource_metadata="${supportPrm}", scope="mcp:tools"`, 'the 401 names the endpoint\'s own metadata')
+  await missing.text()
+  const document = await fetch(supportPrm)
+  t.equal(document.status, 200, 'served without a token')
+  const mcpDocument = await (await fetch(s.prm)).json() as Record<string, unknown>
+  t.same(await document.json(), { ...mcpDocument, resource: support }, 'its resource is the URL the client asked; the rest is /mcp\'s')
+  const unknown = await fetch(`${s.base}/.well-known/oauth-protected-resource/mcp/nosuch`)
+  t.equal(unknown.status, 404, 'no metadata for an endpoint that is not configured')
+  await unknown.text()
+  const mcpWide = await as.clientCredentials(CLIENTS.alice, { resource: s.resource })
+  const forSupport = await as.clientCredentials(CLIENTS.alice, { resource: support })
+  t.equal(JSON.parse(Buffer.from(forSupport.split('.')[1], 'base64url').toString()).aud, support, 'the server issued a token for the endpoint')
+  for (let round = 1; round <= 2; round++) { // the second round answers from the remembered verdicts
+    t.equal((await modernList(s, mcpWide, {}, '/mcp/support')).status, 200, `round ${round}: a token for /mcp is accepted on the endpoint, as before`)
+    t.equal((await modernList(s, forSupport, {}, '/mcp/support')).status, 200, `round ${round}: a token for the endpoint is accepted there`)
+    const onMcp = await modernList(s, forSupport)
+    t.equal(onMcp.status, 401, `round ${round}: and refused on /mcp`)
+    t.equal(onMcp.headers.get('www-authenticate'), `Bearer error="invalid_token", error_description="${INVALID_TOKEN_DESCRIPTIONS.audience}", resource_metadata="${s.prm}"`)
+    await onMcp.text()
+    const onBilling = await modernList(s, forSupport, {}, '/mcp/billing')
+    t.equal(onBilling.status, 401, `round ${round}: and on another endpoint`)
+    t.equal(onBilling.headers.get('www-authenticate'), `Bearer error="invalid_token", error_description="${INVALID_TOKEN_DESCRIPTIONS.audience}", resource_metadata="${billingPrm}"`)
+    await onBilling.text()
   }
 })
 
