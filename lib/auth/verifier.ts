@@ -4,7 +4,8 @@
  *
  * A token that looks like a JWS compact serialisation is verified locally with jose against the
  * issuer's JWKS ({@link createKeyResolver}): signature, an asymmetric algorithm, `typ` (`at+jwt`,
- * `JWT` or none), `iss`, `aud` (one of the configured audiences), `exp`/`nbf` with the clock
+ * `JWT` or none), `iss`, `aud` (one of the configured audiences, or, on a curated endpoint, its own
+ * resource URL: checked on every request, a remembered verdict too), `exp`/`nbf` with the clock
  * tolerance, and a subject. Any other token is introspected (RFC 7662) when introspection is
  * configured, else refused. The verdict never carries token text.
  */
