@@ -70,8 +70,11 @@ const FASTIFY_KEYS = new Set(['prefix', 'logLevel', 'logSerializers', 'registry'
 
 interface ScopeOptions { config: McpxConfig, registry: UpstreamRegistry, metrics: McpxMetrics, authenticator: Authenticator, access: AccessHandle }
 
-/** Filled in by the scope once its core exists: how a reload reaches the dispatcher inside it. */
-interface AccessHandle { apply: (next: McpxConfig) => string[] }
+/**
+ * Filled in by the scope once its core exists: how a reload reaches the dispatcher inside it, and
+ * whether a curated endpoint is configured now (for mcpx-auth and the endpoints' RFC 9728 metadata).
+ */
+interface AccessHandle { apply: (next: McpxConfig) => string[], hasEndpoint: (name: string) => boolean }
 
 /**
  * The encapsulated scope: request log and stream tracking first (so refused requests are logged
@@ -83,10 +86,12 @@ const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fa
   await fastify.register(streamsPlugin, { maxStreams: config.transport.maxGetStreams })
   await fastify.register(originPlugin, { policy })
   await fastify.register(corsPlugin, { policy })
-  await fastify.register(authPlugin, { authenticator })
+  await fastify.register(authPlugin, { authenticator, hasEndpoint: name => access.hasEndpoint(name) })
   // The one registry handle of this scope: fastify.mcp.registry (instrumented), read by every plugin and route below.
   await fastify.register(upstreamsPlugin, { registry, config, closeRegistry: false, metrics })
   access.apply = next => fastify.mcp.applyAccess(next)
+  const dispatcher = fastify.mcp.dispatcher
+  access.hasEndpoint = name => dispatcher.hasEndpoint(name)
   await fastify.register(eraPlugin)
   await fastify.register(modernHeadersPlugin)
   await fastify.register(legacySessionsPlugin, { idleTimeoutMs: config.transport.sessionIdleTimeout, maxSessions: config.transport.maxSessions, sessions: config.sessions })
@@ -139,13 +144,13 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
   fastify.decorate('mcpxMetrics', metrics)
   // The scope's own prefix is `<prefix>/mcp`: @fastify/cors adds an `OPTIONS <prefix>*` route, and
   // this keeps it (and every mcpx hook) off the host app's other routes.
-  const access: AccessHandle = { apply: () => ['policy', 'servers'] }
+  const access: AccessHandle = { apply: () => ['policy', 'servers'], hasEndpoint: () => false }
   fastify.decorate('mcpxApplyAccess', (next: McpxConfig) => access.apply(next))
   fastify.decorate('mcpxAuthenticator', authenticator)
   await fastify.register(mcpxScope, { prefix: mountPath, config, registry: metrics.instrument(registry), metrics, authenticator, access })
   if (authenticator.oauth !== undefined) {
     // RFC 9728 metadata, outside the /mcp scope (no token, no MCP hooks), in its own scope.
-    await fastify.register(protectedResourceRoutes, { prefix: PRM_WELL_KNOWN, oauth: authenticator.oauth, mountPath, policy: originPolicyFromConfig(config) })
+    await fastify.register(protectedResourceRoutes, { prefix: PRM_WELL_KNOWN, oauth: authenticator.oauth, mountPath, policy: originPolicyFromConfig(config), hasEndpoint: name => access.hasEndpoint(name) })
   }
 }, { name: 'mcpx', fastify: '5.x' })
 

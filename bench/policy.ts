@@ -2,7 +2,7 @@
  * Scenarios 15–16, in process (docs/policy.md › Policy, Audit): what the 50-rule policy, its rate limit and the audit
  * trail (`arguments: "keys"`, to a file) add to one modern `tools/call` inside the dispatcher,
  * without HTTP and without an upstream process: the real Dispatcher, Policy, MemoryRateLimiter and
- * AuditTrail (sonic-boom to a temp file), in front of an in-process registry whose callTool answers
+ * AuditTrail (asynchronous writes to a temp file), in front of an in-process registry whose callTool answers
  * at once. Both dispatchers run the same calls, alternately, so machine load hits both alike. The
  * HTTP rows 15 and 16 are dominated by load on a shared machine; this is the steadier figure.
  */
@@ -87,7 +87,7 @@ export async function policyCost (calls = 50_000): Promise<PolicyFigures> {
     offUs.push(await run(off, calls))
     onUs.push(await run(on, calls))
   }
-  // sonic-boom writes asynchronously: the lines of the last round are flushed (and their CPU spent) in close().
+  // The trail writes asynchronously: the lines of the last round are flushed (and their CPU spent) in close().
   await audit.close()
   await limiter.close()
   off.close()

@@ -49,8 +49,10 @@ export interface Core {
 
 /** Options of {@link createCore}. */
 export interface CoreOptions {
-  /** Counts a lost audit line (lib/ops/metrics auditFailed). */
+  /** Counts a refused open or write of the audit file, or a dropped line (lib/ops/metrics auditFailed). */
   onAuditFailure?: (reason: AuditFailure) => void
+  /** Counts audit lines lost for good (lib/ops/metrics auditLinesLost). */
+  onAuditLinesLost?: (reason: AuditFailure, lines: number) => void
   /** stdio face: an audit file that is stdout is refused. */
   stdio?: boolean
   /** Counts a call refused by a rate limit, or for want of its store (lib/ops/metrics rateLimitRefused). */
@@ -62,13 +64,18 @@ export interface CoreOptions {
  * @param config a loaded config (`mrtr`: state key, park timeout and state lifetime, ms; `policy`)
  * @param registry the upstream registry calls are routed through (instrumented or not)
  * @param logger the face's logger (stdio: fd 2)
- * @param options audit failure counter (metrics), stdio face
+ * @param options audit failure and lost-line counters (metrics), stdio face
  * @throws McpxError MCPX_ERR_CONFIG when `mrtr.stateKey` decodes to fewer than 32 bytes, (stdio) `audit.file` is stdout,
  *         or a Redis password variable for the shared rate limits is unset
  */
 export function createCore (config: McpxConfig, registry: UpstreamRegistry, logger: Logger, options: CoreOptions = {}): Core {
   const mrtr = mrtrOptions(config)
-  const audit = createAuditTrail(config.audit, { logger, ...(options.onAuditFailure !== undefined ? { onFailure: options.onAuditFailure } : {}), ...(options.stdio === true ? { stdio: true } : {}) })
+  const audit = createAuditTrail(config.audit, {
+    logger,
+    ...(options.onAuditFailure !== undefined ? { onFailure: options.onAuditFailure } : {}),
+    ...(options.onAuditLinesLost !== undefined ? { onLinesLost: options.onAuditLinesLost } : {}),
+    ...(options.stdio === true ? { stdio: true } : {})
+  })
   const sealer = new StateSealer(mrtr.stateKey)
   const policy = compilePolicy(config.policy)
   const rateLimiter = createRateLimiter(policy?.hasLimits === true, config.sessions, logger)

@@ -17,6 +17,7 @@ import type { Principal } from '../lib/auth/principal.js'
 import { createAuthenticator, type Authenticator } from '../lib/auth/authenticate.js'
 import { loadConfig } from '../lib/config/load.js'
 import { sendRefusal } from './send-refusal.js'
+import { endpointOf } from './endpoint.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -30,6 +31,12 @@ export interface AuthOptions {
   authenticator?: Authenticator
   /** Shorthand for tests and old callers: accepted legacy bearer tokens (no OAuth). Ignored when `authenticator` is given. */
   tokens?: readonly string[]
+  /**
+   * Whether `<prefix>/mcp/<name>` is a configured curated endpoint now (the dispatcher's, read per
+   * request: a reload may change them). Its requests are authenticated as its own protected
+   * resource (lib/auth/authenticate). Default: none is, every request is `/mcp`'s.
+   */
+  hasEndpoint?: (name: string) => boolean
 }
 
 export default fp<AuthOptions>(async function mcpxAuth (fastify, opts) {
@@ -41,9 +48,12 @@ export default fp<AuthOptions>(async function mcpxAuth (fastify, opts) {
   fastify.decorateRequest('mcpPrincipal', null)
   if (!authenticator.enabled) return // zero cost when authentication is off (binding: lib/auth/principal bindingKeyOf)
   const { authenticate } = authenticator
+  const hasEndpoint = opts.hasEndpoint ?? (() => false)
   fastify.addHook('onRequest', async function checkBearerToken (request, reply) {
     if (request.method === 'OPTIONS') return
-    const outcome = await authenticate(request.headers.authorization)
+    // An unknown name is /mcp's (its 404 comes after the token check), so only configured names reach the authenticator.
+    const endpoint = endpointOf(request)
+    const outcome = await authenticate(request.headers.authorization, endpoint !== undefined && hasEndpoint(endpoint) ? endpoint : undefined)
     if (outcome.kind === 'ok') {
       request.mcpPrincipal = outcome.principal
       return

@@ -26,13 +26,17 @@ export interface UpstreamsPluginOptions {
   /** Close the registry (kill children) when the instance closes. Default true. */
   closeRegistry?: boolean
   /** Counts lost audit lines and rate-limit refusals; default: not counted. */
-  metrics?: Pick<McpxMetrics, 'auditFailed' | 'rateLimitRefused'>
+  metrics?: Pick<McpxMetrics, 'auditFailed' | 'auditLinesLost' | 'rateLimitRefused'>
 }
 
 export default fp<UpstreamsPluginOptions>(async function mcpxUpstreams (fastify, opts) {
   const metrics = opts.metrics
   const core = createCore(opts.config, opts.registry, fastify.log, metrics !== undefined
-    ? { onAuditFailure: reason => { metrics.auditFailed(reason) }, onRateLimited: reason => { metrics.rateLimitRefused(reason) } }
+    ? {
+        onAuditFailure: reason => { metrics.auditFailed(reason) },
+        onAuditLinesLost: (reason, lines) => { metrics.auditLinesLost(reason, lines) },
+        onRateLimited: reason => { metrics.rateLimitRefused(reason) }
+      }
     : {})
   fastify.decorate('mcp', core)
   fastify.addHook('onClose', async function stopUpstreams () {

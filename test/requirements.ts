@@ -234,6 +234,11 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'ops/access/remote-peer-refused-whatever-the-host': { source: 'docs/operating.md › Who may read the operator endpoints', text: '/metrics, /status and /status.json refuse a remote peer whatever loopback Host it sends, on every bind; /readyz gives it the status alone' },
   'ops/access/trust-proxy-judges-the-forwarded-client': { source: 'docs/operating.md › Who may read the operator endpoints', text: 'with daemon.trustProxy the client a listed proxy names is judged; without it a forwarded request is never local' },
   'ops/access/second-host-judged-by-peer-address': { source: 'docs/operating.md › Who may read the operator endpoints', text: 'a client on a second host (a network namespace over a veth pair) is refused the operator endpoints whatever Host it sends, and served with an admin token' },
+  'auth/oauth/unknown-kid-while-server-down-cannot-be-checked-now': { source: 'docs/authentication.md › Keys', text: 'a token whose kid the cached keys lack is 401 "cannot be checked now" once its refetch failed, and within the cooldown after, not "signed with an unknown key"' },
+  'servers/oauth/endpoint-is-its-own-protected-resource': { source: 'docs/policy.md › Curated endpoints', text: 'a /mcp/<name> 401 names that endpoint\'s own protected-resource metadata, whose resource is its URL (RFC 9728 §3.3); a token for it is accepted there only' },
+  'servers/oauth/endpoint-resource-and-its-metadata-path': { source: 'docs/policy.md › Curated endpoints', text: 'a curated endpoint\'s resource is <resource>/<name>, and its metadata is served where RFC 9728 §3.1 derives it from that URL' },
+  'audit/lost/full-disk-counts-each-line-lost': { source: 'docs/policy.md › Audit', text: 'each audit line a full disk took is counted once in mcpx_audit_lines_lost_total, however few writes failed' },
+  'audit/lost/retried-write-that-succeeds-loses-nothing': { source: 'docs/policy.md › Audit', text: 'a refused audit write is retried; once it succeeds every line is in the trail, in order, and none is counted lost' },
 }
 
 /** One concrete id of the manifest, with the key it came from (a family key for a `*` family). */

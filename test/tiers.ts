@@ -44,6 +44,8 @@ export const SLOW_ONLY: readonly string[] = [
   'auth/oauth/protected-resource-metadata-both-forms',
   'auth/oauth/401-challenge-every-method-and-era',
   'auth/oauth/insufficient-scope-403',
+  'auth/oauth/unknown-kid-while-server-down-cannot-be-checked-now',
+  'servers/oauth/endpoint-is-its-own-protected-resource',
   // test/e2e/bridge.test.ts
   'bridge/state/tampered-is-refused',
   'bridge/state/expired-is-refused',
@@ -68,7 +70,10 @@ export const SLOW_ONLY: readonly string[] = [
   'ops/reload/changed-upstream-make-before-break',
   'ops/reload/changed-upstream-that-cannot-start-keeps-the-old',
   // test/e2e/status.test.ts
-  'ops/access/second-host-judged-by-peer-address'
+  'ops/access/second-host-judged-by-peer-address',
+  // test/e2e/audit.test.ts
+  'audit/lost/full-disk-counts-each-line-lost',
+  'audit/lost/retried-write-that-succeeds-loses-nothing'
 ]
 
 /** Whether the source file `file` (relative to test/, e.g. `e2e/stdio.test.ts`) is in `tier`. */

@@ -7,8 +7,13 @@
  * OAuth access token (lib/auth/verifier.ts), then `requiredScopes` (OAuth tokens only: static
  * tokens are admitted by being configured).
  *
+ * A curated endpoint (`/mcp/<name>`) is a protected resource of its own (RFC 9728 §3.3: the metadata a
+ * 401 names must have the URL the client used as its `resource`): its refusals name its own metadata
+ * (lib/auth/oauth-metadata endpointResource), and a token for it is accepted there besides the
+ * configured audiences; a token for `…/mcp` is accepted on every endpoint.
+ *
  * Refusals (RFC 6750 §3, RFC 9728 §5.1, MCP authorization › Error Handling), each with an id-less
- * JSON-RPC body (code -32600) built once:
+ * JSON-RPC body (code -32600) built once (per endpoint: on its first refusal):
  * - no bearer token: 401, `WWW-Authenticate: Bearer resource_metadata="<PRM URL>"` (+ `scope="…"`
  *   when requiredScopes is set); with static tokens only, plain `Bearer` as before OAuth;
  * - a token that is not accepted: 401, `Bearer error="invalid_token", error_description="…"` (+
@@ -22,7 +27,7 @@ import { tokenPrincipal, type Principal, type TokenPrincipal } from './principal
 import { bearerTokenOf, createTokenMatcher, loadStaticTokens, type StaticToken } from './tokens.js'
 import { readSecret } from './secret.js'
 import { OAuthVerifier, INVALID_TOKEN_DESCRIPTIONS, type InvalidTokenReason } from './verifier.js'
-import { protectedResourceMetadata, protectedResourceMetadataUrl, type ProtectedResourceMetadata } from './oauth-metadata.js'
+import { endpointResource, protectedResourceMetadata, protectedResourceMetadataUrl, type ProtectedResourceMetadata } from './oauth-metadata.js'
 
 /**
  * A refusal, ready to send: a row of the refusal table (lib/protocol/http-status refusal: status,
@@ -43,6 +48,8 @@ export interface OAuthSide {
   readonly metadata: ProtectedResourceMetadata
   /** The absolute PRM URL derived from `resource` (RFC 9728 §3.1), as `resource_metadata` names it. */
   readonly metadataUrl: string
+  /** The RFC 9728 document of the curated endpoint `name`: `metadata` with the endpoint's own `resource`. Never throws. */
+  readonly endpointMetadata: (name: string) => ProtectedResourceMetadata
   readonly verifier: OAuthVerifier
 }
 
@@ -53,10 +60,14 @@ export interface Authenticator {
   /** Present when `auth.oauth` is configured. */
   readonly oauth?: OAuthSide
   /**
-   * Decides one request. @param authorization the raw header, undefined when absent
+   * Decides one request.
+   * @param authorization the raw header, undefined when absent
+   * @param endpoint the configured curated endpoint the request is for (`/mcp/<name>`); undefined for
+   *        `/mcp` and for a name that is not configured (its refusals are built once per name: only
+   *        configured names may be passed, so that they stay bounded)
    * @returns ok with the principal, or refused with the ready refusal. Never throws, never rejects.
    */
-  authenticate: (authorization: string | undefined) => Promise<AuthOutcome>
+  authenticate: (authorization: string | undefined, endpoint?: string) => Promise<AuthOutcome>
 }
 
 /** A header parameter value: a quoted-string (RFC 9110 §5.6.4), `"` and `\` escaped. */
@@ -107,57 +118,87 @@ function startVerifier (oauthConfig: OAuthConfig, env: NodeJS.ProcessEnv, logger
 export function createAuthenticator (auth: AuthConfig, options: { logger: Logger, env?: NodeJS.ProcessEnv, verifier?: OAuthVerifier }): Authenticator {
   const env = options.env ?? process.env
   const statics: StaticToken[] = loadStaticTokens(auth, env)
-  const oauthConfig = auth.oauth
-  if (statics.length === 0 && oauthConfig === undefined) {
+  const configured = auth.oauth
+  if (statics.length === 0 && configured === undefined) {
     return { enabled: false, authenticate: async () => ({ kind: 'refused', refusal: authRefusal('unauthorizedMissing', MISSING.wwwAuthenticate, MISSING.message, 'missing') }) }
   }
   const matchToken = createTokenMatcher(statics.map(s => s.token.reveal()))
   const principals: TokenPrincipal[] = statics.map(s => tokenPrincipal(s.name, s.scopes))
 
-  let oauth: OAuthSide | undefined
-  let missing = authRefusal('unauthorizedMissing', MISSING.wwwAuthenticate, MISSING.message, 'missing')
-  let invalid: (reason: InvalidTokenReason) => AuthRefusal = () => staticInvalid
   const staticInvalid = authRefusal('unauthorizedInvalid', INVALID.wwwAuthenticate, INVALID.message, 'invalid')
-  let insufficientScope: AuthRefusal | undefined
-  if (oauthConfig !== undefined) {
-    const metadataUrl = protectedResourceMetadataUrl(oauthConfig.resource)
-    const rm = `resource_metadata=${quoted(metadataUrl)}`
-    const scope = oauthConfig.requiredScopes.length > 0 ? `scope=${quoted(oauthConfig.requiredScopes.join(' '))}` : undefined
-    const verifier = options.verifier ?? startVerifier(oauthConfig, env, options.logger)
-    oauth = Object.freeze({
-      config: oauthConfig,
-      metadata: protectedResourceMetadata({ resource: oauthConfig.resource, issuer: oauthConfig.issuer, scopesSupported: oauthConfig.scopesSupported ?? oauthConfig.requiredScopes, resourceName: oauthConfig.resourceName }),
-      metadataUrl,
-      verifier
-    })
-    missing = authRefusal('unauthorizedMissing', [`${MISSING.wwwAuthenticate} ${rm}`, scope].filter(p => p !== undefined).join(', '), MISSING.message, 'missing')
+  if (configured === undefined) {
+    const missing = authRefusal('unauthorizedMissing', MISSING.wwwAuthenticate, MISSING.message, 'missing')
+    return {
+      enabled: true,
+      async authenticate (authorization) {
+        const token = bearerTokenOf(authorization)
+        if (token === undefined) return { kind: 'refused', refusal: missing }
+        const index = matchToken(token)
+        return index >= 0 ? { kind: 'ok', principal: principals[index] } : { kind: 'refused', refusal: staticInvalid }
+      }
+    }
+  }
+
+  const oauthConfig: OAuthConfig = configured
+  const scope = oauthConfig.requiredScopes.length > 0 ? `scope=${quoted(oauthConfig.requiredScopes.join(' '))}` : undefined
+  /** The OAuth refusals of one protected resource: each names the resource's metadata (RFC 9728 §5.1). */
+  function oauthRefusals (resource: string): OAuthRefusals {
+    const rm = `resource_metadata=${quoted(protectedResourceMetadataUrl(resource))}`
     const byReason = new Map<InvalidTokenReason, AuthRefusal>()
     for (const [reason, description] of Object.entries(INVALID_TOKEN_DESCRIPTIONS) as Array<[InvalidTokenReason, string]>) {
       byReason.set(reason, authRefusal('unauthorizedInvalid', `${INVALID.wwwAuthenticate}, error_description=${quoted(description)}, ${rm}`, `Unauthorized: ${description.charAt(0).toLowerCase()}${description.slice(1)}`, reason))
     }
-    invalid = reason => byReason.get(reason) ?? staticInvalid
-    if (scope !== undefined) {
-      insufficientScope = authRefusal('insufficientScope', `${SCOPE.wwwAuthenticate}, ${scope}, ${rm}`, `${SCOPE.message}: ${oauthConfig.requiredScopes.join(' ')}`, 'insufficient_scope')
+    return {
+      resource,
+      missing: authRefusal('unauthorizedMissing', [`${MISSING.wwwAuthenticate} ${rm}`, scope].filter(p => p !== undefined).join(', '), MISSING.message, 'missing'),
+      invalid: reason => byReason.get(reason) ?? staticInvalid,
+      insufficientScope: scope === undefined ? undefined : authRefusal('insufficientScope', `${SCOPE.wwwAuthenticate}, ${scope}, ${rm}`, `${SCOPE.message}: ${oauthConfig.requiredScopes.join(' ')}`, 'insufficient_scope')
     }
   }
-  const required = oauthConfig?.requiredScopes ?? []
-  const invalidStatic = oauth === undefined ? staticInvalid : invalid('malformed')
+  const mcp = oauthRefusals(oauthConfig.resource)
+  const endpoints = new Map<string, OAuthRefusals>()
+  function refusalsOf (endpoint: string | undefined): OAuthRefusals {
+    if (endpoint === undefined) return mcp
+    let refusals = endpoints.get(endpoint)
+    if (refusals === undefined) endpoints.set(endpoint, refusals = oauthRefusals(endpointResource(oauthConfig.resource, endpoint)))
+    return refusals
+  }
+  const metadataOf = (resource: string): ProtectedResourceMetadata => protectedResourceMetadata({ resource, issuer: oauthConfig.issuer, scopesSupported: oauthConfig.scopesSupported ?? oauthConfig.requiredScopes, resourceName: oauthConfig.resourceName })
+  const verifier = options.verifier ?? startVerifier(oauthConfig, env, options.logger)
+  const oauth: OAuthSide = Object.freeze({
+    config: oauthConfig,
+    metadata: metadataOf(oauthConfig.resource),
+    metadataUrl: protectedResourceMetadataUrl(oauthConfig.resource),
+    endpointMetadata: (name: string) => metadataOf(endpointResource(oauthConfig.resource, name)),
+    verifier
+  })
+  const required = oauthConfig.requiredScopes
 
   return {
     enabled: true,
-    ...(oauth !== undefined ? { oauth } : {}),
-    async authenticate (authorization) {
+    oauth,
+    async authenticate (authorization, endpoint) {
+      const refusals = refusalsOf(endpoint)
       const token = bearerTokenOf(authorization)
-      if (token === undefined) return { kind: 'refused', refusal: missing }
+      if (token === undefined) return { kind: 'refused', refusal: refusals.missing }
       if (principals.length > 0) {
         const index = matchToken(token)
         if (index >= 0) return { kind: 'ok', principal: principals[index] }
       }
-      if (oauth === undefined) return { kind: 'refused', refusal: invalidStatic }
-      const verdict = await oauth.verifier.verify(token)
-      if (verdict.kind === 'invalid') return { kind: 'refused', refusal: invalid(verdict.reason) }
-      if (insufficientScope !== undefined && !required.every(s => verdict.principal.scopes.includes(s))) return { kind: 'refused', refusal: insufficientScope }
+      const verdict = await verifier.verify(token, endpoint === undefined ? undefined : refusals.resource)
+      if (verdict.kind === 'invalid') return { kind: 'refused', refusal: refusals.invalid(verdict.reason) }
+      if (refusals.insufficientScope !== undefined && !required.every(s => verdict.principal.scopes.includes(s))) return { kind: 'refused', refusal: refusals.insufficientScope }
       return { kind: 'ok', principal: verdict.principal }
     }
   }
+}
+
+/** The OAuth refusals of one protected resource (`/mcp`, or a curated endpoint), built once. */
+interface OAuthRefusals {
+  /** Its resource URL (RFC 9728 `resource`). */
+  readonly resource: string
+  readonly missing: AuthRefusal
+  readonly invalid: (reason: InvalidTokenReason) => AuthRefusal
+  /** Undefined when no scope is required. */
+  readonly insufficientScope: AuthRefusal | undefined
 }

@@ -7,7 +7,10 @@
  * - An unknown `kid` makes jose refetch, at most once per `cooldownMs` after a successful fetch.
  * - While the server cannot be reached, the keys last fetched keep working, and a failed fetch is
  *   not retried before `cooldownMs` has passed (jose would retry on every request with an unknown
- *   `kid`, sending one fetch per attacker request to a server that is already down).
+ *   `kid`, sending one fetch per attacker request to a server that is already down). A `kid` none
+ *   of them has then is {@link KeysUnavailableError}, not jose's "no matching key": it may be a key
+ *   the server published since (a rotation), so the token cannot be checked now, and a client should
+ *   retry rather than fetch a new token (docs/authentication.md › Keys).
  * - Nothing here throws past the verifier: a fetch failure becomes {@link KeysUnavailableError}.
  */
 import { createLocalJWKSet, createRemoteJWKSet, errors, type JWTVerifyGetKey } from 'jose'
@@ -43,8 +46,9 @@ function isKeySelectionError (err: unknown): boolean {
 
 /**
  * A jose key resolver for `jwtVerify`, with the fallbacks above.
- * @returns a JWTVerifyGetKey; it rejects with jose's key-selection errors (unknown kid after the
- *          refetch, wrong key type for the alg) or with {@link KeysUnavailableError}.
+ * @returns a JWTVerifyGetKey; it rejects with jose's key-selection errors (unknown kid after a
+ *          refetch that succeeded, or inside the cooldown after one; wrong key type for the alg) or
+ *          with {@link KeysUnavailableError} (no keys, or an unknown kid, while the server cannot be reached).
  */
 export function createKeyResolver (options: KeyResolverOptions): JWTVerifyGetKey {
   const { cooldownMs, logger } = options
@@ -76,6 +80,21 @@ export function createKeyResolver (options: KeyResolverOptions): JWTVerifyGetKey
     return stale.keys
   }
 
+  /**
+   * The key from the last fetched keys, used while the server cannot be reached (`cause`: the failed
+   * fetch, if this request made one). A `kid` they lack cannot be judged until the server answers.
+   */
+  async function fromCache (set: ReturnType<typeof createRemoteJWKSet>, header: Parameters<JWTVerifyGetKey>[0], token: Parameters<JWTVerifyGetKey>[1], cause?: unknown): Promise<Awaited<ReturnType<JWTVerifyGetKey>>> {
+    const cached = cachedKeys(set)
+    if (cached === undefined) throw new KeysUnavailableError(cause === undefined ? undefined : { cause })
+    try {
+      return await cached(header, token)
+    } catch (err) {
+      if (err instanceof errors.JWKSNoMatchingKey) throw new KeysUnavailableError({ cause: cause ?? err })
+      throw err
+    }
+  }
+
   return async function resolveKey (header, token) {
     let set: ReturnType<typeof createRemoteJWKSet>
     try {
@@ -84,20 +103,14 @@ export function createKeyResolver (options: KeyResolverOptions): JWTVerifyGetKey
       throw new KeysUnavailableError({ cause })
     }
     // Inside the cooldown after a failed fetch: cached keys only, no new fetch.
-    if (Date.now() - failedAt < cooldownMs) {
-      const cached = cachedKeys(set)
-      if (cached === undefined) throw new KeysUnavailableError()
-      return await cached(header, token)
-    }
+    if (Date.now() - failedAt < cooldownMs) return await fromCache(set, header, token)
     try {
       return await set(header, token)
     } catch (err) {
       if (isKeySelectionError(err)) throw err
       failedAt = Date.now()
       logger.warn({ err }, 'oauth: cannot fetch the authorization server\'s signing keys; the cached keys stay in use')
-      const cached = cachedKeys(set)
-      if (cached === undefined) throw new KeysUnavailableError({ cause: err })
-      return await cached(header, token)
+      return await fromCache(set, header, token, err)
     }
   }
 }

@@ -48,6 +48,27 @@ export function protectedResourceMetadataPaths (mountPath: string, resource: str
   return [...new Set(paths)]
 }
 
+/**
+ * The resource URL of the curated endpoint `name` (served at `<prefix>/mcp/<name>`): `resource`
+ * (the URL of `/mcp`) with `/<name>` appended to its path, its query kept. Names match
+ * `[A-Za-z0-9][A-Za-z0-9_.-]*` (the `servers` schema), so they stand in a path as they are. Never throws.
+ */
+export function endpointResource (resource: string, name: string): string {
+  const query = resource.indexOf('?')
+  const path = query < 0 ? resource : resource.slice(0, query)
+  return `${path.replace(/\/$/, '')}/${name}${query < 0 ? '' : resource.slice(query)}`
+}
+
+/**
+ * The paths under which the PRM of each curated endpoint is served, as `<path>/<name>`: suffixed with
+ * the mount path of /mcp, and with the path of `resource` when a reverse proxy publishes /mcp under
+ * another one (so that {@link protectedResourceMetadataUrl} of {@link endpointResource} is served).
+ * De-duplicated, in that order. Never throws for a valid URL.
+ */
+export function endpointMetadataPaths (mountPath: string, resource: string): string[] {
+  return [...new Set([PRM_WELL_KNOWN + mountPath, PRM_WELL_KNOWN + new URL(resource).pathname.replace(/\/$/, '')])]
+}
+
 /** The PRM document (RFC 9728 §2) for one configured resource. Never throws. */
 export function protectedResourceMetadata (options: { resource: string, issuer: string, scopesSupported?: readonly string[], resourceName?: string }): ProtectedResourceMetadata {
   return {

@@ -4,7 +4,8 @@
  *
  * A token that looks like a JWS compact serialisation is verified locally with jose against the
  * issuer's JWKS ({@link createKeyResolver}): signature, an asymmetric algorithm, `typ` (`at+jwt`,
- * `JWT` or none), `iss`, `aud` (one of the configured audiences), `exp`/`nbf` with the clock
+ * `JWT` or none), `iss`, `aud` (one of the configured audiences, or, on a curated endpoint, its own
+ * resource URL: checked on every request, a remembered verdict too), `exp`/`nbf` with the clock
  * tolerance, and a subject. Any other token is introspected (RFC 7662) when introspection is
  * configured, else refused. The verdict never carries token text.
  */
@@ -72,24 +73,37 @@ const JWT_CACHE_MS = 300_000
 const INTROSPECTION_CACHE_MS = 60_000
 
 /**
- * Accepted tokens and their verdicts, keyed by the whole token text, each until a deadline.
+ * An accepted token: its verdict, and the audiences it names (`aud`), checked against each request's
+ * accepted audiences (they differ by endpoint); undefined: it names none (an introspection answer
+ * without `aud`), so any endpoint accepts it.
+ */
+interface Accepted { verdict: TokenVerdict, audiences: readonly string[] | undefined }
+
+/**
+ * Accepted tokens, keyed by the whole token text, each until a deadline.
  * Bounded: past {@link VERDICT_CACHE_SIZE} the oldest entry goes. Never throws.
  */
 class VerdictCache {
-  readonly #entries = new Map<string, { verdict: TokenVerdict, untilMs: number }>()
+  readonly #entries = new Map<string, { accepted: Accepted, untilMs: number }>()
 
-  get (token: string, now: number): TokenVerdict | undefined {
+  get (token: string, now: number): Accepted | undefined {
     const hit = this.#entries.get(token)
     if (hit === undefined) return undefined
-    if (now < hit.untilMs) return hit.verdict
+    if (now < hit.untilMs) return hit.accepted
     this.#entries.delete(token)
     return undefined
   }
 
-  set (token: string, verdict: TokenVerdict, untilMs: number): void {
+  set (token: string, accepted: Accepted, untilMs: number): void {
     if (this.#entries.size >= VERDICT_CACHE_SIZE) this.#entries.delete(this.#entries.keys().next().value as string)
-    this.#entries.set(token, { verdict, untilMs })
+    this.#entries.set(token, { accepted, untilMs })
   }
+}
+
+/** `aud` as a list (RFC 7519 §4.1.3: a string or an array of strings); undefined when absent. */
+function audiencesOf (aud: unknown): readonly string[] | undefined {
+  if (aud === undefined) return undefined
+  return (Array.isArray(aud) ? aud : [aud]).filter((a): a is string => typeof a === 'string')
 }
 
 /** Maps jose's errors to a reason. Never throws. */
@@ -153,26 +167,32 @@ export class OAuthVerifier {
   /**
    * Checks one bearer token.
    * @param token the credentials after `Bearer ` (visible ASCII)
+   * @param resource a curated endpoint's own resource URL (lib/auth/oauth-metadata endpointResource),
+   *        accepted as an audience besides the configured ones, for this request only
    * @returns ok with the caller's principal, or invalid with a reason. Never throws.
    */
-  async verify (token: string): Promise<TokenVerdict> {
-    if (JWS_COMPACT.test(token)) return await this.#verifyJwt(token)
-    if (this.#options.introspection !== undefined) return await this.#introspect(token)
+  async verify (token: string, resource?: string): Promise<TokenVerdict> {
+    const audience = resource === undefined ? this.#options.audience : [...this.#options.audience, resource]
+    // A client sends the same token for many requests: it is checked once, then remembered until it
+    // expires (at most JWT_CACHE_MS, or INTROSPECTION_CACHE_MS); its audience is checked every time.
+    const known = this.#accepted.get(token, Date.now())
+    if (known !== undefined) {
+      if (known.audiences !== undefined && !known.audiences.some(a => audience.includes(a))) return { kind: 'invalid', reason: 'audience' }
+      return known.verdict
+    }
+    if (JWS_COMPACT.test(token)) return await this.#verifyJwt(token, audience)
+    if (this.#options.introspection !== undefined) return await this.#introspect(token, audience)
     return { kind: 'invalid', reason: 'malformed' }
   }
 
-  async #verifyJwt (token: string): Promise<TokenVerdict> {
-    // A client sends the same token for many requests: the signature is checked once, then the
-    // verdict is remembered until the token expires (plus the tolerance), at most JWT_CACHE_MS.
+  async #verifyJwt (token: string, audience: readonly string[]): Promise<TokenVerdict> {
     const now = Date.now()
-    const known = this.#accepted.get(token, now)
-    if (known !== undefined) return known
     let payload: JWTPayload
     let typ: unknown
     try {
       const verified = await jwtVerify(token, this.#keys, {
         issuer: this.#options.issuer,
-        audience: [...this.#options.audience],
+        audience: [...audience],
         clockTolerance: this.#clockToleranceSec,
         algorithms: ALGORITHMS,
         requiredClaims: ['exp']
@@ -186,7 +206,8 @@ export class OAuthVerifier {
     }
     if (!typeAccepted(typ)) return { kind: 'invalid', reason: 'type' }
     const verdict = this.#principal(payload as Record<string, unknown>, token)
-    if (verdict.kind === 'ok') this.#accepted.set(token, verdict, Math.min((payload.exp as number) * 1000 + this.#options.clockToleranceMs, now + JWT_CACHE_MS))
+    // jose required an `aud` naming one of `audience`, so the list is never undefined here.
+    if (verdict.kind === 'ok') this.#accepted.set(token, { verdict, audiences: audiencesOf(payload.aud) ?? [] }, Math.min((payload.exp as number) * 1000 + this.#options.clockToleranceMs, now + JWT_CACHE_MS))
     return verdict
   }
 
@@ -197,10 +218,8 @@ export class OAuthVerifier {
   }
 
   /** RFC 7662 §2: POST token=…; the client authenticates with HTTP Basic (RFC 6749 §2.3.1). */
-  async #introspect (token: string): Promise<TokenVerdict> {
+  async #introspect (token: string, audience: readonly string[]): Promise<TokenVerdict> {
     const now = Date.now()
-    const known = this.#accepted.get(token, now)
-    if (known !== undefined) return known
     const { url, clientId, clientSecret } = this.#options.introspection as NonNullable<OAuthVerifierOptions['introspection']>
     let body: Record<string, unknown>
     try {
@@ -217,22 +236,20 @@ export class OAuthVerifier {
       this.#options.logger.warn({ err, url }, 'oauth: token introspection failed')
       return { kind: 'invalid', reason: 'unavailable' }
     }
-    const verdict = this.#judgeIntrospection(body, now, token)
+    const verdict = this.#judgeIntrospection(body, now, token, audience)
     if (verdict.kind === 'ok') {
       const expMs = typeof body.exp === 'number' ? body.exp * 1000 : Infinity
-      this.#accepted.set(token, verdict, Math.min(expMs, now + INTROSPECTION_CACHE_MS))
+      this.#accepted.set(token, { verdict, audiences: audiencesOf(body.aud) }, Math.min(expMs, now + INTROSPECTION_CACHE_MS))
     }
     return verdict
   }
 
-  #judgeIntrospection (body: Record<string, unknown>, now: number, token: string): TokenVerdict {
+  #judgeIntrospection (body: Record<string, unknown>, now: number, token: string, audience: readonly string[]): TokenVerdict {
     const tolerance = this.#options.clockToleranceMs
     if (body.active !== true) return { kind: 'invalid', reason: 'inactive' }
     if (body.iss !== undefined && body.iss !== this.#options.issuer) return { kind: 'invalid', reason: 'issuer' }
-    if (body.aud !== undefined) {
-      const aud = Array.isArray(body.aud) ? body.aud : [body.aud]
-      if (!aud.some(a => typeof a === 'string' && this.#options.audience.includes(a))) return { kind: 'invalid', reason: 'audience' }
-    }
+    const aud = audiencesOf(body.aud)
+    if (aud !== undefined && !aud.some(a => audience.includes(a))) return { kind: 'invalid', reason: 'audience' }
     if (typeof body.exp === 'number' && body.exp * 1000 + tolerance <= now) return { kind: 'invalid', reason: 'expired' }
     if (typeof body.nbf === 'number' && body.nbf * 1000 - tolerance > now) return { kind: 'invalid', reason: 'notYetValid' }
     return this.#principal(body, token)

@@ -24,7 +24,11 @@
  *   `mcpx_upstream_refused_total{upstream}` (queue full), `mcpx_upstream_oversized_messages_total{upstream}`
  *   (over maxMessageBytes), `mcpx_upstream_stdin_buffered_bytes{upstream}`: from `loads()`.
  * - `mcpx_config_reloads_total{trigger, outcome}`: config reloads, `applied` or `refused`.
- * - `mcpx_audit_failures_total{reason}`: audit lines lost, `write` or `dropped`.
+ * - `mcpx_audit_lines_lost_total{reason}`: audit lines lost for good: `write` (the file could not be
+ *   opened, writes kept failing past lib/policy/audit GIVE_UP_MS, or shutdown came first) or
+ *   `dropped` (its buffer was full).
+ * - `mcpx_audit_failures_total{reason}`: opens and writes of the audit file the system refused
+ *   (`write`; a retried write counts each time) and lines dropped (`dropped`): trouble, not loss.
  * - `mcpx_rate_limit_refusals_total{reason}`: calls refused by a policy rate limit:
  *   `limited` (past the limit: JSON-RPC -31002, HTTP 429) or `unavailable` (the shared store,
  *   Redis, could not be asked: -32603, HTTP 503).
@@ -88,8 +92,10 @@ export interface McpxMetrics {
   streamDropped: (stream: FlowStream, what: FlowDrop) => void
   /** Counts an outgoing stream ended past its hard limit (lib/connection/flow.ts FlowPolicy.overflowed). Never throws. */
   streamOverflowed: (stream: FlowStream) => void
-  /** Counts one audit line lost (unwritable file, full disk, buffer full). Never throws. */
+  /** Counts one refused open or write of the audit file (`write`), or one line dropped at its buffer bound (`dropped`). Never throws. */
   auditFailed: (reason: 'write' | 'dropped') => void
+  /** Counts audit lines lost for good (lib/policy/audit.ts): `write` (given up) or `dropped` (buffer full). Never throws. */
+  auditLinesLost: (reason: 'write' | 'dropped', lines: number) => void
   /** Counts one config reload (lib/ops/reload.ts): trigger SIGHUP | watch | admin, outcome applied | refused. Never throws. */
   configReloaded: (trigger: string, outcome: 'applied' | 'refused') => void
   /** Counts one call refused by a rate limit (`limited`) or for want of its store (`unavailable`). Never throws. */
@@ -240,7 +246,13 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
   })
   const auditFailures = new Counter({
     name: 'mcpx_audit_failures_total',
-    help: 'Audit lines lost: write (the file could not be opened or written, e.g. a full disk) or dropped (its buffer was full)',
+    help: 'Audit file troubles, not lines lost (see mcpx_audit_lines_lost_total): write (an open or a write the system refused, e.g. a full disk; a retried write counts each time) or dropped (a line dropped, its buffer was full)',
+    labelNames: ['reason'] as const,
+    registers
+  })
+  const auditLinesLost = new Counter({
+    name: 'mcpx_audit_lines_lost_total',
+    help: 'Audit lines lost for good: write (the file could not be opened, writes kept failing for 5 s, or shutdown came first) or dropped (its buffer was full)',
     labelNames: ['reason'] as const,
     registers
   })
@@ -389,6 +401,7 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
     streamDropped (stream, what) { streamDropped.inc({ stream, kind: what }) },
     streamOverflowed (stream) { streamOverflows.inc({ stream }) },
     auditFailed (reason) { auditFailures.inc({ reason }) },
+    auditLinesLost (reason, lines) { auditLinesLost.inc({ reason }, lines) },
     configReloaded (trigger, outcome) { reloads.inc({ trigger, outcome }) },
     rateLimitRefused (reason) { rateLimitRefusals.inc({ reason }) }
   }

@@ -2,11 +2,16 @@
  * The audit trail (docs/policy.md › Audit) over real HTTP in both eras, on a real daemon and a
  * spawned `mcpx serve`: the line keys, denials logged as `denied`, no token and no session id in
  * the trail, the `arguments` modes, stderr (never stdout) on stdio, and a full disk or an
- * unwritable file that never stops serving (counted in mcpx_audit_failures_total, logged once).
+ * unwritable file that never stops serving (counted in mcpx_audit_failures_total, logged once),
+ * whose lost lines are counted one by one (mcpx_audit_lines_lost_total), while a write that fails
+ * and is retried loses none (a FIFO whose reader goes away and comes back: EPIPE, then served).
  * Tests are named audit/<area>/<requirement>.
  */
 import t from 'tap'
-import { readFileSync, existsSync } from 'node:fs'
+import { readFileSync, existsSync, openSync, constants } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { once } from 'node:events'
+import { Socket } from 'node:net'
 import { join } from 'node:path'
 import { pino } from 'pino'
 import { listen, fixtureUpstreams } from '../helpers/app.js'
@@ -16,7 +21,7 @@ import { fixtureCommand } from '../helpers/fixture.js'
 import { pollUntil } from '../helpers/legacy.js'
 import { captureLogger } from '../helpers/registry.js'
 import { TOKENS, legacyRpc, legacySession, modernRpc, request, tokensAuth, untilReady } from '../helpers/policy.js'
-import { AuditTrail, sessionHash } from '../../lib/policy/audit.js'
+import { AuditTrail, sessionHash, type AuditEvent } from '../../lib/policy/audit.js'
 
 const POLICY = {
   rules: [
@@ -96,34 +101,89 @@ t.test('audit/arguments/none-keys-full', async t => {
   t.same(got.full.arguments, { text: 'secret value', n: 2 }, 'full: the arguments')
 })
 
+/** An audited call of `requestId` (the lines of the tests below). */
+function callEvent (requestId: number): AuditEvent {
+  return { principal: 'local', endpoint: '/mcp', era: 'legacy', revision: '2025-03-26', method: 'tools/call', outcome: 'ok', durationMs: 0, requestId }
+}
+
 t.test('audit/failures/full-disk-and-unwritable-counted-and-logged-once', async t => {
   for (const file of ['/dev/full', '/dev/null/not-a-dir/audit.jsonl']) {
     const log = captureLogger()
-    const lost: string[] = []
-    const trail = new AuditTrail({ file, arguments: 'none' }, { logger: log.logger, onFailure: reason => lost.push(reason) })
+    const failed: string[] = []
+    const trail = new AuditTrail({ file, arguments: 'none' }, { logger: log.logger, onFailure: reason => failed.push(reason) })
     for (let i = 0; i < 5; i++) {
-      trail.record({ principal: 'local', endpoint: '/mcp', era: 'legacy', revision: '2025-03-26', method: 'tools/call', outcome: 'ok', durationMs: 0, requestId: i })
+      trail.record(callEvent(i))
       await new Promise(resolve => setImmediate(resolve))
     }
     await pollUntil(`${file}: failures counted`, () => trail.failures >= 1, 10_000)
     await trail.close()
     t.ok(trail.failures >= 1, `${file}: counted (${trail.failures})`)
-    t.equal(lost.length, trail.failures, `${file}: every lost line reaches the metric callback`)
+    t.equal(failed.length, trail.failures, `${file}: every failure reaches the metric callback`)
     t.equal(log.lines.filter(l => String(l.msg).startsWith('audit trail')).length, 1, `${file}: logged once`)
+    t.equal(trail.linesLost, 5, `${file}: the 5 lines counted lost, once each`)
   }
-  // Through HTTP: serving goes on, the metric counts.
+})
+
+/** The value of a counter's series in the app's metrics text, or undefined when it has none. */
+async function counterOf (app: { mcpxMetrics: { registry: { metrics: () => Promise<string> } } }, series: string): Promise<number | undefined> {
+  const text = await app.mcpxMetrics.registry.metrics()
+  const line = text.split('\n').find(l => l.startsWith(series + ' '))
+  return line === undefined ? undefined : Number(line.slice(series.length + 1))
+}
+
+t.test('audit/lost/full-disk-counts-each-line-lost', async t => {
+  // Through HTTP: serving goes on; each line the full disk took is counted lost once it is given up
+  // (GIVE_UP_MS of failing writes), however few writes failed.
   const { base, app } = await listen(t, { upstreams: fixtureUpstreams(), audit: { file: '/dev/full' } })
   await app.upstreams.ready()
-  for (let i = 0; i < 3; i++) {
+  const calls = 20
+  for (let i = 0; i < calls; i++) {
     const reply = await modernRpc({ base }, i, 'tools/call', { name: 'echo', arguments: { text: 'still' } })
     t.equal(reply.json.result.content[0].text, 'still', 'a full disk never stops serving')
   }
-  const metric = await pollUntil('the failure metric', async () => {
-    const text = await app.mcpxMetrics.registry.metrics()
-    const match = /mcpx_audit_failures_total\{reason="write"\} (\d+)/.exec(text)
-    return match !== null && Number(match[1]) >= 1 ? Number(match[1]) : undefined
-  }, 10_000)
-  t.ok(metric >= 1, `mcpx_audit_failures_total{reason="write"} ${metric}`)
+  const lost = await pollUntil(`mcpx_audit_lines_lost_total{reason="write"} ${calls}`, async () => {
+    const value = await counterOf(app, 'mcpx_audit_lines_lost_total{reason="write"}')
+    return value !== undefined && value >= calls ? value : undefined
+  }, 20_000)
+  t.equal(lost, calls, 'every line lost is counted, once')
+  const failures = await counterOf(app, 'mcpx_audit_failures_total{reason="write"}')
+  t.ok(failures !== undefined && failures >= 1, `mcpx_audit_failures_total{reason="write"} ${String(failures)}: the refused writes`)
+})
+
+/** Reads a FIFO without blocking (a pipe handle on a non-blocking descriptor): what came, and a close that resolves once the read end is gone. */
+function fifoReader (path: string): { lines: () => Line[], close: () => Promise<void> } {
+  const socket = new Socket({ fd: openSync(path, constants.O_RDONLY | constants.O_NONBLOCK), readable: true, writable: false })
+  let text = ''
+  socket.on('data', (chunk: Buffer) => { text += chunk.toString('utf8') })
+  return {
+    lines: () => text.split('\n').filter(l => l !== '').map(l => JSON.parse(l) as Line),
+    close: async () => { const closed = once(socket, 'close'); socket.destroy(); await closed }
+  }
+}
+
+t.test('audit/lost/retried-write-that-succeeds-loses-nothing', async t => {
+  // A real sink that refuses writes and then takes them again: a FIFO whose reader goes away (EPIPE) and comes back.
+  const fifo = join(t.testdir(), 'audit.fifo')
+  execFileSync('mkfifo', [fifo])
+  let reader = fifoReader(fifo)
+  const failures: string[] = []
+  const lost: number[] = []
+  const log = captureLogger()
+  const trail = new AuditTrail({ file: fifo, arguments: 'none' }, { logger: log.logger, onFailure: reason => failures.push(reason), onLinesLost: (_reason, lines) => lost.push(lines) })
+  t.teardown(async () => { await trail.close() })
+  trail.record(callEvent(1))
+  await pollUntil('line 1 read', () => reader.lines().length >= 1, 10_000)
+  await reader.close()
+  for (let i = 2; i <= 6; i++) trail.record(callEvent(i))
+  await pollUntil('a write refused (EPIPE)', () => failures.length >= 1, 10_000)
+  reader = fifoReader(fifo)
+  const read = await pollUntil('lines 2 to 6 read once the reader is back', () => { const got = reader.lines(); return got.length >= 5 ? got : undefined }, 10_000)
+  t.same(read.map(l => l.requestId), [2, 3, 4, 5, 6], 'every line, in order, none torn')
+  t.same(failures[0], 'write', 'the refused write is a failure')
+  t.equal(trail.linesLost, 0, 'nothing lost')
+  t.same(lost, [], 'nothing counted lost')
+  await trail.close()
+  await reader.close()
 })
 
 t.test('audit/daemon/lines-on-a-real-daemon', async t => {

@@ -67,10 +67,10 @@ t.test('auth/oauth/sdk-v2-client-authorization-code-flow', async t => {
   t.equal(textOf(await client.callTool({ name: 'echo', arguments: { text: 'hello' } })), 'hello', 'a tool called through mcpx')
 })
 
-// A curated endpoint behind the same OAuth front door: its 401
-// names the one Protected Resource Metadata, whose resource (<origin>/mcp) covers /mcp/<name> by
-// path prefix (the SDK's checkResourceAllowed), so the client asks for a token for /mcp and mcpx
-// accepts it on the endpoint. The endpoint's view (one tool, renamed) shows the calls went there.
+// A curated endpoint behind the same OAuth front door is a protected resource of its own: its 401
+// names its own Protected Resource Metadata, whose resource is the endpoint's URL (RFC 9728 §3.3),
+// so the client asks for a token for /mcp/<name> (RFC 8707) and mcpx accepts it there. The
+// endpoint's view (one tool, renamed) shows the calls went there.
 t.test('servers/oauth/sdk-v1-client-on-a-curated-endpoint', async t => {
   const { url, issuer } = await setUp(t, { servers: { support: { tools: { allow: ['echo'] }, rename: { echo: 'say' } } } })
   const endpoint = new URL(`${url.href}/support`)
@@ -79,7 +79,7 @@ t.test('servers/oauth/sdk-v1-client-on-a-curated-endpoint', async t => {
   const transport = new TransportV1(endpoint, { authProvider: provider as never })
   await t.rejects(first.connect(transport), { message: 'Unauthorized' }, 'no token: the 401 sends the client to authorize')
   t.ok(provider.authorizationUrl?.href.startsWith(`${issuer}/auth?`), 'it found the authorization server through the metadata')
-  t.equal(provider.authorizationUrl?.searchParams.get('resource'), url.href, 'the resource indicator is the metadata\'s resource, /mcp')
+  t.equal(provider.authorizationUrl?.searchParams.get('resource'), endpoint.href, 'the resource indicator is the endpoint\'s metadata\'s resource, /mcp/support')
   const { code } = await playUser(provider.authorizationUrl as URL, 'carol')
   await transport.finishAuth(code)
   const client = new ClientV1({ name: 'oauth-v1-curated', version: '1.0.0' })

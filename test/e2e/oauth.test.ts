@@ -8,8 +8,9 @@ import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { build, fixtureUpstreams, legacyHeaders, modernHeaders, modernMeta, type BuildOptions } from '../helpers/app.js'
 import { freePort, startDaemon } from '../helpers/daemon.js'
-import { initializeBody, SseReader } from '../helpers/legacy.js'
+import { initializeBody, pollUntil, SseReader } from '../helpers/legacy.js'
 import { CLIENTS, SCOPES, newSigningKey, startAuthServer, type AuthServer } from '../helpers/oauth.js'
+import { INVALID_TOKEN_DESCRIPTIONS } from '../../lib/auth/verifier.js'
 
 const REQUIRED = ['mcp:tools']
 
@@ -31,9 +32,9 @@ async function serve (t: Test, as: AuthServer, oauth: Record<string, unknown> = 
 
 function bearer (token: string): Record<string, string> { return { authorization: `Bearer ${token}` } }
 
-/** A modern tools/list with this token (no token when undefined). */
-async function modernList (s: Served, token: string | undefined, headers: Record<string, string> = {}): Promise<Response> {
-  return await fetch(`${s.base}/mcp`, {
+/** A modern tools/list with this token (no token when undefined), to `/mcp` or another path (a curated endpoint's). */
+async function modernList (s: Served, token: string | undefined, headers: Record<string, string> = {}, path = '/mcp'): Promise<Response> {
+  return await fetch(`${s.base}${path}`, {
     method: 'POST',
     headers: modernHeaders('tools/list', undefined, { ...(token !== undefined ? bearer(token) : {}), ...headers }),
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: modernMeta() } })
@@ -96,6 +97,42 @@ t.test('auth/oauth/401-challenge-every-method-and-era', async t => {
       t.match(body, ID_LESS, what)
       t.notOk('id' in body, `${what}: id-less`)
     }
+  }
+})
+
+t.test('servers/oauth/endpoint-is-its-own-protected-resource', async t => {
+  // RFC 9728 §3.3: the metadata a 401 names must have, as its resource, the URL the client asked;
+  // /mcp/<name> names its own, and a token for it (RFC 8707) is accepted there and nowhere else.
+  const as = await startAuthServer(t)
+  const s = await serve(t, as, {}, { servers: { support: { tools: { allow: ['echo'] } }, billing: { tools: { allow: ['echo'] } } } })
+  const support = `${s.resource}/support`
+  const supportPrm = `${s.base}/.well-known/oauth-protected-resource/mcp/support`
+  const billingPrm = `${s.base}/.well-known/oauth-protected-resource/mcp/billing`
+  const missing = await modernList(s, undefined, {}, '/mcp/support')
+  t.equal(missing.status, 401)
+  t.equal(missing.headers.get('www-authenticate'), `Bearer resource_metadata="${supportPrm}", scope="mcp:tools"`, 'the 401 names the endpoint\'s own metadata')
+  await missing.text()
+  const document = await fetch(supportPrm)
+  t.equal(document.status, 200, 'served without a token')
+  const mcpDocument = await (await fetch(s.prm)).json() as Record<string, unknown>
+  t.same(await document.json(), { ...mcpDocument, resource: support }, 'its resource is the URL the client asked; the rest is /mcp\'s')
+  const unknown = await fetch(`${s.base}/.well-known/oauth-protected-resource/mcp/nosuch`)
+  t.equal(unknown.status, 404, 'no metadata for an endpoint that is not configured')
+  await unknown.text()
+  const mcpWide = await as.clientCredentials(CLIENTS.alice, { resource: s.resource })
+  const forSupport = await as.clientCredentials(CLIENTS.alice, { resource: support })
+  t.equal(JSON.parse(Buffer.from(forSupport.split('.')[1], 'base64url').toString()).aud, support, 'the server issued a token for the endpoint')
+  for (let round = 1; round <= 2; round++) { // the second round answers from the remembered verdicts
+    t.equal((await modernList(s, mcpWide, {}, '/mcp/support')).status, 200, `round ${round}: a token for /mcp is accepted on the endpoint, as before`)
+    t.equal((await modernList(s, forSupport, {}, '/mcp/support')).status, 200, `round ${round}: a token for the endpoint is accepted there`)
+    const onMcp = await modernList(s, forSupport)
+    t.equal(onMcp.status, 401, `round ${round}: and refused on /mcp`)
+    t.equal(onMcp.headers.get('www-authenticate'), `Bearer error="invalid_token", error_description="${INVALID_TOKEN_DESCRIPTIONS.audience}", resource_metadata="${s.prm}"`)
+    await onMcp.text()
+    const onBilling = await modernList(s, forSupport, {}, '/mcp/billing')
+    t.equal(onBilling.status, 401, `round ${round}: and on another endpoint`)
+    t.equal(onBilling.headers.get('www-authenticate'), `Bearer error="invalid_token", error_description="${INVALID_TOKEN_DESCRIPTIONS.audience}", resource_metadata="${billingPrm}"`)
+    await onBilling.text()
   }
 })
 
@@ -214,6 +251,12 @@ t.test('auth/oauth/jwks-unknown-kid-refetch-once-per-cooldown', async t => {
   t.equal(as.jwksFetches(), 1, 'within the cooldown, unknown kids fetch nothing')
 })
 
+/** The `error_description` of a 401's challenge, and the body read. */
+async function descriptionOf (res: Response): Promise<string | undefined> {
+  await res.text()
+  return /error_description="([^"]*)"/.exec(res.headers.get('www-authenticate') ?? '')?.[1]
+}
+
 t.test('auth/oauth/authorization-server-down', async t => {
   const as = await startAuthServer(t)
   const s = await serve(t, as, { jwksCooldown: 0 })
@@ -227,7 +270,7 @@ t.test('auth/oauth/authorization-server-down', async t => {
     const res = await modernList(s, stranger)
     t.equal(res.status, 401, 'a token signed by a key mcpx never saw: 401 (nothing else is admitted)')
     t.match(res.headers.get('www-authenticate'), /^Bearer error="invalid_token"/)
-    await res.text()
+    t.equal(await descriptionOf(res), INVALID_TOKEN_DESCRIPTIONS.unavailable, 'its refetch failed: "cannot be checked now" (retry), not "unknown key" (get a new token)')
   }
   t.equal((await modernList(s, token)).status, 200, 'and mcpx still serves')
   as.up()
@@ -243,6 +286,35 @@ t.test('auth/oauth/authorization-server-down', async t => {
   as.up()
   const fresh = await as.clientCredentials(CLIENTS.alice, { resource: cold.resource })
   t.equal((await modernList(cold, fresh)).status, 200, 'discovery and keys recover once the server answers')
+})
+
+t.test('auth/oauth/unknown-kid-while-server-down-cannot-be-checked-now', async t => {
+  // A client mid-rotation holds a token signed by a key the server published after mcpx's last
+  // fetch. While the server cannot be reached that key cannot be known: "cannot be checked now"
+  // tells the client to retry; "unknown key" would send it for a new token, signed by the same key.
+  const as = await startAuthServer(t)
+  const s = await serve(t, as, { jwksCooldown: 500 })
+  const token = await as.clientCredentials(CLIENTS.alice, { resource: s.resource })
+  t.equal((await modernList(s, token)).status, 200, 'keys fetched while the server is up')
+  as.down()
+  const rotated = await newSigningKey()
+  const stranger = await as.sign({ iss: as.issuer, sub: 'x', aud: s.resource, scope: 'mcp:tools', exp: Math.floor(Date.now() / 1000) + 60 }, { key: rotated })
+  // Inside the cooldown after the successful fetch no refetch is tried: "unknown key" (docs › Keys).
+  // Past it, the refetch fails: every answer from then on is "cannot be checked now".
+  const first = await pollUntil('an unknown kid answered "cannot be checked now" once the refetch failed', async () => {
+    const res = await modernList(s, stranger)
+    const answer = { status: res.status, description: await descriptionOf(res) }
+    return answer.status === 401 && answer.description === INVALID_TOKEN_DESCRIPTIONS.key ? undefined : answer
+  }, 10_000)
+  t.same(first, { status: 401, description: INVALID_TOKEN_DESCRIPTIONS.unavailable }, 'the refetch failed: 401, cannot be checked now')
+  for (let i = 0; i < 3; i++) {
+    // Inside the cooldown after the failed fetch: the cached keys only, and they lack the kid.
+    const res = await modernList(s, stranger)
+    t.equal(res.status, 401)
+    t.match(res.headers.get('www-authenticate'), /^Bearer error="invalid_token", error_description="The access token cannot be checked now/)
+    t.equal(await descriptionOf(res), INVALID_TOKEN_DESCRIPTIONS.unavailable, `request ${i}: cannot be checked now`)
+  }
+  t.equal((await modernList(s, token)).status, 200, 'a token signed by a cached key still passes')
 })
 
 t.test('auth/oauth/opaque-token-introspection', async t => {

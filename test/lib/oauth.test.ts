@@ -4,7 +4,7 @@
  */
 import t from 'tap'
 import { loadConfig } from '../../lib/config/load.js'
-import { issuerMetadataUrls, protectedResourceMetadata, protectedResourceMetadataPaths, protectedResourceMetadataUrl } from '../../lib/auth/oauth-metadata.js'
+import { endpointMetadataPaths, endpointResource, issuerMetadataUrls, protectedResourceMetadata, protectedResourceMetadataPaths, protectedResourceMetadataUrl } from '../../lib/auth/oauth-metadata.js'
 import { oauthPrincipal, scopesOf, tokenPrincipal, LOCAL_PRINCIPAL } from '../../lib/auth/principal.js'
 
 t.test('auth/oauth/prm-url-derived-from-resource', async t => {
@@ -15,6 +15,27 @@ t.test('auth/oauth/prm-url-derived-from-resource', async t => {
   t.same(protectedResourceMetadataPaths('/mcp', 'https://mcp.example.com/mcp'), ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp'])
   t.same(protectedResourceMetadataPaths('/tools/mcp', 'https://mcp.example.com/mcp'), ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/tools/mcp', '/.well-known/oauth-protected-resource/mcp'])
   t.same(protectedResourceMetadata({ resource: 'https://r/mcp', issuer: 'https://as', scopesSupported: [] }), { resource: 'https://r/mcp', authorization_servers: ['https://as'], bearer_methods_supported: ['header'] })
+})
+
+t.test('servers/oauth/endpoint-resource-and-its-metadata-path', async t => {
+  // A curated endpoint's resource is /mcp's URL + /<name> (query kept); its metadata is served under
+  // one of endpointMetadataPaths + /<name>, so that the URL RFC 9728 §3.1 derives from it answers.
+  const cases: Array<[string, string, string]> = [
+    // [mount path, resource, the endpoint's resource]
+    ['/mcp', 'https://mcp.example.com/mcp', 'https://mcp.example.com/mcp/support'],
+    ['/mcp', 'https://mcp.example.com/mcp/', 'https://mcp.example.com/mcp/support'],
+    ['/tools/mcp', 'https://mcp.example.com/tools/mcp', 'https://mcp.example.com/tools/mcp/support'],
+    ['/mcp', 'https://mcp.example.com:8443/team/mcp?x=1', 'https://mcp.example.com:8443/team/mcp/support?x=1'],
+    ['/mcp', 'https://mcp.example.com/', 'https://mcp.example.com/support'],
+    ['/mcp', 'https://mcp.example.com', 'https://mcp.example.com/support']
+  ]
+  for (const [mountPath, resource, expected] of cases) {
+    t.equal(endpointResource(resource, 'support'), expected, resource)
+    const derived = new URL(protectedResourceMetadataUrl(expected)).pathname
+    t.ok(endpointMetadataPaths(mountPath, resource).some(path => `${path}/support` === derived), `${resource}: ${derived} is served`)
+  }
+  t.same(endpointMetadataPaths('/mcp', 'https://mcp.example.com/mcp'), ['/.well-known/oauth-protected-resource/mcp'], 'one path when the resource is the mount path')
+  t.same(endpointMetadataPaths('/tools/mcp', 'https://mcp.example.com/mcp'), ['/.well-known/oauth-protected-resource/tools/mcp', '/.well-known/oauth-protected-resource/mcp'], 'a reverse proxy\'s path too')
 })
 
 t.test('auth/oauth/discovery-order', async t => {
