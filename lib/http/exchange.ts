@@ -28,6 +28,7 @@ import type { Logger } from '../telemetry/log.js'
 import type { TraceIn } from '../telemetry/trace.js'
 import { Cancellation } from '../base/cancel.js'
 import { expiresAtOf, type Principal } from '../auth/principal.js'
+import { serveBounded } from '../connection/batch.js'
 
 /** What a route supplies to write one reply. */
 export interface PostChannel {
@@ -64,6 +65,8 @@ export interface ExchangeDeps {
   keepAliveMs: number
   /** Most requests in flight per legacy session. */
   maxRequestsPerSession: number
+  /** Most members of one batch in progress at once (transport.maxBatchInFlight; lib/connection/batch.ts). */
+  maxBatchInFlight: number
   /** The long-lived streams' cap (transport.maxGetStreams), shared with GET /mcp. */
   streamSlots: StreamSlots
 }
@@ -298,7 +301,11 @@ export class HttpExchange {
     reply(channel, 200, response, { 'mcp-session-id': session.id })
   }
 
-  private async handleItem (item: Classified, revision: Revision, context: LegacyPostContext, responder: Responder, channel: PostChannel): Promise<ItemOutcome> {
+  /**
+   * One message of a legacy POST, or one member of its batch (`batch` given: the batch's one
+   * disconnect or overflow listener ends it, instead of a listener of its own).
+   */
+  private async handleItem (item: Classified, revision: Revision, context: LegacyPostContext, responder: Responder, channel: PostChannel, batch?: BatchRun): Promise<ItemOutcome> {
     const { session } = context
     const deps = this.deps
     switch (item.kind) {
@@ -330,13 +337,16 @@ export class HttpExchange {
       // Seed: in a session a dropped connection is not a cancellation; notifications/cancelled is.
       entry = session.peer.track(request.id) ?? untracked(request)
       // But a reply stream ended past its hard limit (lib/connection/flow.ts) can no longer carry the answer: cancel upstream.
-      const overflowed = entry
-      responder.onOverflow(() => { overflowed.cancelled = true; overflowed.controller.abort(new Error('reply stream ended past transport.streamBufferMaxBytes')) })
+      if (batch === undefined) {
+        const overflowed = entry
+        responder.onOverflow(() => { overflowed.cancelled = true; overflowed.controller.abort(new Error('reply stream ended past transport.streamBufferMaxBytes')) })
+      }
     } else {
       // Without a session no cancellation could ever reach the request, so the disconnect is the signal.
       entry = untracked(request)
-      channel.onDisconnect(() => entry.controller.abort())
+      if (batch === undefined) channel.onDisconnect(() => entry.controller.abort())
     }
+    batch?.add(entry)
     const peer = session?.peer ?? this.sessionless
     const route = this.questionRoute(session, responder)
     const ctx: DispatchContext = peer.legacyContext(entry.controller.signal, revision, {
@@ -362,6 +372,7 @@ export class HttpExchange {
       return { kind: 'reply', status: legacyStatus('error' in response ? response.error : undefined), message: response }
     } finally {
       session?.peer.untrack(entry)
+      batch?.delete(entry)
     }
   }
 
@@ -397,26 +408,78 @@ export class HttpExchange {
     return { kind: 'reply', status: legacyStatus(message.error), message }
   }
 
+  /**
+   * A 2025-03-26 batch: members are served in batch order, at most transport.maxBatchInFlight at
+   * once (lib/connection/batch.ts), each classified only when it is taken; the replies keep the
+   * members' order and ids. In a session the members also count against
+   * transport.maxRequestsPerSession, as the session's other requests do.
+   */
   private async serveBatch (elements: readonly unknown[], revision: Revision, context: LegacyPostContext, channel: PostChannel): Promise<void> {
     // Seed › Batches: only 2025-03-26 has them.
     const refused = batchRefusal(elements, revision)
     if (refused !== undefined) return reply(channel, legacyStatus(refused.error), refused)
     const responder = new Responder(channel)
-    const items = elements.map(classify)
-    const outcomes = await Promise.all(items.map(async item => await this.handleItem(item, revision, context, responder, channel)))
-    const replies = outcomes.flatMap(o => o.kind === 'reply' ? [o.message] : [])
-    const hasRequests = items.some(i => i.kind === 'request' || i.kind === 'invalid')
+    const batch = new BatchRun()
+    // One listener for the whole batch, not one per member: the client going away (sessionless:
+    // the only cancellation there is), or the reply stream ended past its hard limit (a session's
+    // members are cancelled upstream), ends the members in progress, and none is started after.
+    if (context.session === undefined) channel.onDisconnect(() => { batch.end('gone') })
+    else responder.onOverflow(() => { batch.end('withheld') })
+    let hasRequests = false
+    const outcomes = await serveBounded(elements.length, this.deps.maxBatchInFlight, async (index): Promise<ItemOutcome> => {
+      const item = classify(elements[index])
+      if (item.kind === 'request' || item.kind === 'invalid') hasRequests = true
+      if (batch.ended !== undefined) return { kind: batch.ended }
+      return await this.handleItem(item, revision, context, responder, channel, batch)
+    })
     if (!hasRequests) {
       // A batch of only notifications and responses: 202, unless a stray response made it 400.
       const refusedItem = outcomes.find(o => o.kind === 'reply')
       if (refusedItem !== undefined && refusedItem.kind === 'reply') return responder.finish(refusedItem.status, refusedItem.message)
       return responder.finish(ACCEPTED, undefined)
     }
+    const replies: JsonRpcResponse[] = []
+    for (const o of outcomes) if (o.kind === 'reply') replies.push(o.message)
     if (replies.length === 0) {
       if (outcomes.some(o => o.kind === 'withheld')) return responder.withhold()
       return responder.abandon()
     }
     responder.finish(200, replies)
+  }
+}
+
+/**
+ * The members of one batch in progress (at most transport.maxBatchInFlight), so that one
+ * listener can end them all; once ended, no further member is started.
+ */
+class BatchRun {
+  /** How the batch ended before all its members were served: `gone` (the client left), `withheld` (its reply stream overflowed). */
+  ended: 'gone' | 'withheld' | undefined = undefined
+  private readonly running = new Set<InFlight>()
+
+  /** A member started: it is ended with the batch (at once when the batch already ended). */
+  add (entry: InFlight): void {
+    if (this.ended !== undefined) { this.stop(entry); return }
+    this.running.add(entry)
+  }
+
+  /** A member finished. */
+  delete (entry: InFlight): void { this.running.delete(entry) }
+
+  /** Ends the members in progress (cancelled upstream) and stops the batch from starting others. */
+  end (how: 'gone' | 'withheld'): void {
+    if (this.ended !== undefined) return
+    this.ended = how
+    for (const entry of this.running) this.stop(entry)
+  }
+
+  private stop (entry: InFlight): void {
+    if (this.ended === 'withheld') {
+      entry.cancelled = true
+      entry.controller.abort(new Error('reply stream ended past transport.streamBufferMaxBytes'))
+    } else {
+      entry.controller.abort()
+    }
   }
 }
 

@@ -11,6 +11,8 @@ export interface McpRoutesOptions {
   drainTimeoutMs: number
   keepAliveMs: number
   maxRequestsPerSession: number
+  /** Most members of one batch in progress at once (transport.maxBatchInFlight); the rest wait. */
+  maxBatchInFlight: number
   /** Most long-lived streams open at once, GET and subscriptions/listen together (transport.maxGetStreams). */
   maxGetStreams: number
   /** Most POSTs in flight across this mcpx (transport.maxConcurrentRequests); past it, 503 with Retry-After. */
