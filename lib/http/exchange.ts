@@ -67,8 +67,33 @@ export interface ExchangeDeps {
   maxRequestsPerSession: number
   /** Most members of one batch in progress at once (transport.maxBatchInFlight; lib/connection/batch.ts). */
   maxBatchInFlight: number
+  /** The scope's requests in flight (transport.maxConcurrentRequests): a batch's members beside its first take their own. */
+  requestSlots: RequestSlots
   /** The long-lived streams' cap (transport.maxGetStreams), shared with GET /mcp. */
   streamSlots: StreamSlots
+}
+
+/**
+ * transport.maxConcurrentRequests, "most requests in flight across the daemon", for one /mcp scope:
+ * a POST takes a slot from its head until its response closes (routes/mcp), and each member of a
+ * batch in progress beside another takes one more ({@link HttpExchange}), so a batch counts as
+ * many requests as it has running, as a session's requests do. Never throws.
+ */
+export class RequestSlots {
+  private claimed = 0
+  /** @param max the cap (transport.maxConcurrentRequests), requests */
+  constructor (readonly max: number) {}
+  /** Requests in flight now. */
+  get inFlight (): number { return this.claimed }
+  /** Takes a slot; false (nothing taken) when none is free. */
+  claim (): boolean {
+    if (this.claimed >= this.max) return false
+    this.claimed++
+    return true
+  }
+
+  /** Gives back a slot taken by {@link claim}. */
+  release (): void { if (this.claimed > 0) this.claimed-- }
 }
 
 /** The id-less 202 acknowledgement has no body (DIGEST §3d rule 6). */
@@ -328,12 +353,19 @@ export class HttpExchange {
       const message = batchedInitialize(request.id)
       return { kind: 'reply', status: legacyStatus(message.error), message }
     }
+    if (session !== undefined && session.peer.inFlight >= deps.maxRequestsPerSession) {
+      const refused = refusal('sessionBusy', request.id)
+      return { kind: 'reply', status: refused.status, message: refused.message }
+    }
+    // transport.maxConcurrentRequests counts requests: a batch's POST holds one slot (routes/mcp),
+    // each member in progress beside another takes its own; past the cap the member is refused
+    // as a POST would be (503 -32603 with its id; inside the batch's 200).
+    if (batch !== undefined && !batch.admit(deps.requestSlots)) {
+      const refused = refusal('tooManyConcurrentRequests', request.id)
+      return { kind: 'reply', status: refused.status, message: refused.message }
+    }
     let entry: InFlight
     if (session !== undefined) {
-      if (session.peer.inFlight >= deps.maxRequestsPerSession) {
-        const refused = refusal('sessionBusy', request.id)
-        return { kind: 'reply', status: refused.status, message: refused.message }
-      }
       // Seed: in a session a dropped connection is not a cancellation; notifications/cancelled is.
       entry = session.peer.track(request.id) ?? untracked(request)
       // But a reply stream ended past its hard limit (lib/connection/flow.ts) can no longer carry the answer: cancel upstream.
@@ -372,7 +404,7 @@ export class HttpExchange {
       return { kind: 'reply', status: legacyStatus('error' in response ? response.error : undefined), message: response }
     } finally {
       session?.peer.untrack(entry)
-      batch?.delete(entry)
+      batch?.delete(entry, deps.requestSlots)
     }
   }
 
@@ -457,14 +489,34 @@ class BatchRun {
   ended: 'gone' | 'withheld' | undefined = undefined
   private readonly running = new Set<InFlight>()
 
-  /** A member started: it is ended with the batch (at once when the batch already ended). */
-  add (entry: InFlight): void {
-    if (this.ended !== undefined) { this.stop(entry); return }
-    this.running.add(entry)
+  /** Request slots this batch holds beside its POST's: one per member in progress past the first. */
+  private extraSlots = 0
+
+  /**
+   * Whether a request member may start now, as to transport.maxConcurrentRequests: with another
+   * member in progress it takes a slot of its own (false: none is free). Called just before {@link add}.
+   */
+  admit (slots: RequestSlots): boolean {
+    if (this.running.size === 0) return true // the POST's own slot covers it
+    if (!slots.claim()) return false
+    this.extraSlots++
+    return true
   }
 
-  /** A member finished. */
-  delete (entry: InFlight): void { this.running.delete(entry) }
+  /** A member started: it is ended with the batch (at once when the batch already ended). */
+  add (entry: InFlight): void {
+    this.running.add(entry)
+    if (this.ended !== undefined) this.stop(entry)
+  }
+
+  /** A member finished: the slot it no longer needs goes back. */
+  delete (entry: InFlight, slots: RequestSlots): void {
+    this.running.delete(entry)
+    if (this.extraSlots > Math.max(0, this.running.size - 1)) {
+      this.extraSlots--
+      slots.release()
+    }
+  }
 
   /** Ends the members in progress (cancelled upstream) and stops the batch from starting others. */
   end (how: 'gone' | 'withheld'): void {

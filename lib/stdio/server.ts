@@ -7,7 +7,9 @@
  *   Empty lines are ignored. A line longer than `maxLineBytes` is answered -32600 and discarded.
  * - Concurrency: requests run concurrently, each under its own cancellation (lib/base/cancel Cancellation). Notifications
  *   and `initialize` stay in line: a notification is processed, and `initialize` answered,
- *   before the next line is read. Writes are serialised, one whole frame per `write` call.
+ *   before the next line is read. Writes are serialised, one whole frame per `write` call. A
+ *   batch line's requests run at most `maxBatchInFlight` at once (lib/connection/batch.ts), the
+ *   rest waiting unstarted; its notifications and responses are processed in line.
  * - Cancellation: `notifications/cancelled {requestId}` aborts the request (the signal reaches
  *   the upstream call) and suppresses its reply and any later progress for it.
  * - Notifications are never answered, not even with an error.

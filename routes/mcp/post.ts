@@ -77,6 +77,7 @@ const postRoute: FastifyPluginAsync<McpRouteDeps> = async function (fastify, opt
     keepAliveMs: opts.keepAliveMs,
     maxRequestsPerSession: opts.maxRequestsPerSession,
     maxBatchInFlight: opts.maxBatchInFlight,
+    requestSlots: opts.requestSlots,
     streamSlots: opts.streamSlots
   })
   // `/` is <prefix>/mcp; `/:server` a curated endpoint, under the same hooks (unknown names: 404 in routes/mcp).
