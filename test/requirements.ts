@@ -230,6 +230,10 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'auth/oauth/stream-ends-when-its-token-expires': { source: 'docs/authentication.md › Tokens that expire', text: 'a GET or listen stream opened with an OAuth token ends at the token\'s exp' },
   'ops/reload/changed-upstream-make-before-break': { source: 'docs/operating.md › A changed upstream: make before break', text: 'a reload that changes an upstream starts the new instance first and switches when it is ready: no call fails, tools/list never lacks its tools, a call in flight on the old instance completes' },
   'ops/reload/changed-upstream-that-cannot-start-keeps-the-old': { source: 'docs/operating.md › A changed upstream: make before break', text: 'a changed upstream whose new instance cannot start keeps its old one serving, and the reload\'s answer, log line and status page name it and why' },
+  'limits/batch/members-in-progress-bounded-replies-in-order': { source: 'docs/security.md › Limits', text: 'at most transport.maxBatchInFlight members of a POST batch in progress at once; the replies keep the batch\'s order and ids' },
+  'limits/batch/members-count-against-max-concurrent-requests': { source: 'docs/security.md › Limits', text: 'transport.maxConcurrentRequests counts a batch\'s members in progress, not only its POST; a member past it is refused with its id' },
+  'limits/stdio/batch-members-in-progress-bounded-replies-in-order': { source: 'docs/security.md › Limits', text: 'the same bound on a batch line of mcpx serve' },
+  'limits/batch/sessionless-batches-rss-bounded': { source: 'docs/security.md › Limits', text: 'sessionless batches of many waiting members keep the daemon\'s RSS within a fixed bound' },
 }
 
 /** One concrete id of the manifest, with the key it came from (a family key for a `*` family). */
