@@ -28,6 +28,7 @@ import type { Logger } from '../telemetry/log.js'
 import type { TraceIn } from '../telemetry/trace.js'
 import { Cancellation } from '../base/cancel.js'
 import { expiresAtOf, type Principal } from '../auth/principal.js'
+import { serveBounded } from '../connection/batch.js'
 
 /** What a route supplies to write one reply. */
 export interface PostChannel {
@@ -64,8 +65,35 @@ export interface ExchangeDeps {
   keepAliveMs: number
   /** Most requests in flight per legacy session. */
   maxRequestsPerSession: number
+  /** Most members of one batch in progress at once (transport.maxBatchInFlight; lib/connection/batch.ts). */
+  maxBatchInFlight: number
+  /** The scope's requests in flight (transport.maxConcurrentRequests): a batch's members beside its first take their own. */
+  requestSlots: RequestSlots
   /** The long-lived streams' cap (transport.maxGetStreams), shared with GET /mcp. */
   streamSlots: StreamSlots
+}
+
+/**
+ * transport.maxConcurrentRequests, "most requests in flight across the daemon", for one /mcp scope:
+ * a POST takes a slot from its head until its response closes (routes/mcp), and each member of a
+ * batch in progress beside another takes one more ({@link HttpExchange}), so a batch counts as
+ * many requests as it has running, as a session's requests do. Never throws.
+ */
+export class RequestSlots {
+  private claimed = 0
+  /** @param max the cap (transport.maxConcurrentRequests), requests */
+  constructor (readonly max: number) {}
+  /** Requests in flight now. */
+  get inFlight (): number { return this.claimed }
+  /** Takes a slot; false (nothing taken) when none is free. */
+  claim (): boolean {
+    if (this.claimed >= this.max) return false
+    this.claimed++
+    return true
+  }
+
+  /** Gives back a slot taken by {@link claim}. */
+  release (): void { if (this.claimed > 0) this.claimed-- }
 }
 
 /** The id-less 202 acknowledgement has no body (DIGEST §3d rule 6). */
@@ -298,7 +326,11 @@ export class HttpExchange {
     reply(channel, 200, response, { 'mcp-session-id': session.id })
   }
 
-  private async handleItem (item: Classified, revision: Revision, context: LegacyPostContext, responder: Responder, channel: PostChannel): Promise<ItemOutcome> {
+  /**
+   * One message of a legacy POST, or one member of its batch (`batch` given: the batch's one
+   * disconnect or overflow listener ends it, instead of a listener of its own).
+   */
+  private async handleItem (item: Classified, revision: Revision, context: LegacyPostContext, responder: Responder, channel: PostChannel, batch?: BatchRun): Promise<ItemOutcome> {
     const { session } = context
     const deps = this.deps
     switch (item.kind) {
@@ -321,22 +353,32 @@ export class HttpExchange {
       const message = batchedInitialize(request.id)
       return { kind: 'reply', status: legacyStatus(message.error), message }
     }
+    if (session !== undefined && session.peer.inFlight >= deps.maxRequestsPerSession) {
+      const refused = refusal('sessionBusy', request.id)
+      return { kind: 'reply', status: refused.status, message: refused.message }
+    }
+    // transport.maxConcurrentRequests counts requests: a batch's POST holds one slot (routes/mcp),
+    // each member in progress beside another takes its own; past the cap the member is refused
+    // as a POST would be (503 -32603 with its id; inside the batch's 200).
+    if (batch !== undefined && !batch.admit(deps.requestSlots)) {
+      const refused = refusal('tooManyConcurrentRequests', request.id)
+      return { kind: 'reply', status: refused.status, message: refused.message }
+    }
     let entry: InFlight
     if (session !== undefined) {
-      if (session.peer.inFlight >= deps.maxRequestsPerSession) {
-        const refused = refusal('sessionBusy', request.id)
-        return { kind: 'reply', status: refused.status, message: refused.message }
-      }
       // Seed: in a session a dropped connection is not a cancellation; notifications/cancelled is.
       entry = session.peer.track(request.id) ?? untracked(request)
       // But a reply stream ended past its hard limit (lib/connection/flow.ts) can no longer carry the answer: cancel upstream.
-      const overflowed = entry
-      responder.onOverflow(() => { overflowed.cancelled = true; overflowed.controller.abort(new Error('reply stream ended past transport.streamBufferMaxBytes')) })
+      if (batch === undefined) {
+        const overflowed = entry
+        responder.onOverflow(() => { overflowed.cancelled = true; overflowed.controller.abort(new Error('reply stream ended past transport.streamBufferMaxBytes')) })
+      }
     } else {
       // Without a session no cancellation could ever reach the request, so the disconnect is the signal.
       entry = untracked(request)
-      channel.onDisconnect(() => entry.controller.abort())
+      if (batch === undefined) channel.onDisconnect(() => entry.controller.abort())
     }
+    batch?.add(entry)
     const peer = session?.peer ?? this.sessionless
     const route = this.questionRoute(session, responder)
     const ctx: DispatchContext = peer.legacyContext(entry.controller.signal, revision, {
@@ -362,6 +404,7 @@ export class HttpExchange {
       return { kind: 'reply', status: legacyStatus('error' in response ? response.error : undefined), message: response }
     } finally {
       session?.peer.untrack(entry)
+      batch?.delete(entry, deps.requestSlots)
     }
   }
 
@@ -397,26 +440,98 @@ export class HttpExchange {
     return { kind: 'reply', status: legacyStatus(message.error), message }
   }
 
+  /**
+   * A 2025-03-26 batch: members are served in batch order, at most transport.maxBatchInFlight at
+   * once (lib/connection/batch.ts), each classified only when it is taken; the replies keep the
+   * members' order and ids. In a session the members also count against
+   * transport.maxRequestsPerSession, as the session's other requests do.
+   */
   private async serveBatch (elements: readonly unknown[], revision: Revision, context: LegacyPostContext, channel: PostChannel): Promise<void> {
     // Seed › Batches: only 2025-03-26 has them.
     const refused = batchRefusal(elements, revision)
     if (refused !== undefined) return reply(channel, legacyStatus(refused.error), refused)
     const responder = new Responder(channel)
-    const items = elements.map(classify)
-    const outcomes = await Promise.all(items.map(async item => await this.handleItem(item, revision, context, responder, channel)))
-    const replies = outcomes.flatMap(o => o.kind === 'reply' ? [o.message] : [])
-    const hasRequests = items.some(i => i.kind === 'request' || i.kind === 'invalid')
+    const batch = new BatchRun()
+    // One listener for the whole batch, not one per member: the client going away (sessionless:
+    // the only cancellation there is), or the reply stream ended past its hard limit (a session's
+    // members are cancelled upstream), ends the members in progress, and none is started after.
+    if (context.session === undefined) channel.onDisconnect(() => { batch.end('gone') })
+    else responder.onOverflow(() => { batch.end('withheld') })
+    let hasRequests = false
+    const outcomes = await serveBounded(elements.length, this.deps.maxBatchInFlight, async (index): Promise<ItemOutcome> => {
+      const item = classify(elements[index])
+      if (item.kind === 'request' || item.kind === 'invalid') hasRequests = true
+      if (batch.ended !== undefined) return { kind: batch.ended }
+      return await this.handleItem(item, revision, context, responder, channel, batch)
+    })
     if (!hasRequests) {
       // A batch of only notifications and responses: 202, unless a stray response made it 400.
       const refusedItem = outcomes.find(o => o.kind === 'reply')
       if (refusedItem !== undefined && refusedItem.kind === 'reply') return responder.finish(refusedItem.status, refusedItem.message)
       return responder.finish(ACCEPTED, undefined)
     }
+    const replies: JsonRpcResponse[] = []
+    for (const o of outcomes) if (o.kind === 'reply') replies.push(o.message)
     if (replies.length === 0) {
       if (outcomes.some(o => o.kind === 'withheld')) return responder.withhold()
       return responder.abandon()
     }
     responder.finish(200, replies)
+  }
+}
+
+/**
+ * The members of one batch in progress (at most transport.maxBatchInFlight), so that one
+ * listener can end them all; once ended, no further member is started.
+ */
+class BatchRun {
+  /** How the batch ended before all its members were served: `gone` (the client left), `withheld` (its reply stream overflowed). */
+  ended: 'gone' | 'withheld' | undefined = undefined
+  private readonly running = new Set<InFlight>()
+
+  /** Request slots this batch holds beside its POST's: one per member in progress past the first. */
+  private extraSlots = 0
+
+  /**
+   * Whether a request member may start now, as to transport.maxConcurrentRequests: with another
+   * member in progress it takes a slot of its own (false: none is free). Called just before {@link add}.
+   */
+  admit (slots: RequestSlots): boolean {
+    if (this.running.size === 0) return true // the POST's own slot covers it
+    if (!slots.claim()) return false
+    this.extraSlots++
+    return true
+  }
+
+  /** A member started: it is ended with the batch (at once when the batch already ended). */
+  add (entry: InFlight): void {
+    this.running.add(entry)
+    if (this.ended !== undefined) this.stop(entry)
+  }
+
+  /** A member finished: the slot it no longer needs goes back. */
+  delete (entry: InFlight, slots: RequestSlots): void {
+    this.running.delete(entry)
+    if (this.extraSlots > Math.max(0, this.running.size - 1)) {
+      this.extraSlots--
+      slots.release()
+    }
+  }
+
+  /** Ends the members in progress (cancelled upstream) and stops the batch from starting others. */
+  end (how: 'gone' | 'withheld'): void {
+    if (this.ended !== undefined) return
+    this.ended = how
+    for (const entry of this.running) this.stop(entry)
+  }
+
+  private stop (entry: InFlight): void {
+    if (this.ended === 'withheld') {
+      entry.cancelled = true
+      entry.controller.abort(new Error('reply stream ended past transport.streamBufferMaxBytes'))
+    } else {
+      entry.controller.abort()
+    }
   }
 }
 

@@ -163,7 +163,7 @@ export const REFUSALS = Object.freeze({
   badRequest: { status: 400, code: INVALID_REQUEST, message: 'Bad Request' },
   /** A failure of mcpx itself on /mcp. */
   internalError: { status: 500, code: INTERNAL_ERROR, message: 'Internal error' },
-  /** Past transport.maxConcurrentRequests (daemon-wide POSTs in flight): the server is busy, not the client at fault. */
+  /** Past transport.maxConcurrentRequests (daemon-wide requests in flight: POSTs and batch members): the server is busy, not the client at fault. */
   tooManyConcurrentRequests: { status: 503, code: INTERNAL_ERROR, message: 'Server busy: too many requests in flight; retry later', retryAfterSeconds: RETRY_AFTER_SECONDS },
   /**
    * Past an upstream's maxInFlight calls in flight and maxQueued waiting: the call never

@@ -7,7 +7,9 @@
  *   Empty lines are ignored. A line longer than `maxLineBytes` is answered -32600 and discarded.
  * - Concurrency: requests run concurrently, each under its own cancellation (lib/base/cancel Cancellation). Notifications
  *   and `initialize` stay in line: a notification is processed, and `initialize` answered,
- *   before the next line is read. Writes are serialised, one whole frame per `write` call.
+ *   before the next line is read. Writes are serialised, one whole frame per `write` call. A
+ *   batch line's requests run at most `maxBatchInFlight` at once (lib/connection/batch.ts), the
+ *   rest waiting unstarted; its notifications and responses are processed in line.
  * - Cancellation: `notifications/cancelled {requestId}` aborts the request (the signal reaches
  *   the upstream call) and suppresses its reply and any later progress for it.
  * - Notifications are never answered, not even with an error.
@@ -47,6 +49,7 @@ import type { InstanceOwner } from '../upstreams/isolation.js'
 import { Cancellation } from '../base/cancel.js'
 import { LineSplitter } from '../protocol/lines.js'
 import { StdioWriter, within } from './writer.js'
+import { DEFAULT_MAX_BATCH_IN_FLIGHT, serveBounded } from '../connection/batch.js'
 
 /** Whom every request of a stdio connection serves (lib/dispatch/call-options.ts instanceOwnerOf of its contexts): its isolated instances' events reach it. */
 const STDIO_OWNER: InstanceOwner = Object.freeze({ owner: STDIO_SESSION, principalKey: LOCAL_PRINCIPAL.key })
@@ -80,6 +83,11 @@ export interface StdioServerOptions {
    * reading can make mcpx hold; listens are not counted.
    */
   maxInFlight?: number
+  /**
+   * Most members of one batch line in progress at once (config transport.maxBatchInFlight; default
+   * {@link DEFAULT_MAX_BATCH_IN_FLIGHT}): the rest wait, unstarted, in batch order.
+   */
+  maxBatchInFlight?: number
   /** stdout's high-water mark, bytes (config transport.streamBufferBytes; default 1 MiB): past it stdin is not read. */
   streamBufferBytes?: number
   /** stdout's hard limit, bytes (config transport.streamBufferMaxBytes; default 8 MiB): past it the connection ends. */
@@ -121,7 +129,7 @@ export function startStdioServer (input: Readable, output: Writable, dispatcher:
     logger: options.logger
   }
   const writer = new StdioWriter(output, flow, options.logger, () => { void connection?.close(0) })
-  connection = new StdioConnection(dispatcher, hub, writer, options.logger, drainMs, options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, options.endpoint)
+  connection = new StdioConnection(dispatcher, hub, writer, options.logger, drainMs, options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, options.maxBatchInFlight ?? DEFAULT_MAX_BATCH_IN_FLIGHT, options.endpoint)
   const conn = connection
   // Input waits while stdout is past its mark, and while the in-flight cap is reached.
   const reader = new LineReader(input, maxLineBytes, options.logger, () => writer.belowMark() ?? conn.belowCap())
@@ -241,6 +249,8 @@ class StdioConnection {
   /** Requests and batches whose replies are pending: what the drain waits for. Listens are not in here. */
   private readonly pending = new Set<Promise<void>>()
   private stopping = false
+  /** Set when the drain gives up and cancels what is in flight: no batch member starts after it. */
+  private cancelled = false
   private closing: Promise<void> | undefined
   private readonly stopHandlers: Array<() => void> = []
   private readonly ask: NonNullable<DispatchContext['ask']>
@@ -254,6 +264,8 @@ class StdioConnection {
     private readonly log: Logger,
     private readonly drainMs: number,
     private readonly maxInFlight: number,
+    /** Most members of one batch in progress at once (lib/connection/batch.ts). */
+    private readonly maxBatchInFlight: number,
     /** The curated endpoint served, or undefined. */
     private readonly endpoint?: string
   ) {
@@ -313,18 +325,28 @@ class StdioConnection {
     }
   }
 
-  /** One batch line: judged by the connection's revision; elements run concurrently; one array reply. */
+  /**
+   * One batch line: judged by the connection's revision; one array reply, in batch order.
+   * Notifications and responses in it are processed in line, as lone ones are; its requests are
+   * served in batch order, at most maxBatchInFlight at once (lib/connection/batch.ts), the rest
+   * waiting unstarted.
+   */
   private batch (elements: unknown[]): void {
     // Seed › stdio › Batches: "from the connection's negotiated version, or 2025-03-26 before any initialize".
     const refused = batchRefusal(elements, this.peer.legacy?.revision ?? ASSUMED_LEGACY_REVISION)
     if (refused !== undefined) { this.out.send(refused); return }
-    const replies: Array<Promise<JsonRpcResponse | undefined>> = []
+    // One slot per answered member, in batch order; a request's slot is filled once it is served
+    // (undefined: cancelled, its reply suppressed).
+    const replies: Array<JsonRpcResponse | undefined> = []
+    // The request members still to serve: their slot in `replies` and their classification.
+    const slots: number[] = []
+    const requests: InboundMessage[] = []
     for (const value of elements) {
       const inbound = classifyMessage(value, STDIO_SOURCE)
       const element = inbound.item
       switch (element.kind) {
         case 'invalid':
-          if (!isNeverAnswered(value)) replies.push(Promise.resolve(errorResponse(element.id, element.error.code, element.error.message)))
+          if (!isNeverAnswered(value)) replies.push(errorResponse(element.id, element.error.code, element.error.message))
           break
         case 'notification':
           this.notification(element.message)
@@ -334,17 +356,26 @@ class StdioConnection {
           break
         case 'request':
           if (element.message.method === 'initialize') {
-            replies.push(Promise.resolve(batchedInitialize(element.message.id)))
+            replies.push(batchedInitialize(element.message.id))
           } else if (element.message.method === 'subscriptions/listen') {
-            replies.push(Promise.resolve(errorResponse(element.message.id, INVALID_REQUEST, 'Invalid Request: subscriptions/listen must not be batched')))
+            replies.push(errorResponse(element.message.id, INVALID_REQUEST, 'Invalid Request: subscriptions/listen must not be batched'))
           } else {
-            replies.push(this.serve(element.message, inbound))
+            slots.push(replies.length)
+            requests.push(inbound)
+            replies.push(undefined)
           }
       }
     }
     if (replies.length === 0) return
-    this.addTask(Promise.all(replies).then(all => {
-      const answered = all.filter((r): r is JsonRpcResponse => r !== undefined)
+    const served = serveBounded(requests.length, this.maxBatchInFlight, async (index): Promise<void> => {
+      const inbound = requests[index]
+      const item = inbound.item
+      // Once the drain has cancelled what was in flight, no further member starts (its reply is left out).
+      if (this.cancelled || item.kind !== 'request') return
+      replies[slots[index]] = await this.serve(item.message, inbound)
+    })
+    this.addTask(served.then(() => {
+      const answered = replies.filter((r): r is JsonRpcResponse => r !== undefined)
       if (answered.length > 0) this.out.send(answered)
     }))
   }
@@ -477,6 +508,7 @@ class StdioConnection {
       for (const entry of [...this.peer.requests()]) {
         if (entry.endListen !== undefined) entry.endListen(true)
       }
+      this.cancelled = true
       this.peer.cancelAll('mcpx is shutting down')
       this.peer.end('mcpx is shutting down')
       this.removeLegacyListener?.()

@@ -11,6 +11,7 @@ import { requestIdOf } from '../../lib/protocol/inbound.js'
 import { frameworkRefusal, refusal } from '../../lib/protocol/http-status.js'
 import { readAccept } from '../../lib/protocol/accept.js'
 import { DRAIN_FACTOR, drainRequest } from '../../lib/http/drain.js'
+import { RequestSlots } from '../../lib/http/exchange.js'
 import { sendRefusal } from '../../plugins/send-refusal.js'
 import { endpointOf } from '../../plugins/endpoint.js'
 import type { McpRoutesOptions } from './options.js'
@@ -55,8 +56,9 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
   // ('close' on the raw response fires for finished, hijacked (SSE) and aborted replies alike;
   // Fastify's onResponse does not run when the client goes away first, so it would leak slots).
   // The refusal waits for preValidation so that the 503 can carry the request's id.
-  let inFlightPosts = 0
-  function releasePostSlot (): void { inFlightPosts-- }
+  // Batch members take their own slots from the same count (lib/http/exchange.ts RequestSlots).
+  const requestSlots = new RequestSlots(opts.maxConcurrentRequests)
+  function releasePostSlot (): void { requestSlots.release() }
   fastify.decorateRequest('mcpOverCapacity', false)
   // The route checks that need no body, in this order, after the plugins' onRequest hooks (Origin,
   // CORS, auth), as every rule /mcp follows: the method (405), the curated endpoint (404), Accept
@@ -69,9 +71,8 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
     if (endpoint !== undefined && !dispatcher.hasEndpoint(endpoint)) { sendRefusal(reply, unknownEndpoint); return }
     if (method !== 'OPTIONS' && readAccept(request.headers.accept).refused) { sendRefusal(reply, notAcceptable); return }
     if (method === 'POST') {
-      if (inFlightPosts >= opts.maxConcurrentRequests) request.mcpOverCapacity = true
+      if (!requestSlots.claim()) request.mcpOverCapacity = true
       else {
-        inFlightPosts++
         reply.raw.on('close', releasePostSlot) // a response emits 'close' once (no once() wrapper per POST)
       }
     }
@@ -107,8 +108,8 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
   })
   // One cap for every long-lived stream of this scope: GET streams and subscriptions/listen streams (mcpx-streams).
   const streamSlots = fastify.mcpStreams
-  await fastify.register(postRoute, { ...opts, streamSlots })
-  await fastify.register(getRoute, { ...opts, streamSlots })
+  await fastify.register(postRoute, { ...opts, streamSlots, requestSlots })
+  await fastify.register(getRoute, { ...opts, streamSlots, requestSlots })
   await fastify.register(deleteRoute, opts)
 }
 

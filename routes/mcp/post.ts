@@ -76,6 +76,8 @@ const postRoute: FastifyPluginAsync<McpRouteDeps> = async function (fastify, opt
     logger: fastify.log,
     keepAliveMs: opts.keepAliveMs,
     maxRequestsPerSession: opts.maxRequestsPerSession,
+    maxBatchInFlight: opts.maxBatchInFlight,
+    requestSlots: opts.requestSlots,
     streamSlots: opts.streamSlots
   })
   // `/` is <prefix>/mcp; `/:server` a curated endpoint, under the same hooks (unknown names: 404 in routes/mcp).

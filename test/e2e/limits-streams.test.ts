@@ -4,12 +4,17 @@
  * reading their SSE reply or GET stream while test/fixtures/flood-upstream.ts floods them, a
  * client that reads slowly, and a stdio host that writes 10,000 requests without reading.
  *
+ * Also the members of a batch in progress at once (transport.maxBatchInFlight): three sessionless
+ * POSTs of 20,000 waiting members each.
+ *
  * These are resource bounds with generous margins (RSS read from /proc/<pid>/status), not timing
  * assertions: before the fix the daemon went past 1 GB within 21 s with 4 stalled calls.
  */
 import t from 'tap'
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http'
-import { readFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { daemonReady, startDaemon, type DaemonProcess } from '../helpers/daemon.js'
 import { spawnServe } from '../helpers/spawn.js'
@@ -60,6 +65,21 @@ const SAMPLE_MS = 500
  * alone adds ~40 MB of RSS to every child).
  */
 const PRODUCTION_ENV = { NODE_OPTIONS: '' }
+/**
+ * Growth allowed over the baseline while three sessionless 20,000-member batches wait, MB: 8 × the
+ * measured +15 MB; before the bound the same traffic took +240 MB within the window.
+ */
+const BATCH_HEADROOM_MB = 120
+/** How long the waiting batches are watched once every one has its members in progress, ms. */
+const BATCH_WINDOW_MS = 3000
+/** The hand-written stdio upstream whose `hold` waits until cancelled (test/fixtures/hostile-upstream.ts). */
+const HOSTILE_PATH = fileURLToPath(new URL('../fixtures/hostile-upstream.js', import.meta.url))
+interface HostileRecord { event: string, tool?: string }
+/** The hostile upstream's FIXTURE_LOG records so far. */
+function hostileRecords (log: string): HostileRecord[] {
+  if (!existsSync(log)) return []
+  return readFileSync(log, 'utf8').split('\n').filter(l => l !== '').map(l => JSON.parse(l) as HostileRecord)
+}
 /** A long URI, so that the resources/updated flood is bytes, not only messages. */
 const FLOOD_URI = 'flood://r/' + 'u'.repeat(500)
 
@@ -83,6 +103,13 @@ async function peakRss (t: { fail: (message: string) => void }, pid: number, ms:
     await sleep(SAMPLE_MS)
   }
   return peak
+}
+
+/** Samples `pid`'s RSS every 100 ms until stopped; `peak` is the highest reading, MB. */
+function rssSampler (pid: number): { readonly peak: number, stop: () => void } {
+  let peak = rssMb(pid)
+  const timer = setInterval(() => { try { peak = Math.max(peak, rssMb(pid)) } catch { /* exited */ } }, 100)
+  return { get peak () { return peak }, stop: () => { clearInterval(timer) } }
 }
 
 /** Polls until `pid`'s RSS is at most `mb` (bounded wait); resolves with the last reading. */
@@ -245,6 +272,56 @@ t.test('limits/sse/stalled-reply-past-max-ended-and-call-cancelled', async t => 
   // The upstream and the daemon serve the next call.
   const next = await readLate(daemon.base, floodCall(10, { count: 3 }, 'next'), 0)
   t.equal(next.at(-1)?.result?.content?.[0]?.text, 'flooded 3', 'the next call is answered')
+})
+
+t.test('limits/batch/sessionless-batches-rss-bounded', async t => {
+  // Three concurrent sessionless POSTs (no MCP-Protocol-Version: served as 2025-03-26, where
+  // batches exist), each a batch of 20,000 tools/call members (2.3 MiB) to a call that never
+  // answers: at most transport.maxBatchInFlight (64) members of each are in progress, the rest wait
+  // unstarted. Before the bound all 60,000 were dispatched at once (the upstream admitted
+  // maxInFlight + maxQueued, answered the rest "busy", and each member's state stayed until its
+  // POST ended): +240 MB within 3 s here, and the attack's four 36,000-member POSTs went from 114 MB
+  // to 1.37 GB. Measured with the bound: +15 MB; lib/connection/batch.ts.
+  const dir = mkdtempSync(join(tmpdir(), 'mcpx-batch-rss-'))
+  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
+  const log = join(dir, 'fixture.log')
+  const release = join(dir, 'r') // never created: every hold waits until cancelled
+  const daemon = await startDaemon(t, { upstreams: { h: { command: process.execPath, args: [HOSTILE_PATH], env: { FIXTURE_LOG: log } } } }, { env: PRODUCTION_ENV })
+  await daemonReady(daemon.base) // its upstream too: two tests start at once
+  const pid = daemon.child.pid as number
+  const post = async (body: unknown, signal?: AbortSignal): Promise<Response> => await fetch(`${daemon.base}/mcp`, { method: 'POST', headers: legacyHeaders(), body: JSON.stringify(body), ...(signal !== undefined ? { signal } : {}) })
+  // Warm up (JIT, pools) with a small batch read to its end, then take the baseline.
+  const warm = await post(Array.from({ length: 100 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'echo', arguments: { text: `w${i}` } } })))
+  t.equal((await warm.json() as unknown[]).length, 100, 'a small batch is answered whole')
+  const baseline = rssMb(pid)
+  const POSTS = 3
+  const MEMBERS = 20_000
+  const BOUND = 64 // transport.maxBatchInFlight's default
+  const body = Array.from({ length: MEMBERS }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'hold', arguments: { release } } }))
+  const abort = new AbortController()
+  t.teardown(() => { abort.abort() })
+  // Sampled from the first byte sent to the end of the test: before the bound the growth went on
+  // after the window, while the daemon was still dispatching members on a loaded machine.
+  const sampler = rssSampler(pid)
+  t.teardown(() => { sampler.stop() })
+  const posts = Array.from({ length: POSTS }, async () => await post(body, abort.signal).catch(() => undefined))
+  const calls = (): HostileRecord[] => hostileRecords(log).filter(r => r.event === 'call' && r.tool === 'hold')
+  await pollUntil('every batch in progress at the upstream', () => calls().length >= POSTS * BOUND, 60_000)
+  const limit = baseline + BATCH_HEADROOM_MB
+  const peak = await peakRss(t, pid, BATCH_WINDOW_MS, limit)
+  t.ok(peak < limit, `peak RSS ${peak.toFixed(0)} MB (baseline ${baseline.toFixed(0)} MB) under ${limit.toFixed(0)} MB for ${BATCH_WINDOW_MS / 1000} s with ${POSTS} batches of ${MEMBERS} waiting members`)
+  const started = calls().length
+  t.ok(started <= POSTS * BOUND, `at most ${BOUND} members of each batch in progress: ${started} calls at the upstream`)
+  // The clients leave: their members in progress are cancelled upstream, and none is started after.
+  abort.abort()
+  await Promise.all(posts)
+  await pollUntil('the members in progress cancelled upstream', () => hostileRecords(log).filter(r => r.event === 'cancelled').length >= started, 60_000)
+  const after = await rssSettles(pid, baseline + NEAR_BASELINE_MB)
+  t.ok(after <= baseline + NEAR_BASELINE_MB, `RSS back near baseline after the POSTs ended: ${after.toFixed(0)} MB (baseline ${baseline.toFixed(0)} MB)`)
+  const ping = await post({ jsonrpc: '2.0', id: 'after', method: 'ping' })
+  t.same(await ping.json(), { jsonrpc: '2.0', id: 'after', result: {} }, 'the daemon still answers')
+  sampler.stop()
+  t.ok(sampler.peak < limit, `peak RSS ${sampler.peak.toFixed(0)} MB from the first POST to the end (baseline ${baseline.toFixed(0)} MB) under ${limit.toFixed(0)} MB`)
 })
 
 t.test('limits/stdio/unread-host-10000-requests-bounded-then-all-answered', async t => {

@@ -4,7 +4,11 @@
  * (seed › "stdio, every revision" and "Found along the way"; DIGEST §2c, §3c, §6b, §6f, §6g).
  */
 import t from 'tap'
-import { readFileSync, watch, existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { readFileSync, watch, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { PassThrough } from 'node:stream'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+import { pino } from 'pino'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js'
@@ -14,6 +18,11 @@ import { StdioClientTransport as StdioClientTransportV2 } from '@modelcontextpro
 import { FIXTURE_PATH } from '../helpers/fixture.js'
 import { spawnServe, writeConfig, serveArgs, type Message, type ServeChild, type Teardown } from '../helpers/spawn.js'
 import { prng, generateBatch, replyIdTexts, expectedReplies } from '../helpers/batch-ids.js'
+import { runStdio } from '../../stdio.js'
+import { loadConfig } from '../../lib/config/load.js'
+
+/** The hand-written stdio upstream that records how many calls it holds (test/fixtures/hostile-upstream.ts). */
+const HOSTILE_PATH = fileURLToPath(new URL('../fixtures/hostile-upstream.js', import.meta.url))
 
 type Test = Teardown
 
@@ -320,6 +329,52 @@ t.test('2025-03-26/stdio/batch-answered-as-array', async t => {
     }
     t.same(problems, [], 'each request answered once, with its own id')
   })
+})
+
+t.test('limits/stdio/batch-members-in-progress-bounded-replies-in-order', async t => {
+  // The same bound as a POST batch's (transport.maxBatchInFlight, lib/connection/batch.ts), on a batch
+  // line: runStdio (stdio.ts, what `mcpx serve` runs) in this process on a stream pair, over the
+  // hand-written hostile upstream, which records how many calls it holds unanswered (`open`).
+  // Before the bound every member started at once (open reached ~28).
+  const dir = mkdtempSync(join(tmpdir(), 'mcpx-stdio-batch-'))
+  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
+  const log = join(dir, 'fixture.log')
+  const release = join(dir, 'release')
+  writeFileSync(release, '') // each hold answers at its first 20 ms poll
+  const BOUND = 4
+  const input = new PassThrough()
+  const output = new PassThrough()
+  // The first array line on stdout is the batch's reply.
+  const lines: unknown[] = []
+  const reply = new Promise<Message[]>((resolve, reject) => {
+    const timer = setTimeout(() => { reject(new Error(`no batch reply; stdout: ${JSON.stringify(lines)}`)) }, 60_000)
+    createInterface({ input: output }).on('line', line => {
+      const message = JSON.parse(line) as unknown
+      lines.push(message)
+      if (Array.isArray(message)) { clearTimeout(timer); resolve(message as Message[]) }
+    })
+  })
+  const config = loadConfig({ transport: { maxBatchInFlight: BOUND }, upstreams: { h: { command: process.execPath, args: [HOSTILE_PATH], env: { FIXTURE_LOG: log } } } })
+  const exited = runStdio(config, pino({ level: 'silent' }), { input, output })
+  t.teardown(() => { input.end() })
+  const members: object[] = []
+  const expected: Array<string | number> = []
+  for (let i = 0; i < 30; i++) {
+    if (i === 5) members.push({ jsonrpc: '2.0', method: 'notifications/whatever' }) // no reply
+    else if (i === 11) { members.push({ jsonrpc: '2.0', id: 'p', method: 'ping' }); expected.push('p') }
+    else { const id = i % 2 === 0 ? i : `s${i}`; members.push({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'hold', arguments: { tag: String(id), release } } }); expected.push(id) }
+  }
+  // Before any initialize a batch is judged as 2025-03-26 (seed › stdio › Batches).
+  input.write(JSON.stringify(members) + '\n')
+  const replies = await reply
+  t.same(replies.map(m => m.id), expected, 'one reply per request member, in batch order, each with its own id')
+  for (const m of replies.filter(m => m.id !== 'p')) t.equal(text(m), `released ${String(m.id)}`, `member ${String(m.id)} got its own result`)
+  const calls = readFileSync(log, 'utf8').split('\n').filter(l => l !== '').map(l => JSON.parse(l) as { event: string, open?: number }).filter(r => r.event === 'call')
+  t.equal(calls.length, 28, 'every tools/call member reached the upstream')
+  const most = Math.max(...calls.map(r => r.open ?? 0))
+  t.ok(most <= BOUND, `at most maxBatchInFlight (${BOUND}) members in progress at once: the upstream held ${most} at most`)
+  input.end()
+  t.equal(await exited, 0, 'runStdio returns 0 at EOF')
 })
 
 t.test('2025-06-18/stdio/batch-refused', async t => {

@@ -26,6 +26,9 @@ import { buildDaemon } from '../../server.js'
 import { loadConfig } from '../../lib/config/load.js'
 import { refusal, type RefusalReason } from '../../lib/protocol/http-status.js'
 
+/** The hand-written stdio upstream that records how many calls it holds (test/fixtures/hostile-upstream.ts). */
+const HOSTILE_PATH = fileURLToPath(new URL('../fixtures/hostile-upstream.js', import.meta.url))
+
 type Method = 'POST' | 'GET' | 'DELETE' | 'OPTIONS'
 type Era = 'legacy' | 'modern'
 const METHODS: Method[] = ['POST', 'GET', 'DELETE', 'OPTIONS']
@@ -463,6 +466,93 @@ t.test('all/limits/max-requests-per-session-429', async t => {
   const third = await fetch(`${base}/mcp`, { method: 'POST', headers: sessionHeaders(sid, REVISION), body: JSON.stringify(callBody(3, 'echo', { text: 'x' })) })
   t.equal(third.status, 200, 'the slot frees when the call ends')
   await third.text()
+})
+
+/**
+ * One app for the batch bounds, shared by the two tests below (one hostile upstream start): a
+ * sessionless batch has at most BATCH_BOUND members in progress, and the scope at most
+ * BATCH_SLOTS requests in flight (transport.maxConcurrentRequests). The upstream records each
+ * tools/call with how many calls it holds unanswered (`open`); `hold` answers once `release` exists.
+ */
+const BATCH_BOUND = 4
+const BATCH_SLOTS = 5
+let batchApp: Promise<{ base: string, log: string, dir: string }> | undefined
+async function batchServer (): Promise<{ base: string, log: string, dir: string }> {
+  batchApp ??= (async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mcpx-batch-bound-'))
+    t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+    const log = join(dir, 'fixture.log')
+    const { base } = await listen(t, { upstreams: { h: { command: process.execPath, args: [HOSTILE_PATH], env: { FIXTURE_LOG: log } } }, transport: { maxBatchInFlight: BATCH_BOUND, maxConcurrentRequests: BATCH_SLOTS } })
+    return { base, log, dir }
+  })()
+  return await batchApp
+}
+const holdCall = (id: string | number, release: string): object => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'hold', arguments: { tag: String(id), release } } })
+/** The hostile upstream's tools/call records, from line `since` of its log on. */
+function holdCalls (log: string, since = 0): Array<{ tag?: string, open?: number }> {
+  if (!fs.existsSync(log)) return []
+  return readFileSync(log, 'utf8').split('\n').filter(l => l !== '').slice(since).map(l => JSON.parse(l) as { event: string, tag?: string, open?: number }).filter(r => r.event === 'call')
+}
+const logLines = (log: string): number => fs.existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(l => l !== '').length : 0
+
+t.test('limits/batch/members-in-progress-bounded-replies-in-order', async t => {
+  // A sessionless 2025-03-26 batch of 40 members: at most transport.maxBatchInFlight (4) in
+  // progress at once, so the upstream never holds more than 4; before the bound every member was
+  // dispatched at once (open reached 37).
+  const { base, log, dir } = await batchServer()
+  const since = logLines(log)
+  const release = join(dir, 'released-at-once')
+  writeFileSync(release, '') // each hold answers at its first 20 ms poll
+  const members: object[] = []
+  const expected: Array<string | number> = []
+  for (let i = 0; i < 40; i++) {
+    if (i === 7) members.push({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 'x', progress: 1 } }) // no reply
+    else if (i === 13) { members.push({ jsonrpc: '2.0', id: 'bad', method: 42 }); expected.push('bad') } // an invalid member: its error, in its place
+    else if (i === 21) { members.push({ jsonrpc: '2.0', id: 'p', method: 'ping' }); expected.push('p') }
+    else { const id = i % 2 === 0 ? i : `s${i}`; members.push(holdCall(id, release)); expected.push(id) }
+  }
+  const res = await fetch(`${base}/mcp`, { method: 'POST', headers: legacyHeaders({ accept: 'application/json' }), body: JSON.stringify(members) })
+  t.equal(res.status, 200)
+  const replies = await res.json() as Array<{ id: unknown, result?: { content?: Array<{ text: string }> }, error?: { code: number } }>
+  t.same(replies.map(r => r.id), expected, 'one reply per request member, in batch order, each with its own id')
+  t.equal(replies.find(r => r.id === 'bad')?.error?.code, -32_600, 'the invalid member answered -32600 in its place')
+  t.same(replies.find(r => r.id === 'p'), { jsonrpc: '2.0', id: 'p', result: {} })
+  for (const r of replies.filter(r => r.id !== 'bad' && r.id !== 'p')) t.equal(r.result?.content?.[0]?.text, `released ${String(r.id)}`, `member ${String(r.id)} got its own result`)
+  const calls = holdCalls(log, since)
+  t.equal(calls.length, 37, 'every tools/call member reached the upstream')
+  const most = Math.max(...calls.map(r => r.open ?? 0))
+  t.ok(most <= BATCH_BOUND, `at most maxBatchInFlight (${BATCH_BOUND}) members in progress at once: the upstream held ${most} at most`)
+})
+
+t.test('limits/batch/members-count-against-max-concurrent-requests', async t => {
+  // transport.maxConcurrentRequests (5) counts requests, not only POSTs: two concurrent batches of
+  // four calls that wait hold 2 POST slots, and 3 more members beside their batches' first; the
+  // 3 members past the cap are refused as a POST would be (-32603 with their id, in the batch's
+  // 200). Before, a batch held one slot whatever it ran: all 8 ran.
+  const { base, log, dir } = await batchServer()
+  const since = logLines(log)
+  const release = join(dir, 'released-later')
+  const batch = (prefix: string): object[] => [0, 1, 2, 3].map(i => holdCall(`${prefix}${i}`, release))
+  const posts = ['a', 'b'].map(async prefix => await fetch(`${base}/mcp`, { method: 'POST', headers: legacyHeaders({ accept: 'application/json' }), body: JSON.stringify(batch(prefix)) }))
+  await pollUntil('the admitted members at the upstream', () => holdCalls(log, since).length >= BATCH_SLOTS)
+  writeFileSync(release, '')
+  const replies: Array<{ id: string, result?: unknown, error?: { code: number, message: string } }> = []
+  for (const res of await Promise.all(posts)) {
+    t.equal(res.status, 200, 'each batch: 200 with its array')
+    const body = await res.json() as typeof replies
+    t.same(body.map(r => r.id), body.map(r => r.id).sort(), 'in batch order')
+    t.equal(body.length, 4, 'every member answered')
+    replies.push(...body)
+  }
+  const refused = replies.filter(r => r.error !== undefined)
+  t.equal(replies.filter(r => r.result !== undefined).length, BATCH_SLOTS, `${BATCH_SLOTS} members ran: the cap`)
+  t.equal(refused.length, 3, 'the 3 past it were refused')
+  t.ok(refused.every(r => r.error?.code === -32_603 && /too many requests in flight/.test(r.error.message)), 'as a POST past the cap is (-32603 "Server busy")')
+  t.equal(holdCalls(log, since).length, BATCH_SLOTS, 'the refused members never reached the upstream')
+  // Every slot came back: five single POSTs at once are served.
+  const after = await Promise.all([1, 2, 3, 4, 5].map(async i => await fetch(`${base}/mcp`, { method: 'POST', headers: legacyHeaders({ accept: 'application/json' }), body: JSON.stringify(holdCall(`after${i}`, release)) })))
+  t.same(after.map(r => r.status), [200, 200, 200, 200, 200], 'the slots of finished members are free again')
+  await Promise.all(after.map(async r => await r.text()))
 })
 
 t.test('all/limits/max-concurrent-requests-503', async t => {

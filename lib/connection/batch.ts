@@ -1,0 +1,47 @@
+/**
+ * The members of one JSON-RPC batch in progress at once (seed › Batches: 2025-03-26 only), the one
+ * bound both transports pass through: a POST /mcp batch (lib/http/exchange.ts) and a batch line of
+ * `mcpx serve` (lib/stdio/server.ts).
+ *
+ * A batch may hold tens of thousands of members (a 4 MiB body of small `tools/call`s is ~36,000).
+ * Started all at once, each waiting member held its dispatch state (context, cancellation,
+ * listeners; ~9 KB) until the whole batch answered: four such POSTs without a session took a
+ * daemon from 114 MB to 1.3 GB of RSS, as nothing else bounds the members of a sessionless batch
+ * (transport.maxConcurrentRequests counts POSTs; transport.maxRequestsPerSession a session's
+ * requests). Here at most `transport.maxBatchInFlight` members are in progress; the rest wait, not
+ * started and holding nothing but their parsed JSON, and are taken in batch order as slots free.
+ */
+
+/** Members of one batch in progress at once when the options name none (the config's transport.maxBatchInFlight default). */
+export const DEFAULT_MAX_BATCH_IN_FLIGHT = 64
+
+/**
+ * Serves `count` members with at most `bound` in progress at once: `bound` workers (or fewer, for
+ * a smaller batch) take the next index in order, so only that many calls of `serveOne` are
+ * unsettled at any time and no promise or closure exists for a member not yet taken.
+ * @param count members in the batch
+ * @param bound most members in progress at once (≥ 1; a smaller value is taken as 1)
+ * @param serveOne serves member `index`; its value is that member's outcome
+ * @returns the outcomes, in batch order (index i holds member i's). Rejects only if `serveOne`
+ *          throws (the first error; the other workers still finish their current member and stop).
+ */
+export async function serveBounded<R> (count: number, bound: number, serveOne: (index: number) => R | Promise<R>): Promise<R[]> {
+  const outcomes = new Array<R>(count)
+  let next = 0
+  let failed = false
+  const worker = async (): Promise<void> => {
+    while (next < count && !failed) {
+      const index = next++
+      try {
+        outcomes[index] = await serveOne(index)
+      } catch (err) {
+        failed = true
+        throw err
+      }
+    }
+  }
+  const workers: Array<Promise<void>> = []
+  for (let n = Math.min(Math.max(1, bound), count); n > 0; n--) workers.push(worker())
+  await Promise.all(workers)
+  return outcomes
+}
