@@ -101,6 +101,7 @@ const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fa
     drainTimeoutMs: config.transport.bodyTimeout > 0 ? config.transport.bodyTimeout : 30_000,
     keepAliveMs: config.transport.sseKeepAlive,
     maxRequestsPerSession: config.transport.maxRequestsPerSession,
+    maxBatchMembers: config.transport.maxBatchMembers,
     maxBatchInFlight: config.transport.maxBatchInFlight,
     maxGetStreams: config.transport.maxGetStreams,
     maxConcurrentRequests: config.transport.maxConcurrentRequests,

@@ -87,6 +87,7 @@ export async function runStdio (config: McpxConfig, logger: Logger, io: { input:
       drainMs: config.transport.stdioDrain,
       maxLineBytes: config.transport.maxBodyBytes,
       maxInFlight: config.transport.stdioMaxInFlight,
+      maxBatchMembers: config.transport.maxBatchMembers,
       maxBatchInFlight: config.transport.maxBatchInFlight,
       streamBufferBytes: config.transport.streamBufferBytes,
       streamBufferMaxBytes: config.transport.streamBufferMaxBytes,

@@ -28,6 +28,8 @@ export interface McpxConfig {
     maxGetStreams: number
     maxRequestsPerSession: number
     maxConcurrentRequests: number
+    /** members: most members one batch may hold; a longer one is refused whole (lib/protocol/jsonrpc.ts parseBody). */
+    maxBatchMembers: number
     /** members: most members of one batch in progress at once (lib/connection/batch.ts). */
     maxBatchInFlight: number
     /** requests: mcpx serve reads no more input while this many are in flight. */

@@ -138,16 +138,24 @@ const TOO_DEEP: JsonRpcErrorObject = Object.freeze({ code: INVALID_REQUEST, mess
 /** A text shorter than this cannot nest deeper than MAX_NESTING_DEPTH (each level costs an opening and a closing bracket). */
 const MIN_TOO_DEEP_CHARS = 2 * (MAX_NESTING_DEPTH + 1)
 
+/** Most members of one batch, when the caller names no other bound (config transport.maxBatchMembers' default). */
+export const DEFAULT_MAX_BATCH_MEMBERS = 1000
+
 /**
  * Parses a JSON-RPC body (HTTP POST body or one stdio line).
  * @param input the raw text, or bytes that must be valid UTF-8 (invalid UTF-8 is a parse error)
+ * @param maxBatchMembers most members a batch may hold (config transport.maxBatchMembers): a longer
+ *        one is refused whole. JSON-RPC 2.0 §6 sets no bound, but a reply holds one answer per
+ *        member, so without one a 4 MiB body of `[0,0,…]` (2 million members) asks for a 200 MB
+ *        reply (docs/security.md › Limits).
  * @returns the parsed value (numeric ids that are not safe integers replaced by {@link RawNumberId}),
- *          a -32700 error, or a -32600 error for nesting deeper than {@link MAX_NESTING_DEPTH}
+ *          a -32700 error, or an id-less -32600 error for a batch of more than `maxBatchMembers`
+ *          members, or a -32600 error for nesting deeper than {@link MAX_NESTING_DEPTH}
  *          (with the message's `id` when it is a single message whose id is readable). The depth
  *          check is one scan of the text, run only when the text is long enough to be that deep.
  *          Never throws.
  */
-export function parseBody (input: string | Uint8Array): Parsed {
+export function parseBody (input: string | Uint8Array, maxBatchMembers = DEFAULT_MAX_BATCH_MEMBERS): Parsed {
   let text: string
   if (typeof input === 'string') {
     text = input
@@ -165,6 +173,7 @@ export function parseBody (input: string | Uint8Array): Parsed {
     return { ok: false, error: { code: PARSE_ERROR, message: `Parse error: ${(err as Error).message}` } }
   }
   if (Array.isArray(value)) {
+    if (value.length > maxBatchMembers) return { ok: false, error: { code: INVALID_REQUEST, message: `Invalid Request: a batch of ${value.length} members is more than the ${maxBatchMembers} allowed` } }
     let rawIds: Array<string | undefined> | undefined
     for (let i = 0; i < value.length; i++) {
       const element = value[i]

@@ -30,7 +30,7 @@
  */
 import type { Readable, Writable } from 'node:stream'
 import type { Logger } from '../telemetry/log.js'
-import { parseBody, errorResponse, isObject, INTERNAL_ERROR, INVALID_REQUEST, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js'
+import { parseBody, DEFAULT_MAX_BATCH_MEMBERS, errorResponse, isObject, INTERNAL_ERROR, INVALID_REQUEST, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse } from '../protocol/jsonrpc.js'
 import { OLDEST_REVISION, ASSUMED_LEGACY_REVISION } from '../protocol/revisions.js'
 import { classifyMessage, META_SUBSCRIPTION_ID, type InboundMessage, type MessageSource } from '../protocol/inbound.js'
 import type { Dispatcher } from '../dispatch/dispatcher.js'
@@ -83,6 +83,8 @@ export interface StdioServerOptions {
    * reading can make mcpx hold; listens are not counted.
    */
   maxInFlight?: number
+  /** Most members one batch line may hold (config transport.maxBatchMembers; default {@link DEFAULT_MAX_BATCH_MEMBERS}): a longer one is refused whole, id-less -32600. */
+  maxBatchMembers?: number
   /**
    * Most members of one batch line in progress at once (config transport.maxBatchInFlight; default
    * {@link DEFAULT_MAX_BATCH_IN_FLIGHT}): the rest wait, unstarted, in batch order.
@@ -129,7 +131,7 @@ export function startStdioServer (input: Readable, output: Writable, dispatcher:
     logger: options.logger
   }
   const writer = new StdioWriter(output, flow, options.logger, () => { void connection?.close(0) })
-  connection = new StdioConnection(dispatcher, hub, writer, options.logger, drainMs, options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, options.maxBatchInFlight ?? DEFAULT_MAX_BATCH_IN_FLIGHT, options.endpoint)
+  connection = new StdioConnection(dispatcher, hub, writer, options.logger, drainMs, options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, { members: options.maxBatchMembers ?? DEFAULT_MAX_BATCH_MEMBERS, inFlight: options.maxBatchInFlight ?? DEFAULT_MAX_BATCH_IN_FLIGHT }, options.endpoint)
   const conn = connection
   // Input waits while stdout is past its mark, and while the in-flight cap is reached.
   const reader = new LineReader(input, maxLineBytes, options.logger, () => writer.belowMark() ?? conn.belowCap())
@@ -264,8 +266,8 @@ class StdioConnection {
     private readonly log: Logger,
     private readonly drainMs: number,
     private readonly maxInFlight: number,
-    /** Most members of one batch in progress at once (lib/connection/batch.ts). */
-    private readonly maxBatchInFlight: number,
+    /** Most members one batch line may hold, and of those, most in progress at once (lib/connection/batch.ts). */
+    private readonly batchBounds: { members: number, inFlight: number },
     /** The curated endpoint served, or undefined. */
     private readonly endpoint?: string
   ) {
@@ -295,7 +297,7 @@ class StdioConnection {
 
   /** One line: a message or a batch. Resolves once it is processed as far as the seed keeps it in line. */
   async line (line: Uint8Array): Promise<void> {
-    const parsed = parseBody(line)
+    const parsed = parseBody(line, this.batchBounds.members)
     if (!parsed.ok) {
       this.log.debug({ code: parsed.error.code }, 'line refused at parse time (not JSON, or nested too deep)')
       this.out.send(errorResponse(parsed.id, parsed.error.code, parsed.error.message))
@@ -367,7 +369,7 @@ class StdioConnection {
       }
     }
     if (replies.length === 0) return
-    const served = serveBounded(requests.length, this.maxBatchInFlight, async (index): Promise<void> => {
+    const served = serveBounded(requests.length, this.batchBounds.inFlight, async (index): Promise<void> => {
       const inbound = requests[index]
       const item = inbound.item
       // Once the drain has cancelled what was in flight, no further member starts (its reply is left out).

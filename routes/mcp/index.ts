@@ -35,7 +35,7 @@ const MCP_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'DELETE
 const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (fastify, opts) {
   fastify.removeAllContentTypeParsers()
   fastify.addContentTypeParser(['application/json'], { parseAs: 'buffer', bodyLimit: opts.maxBodyBytes }, function parseJsonRpc (_request, body, done) {
-    done(null, parseBody(body as Buffer))
+    done(null, parseBody(body as Buffer, opts.maxBatchMembers))
   })
   // Fuzz finding (test/e2e/fuzz.test.ts, seed 1835233400): PUT/PATCH /mcp and unknown paths under
   // /mcp fell through to the host's not-found handler and error handler, so they were answered with

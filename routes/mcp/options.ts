@@ -12,6 +12,8 @@ export interface McpRoutesOptions {
   drainTimeoutMs: number
   keepAliveMs: number
   maxRequestsPerSession: number
+  /** Most members one batch may hold (transport.maxBatchMembers); a longer one is refused whole, id-less -32600. */
+  maxBatchMembers: number
   /** Most members of one batch in progress at once (transport.maxBatchInFlight); the rest wait. */
   maxBatchInFlight: number
   /** Most long-lived streams open at once, GET and subscriptions/listen together (transport.maxGetStreams). */
