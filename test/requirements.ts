@@ -239,6 +239,8 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'servers/oauth/endpoint-resource-and-its-metadata-path': { source: 'docs/policy.md › Curated endpoints', text: 'a curated endpoint\'s resource is <resource>/<name>, and its metadata is served where RFC 9728 §3.1 derives it from that URL' },
   'audit/lost/full-disk-counts-each-line-lost': { source: 'docs/policy.md › Audit', text: 'each audit line a full disk took is counted once in mcpx_audit_lines_lost_total, however few writes failed' },
   'audit/lost/retried-write-that-succeeds-loses-nothing': { source: 'docs/policy.md › Audit', text: 'a refused audit write is retried; once it succeeds every line is in the trail, in order, and none is counted lost' },
+  'limits/batch/too-many-members-refused-whole': { source: 'docs/security.md › Limits', text: 'a batch of more than transport.maxBatchMembers members is refused whole, 400 with one id-less -32600, before any member runs' },
+  'limits/stdio/batch-of-too-many-members-refused-whole': { source: 'docs/security.md › Limits', text: 'the same on a batch line of mcpx serve' },
   'limits/batch/members-in-progress-bounded-replies-in-order': { source: 'docs/security.md › Limits', text: 'at most transport.maxBatchInFlight members of a POST batch in progress at once; the replies keep the batch\'s order and ids' },
   'limits/batch/members-count-against-max-concurrent-requests': { source: 'docs/security.md › Limits', text: 'transport.maxConcurrentRequests counts a batch\'s members in progress, not only its POST; a member past it is refused with its id' },
   'limits/stdio/batch-members-in-progress-bounded-replies-in-order': { source: 'docs/security.md › Limits', text: 'the same bound on a batch line of mcpx serve' },

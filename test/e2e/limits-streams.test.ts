@@ -286,7 +286,9 @@ t.test('limits/batch/sessionless-batches-rss-bounded', async t => {
   t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
   const log = join(dir, 'fixture.log')
   const release = join(dir, 'r') // never created: every hold waits until cancelled
-  const daemon = await startDaemon(t, { upstreams: { h: { command: process.execPath, args: [HOSTILE_PATH], env: { FIXTURE_LOG: log } } } }, { env: PRODUCTION_ENV })
+  // transport.maxBatchMembers (default 1,000) would refuse these batches whole: raised here, so that
+  // what is measured is the in-progress bound of a batch that is admitted.
+  const daemon = await startDaemon(t, { transport: { maxBatchMembers: 50_000 }, upstreams: { h: { command: process.execPath, args: [HOSTILE_PATH], env: { FIXTURE_LOG: log } } } }, { env: PRODUCTION_ENV })
   await daemonReady(daemon.base) // its upstream too: two tests start at once
   const pid = daemon.child.pid as number
   const post = async (body: unknown, signal?: AbortSignal): Promise<Response> => await fetch(`${daemon.base}/mcp`, { method: 'POST', headers: legacyHeaders(), body: JSON.stringify(body), ...(signal !== undefined ? { signal } : {}) })

@@ -308,6 +308,18 @@ t.test('2025-03-26/stdio/batch-answered-as-array', async t => {
   t.equal(text(byId.get(11) as Message), 'in a batch')
   t.ok(reply)
 
+  t.test('limits/stdio/batch-of-too-many-members-refused-whole', async t => {
+    // transport.maxBatchMembers (default 1,000), as over HTTP: one id-less -32600 for the line.
+    let after = s.messages.length
+    s.send(JSON.stringify(new Array(1001).fill(0)))
+    const refused = await s.nextMessage(() => true, { after })
+    t.same(refused, { jsonrpc: '2.0', error: { code: -32600, message: 'Invalid Request: a batch of 1001 members is more than the 1000 allowed' } })
+    after = s.messages.length
+    s.send(Array.from({ length: 1000 }, (_, i) => ({ jsonrpc: '2.0', id: `m${i}`, method: 'ping' })))
+    await s.nextMessage(() => true, { after })
+    t.equal((s.messages[after] as unknown[]).length, 1000, 'a batch of exactly 1,000 members is served')
+  })
+
   t.test('2025-03-26/stdio/batch-replies-carry-their-members-ids', async t => {
     // Seeded batches (test/helpers/batch-ids.ts), one line each; the reply ids are read from the
     // raw stdout line. A shifted id also made a later member "already in flight".

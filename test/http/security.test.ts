@@ -524,6 +524,26 @@ t.test('limits/batch/members-in-progress-bounded-replies-in-order', async t => {
   t.ok(most <= BATCH_BOUND, `at most maxBatchInFlight (${BATCH_BOUND}) members in progress at once: the upstream held ${most} at most`)
 })
 
+t.test('limits/batch/too-many-members-refused-whole', async t => {
+  // transport.maxBatchMembers (default 1,000): a longer batch is one id-less -32600 before any
+  // member runs. Before, a 4 MiB body of [0,0,…] (2 million members) was answered member by
+  // member, a 216 MB reply.
+  const { base, log, dir } = await batchServer()
+  const since = logLines(log)
+  const release = join(dir, 'released-at-once')
+  writeFileSync(release, '')
+  const post = async (body: unknown): Promise<Response> => await fetch(`${base}/mcp`, { method: 'POST', headers: legacyHeaders({ accept: 'application/json' }), body: JSON.stringify(body) })
+  for (const [what, batch] of [['1,001 zeros', new Array(1001).fill(0)], ['1,001 calls', Array.from({ length: 1001 }, (_, i) => holdCall(i, release))]] as const) {
+    const res = await post(batch)
+    t.equal(res.status, 400, `${what}: 400`)
+    t.same(await res.json(), { jsonrpc: '2.0', error: { code: -32_600, message: 'Invalid Request: a batch of 1001 members is more than the 1000 allowed' } }, `${what}: one id-less -32600 for the whole batch`)
+  }
+  t.same(holdCalls(log, since), [], 'no member reached the upstream')
+  const full = await post(Array.from({ length: 1000 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'ping' })))
+  t.equal(full.status, 200)
+  t.equal((await full.json() as unknown[]).length, 1000, 'a batch of exactly 1,000 members is served')
+})
+
 t.test('limits/batch/members-count-against-max-concurrent-requests', async t => {
   // transport.maxConcurrentRequests (5) counts requests, not only POSTs: two concurrent batches of
   // four calls that wait hold 2 POST slots, and 3 more members beside their batches' first; the
