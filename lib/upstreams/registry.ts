@@ -24,6 +24,7 @@ import { isDeepStrictEqual } from 'node:util'
 import { INVALID_PARAMS, RESOURCE_NOT_FOUND, UPSTREAM_ERROR, isObject, UpstreamRpcError, type ListKind, type JsonObject } from '../protocol/jsonrpc.js'
 import { Upstream } from './upstream.js'
 import { TASKS_EXTENSION, declaresTasks } from '../protocol/tasks.js'
+import { compileUriTemplate, type UriTemplateMatcher } from '../protocol/uri-template.js'
 import type { CallStats } from './call-stats.js'
 import type { InstanceOwner } from './isolation.js'
 import type { UpstreamHeaderProvider, UpstreamLogger, UpstreamCallOptions, UpstreamRegistry, ReconcileOptions, ReconcileSummary } from './contract.js'
@@ -59,28 +60,7 @@ export interface RegistryOptions {
 }
 
 interface Route { upstream: Upstream, name: string, item: JsonObject }
-interface TemplateRoute { upstream: Upstream, uriTemplate: string, pattern: RegExp }
-
-/**
- * Compiles an RFC 6570 level-1 template (`fixture://items/{id}`) to a RegExp matching whole URIs:
- * each `{var}` matches one or more characters other than `/`; everything else is literal.
- * Operators of higher levels (`{+x}`, `{/x}`, `{?x}`…) are matched the same simple way.
- * Never throws.
- */
-export function compileUriTemplate (uriTemplate: string): RegExp {
-  let source = '^'
-  let last = 0
-  for (const match of uriTemplate.matchAll(/\{[^{}]*\}/g)) {
-    source += escapeRegExp(uriTemplate.slice(last, match.index)) + '[^/]+'
-    last = match.index + match[0].length
-  }
-  source += escapeRegExp(uriTemplate.slice(last)) + '$'
-  return new RegExp(source)
-}
-
-function escapeRegExp (text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
-}
+interface TemplateRoute { upstream: Upstream, uriTemplate: string, pattern: UriTemplateMatcher }
 
 /** The downstream name of an upstream item. */
 function prefixed (prefix: string, name: string): string {
@@ -483,7 +463,10 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     return this.upstreams.find(upstream => upstream.name === name)
   }
 
-  /** The upstream that listed `uri`, else the first whose template matches it. */
+  /**
+   * The upstream that listed `uri`, else the first whose template matches it (lib/protocol/uri-template.ts: the
+   * matcher the policy judges a URI with too, so a URI routed through a template is judged as that template).
+   */
   private ownerOfUri (uri: string): Upstream | undefined {
     return this.resourceRoutes.get(uri) ?? this.templateRoutes.find(route => route.pattern.test(uri))?.upstream
   }
