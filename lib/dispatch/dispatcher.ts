@@ -156,7 +156,7 @@ export class Dispatcher {
   visibilityOf (ctx: Pick<DispatchContext, 'caller' | 'endpoint'>): Visibility | undefined {
     const view = this.policy?.viewOf(ctx.caller, ctx.endpoint ?? WHOLE_CATALOGUE)
     const server = ctx.endpoint === undefined ? undefined : this.servers?.get(ctx.endpoint) ?? NO_SERVER
-    return view === undefined && server === undefined ? undefined : new Visibility(view, server)
+    return view === undefined && server === undefined ? undefined : new Visibility(view, server, this.registry)
   }
 
   /** {@link visibilityOf}, with Visibility.ALL (the null view) where that is undefined. Never throws. */

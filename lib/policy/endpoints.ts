@@ -4,8 +4,9 @@
  * Pure of Fastify; the dispatcher (lib/dispatch/dispatcher.ts) applies it together with the policy
  * (lib/policy/rules.ts), in one place for every transport.
  *
- * - `tools`/`prompts`/`resources`: `allow`/`deny` globs (lib/policy/rules.ts compileGlobs) on catalogue
- *   names (resources: URIs and uriTemplates); deny wins; an absent `allow` exposes nothing of the kind.
+ * - `tools`/`prompts`/`resources`: `allow`/`deny` globs (lib/policy/rules.ts GlobAccess) on catalogue
+ *   names (resources: URIs and uriTemplates; a concrete URI also by the templates it expands); deny
+ *   wins; an absent `allow` exposes nothing of the kind.
  * - `rename` (tools): catalogue name → exposed name. The client sees and calls only the exposed
  *   name; the catalogue name is unknown on this endpoint.
  * - `override` (tools): replaces `description`, `title` and `annotations` in `tools/list`.
@@ -15,7 +16,8 @@
  * Globs, policy rules and the keys of rename/override/defaults all use catalogue names, so one
  * rule covers a tool on every endpoint, whatever it is called there.
  */
-import { compileGlobs } from './rules.js'
+import { GlobAccess } from './rules.js'
+import type { Expansions } from './expansions.js'
 import type { JsonObject } from '../protocol/jsonrpc.js'
 
 /** allow/deny globs of one kind. */
@@ -35,27 +37,15 @@ export interface ServerConfig {
 }
 
 /** A compiled allow/deny pair. */
-class Globs {
-  private readonly allow: RegExp | null
-  private readonly deny: RegExp | null
-  private readonly everything: boolean
-  constructor (globs: ServerGlobs | undefined) {
-    this.allow = compileGlobs(globs?.allow ?? [])
-    this.deny = compileGlobs(globs?.deny ?? [])
-    this.everything = this.deny === null && (globs?.allow ?? []).includes('*')
-  }
-
-  test (name: string): boolean {
-    if (this.everything) return true
-    return this.allow !== null && this.allow.test(name) && (this.deny === null || !this.deny.test(name))
-  }
+function globsOf (globs: ServerGlobs | undefined): GlobAccess {
+  return new GlobAccess(globs?.allow ?? [], globs?.deny ?? [])
 }
 
 /** A compiled curated endpoint. Immutable; a reload compiles a new {@link Servers}. */
 export class CuratedServer {
-  private readonly tools: Globs
-  private readonly prompts: Globs
-  private readonly resources: Globs
+  private readonly tools: GlobAccess
+  private readonly prompts: GlobAccess
+  private readonly resources: GlobAccess
   /** catalogue → exposed */
   private readonly renamed: ReadonlyMap<string, string>
   /** exposed → catalogue */
@@ -64,11 +54,12 @@ export class CuratedServer {
   private readonly defaults_: ReadonlyMap<string, JsonObject>
   private readonly exposed = new WeakMap<readonly JsonObject[], JsonObject[]>()
   private readonly filtered = new WeakMap<readonly JsonObject[], JsonObject[]>()
+  private readonly filteredUris = new WeakMap<readonly JsonObject[], { expansions: Expansions, out: JsonObject[] }>()
 
   constructor (readonly name: string, config: ServerConfig) {
-    this.tools = new Globs(config.tools)
-    this.prompts = new Globs(config.prompts)
-    this.resources = new Globs(config.resources)
+    this.tools = globsOf(config.tools)
+    this.prompts = globsOf(config.prompts)
+    this.resources = globsOf(config.resources)
     this.renamed = new Map(Object.entries(config.rename ?? {}))
     this.original = new Map(Object.entries(config.rename ?? {}).map(([from, to]) => [to, from]))
     this.override = new Map(Object.entries(config.override ?? {}))
@@ -94,8 +85,21 @@ export class CuratedServer {
   /** Whether the prompt `name` (catalogue name) is exposed here. */
   allowsPrompt (name: string): boolean { return this.prompts.test(name) }
 
-  /** Whether the resource (URI, or a template's uriTemplate) is exposed here. */
+  /** Whether the resource (URI, or a template's uriTemplate) is exposed here, by its own name alone. */
   allowsResource (uri: string): boolean { return this.resources.test(uri) }
+
+  /** Whether the concrete resource `uri`, an expansion of the catalogue templates `templates`, is exposed here (GlobAccess.testExpansion). */
+  allowsUri (uri: string, templates: readonly string[]): boolean { return this.resources.testExpansion(uri, templates) }
+
+  /** `resources/list` as exposed here, each URI judged as {@link allowsUri}. Cached per input array while the templates are the same. */
+  filterUris (items: readonly JsonObject[], expansions: Expansions): JsonObject[] {
+    if (expansions.empty) return this.filter('resources', items, 'uri')
+    const cached = this.filteredUris.get(items)
+    if (cached?.expansions === expansions) return cached.out
+    const out = items.filter(item => typeof item.uri === 'string' && this.resources.testExpansion(item.uri, expansions.of(item.uri)))
+    this.filteredUris.set(items, { expansions, out })
+    return out
+  }
 
   /** The arguments of a call of catalogue tool `name`: `defaults` under what the client sent. */
   argumentsFor (name: string, args: JsonObject | undefined): JsonObject | undefined {

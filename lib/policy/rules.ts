@@ -14,7 +14,8 @@
  *   only deny); `"deny"` (the default) adds nothing.
  *
  * Names are catalogue names (the prefixed names `/mcp` lists, before any rename); resources and
- * resource templates match by URI (template: its `uriTemplate` text). Globs: `*` is any run of
+ * resource templates match by URI (template: its `uriTemplate` text), and a concrete URI also by the
+ * uriTemplate of each catalogue template it expands (GlobAccess.testExpansion). Globs: `*` is any run of
  * characters (`/` and `:` included: names and URIs are not paths), `?` one character, everything
  * else literal. Home-made on purpose: path glob libraries give `*` and `/` path meanings these
  * names do not have, and the whole syntax is two characters.
@@ -23,6 +24,7 @@
  * so a request costs a WeakMap lookup and one RegExp test per name.
  */
 import type { Principal } from '../auth/principal.js'
+import type { Expansions } from './expansions.js'
 
 /** The kinds of things a policy governs. */
 export type PolicyKind = 'tools' | 'prompts' | 'resources'
@@ -79,17 +81,38 @@ export function compileGlobs (globs: readonly string[]): RegExp | null {
   return new RegExp(`^(?:${alternatives.join('|')})$`)
 }
 
-/** What one kind allows: visible when `allow` matches and `deny` does not. */
-class KindAccess {
+/**
+ * One allow/deny pair of globs, compiled: a name is visible when `allow` matches it and `deny` does
+ * not (an empty `allow` allows nothing). Used per kind by the policy and by the curated endpoints.
+ */
+export class GlobAccess {
+  private readonly allow: RegExp | null
+  private readonly deny: RegExp | null
   private readonly everything: boolean
-  constructor (private readonly allow: RegExp | null, private readonly deny: RegExp | null, allowGlobs: readonly string[]) {
-    this.everything = deny === null && allowGlobs.includes('*')
+  constructor (allow: readonly string[], deny: readonly string[]) {
+    this.allow = compileGlobs(allow)
+    this.deny = compileGlobs(deny)
+    this.everything = this.deny === null && allow.includes('*')
   }
 
-  /** Whether `name` (catalogue name, or URI) is visible. Never throws. */
+  /** Whether `name` (catalogue name, URI or uriTemplate) is visible. Never throws. */
   test (name: string): boolean {
     if (this.everything) return true
     return this.allow !== null && this.allow.test(name) && (this.deny === null || !this.deny.test(name))
+  }
+
+  /**
+   * Whether the concrete URI `uri` is visible, judged under its own name and under the uriTemplate
+   * of each catalogue template it expands (`templates`, lib/policy/expansions.ts): visible when one of
+   * these names is allowed and none is denied (docs/policy.md › Templates and their expansions).
+   * Never throws.
+   */
+  testExpansion (uri: string, templates: readonly string[]): boolean {
+    if (templates.length === 0) return this.test(uri)
+    if (this.everything) return true
+    const { allow, deny } = this
+    if (allow === null || !(allow.test(uri) || templates.some(name => allow.test(name)))) return false
+    return deny === null || !(deny.test(uri) || templates.some(name => deny.test(name)))
   }
 }
 
@@ -109,22 +132,42 @@ const MAX_LIMIT_CACHE = 4096
  * is cached per list array (the registry replaces its arrays when a list changes).
  */
 export class PolicyView {
-  private readonly kinds: Record<PolicyKind, KindAccess>
+  private readonly kinds: Record<PolicyKind, GlobAccess>
   private readonly filtered = new WeakMap<readonly object[], unknown[]>()
+  private readonly filteredUris = new WeakMap<readonly object[], { expansions: Expansions, out: unknown[] }>()
   private readonly limitsByTool = new Map<string, readonly AppliedLimit[]>()
 
   /** @param limits the rate limits of the applying rules (rule index, calls, per ms, the tools they allow) */
   constructor (allow: Record<PolicyKind, string[]>, deny: Record<PolicyKind, string[]>, readonly limits: readonly AppliedLimit[]) {
     this.kinds = {
-      tools: new KindAccess(compileGlobs(allow.tools), compileGlobs(deny.tools), allow.tools),
-      prompts: new KindAccess(compileGlobs(allow.prompts), compileGlobs(deny.prompts), allow.prompts),
-      resources: new KindAccess(compileGlobs(allow.resources), compileGlobs(deny.resources), allow.resources)
+      tools: new GlobAccess(allow.tools, deny.tools),
+      prompts: new GlobAccess(allow.prompts, deny.prompts),
+      resources: new GlobAccess(allow.resources, deny.resources)
     }
   }
 
   /** Whether the thing of `kind` called `name` (catalogue name; resources: URI or uriTemplate) is visible. */
   allows (kind: PolicyKind, name: string): boolean {
     return this.kinds[kind].test(name)
+  }
+
+  /** Whether the concrete resource `uri`, an expansion of the catalogue templates `templates`, is visible (GlobAccess.testExpansion). */
+  allowsUri (uri: string, templates: readonly string[]): boolean {
+    return this.kinds.resources.testExpansion(uri, templates)
+  }
+
+  /**
+   * The visible items of `resources/list`, each judged as {@link allowsUri} with the templates
+   * it expands. Cached per `items` array while the templates are the same. Never throws.
+   */
+  filterUris<T extends Record<string, unknown>> (items: readonly T[], expansions: Expansions): T[] {
+    if (expansions.empty) return this.filter('resources', items, 'uri')
+    const cached = this.filteredUris.get(items)
+    if (cached?.expansions === expansions) return cached.out as T[]
+    const access = this.kinds.resources
+    const out = items.filter(item => typeof item.uri === 'string' && access.testExpansion(item.uri, expansions.of(item.uri)))
+    this.filteredUris.set(items, { expansions, out })
+    return out
   }
 
   /**

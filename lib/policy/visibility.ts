@@ -5,6 +5,12 @@
  * (lists, calls), the Mcp-Param-* check (plugins/modern-headers via Dispatcher.findTool) and the
  * notification listeners (list_changed, resources/updated) all ask this one object.
  *
+ * A concrete resource URI is judged under its own name and under the uriTemplate of every catalogue
+ * template it expands (lib/policy/expansions.ts; docs/policy.md › Templates and their expansions):
+ * `resources/read`, `resources/subscribe`, `resources/list`, listen subscriptions and
+ * `notifications/resources/updated` alike, so hiding a template hides what the registry would
+ * route through it. A template itself is judged by its own text.
+ *
  * Lists are cached per input array at each step (the registry replaces an array when its list
  * changes), so a list costs a WeakMap lookup once computed, and its fingerprint (for list_changed
  * per view) is computed once per distinct array.
@@ -13,6 +19,7 @@ import type { ListKind, JsonObject } from '../protocol/jsonrpc.js'
 import type { UpstreamRegistry } from '../upstreams/contract.js'
 import type { PolicyView } from './rules.js'
 import type { CuratedServer } from './endpoints.js'
+import { Expansions, expansionsOf } from './expansions.js'
 
 const fingerprints = new WeakMap<readonly JsonObject[], string>()
 
@@ -35,7 +42,20 @@ export class Visibility {
    */
   static readonly ALL = new Visibility(undefined, undefined)
 
-  constructor (readonly policy: PolicyView | undefined, readonly server: CuratedServer | undefined) {}
+  /**
+   * @param catalogue where the resource templates come from (the registry): read at each check, so a
+   *        long-lived view (a notification stream's) follows the catalogue. Absent: no templates.
+   */
+  constructor (
+    readonly policy: PolicyView | undefined,
+    readonly server: CuratedServer | undefined,
+    private readonly catalogue?: Pick<UpstreamRegistry, 'resourceTemplates'>
+  ) {}
+
+  /** The catalogue's templates, compiled (cached per templates array). */
+  private expansions (): Expansions {
+    return this.catalogue === undefined ? Expansions.NONE : expansionsOf(this.catalogue.resourceTemplates())
+  }
 
   /** `tools/list` as this caller sees it on this endpoint. */
   tools (items: readonly JsonObject[]): JsonObject[] {
@@ -49,10 +69,19 @@ export class Visibility {
     return this.server === undefined ? allowed as JsonObject[] : this.server.filter('prompts', allowed, 'name')
   }
 
-  /** `resources/list` (`key` 'uri') or `resources/templates/list` (`key` 'uriTemplate'). */
+  /**
+   * `resources/list` (`key` 'uri': each URI judged with the templates it expands, as {@link resource})
+   * or `resources/templates/list` (`key` 'uriTemplate': each by its own text).
+   */
   resources (items: readonly JsonObject[], key: 'uri' | 'uriTemplate'): JsonObject[] {
-    const allowed = this.policy === undefined ? items : this.policy.filter('resources', items, key)
-    return this.server === undefined ? allowed as JsonObject[] : this.server.filter('resources', allowed, key)
+    if (this.policy === undefined && this.server === undefined) return items as JsonObject[]
+    if (key === 'uriTemplate') {
+      const allowed = this.policy === undefined ? items : this.policy.filter('resources', items, key)
+      return this.server === undefined ? allowed as JsonObject[] : this.server.filter('resources', allowed, key)
+    }
+    const expansions = this.expansions()
+    const allowed = this.policy === undefined ? items : this.policy.filterUris(items, expansions)
+    return this.server === undefined ? allowed as JsonObject[] : this.server.filterUris(allowed, expansions)
   }
 
   /** The catalogue name of the tool called `exposed` here, or undefined when it is hidden (or renamed away). */
@@ -67,9 +96,31 @@ export class Visibility {
     return (this.server === undefined || this.server.allowsPrompt(name)) && (this.policy === undefined || this.policy.allows('prompts', name))
   }
 
-  /** Whether the resource (URI, or a template's uriTemplate) is visible. */
+  /**
+   * Whether the concrete resource `uri` is visible (`resources/read`, `resources/subscribe`,
+   * `resources/unsubscribe`, `notifications/resources/updated`): under its own name and the
+   * uriTemplate of each catalogue template it expands, one of them allowed and none denied, by the
+   * endpoint and by the policy.
+   */
   resource (uri: string): boolean {
-    return (this.server === undefined || this.server.allowsResource(uri)) && (this.policy === undefined || this.policy.allows('resources', uri))
+    if (this.policy === undefined && this.server === undefined) return true
+    const templates = this.expansions().of(uri)
+    return (this.server === undefined || this.server.allowsUri(uri, templates)) && (this.policy === undefined || this.policy.allowsUri(uri, templates))
+  }
+
+  /** Whether the resource template `uriTemplate` is visible (by its own text). */
+  template (uriTemplate: string): boolean {
+    return (this.server === undefined || this.server.allowsResource(uriTemplate)) && (this.policy === undefined || this.policy.allows('resources', uriTemplate))
+  }
+
+  /**
+   * Where a key may be either (a completion's `ref/resource` uri, a changed catalogue key): the text
+   * of a catalogue template is judged as {@link template}, anything else as the concrete URI the
+   * registry would route it as ({@link resource}), as the registry's `complete` routes a ref.
+   */
+  resourceOrTemplate (key: string): boolean {
+    if (this.policy === undefined && this.server === undefined) return true
+    return this.expansions().has(key) ? this.template(key) : this.resource(key)
   }
 
   /** The arguments sent upstream for a call of catalogue tool `name` (endpoint defaults filled in). */
@@ -94,7 +145,7 @@ export class Visibility {
     switch (kind) {
       case 'tools': return (this.server === undefined || this.server.allowsTool(key)) && (this.policy === undefined || this.policy.allows('tools', key))
       case 'prompts': return this.prompt(key)
-      case 'resources': return this.resource(key)
+      case 'resources': return this.resourceOrTemplate(key)
     }
   }
 

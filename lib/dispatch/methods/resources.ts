@@ -1,7 +1,7 @@
 /**
- * `resources/read`, `resources/subscribe` and `resources/unsubscribe`. A hidden resource is
- * answered as one no upstream serves; a legacy connection subscribes upstream once per URI
- * (DispatchContext.subscriptions).
+ * `resources/read`, `resources/subscribe` and `resources/unsubscribe`. A hidden resource (by its
+ * URI, or as an expansion of a hidden template: Visibility.resource) is answered as one no upstream
+ * serves; a legacy connection subscribes upstream once per URI (DispatchContext.subscriptions).
  */
 import { RESOURCE_NOT_FOUND, type JsonObject, type UpstreamRpcError } from '../../protocol/jsonrpc.js'
 import { requireString } from '../../protocol/params.js'
@@ -34,7 +34,12 @@ export async function subscribe ({ params, ctx, view, deps }: MethodCall): Promi
   return {}
 }
 
-/** `resources/unsubscribe` (legacy): released upstream when the connection's last subscription to the URI goes. */
+/**
+ * `resources/unsubscribe` (legacy): released upstream when the connection's last subscription to the URI goes.
+ * `{}` for any URI, hidden or absent alike. A hidden URI is never subscribed (see {@link subscribe}); one that
+ * became hidden after it was subscribed (a reload, a new template) is still released: that call is
+ * mcpx's own bookkeeping, and its updates already stopped reaching the caller (Visibility.seesUri).
+ */
 export async function unsubscribe ({ params, ctx, deps }: MethodCall): Promise<JsonObject> {
   const uri = requireString(params, 'uri')
   if ((await ctx.subscriptions?.delete(uri)) === true) await deps.registry.unsubscribe(uri, instanceOwnerOf(ctx))
