@@ -245,6 +245,13 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'limits/batch/members-count-against-max-concurrent-requests': { source: 'docs/security.md › Limits', text: 'transport.maxConcurrentRequests counts a batch\'s members in progress, not only its POST; a member past it is refused with its id' },
   'limits/stdio/batch-members-in-progress-bounded-replies-in-order': { source: 'docs/security.md › Limits', text: 'the same bound on a batch line of mcpx serve' },
   'limits/batch/sessionless-batches-rss-bounded': { source: 'docs/security.md › Limits', text: 'sessionless batches of many waiting members keep the daemon\'s RSS within a fixed bound' },
+  'upstreams/registry/uri-template-every-operator': { source: 'docs/policy.md › Templates and their expansions', text: 'a URI matches a template when some RFC 6570 expansion of it (any operator, any values) yields the URI; the match never backtracks' },
+  'policy/templates/expansions-judged-with-their-templates': { source: 'docs/policy.md › Templates and their expansions', text: 'a concrete URI is judged under its own name and every catalogue template it expands: one allowed, none denied' },
+  'policy/templates/expansions-of-a-hidden-template-look-absent': { source: 'docs/policy.md › Templates and their expansions', text: 'resources/read, resources/subscribe and completion of an expansion of a hidden template answer as a URI no upstream has, in both eras' },
+  'policy/templates/updates-of-a-hidden-expansion-never-reach-the-caller': { source: 'docs/policy.md › Templates and their expansions', text: 'notifications/resources/updated for an expansion of a hidden template never reach the caller' },
+  'policy/templates/daemon-hides-expansions-in-both-eras': { source: 'docs/policy.md › Templates and their expansions', text: 'a real daemon answers an expansion of a hidden template as an absent URI (status, headers, bytes), in both eras' },
+  'policy/templates/serve-hides-expansions-in-both-eras': { source: 'docs/policy.md › Templates and their expansions', text: 'mcpx serve answers an expansion of a hidden template line for line as an absent URI, in both eras' },
+  'servers/templates/a-template-decides-its-expansions': { source: 'docs/policy.md › Templates and their expansions', text: 'a curated endpoint hides the expansions of a template it denies and serves those of a template it allows alone' },
 }
 
 /** One concrete id of the manifest, with the key it came from (a family key for a `*` family). */

@@ -76,7 +76,14 @@ export const SLOW_ONLY: readonly string[] = [
   'audit/lost/retried-write-that-succeeds-loses-nothing',
   // test/e2e/limits-streams.test.ts (a daemon's RSS under 60,000 waiting batch members; the bound itself is
   // checked in the quick tier by limits/batch/members-in-progress-bounded-replies-in-order)
-  'limits/batch/sessionless-batches-rss-bounded'
+  'limits/batch/sessionless-batches-rss-bounded',
+  // test/e2e/policy.test.ts (the rule itself: policy/templates/expansions-judged-with-their-templates, test/lib/policy.test.ts)
+  'policy/templates/expansions-of-a-hidden-template-look-absent',
+  'policy/templates/updates-of-a-hidden-expansion-never-reach-the-caller',
+  'policy/templates/daemon-hides-expansions-in-both-eras',
+  'policy/templates/serve-hides-expansions-in-both-eras',
+  // test/e2e/servers.test.ts
+  'servers/templates/a-template-decides-its-expansions'
 ]
 
 /** Whether the source file `file` (relative to test/, e.g. `e2e/stdio.test.ts`) is in `tier`. */

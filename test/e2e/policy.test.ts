@@ -4,20 +4,24 @@
  * `mcpx serve` (the `local` principal). Docs: Policy. Tests are named policy/<area>/<requirement>.
  */
 import t, { type Test } from 'tap'
-import { build, listen, fixtureUpstreams } from '../helpers/app.js'
+import { build, listen, fixtureUpstreams, modernHeaders, modernMeta } from '../helpers/app.js'
 import { freePort, startDaemon } from '../helpers/daemon.js'
 import { spawnServe } from '../helpers/spawn.js'
 import { pollUntil } from '../helpers/legacy.js'
 import { fixtureCommand } from '../helpers/fixture.js'
 import { CLIENTS, startAuthServer } from '../helpers/oauth.js'
-import { legacyRpc, legacySession, modernRpc, namesOf, neutral, request, tokenEnvironment, untilReady, tokensAuth, type RawReply, type Target } from '../helpers/policy.js'
+import { collect, legacyRpc, legacySession, modernRpc, namesOf, neutral, request, tokenEnvironment, untilReady, tokensAuth, TOKENS, type Collected, type RawReply, type Target } from '../helpers/policy.js'
 
-/** admin (scope mcp:admin) sees everything; ci a few tools and resources; support and nobody nothing. */
+/**
+ * admin (scope mcp:admin) sees everything; ci a few tools and resources; support every resource but
+ * the template fixture://items/{id} (so none of its expansions either); nobody nothing.
+ */
 const POLICY = {
   default: 'deny',
   rules: [
     { principals: { scopes: ['mcp:admin'] }, allow: { tools: ['*'], prompts: ['*'], resources: ['*'] } },
-    { principals: { tokens: ['ci'] }, allow: { tools: ['echo', 'head*', 'slow'], resources: ['fixture://static', 'fixture://items/*'] }, deny: { tools: ['headers'] } }
+    { principals: { tokens: ['ci'] }, allow: { tools: ['echo', 'head*', 'slow'], resources: ['fixture://static', 'fixture://items/*'] }, deny: { tools: ['headers'] } },
+    { principals: { tokens: ['support'] }, allow: { resources: ['*'] }, deny: { resources: ['fixture://items/{id}'] } }
   ]
 }
 
@@ -27,6 +31,16 @@ async function serve (t: Test, extra: Record<string, unknown> = {}): Promise<str
   const { base, app } = await listen(t, { upstreams: fixtureUpstreams(), auth: tokensAuth(), policy: POLICY, ...extra })
   await app.upstreams.ready() // the fixture tried once (ready): its lists are in the catalogue
   return base
+}
+
+/**
+ * One app with POLICY, shared by the cases that need no state of their own (none reads the
+ * counter's value; they run one at a time). Started on first use, closed when the file ends.
+ */
+let shared: Promise<string> | undefined
+async function sharedServe (): Promise<string> {
+  shared ??= serve(t)
+  return await shared
 }
 
 /** tools/list, prompts/list, resources/list and resources/templates/list in one era, as names. */
@@ -41,7 +55,7 @@ async function lists (target: Target, era: 'modern' | 'legacy'): Promise<Record<
 }
 
 t.test('policy/lists/filtered-per-caller-in-both-eras', async t => {
-  const base = await serve(t)
+  const base = await sharedServe()
   for (const era of ['modern', 'legacy'] as const) {
     t.same(await lists({ base, token: 'ci' }, era), { tools: ['echo', 'slow'], prompts: [], resources: ['fixture://static'], resourceTemplates: ['fixture://items/{id}'] }, `${era}: ci sees what its rule allows, minus the denied headers`)
     t.same((await lists({ base, token: 'admin' }, era)).tools, ALL_TOOLS, `${era}: a static token's scopes count (mcp:admin sees every tool)`)
@@ -75,7 +89,7 @@ function sameApartFromIdAndName (t: Test, hidden: RawReply, absent: RawReply, na
 }
 
 t.test('policy/calls/hidden-is-byte-identical-to-absent', async t => {
-  const base = await serve(t)
+  const base = await sharedServe()
   const ci = { base, token: 'ci' }
   for (const { method, hidden, absent, params } of HIDDEN_VS_ABSENT) {
     const modern = [await modernRpc(ci, 11, method, params(hidden)), await modernRpc(ci, 12, method, params(absent))]
@@ -90,6 +104,70 @@ t.test('policy/calls/hidden-is-byte-identical-to-absent', async t => {
   // the allowed ones still work
   t.equal((await modernRpc(ci, 1, 'tools/call', { name: 'echo', arguments: { text: 'hi' } })).json.result.content[0].text, 'hi', 'an allowed tool is called')
   t.equal((await legacyRpc(ci, request(1, 'resources/read', { uri: 'fixture://items/7' }))).json.result.contents[0].text, 'item 7', 'a templated URI allowed by a glob is read')
+})
+
+/**
+ * A hidden expansion and an absent URI of the same length (so Content-Length agrees) through the same
+ * request: the same status and headers (Date aside) and the same bytes apart from the id and the URI.
+ */
+const HIDDEN_EXPANSION = 'fixture://items/carol-1'
+const ABSENT_URI = 'fixture://nothing/carol'
+
+function sameReply (t: Test, hidden: RawReply, absent: RawReply, names: [string, string], ids: [number, number], label: string): void {
+  const headers = (reply: RawReply): Record<string, string> => Object.fromEntries([...reply.headers].filter(([name]) => name !== 'date'))
+  t.equal(hidden.status, absent.status, `${label}: same status`)
+  t.same(headers(hidden), headers(absent), `${label}: same headers apart from Date`)
+  t.equal(neutral(hidden.text, ids[0], names[0]), neutral(absent.text, ids[1], names[1]), `${label}: same bytes apart from id and URI`)
+  t.ok(hidden.json?.error !== undefined, `${label}: an error (${hidden.text})`)
+}
+
+t.test('policy/templates/expansions-of-a-hidden-template-look-absent', async t => {
+  // support may see every resource but the template fixture://items/{id}: its expansions are hidden too.
+  const base = await sharedServe()
+  const support = { base, token: 'support' }
+  for (const era of ['modern', 'legacy'] as const) {
+    const rpc = async (id: number, method: string, params: Record<string, unknown>): Promise<RawReply> =>
+      era === 'modern' ? await modernRpc(support, id, method, params) : await legacyRpc(support, request(id, method, params))
+    const listed = await lists(support, era)
+    t.same([listed.resources, listed.resourceTemplates], [['fixture://counter', 'fixture://static'], []], `${era}: the template is not listed, the other resources are`)
+    sameReply(t, await rpc(11, 'resources/read', { uri: HIDDEN_EXPANSION }), await rpc(12, 'resources/read', { uri: ABSENT_URI }), [HIDDEN_EXPANSION, ABSENT_URI], [11, 12], `${era} resources/read`)
+    const complete = (uri: string): Record<string, unknown> => ({ ref: { type: 'ref/resource', uri }, argument: { name: 'id', value: 'c' } })
+    sameReply(t, await rpc(13, 'completion/complete', complete('fixture://items/{id}')), await rpc(14, 'completion/complete', complete('fixture://other/{id}')),
+      ['fixture://items/{id}', 'fixture://other/{id}'], [13, 14], `${era} completion/complete of the template`)
+    sameReply(t, await rpc(15, 'completion/complete', complete(HIDDEN_EXPANSION)), await rpc(16, 'completion/complete', complete(ABSENT_URI)),
+      [HIDDEN_EXPANSION, ABSENT_URI], [15, 16], `${era} completion/complete of an expansion`)
+  }
+  const session = await legacySession(support)
+  const subscribe = async (id: number, method: string, uri: string): Promise<RawReply> => await legacyRpc(support, request(id, method, { uri }), session)
+  sameReply(t, await subscribe(21, 'resources/subscribe', HIDDEN_EXPANSION), await subscribe(22, 'resources/subscribe', ABSENT_URI), [HIDDEN_EXPANSION, ABSENT_URI], [21, 22], 'legacy resources/subscribe')
+  const unsubscribed = [await subscribe(23, 'resources/unsubscribe', HIDDEN_EXPANSION), await subscribe(24, 'resources/unsubscribe', ABSENT_URI)]
+  t.equal(neutral(unsubscribed[0].text, 23, HIDDEN_EXPANSION), neutral(unsubscribed[1].text, 24, ABSENT_URI), 'legacy resources/unsubscribe: the same answer')
+  // The upstream serves the expansion: absent is the policy's doing.
+  t.equal((await modernRpc({ base, token: 'admin' }, 31, 'resources/read', { uri: HIDDEN_EXPANSION })).json.result.contents[0].text, 'item carol-1', 'admin reads it')
+  t.equal((await modernRpc(support, 32, 'resources/read', { uri: 'fixture://counter' })).status, 200, 'support reads what it may see')
+})
+
+t.test('policy/templates/updates-of-a-hidden-expansion-never-reach-the-caller', async t => {
+  // Both listen to fixture://items/counter and fixture://counter; bump announces them in that order.
+  const base = await sharedServe()
+  const listenAs = async (token: string): Promise<Collected> => {
+    const abort = new AbortController()
+    const body = { jsonrpc: '2.0', id: 'l', method: 'subscriptions/listen', params: { notifications: { resourceSubscriptions: ['fixture://items/counter', 'fixture://counter'] }, _meta: modernMeta() } }
+    const res = await fetch(`${base}/mcp`, { method: 'POST', headers: { ...modernHeaders('subscriptions/listen'), authorization: `Bearer ${TOKENS[token]}` }, body: JSON.stringify(body), signal: abort.signal })
+    const stream = collect(res, abort)
+    t.teardown(() => { stream.close() })
+    await pollUntil(`${token}'s acknowledgement`, () => stream.messages.some(m => m.method === 'notifications/subscriptions/acknowledged'), 20_000)
+    return stream
+  }
+  const [admin, support] = [await listenAs('admin'), await listenAs('support')]
+  t.equal((await modernRpc({ base, token: 'admin' }, 1, 'tools/call', { name: 'bump', arguments: {} })).status, 200, 'bumped')
+  const updates = (stream: Collected): string[] => stream.messages.filter(m => m.method === 'notifications/resources/updated').map(m => m.params.uri)
+  // (Counted as sets: two concurrent subscription changes can leave mcpx two upstream listens a while, each
+  // delivering; what matters here is which URIs reach whom.)
+  await pollUntil('admin told of both', () => updates(admin).includes('fixture://counter'), 20_000)
+  await pollUntil('support told of the counter', () => updates(support).includes('fixture://counter'), 20_000)
+  t.same([...new Set(updates(admin))], ['fixture://items/counter', 'fixture://counter'], 'admin sees the expansion: both updates, in order')
+  t.same([...new Set(updates(support))], ['fixture://counter'], 'support heard only of what it sees (the expansion\'s update came first and was not delivered)')
 })
 
 t.test('policy/hidden/byte-identical-to-absent-upstream-down', async t => {
@@ -165,7 +243,7 @@ t.test('policy/batches/2025-03-26-mixed-allowed-and-denied', async t => {
 })
 
 t.test('policy/headers/mcp-param-of-a-hidden-tool-is-not-checked', async t => {
-  const base = await serve(t)
+  const base = await sharedServe()
   // headers declares x-mcp-header Region: a call without Mcp-Param-Region is -32020 for a caller who sees it...
   const admin = await modernRpc({ base, token: 'admin' }, 1, 'tools/call', { name: 'headers', arguments: { region: 'eu' } })
   t.equal(admin.status, 400)
@@ -220,6 +298,15 @@ t.test('policy/daemon/filtered-on-a-real-daemon', async t => {
   const hidden = await modernRpc(ci, 7, 'tools/call', { name: 'bump', arguments: {} })
   const absent = await modernRpc(ci, 8, 'tools/call', { name: 'nope', arguments: {} })
   sameApartFromIdAndName(t, hidden, absent, ['bump', 'nope'], [7, 8], 'daemon modern tools/call')
+  t.test('policy/templates/daemon-hides-expansions-in-both-eras', async t => {
+    const support = { base: daemon.base, token: 'support' }
+    sameReply(t, await modernRpc(support, 11, 'resources/read', { uri: HIDDEN_EXPANSION }), await modernRpc(support, 12, 'resources/read', { uri: ABSENT_URI }), [HIDDEN_EXPANSION, ABSENT_URI], [11, 12], 'daemon modern resources/read')
+    sameReply(t, await legacyRpc(support, request(13, 'resources/read', { uri: HIDDEN_EXPANSION })), await legacyRpc(support, request(14, 'resources/read', { uri: ABSENT_URI })), [HIDDEN_EXPANSION, ABSENT_URI], [13, 14], 'daemon legacy resources/read')
+    const session = await legacySession(support, '2025-11-25')
+    sameReply(t, await legacyRpc(support, request(15, 'resources/subscribe', { uri: HIDDEN_EXPANSION }), session), await legacyRpc(support, request(16, 'resources/subscribe', { uri: ABSENT_URI }), session),
+      [HIDDEN_EXPANSION, ABSENT_URI], [15, 16], 'daemon 2025-11-25 session resources/subscribe')
+    t.equal((await modernRpc({ base: daemon.base, token: 'admin' }, 17, 'resources/read', { uri: HIDDEN_EXPANSION })).json.result.contents[0].text, 'item carol-1', 'admin reads it')
+  })
 })
 
 t.test('policy/stdio/local-principal-rules', async t => {
@@ -227,7 +314,12 @@ t.test('policy/stdio/local-principal-rules', async t => {
   const child = spawnServe(t, {
     config: {
       upstreams: { fixture: { command, args } },
-      policy: { rules: [{ principals: { local: true }, allow: { tools: ['echo'], prompts: ['greet'] } }, { principals: { tokens: ['ci'] }, allow: { tools: ['*'] } }] }
+      policy: {
+        rules: [
+          { principals: { local: true }, allow: { tools: ['echo'], prompts: ['greet'], resources: ['*'] }, deny: { resources: ['fixture://items/{id}'] } },
+          { principals: { tokens: ['ci'] }, allow: { tools: ['*'] } }
+        ]
+      }
     }
   })
   const init = await child.request({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 't', version: '0' } } })
@@ -252,4 +344,27 @@ t.test('policy/stdio/local-principal-rules', async t => {
   }) as Array<Record<string, any>> // eslint-disable-line @typescript-eslint/no-explicit-any
   t.equal(batch.find(m => m.id === 6)?.result.content[0].text, 'ok', 'stdio batch: the allowed call')
   t.same(batch.find(m => m.id === 7)?.error, { code: -32602, message: 'Unknown tool: bump' }, 'stdio batch: the hidden call')
+  t.test('policy/templates/serve-hides-expansions-in-both-eras', async t => {
+    // The local rule allows every resource but the template fixture://items/{id}: its expansions look absent, line for line.
+    const line = async (message: Record<string, unknown>): Promise<string> => {
+      const reply = await child.request(message)
+      return child.lines[child.messages.indexOf(reply)]
+    }
+    const modernMetaOnly = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} }
+    const cases = [
+      { label: 'legacy resources/read', method: 'resources/read', meta: undefined },
+      { label: 'legacy resources/subscribe', method: 'resources/subscribe', meta: undefined },
+      { label: 'modern resources/read', method: 'resources/read', meta: modernMetaOnly }
+    ]
+    let id = 200
+    for (const { label, method, meta } of cases) {
+      const params = (uri: string): Record<string, unknown> => meta === undefined ? { uri } : { uri, _meta: meta }
+      const hidden = await line({ jsonrpc: '2.0', id: ++id, method, params: params(HIDDEN_EXPANSION) })
+      const absent = await line({ jsonrpc: '2.0', id: ++id, method, params: params(ABSENT_URI) })
+      t.equal(neutral(hidden, id - 1, HIDDEN_EXPANSION), neutral(absent, id, ABSENT_URI), `stdio ${label}: the same line apart from id and URI`)
+      t.match(hidden, /"error"/, `stdio ${label}: an error (${hidden})`)
+    }
+    const template = await child.request({ jsonrpc: '2.0', id: ++id, method: 'resources/templates/list' })
+    t.same(template.result.resourceTemplates, [], 'stdio: the template is not listed')
+  })
 })

@@ -23,7 +23,8 @@ const SERVERS = {
     override: { bump: { description: 'Bumps the counter.', title: 'Bump', annotations: { readOnlyHint: false } } },
     defaults: { echo: { text: 'default text' }, headers: { region: 'eu' } }
   },
-  billing: { tools: { allow: ['bump', 'extra*'] } }
+  billing: { tools: { allow: ['bump', 'extra*'] }, resources: { allow: ['*'], deny: ['fixture://items/{id}'] } },
+  items: { resources: { allow: ['fixture://items/{id}'] } }
 }
 
 const ALL_TOOLS = ['add_tool', 'bump', 'crash', 'echo', 'elicit', 'fail', 'headers', 'log', 'roots', 'sample', 'slow']
@@ -86,6 +87,27 @@ t.test('servers/calls/rename-defaults-and-hidden-names', async t => {
     t.equal(read.json.error.code, era === 'modern' ? -32602 : -32002, `${era}: a resource no glob allows is not found`)
   }
   t.equal((await modernRpc({ base }, 7, 'tools/call', { name: 'echo', arguments: { text: 'whole' } })).json.result.content[0].text, 'whole', '/mcp calls the catalogue name')
+})
+
+t.test('servers/templates/a-template-decides-its-expansions', async t => {
+  // billing exposes every resource but the template fixture://items/{id}; items exposes that template alone.
+  const base = await sharedServe()
+  const [hiddenUri, absentUri] = ['fixture://items/carol-1', 'fixture://nothing/carol'] // the same length: the same Content-Length
+  const headers = (reply: Reply): Record<string, string> => Object.fromEntries([...reply.headers].filter(([name]) => name !== 'date'))
+  for (const era of ['modern', 'legacy'] as const) {
+    const billing = { base, path: '/mcp/billing' }
+    const hidden = await rpc(era, billing, 1, 'resources/read', { uri: hiddenUri })
+    const absent = await rpc(era, billing, 2, 'resources/read', { uri: absentUri })
+    t.equal(hidden.status, absent.status, `${era}: a hidden template's expansion: the absent URI's status`)
+    t.same(headers(hidden), headers(absent), `${era}: ...its headers (Date aside)`)
+    t.equal(neutral(hidden.text, 1, hiddenUri), neutral(absent.text, 2, absentUri), `${era}: ...and its bytes apart from id and URI (${hidden.text})`)
+    t.same(namesOf(await rpc(era, billing, 3, 'resources/list'), 'resources'), ['fixture://counter', 'fixture://static'], `${era}: billing lists the other resources`)
+    const items = { base, path: '/mcp/items' }
+    t.same(namesOf(await rpc(era, items, 4, 'resources/templates/list'), 'resourceTemplates'), ['fixture://items/{id}'], `${era}: items lists the template`)
+    t.equal((await rpc(era, items, 5, 'resources/read', { uri: 'fixture://items/7' })).json.result?.contents[0].text, 'item 7', `${era}: a template allowed alone: its expansions are read`)
+    t.same(namesOf(await rpc(era, items, 6, 'resources/list'), 'resources'), [], `${era}: and nothing else`)
+    t.equal((await rpc(era, items, 7, 'resources/read', { uri: 'fixture://static' })).json.error?.code, era === 'modern' ? -32602 : -32002, `${era}: a resource no glob or template allows is not found`)
+  }
 })
 
 t.test('servers/headers/mcp-name-and-mcp-param-against-the-exposed-name', async t => {

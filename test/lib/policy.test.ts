@@ -6,6 +6,8 @@ import t from 'tap'
 import { Policy, compileGlobs, principalMatches, type PolicyConfig } from '../../lib/policy/rules.js'
 import { LOCAL_PRINCIPAL, oauthPrincipal, tokenPrincipal } from '../../lib/auth/principal.js'
 import { loadConfig } from '../../lib/config/load.js'
+import { Visibility } from '../../lib/policy/visibility.js'
+import { CuratedServer } from '../../lib/policy/endpoints.js'
 
 const ISS = 'https://as.example.com'
 const carol = oauthPrincipal({ iss: ISS, sub: 'carol', groups: ['staff', 'support-team'], tier: 'gold', level: 3 }, ['mcp:tools', 'mcp:read'])
@@ -78,6 +80,46 @@ t.test('policy/globs/star-spans-any-characters', async t => {
   t.notOk(re?.test('xzy'), '. is literal')
   t.notOk(re?.test('kb:/x'), 'the literal part must match')
   t.equal(compileGlobs([]), null, 'no globs: nothing')
+})
+
+t.test('policy/templates/expansions-judged-with-their-templates', async t => {
+  // The catalogue as the registry holds it: its templates are read at each check.
+  let templates = [{ uriTemplate: 'secret://t/{id}', name: 't' }, { uriTemplate: 'docs://{+path}', name: 'docs' }, { uriTemplate: 'kb://s{?q,lang}', name: 'search' }]
+  const catalogue = { resourceTemplates: () => templates }
+  const view = (config: Partial<PolicyConfig>, server?: CuratedServer): Visibility => new Visibility(policy(config).viewOf(ci), server, catalogue)
+
+  const denied = view({ default: 'allow', rules: [{ deny: { resources: ['secret://t/{id}'] } }] })
+  t.notOk(denied.resource('secret://t/carol-1'), 'an expansion of a denied template is hidden')
+  t.notOk(denied.seesUri('secret://t/carol-1'), '...its resources/updated too')
+  t.ok(denied.resource('secret://t/carol-1/x'), 'a URI the template cannot expand to is judged by its own name')
+  t.notOk(denied.resourceOrTemplate('secret://t/{id}'), 'the template itself (a completion ref) is hidden')
+  t.notOk(denied.resourceOrTemplate('secret://t/carol-1'), 'a completion ref naming an expansion is hidden')
+  t.same(denied.resources([{ uri: 'secret://t/listed' }, { uri: 'docs://a/b' }], 'uri').map(r => r.uri), ['docs://a/b'], 'resources/list drops a listed expansion')
+  t.same(denied.resources(templates, 'uriTemplate').map(r => r.uriTemplate), ['docs://{+path}', 'kb://s{?q,lang}'], 'resources/templates/list drops the template')
+
+  const allowOnly = view({ rules: [{ allow: { resources: ['docs://{+path}', 'kb://s{?q,lang}'] } }] })
+  t.ok(allowOnly.resource('docs://guides/setup.md'), 'an expansion of a template allowed alone is visible ({+path} spans /)')
+  t.ok(allowOnly.resource('kb://s?q=mcp&lang=en'), '...of a query template too')
+  t.ok(allowOnly.resource('kb://s'), '...with every variable undefined')
+  t.notOk(allowOnly.resource('kb://sx'), 'a URI no allowed template expands to is not')
+  t.notOk(allowOnly.resource('secret://t/carol-1'), 'nor one of a template no rule allows')
+
+  const uriGlob = view({ rules: [{ allow: { resources: ['secret://t/carol-*'] } }] })
+  t.ok(uriGlob.resource('secret://t/carol-1'), 'a URI allowed by its own glob stays visible though its template is merely not allowed')
+  t.notOk(uriGlob.resourceOrTemplate('secret://t/{id}'), 'the template stays hidden')
+
+  const uriDenied = view({ rules: [{ allow: { resources: ['docs://{+path}'] }, deny: { resources: ['docs://private/*'] } }] })
+  t.notOk(uriDenied.resource('docs://private/x'), 'a URI deny glob wins over an allowed template')
+  t.ok(uriDenied.resource('docs://public/x'))
+
+  const server = new CuratedServer('support', { resources: { allow: ['*'], deny: ['docs://{+path}'] } })
+  const curated = new Visibility(undefined, server, catalogue)
+  t.notOk(curated.resource('docs://a'), 'a curated endpoint hides the expansions of a template it denies')
+  t.ok(curated.resource('secret://t/1'))
+
+  templates = [{ uriTemplate: 'kb://s{?q,lang}', name: 'search' }]
+  t.ok(denied.resource('secret://t/carol-1'), 'the templates are read at each check: once the denied template is gone, the URI is judged by its own name')
+  t.ok(Visibility.ALL.resource('secret://t/carol-1'), 'the null view sees everything')
 })
 
 t.test('policy/rules/rate-limits-of-the-rules-that-allow-the-tool', async t => {

@@ -30,6 +30,37 @@ t.test('upstreams/registry/uri-template-level-1', async t => {
   t.notOk(two.test('db://users/rows/7xjson'), 'the literal dot is escaped')
 })
 
+t.test('upstreams/registry/uri-template-every-operator', async t => {
+  // RFC 6570 §3.2: each operator's expansions, for any values (lists, explode, undefined variables).
+  const cases: Array<[string, string, boolean]> = [
+    ['file:///{+path}', 'file:///a/b/c.txt', true], // §3.2.3 reserved: / passes through
+    ['file:///{+path}', 'file:///', true],
+    ['x://a{/seg}', 'x://a', true], // §3.2.6 path segments: undefined
+    ['x://a{/seg}', 'x://a/1', true],
+    ['x://a{/seg*}', 'x://a/1/2/3', true], // exploded list
+    ['x://a{/seg}', 'x://ab', false], // not led by /
+    ['x://s{?q,lang}', 'x://s', true], // §3.2.8 query: all undefined
+    ['x://s{?q,lang}', 'x://s?q=a%20b&lang=en', true],
+    ['x://s{?q,lang}', 'x://sq=1', false], // not led by ?
+    ['x://s{?q}{&lang}', 'x://s?q=1&lang=en', true], // §3.2.9 continuation
+    ['x://s{?q}', 'x://s?q=1#frag', false], // a query run stops at #
+    ['x://d{#frag}', 'x://d#a/b', true], // §3.2.4 fragment
+    ['x://f{.ext}', 'x://f.tar.gz', true], // §3.2.5 label
+    ['x://f{.ext}', 'x://f.a/b', false],
+    ['x://m{;a,b}', 'x://m;a=1;b', true], // §3.2.7 path-style parameters
+    ['x://{a}/{b}', 'x://1/2', true],
+    ['x://{a}/{b}', 'x://1/2/3', false], // a simple value never holds /
+    ['x://{a,b}', 'x://1,2', true], // a list of simple values
+    ['x://{var:3}', 'x://abc', true], // a prefix modifier
+    ['x://{open', 'x://{open', true], // an unclosed brace is literal
+    ['x://{open', 'x://open', false]
+  ]
+  for (const [template, uri, expected] of cases) t.equal(compileUriTemplate(template).test(uri), expected, `${template} ${expected ? 'expands to' : 'never expands to'} ${uri}`)
+  // No backtracking: thirty simple expressions against a long run that fails at its end answers at once
+  // (a RegExp of thirty [^/]* runs would take longer than the test's timeout).
+  t.equal(compileUriTemplate('x://' + '{a}-'.repeat(30) + '!').test('x://' + '-'.repeat(20_000)), false, 'linear in the URI whatever the template')
+})
+
 t.test('upstreams/registry/separator', async t => {
   t.equal(PREFIX_SEPARATOR, '__')
 })
