@@ -110,12 +110,12 @@ t.test('policy/templates/expansions-judged-with-their-templates', async t => {
 
   const uriDenied = view({ rules: [{ allow: { resources: ['docs://{+path}'] }, deny: { resources: ['docs://private/*'] } }] })
   t.notOk(uriDenied.resource('docs://private/x'), 'a URI deny glob wins over an allowed template')
-  t.ok(uriDenied.resource('docs://public/x'))
+  t.ok(uriDenied.resource('docs://public/x'), '...the rest of the template\'s expansions stay visible')
 
   const server = new CuratedServer('support', { resources: { allow: ['*'], deny: ['docs://{+path}'] } })
   const curated = new Visibility(undefined, server, catalogue)
   t.notOk(curated.resource('docs://a'), 'a curated endpoint hides the expansions of a template it denies')
-  t.ok(curated.resource('secret://t/1'))
+  t.ok(curated.resource('secret://t/1'), '...and no other')
 
   templates = [{ uriTemplate: 'kb://s{?q,lang}', name: 'search' }]
   t.ok(denied.resource('secret://t/carol-1'), 'the templates are read at each check: once the denied template is gone, the URI is judged by its own name')
