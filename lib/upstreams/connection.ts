@@ -433,13 +433,26 @@ export class SupervisedConnection {
   private listen: McpSubscription | undefined
   private listenKey: string | undefined
   private listenLink: Link | undefined
+  /** The last {@link syncListen} queued: each runs after the one before has settled. */
+  private listenQueue: Promise<void> = Promise.resolve()
 
   /**
    * Modern upstreams send change notifications only on a `subscriptions/listen` stream
    * (DIGEST §6f). One listen per link carries the list-changed kinds the server announces plus
    * every subscribed URI; when the URI set changes a new listen is opened before the old one is closed.
+   * Runs one at a time: two subscription changes at once (a client's listen subscribes all its
+   * URIs together) would otherwise each open a listen while neither knew of the other's, and the
+   * one left behind would deliver every update a second time. A queued run reads the subscriptions
+   * as they are when it starts, so a burst of changes costs at most one listen more.
+   * @throws what the upstream's listen throws (this run's only; the queue goes on)
    */
   private async syncListen (link: Link): Promise<void> {
+    const run = this.listenQueue.then(async () => { await this.syncListenNow(link) })
+    this.listenQueue = run.catch(() => {})
+    await run
+  }
+
+  private async syncListenNow (link: Link): Promise<void> {
     const caps = link.capabilities
     const listChanged = (key: string): boolean => isObject(caps[key]) && (caps[key] as JsonObject).listChanged === true
     const filter: Record<string, unknown> = {}

@@ -145,6 +145,33 @@ t.test('2026-07-28/listen/acknowledged-then-only-requested-tagged', async t => {
   t.same(released, ['fixture://counter'])
 })
 
+t.test('upstreams/listen/one-upstream-listen-for-concurrent-subscriptions', async t => {
+  // A client listen on two URIs subscribes both upstream at once. mcpx's one upstream
+  // subscriptions/listen per link is replaced for each change (lib/upstreams/connection.ts
+  // syncListen); two changes at once each opened a listen while neither knew of the other, and
+  // the one left behind delivered every update twice. The fixture records the listens it is sent
+  // and the cancellations that close them; a tools/call after the acknowledgement is read after
+  // them, so by its reply the record is complete.
+  const dir = mkdtempSync(join(tmpdir(), 'mcpx-listens-'))
+  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
+  const log = join(dir, 'fixture.log')
+  const { base } = await listen(t, { upstreams: fixtureUpstreams([], { FIXTURE_LOG: log }) })
+  const stream = await openSse(base, modernBody('two', 'subscriptions/listen', { notifications: { resourceSubscriptions: ['fixture://counter', 'fixture://items/counter'] } }), modernHeaders('subscriptions/listen'))
+  t.teardown(() => stream.close())
+  const ack = await stream.reader.next()
+  t.equal(ack.method, 'notifications/subscriptions/acknowledged')
+  const echo = await post(base, toolCall(1, 'echo', { text: 'after' }), modernHeaders('tools/call', 'echo'))
+  t.equal(echo.status, 200)
+  const events = readFileSync(log, 'utf8').split('\n').filter(l => l !== '').map(l => JSON.parse(l) as { event: string, id: unknown })
+  const cancelled = new Set(events.filter(e => e.event === 'cancel').map(e => JSON.stringify(e.id)))
+  const open = events.filter(e => e.event === 'listen' && !cancelled.has(JSON.stringify(e.id)))
+  t.equal(open.length, 1, `one upstream listen left open (${events.filter(e => e.event === 'listen').length} opened in all)`)
+  await post(base, toolCall(2, 'bump'), modernHeaders('tools/call', 'bump'))
+  await stream.reader.next(m => m.method === 'notifications/resources/updated' && m.params.uri === 'fixture://counter')
+  t.same(stream.reader.messages.filter(m => m.method === 'notifications/resources/updated').map(m => m.params.uri).sort(), ['fixture://counter', 'fixture://items/counter'],
+    'each URI updated once (the fixture announces items/counter, then counter)')
+})
+
 t.test('2026-07-28/listen/shutdown-ends-the-stream', async t => {
   // A listen stream never ends by itself; closing mcpx must end it rather than wait on it forever.
   const { base, app } = await listen(t)
