@@ -61,7 +61,7 @@ t.test('2026-07-28/cancellation/closing-the-stream-cancels-upstream', async t =>
   const dir = mkdtempSync(join(tmpdir(), 'mcpx-cancel-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const log = join(dir, 'fixture.log')
-  const { base, app } = await listen(t, { upstreams: fixtureUpstreams([], { FIXTURE_LISTEN_LOG: log }), transport: { sseKeepAlive: 20 } })
+  const { base, app } = await listen(t, { upstreams: fixtureUpstreams([], { FIXTURE_LOG: log }), transport: { sseKeepAlive: 20 } })
   const late = recordLateWrites(app)
   const controller = new AbortController()
   const res = await fetch(`${base}/mcp`, {
@@ -155,7 +155,7 @@ t.test('upstreams/listen/one-upstream-listen-for-concurrent-subscriptions', asyn
   const dir = mkdtempSync(join(tmpdir(), 'mcpx-listens-'))
   t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
   const log = join(dir, 'fixture.log')
-  const { base } = await listen(t, { upstreams: fixtureUpstreams([], { FIXTURE_LOG: log }) })
+  const { base } = await listen(t, { upstreams: fixtureUpstreams([], { FIXTURE_LISTEN_LOG: log }) })
   const stream = await openSse(base, modernBody('two', 'subscriptions/listen', { notifications: { resourceSubscriptions: ['fixture://counter', 'fixture://items/counter'] } }), modernHeaders('subscriptions/listen'))
   t.teardown(() => stream.close())
   const ack = await stream.reader.next()
