@@ -201,18 +201,17 @@ export class Peer {
     entry.controller.abort(new Error(reason))
   }
 
-  /** The in-flight request a cancellation names: a string or finite number id. */
+  /** The in-flight request a cancellation names: a string, a finite number, or a number kept as raw text (lib/protocol/jsonrpc.ts parseBody). */
   private find (requestId: unknown): InFlight | undefined {
+    if (requestId instanceof RawNumberId) return this.running.get(idKey(requestId))
     if (typeof requestId !== 'string' && !(typeof requestId === 'number' && Number.isFinite(requestId))) return undefined
-    const entry = this.running.get(idKey(requestId))
-    if (entry !== undefined) return entry
-    // A huge numeric requestId was rounded by JSON.parse; match it against the exact ids in flight.
+    // A number that is not a safe integer here was rounded after parsing (parseBody keeps the raw
+    // text of a parsed one): it names a request only when exactly one id in flight rounds to it.
     if (typeof requestId === 'number' && !Number.isSafeInteger(requestId)) {
-      for (const candidate of this.running.values()) {
-        if (candidate.id instanceof RawNumberId && Number(candidate.id.raw) === requestId) return candidate
-      }
+      const candidates = [...this.running.values()].filter(candidate => candidate.id instanceof RawNumberId ? Number(candidate.id.raw) === requestId : candidate.id === requestId)
+      return candidates.length === 1 ? candidates[0] : undefined
     }
-    return undefined
+    return this.running.get(idKey(requestId))
   }
 
   // ---- questions to the client ----------------------------------------------------------------

@@ -174,21 +174,20 @@ export function parseBody (input: string | Uint8Array, maxBatchMembers = DEFAULT
   }
   if (Array.isArray(value)) {
     if (value.length > maxBatchMembers) return { ok: false, error: { code: INVALID_REQUEST, message: `Invalid Request: a batch of ${value.length} members is more than the ${maxBatchMembers} allowed` } }
-    let rawIds: Array<string | undefined> | undefined
+    let raw: RawNumbers | undefined
     for (let i = 0; i < value.length; i++) {
       const element = value[i]
-      if (isObject(element) && typeof element.id === 'number' && !Number.isSafeInteger(element.id)) {
-        rawIds ??= scanIds(text, true)
-        const raw = rawIds[i]
-        if (raw !== undefined) element.id = new RawNumberId(raw)
+      if (isObject(element) && (unsafeNumber(element.id) || unsafeNumber(cancelledIdOf(element)))) {
+        raw ??= scanIds(text, true)
+        keepRawNumbers(element, raw.ids[i], raw.requestIds[i])
       }
     }
     if (text.length >= MIN_TOO_DEEP_CHARS && nestsDeeperThan(text, MAX_NESTING_DEPTH)) return { ok: false, error: { ...TOO_DEEP } }
     return { ok: true, batch: true, value }
   }
-  if (isObject(value) && typeof value.id === 'number' && !Number.isSafeInteger(value.id)) {
-    const raw = scanIds(text, false)[0]
-    if (raw !== undefined) value.id = new RawNumberId(raw)
+  if (isObject(value) && (unsafeNumber(value.id) || unsafeNumber(cancelledIdOf(value)))) {
+    const raw = scanIds(text, false)
+    keepRawNumbers(value, raw.ids[0], raw.requestIds[0])
   }
   if (text.length >= MIN_TOO_DEEP_CHARS && nestsDeeperThan(text, MAX_NESTING_DEPTH)) {
     const id = isObject(value) && isId(value.id) ? value.id : undefined
@@ -220,6 +219,30 @@ function nestsDeeperThan (text: string, maxDepth: number): boolean {
   return false
 }
 
+/** True for a number JSON.parse may have rounded: one that is not a safe integer. */
+function unsafeNumber (value: unknown): boolean {
+  return typeof value === 'number' && !Number.isSafeInteger(value)
+}
+
+/** The `params.requestId` of a message, when it has one (a `notifications/cancelled` names the request it cancels there). */
+function cancelledIdOf (message: Record<string, unknown>): unknown {
+  return isObject(message.params) ? message.params.requestId : undefined
+}
+
+/**
+ * Puts the raw text back where JSON.parse rounded a number: the message's `id`, and the
+ * `params.requestId` of a cancellation, so that it names the request it means, not the one whose id
+ * the rounded value happens to spell (9007199254740993 rounds to …992, itself an exact id).
+ */
+function keepRawNumbers (message: Record<string, unknown>, id: string | undefined, requestId: string | undefined): void {
+  if (id !== undefined && unsafeNumber(message.id)) message.id = new RawNumberId(id)
+  const params = message.params
+  if (requestId !== undefined && isObject(params) && unsafeNumber(params.requestId)) message.params = { ...params, requestId: new RawNumberId(requestId) }
+}
+
+/** The raw number texts {@link scanIds} found, by message (index 0 for a single message). */
+interface RawNumbers { ids: Array<string | undefined>, requestIds: Array<string | undefined> }
+
 /**
  * Finds the raw text of the `"id"` member of the top-level object (batch=false) or of each
  * element of the top-level array (batch=true), indexed as `JSON.parse` indexes the array. Only
@@ -227,11 +250,16 @@ function nestsDeeperThan (text: string, maxDepth: number): boolean {
  * nesting depth and, in a batch, the commas between elements: an element that is not an object
  * or an array (`1`, `"x"`, `null`, `true`) still takes its index, so the next member's id is not
  * shifted onto it. A key written with escapes (`"\u0069d"`) is the key `id`, as `JSON.parse` reads it;
- * of duplicate `id` keys the last wins, as in `JSON.parse`.
+ * of duplicate `id` keys the last wins, as in `JSON.parse`. The same pass finds the raw text of each
+ * message's `params.requestId` (the object under the key `params`, one level down).
  */
-function scanIds (text: string, batch: boolean): Array<string | undefined> {
+function scanIds (text: string, batch: boolean): RawNumbers {
   const ids: Array<string | undefined> = []
+  const requestIds: Array<string | undefined> = []
   const memberDepth = batch ? 2 : 1
+  /** The key whose value is the object at memberDepth + 1, when that object is open. */
+  let container: string | undefined
+  let lastKey: string | undefined
   let depth = 0
   let element = -1
   let i = 0
@@ -249,15 +277,20 @@ function scanIds (text: string, batch: boolean): Array<string | undefined> {
       }
       const end = i
       i++
-      if (depth === memberDepth && isIdKey(text, start, end)) {
+      if (depth === memberDepth || (depth === memberDepth + 1 && container === 'params')) {
         let j = i
         while (j < n && isSpace(text.charCodeAt(j))) j++
-        if (text.charCodeAt(j) === 0x3a) { // ':'
+        if (text.charCodeAt(j) === 0x3a) { // ':' : the string was a key
           j++
           while (j < n && isSpace(text.charCodeAt(j))) j++
-          const numberStart = j
-          while (j < n && isNumberChar(text.charCodeAt(j))) j++
-          if (j > numberStart) ids[batch ? element : 0] = text.slice(numberStart, j)
+          const key = keyText(text, start, end)
+          if (depth === memberDepth) lastKey = key
+          const into = depth === memberDepth ? (key === 'id' ? ids : undefined) : (key === 'requestId' ? requestIds : undefined)
+          if (into !== undefined) {
+            const numberStart = j
+            while (j < n && isNumberChar(text.charCodeAt(j))) j++
+            if (j > numberStart) into[batch ? element : 0] = text.slice(numberStart, j)
+          }
           i = j
         }
       }
@@ -266,23 +299,24 @@ function scanIds (text: string, batch: boolean): Array<string | undefined> {
     if (c === 0x7b || c === 0x5b) { // { [
       depth++
       if (batch && depth === 1) element = 0 // the top-level array opens on its first element
+      if (depth === memberDepth) lastKey = undefined
+      else if (depth === memberDepth + 1) container = c === 0x7b ? lastKey : undefined
     } else if (c === 0x7d || c === 0x5d) {
+      if (depth === memberDepth + 1) container = undefined
       depth--
     } else if (c === 0x2c && batch && depth === 1) { // ',' between two elements of the batch
       element++
     }
     i++
   }
-  return ids
+  return { ids, requestIds }
 }
 
-/** True when the string token text[start..end] (quotes included) is the key `id`, escapes decoded. */
-function isIdKey (text: string, start: number, end: number): boolean {
-  if (end - start === 3) return text.charCodeAt(start + 1) === 0x69 && text.charCodeAt(start + 2) === 0x64 // "id"
-  if (end - start > 13) return false // "\u0069\u0064" is the longest spelling of the key
-  const token = text.slice(start, end + 1)
-  if (!token.includes('\\')) return false
-  try { return JSON.parse(token) === 'id' } catch { return false }
+/** The key the string token text[start..end] (quotes included) spells, escapes decoded as JSON.parse decodes them. */
+function keyText (text: string, start: number, end: number): string | undefined {
+  const inner = text.slice(start + 1, end)
+  if (!inner.includes('\\')) return inner
+  try { return JSON.parse(text.slice(start, end + 1)) as string } catch { return undefined }
 }
 
 /** True when the character at `at` is preceded by an odd run of backslashes. */

@@ -43,7 +43,7 @@ import { randomBytes } from 'node:crypto'
 import type { EventEmitter } from 'node:events'
 import { createRedisConnection, describeRedisTarget, type RedisConnection, type RedisTarget } from '../base/redis.js'
 import type { Revision } from '../protocol/revisions.js'
-import { idKey, isObject, INTERNAL_ERROR, INVALID_REQUEST, type JsonObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcResponse, type ListKind } from '../protocol/jsonrpc.js'
+import { idKey, isObject, RawNumberId, INTERNAL_ERROR, INVALID_REQUEST, type JsonObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcResponse, type ListKind } from '../protocol/jsonrpc.js'
 import type { OpenStream } from '../connection/peer.js'
 import type { Logger } from '../telemetry/log.js'
 import { ListSnapshots, type RelayedEvent } from '../connection/notify-hub.js'
@@ -313,7 +313,7 @@ export class RedisSessionStore implements SessionStore {
   cancel (session: Session, requestId: unknown): void {
     if (session.peer.cancel(requestId)) return
     // The request may run on another replica: every replica looks among ITS requests of THIS session.
-    if (typeof requestId === 'string' || typeof requestId === 'number') this.publishBus({ t: 'cancel', sid: session.id, key: idKey(requestId) })
+    if (typeof requestId === 'string' || (typeof requestId === 'number' && Number.isSafeInteger(requestId)) || requestId instanceof RawNumberId) this.publishBus({ t: 'cancel', sid: session.id, key: idKey(requestId) })
   }
 
   async questionAsked (session: Session, id: string): Promise<boolean> {
