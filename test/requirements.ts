@@ -180,6 +180,8 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   // ---------------------------------------------------------------- DIGEST
   'all/jsonrpc/exact-ids-round-trip': { source: 'DIGEST §2b', text: 'a response echoes the request id exactly' },
   'all/jsonrpc/batch-member-keeps-its-own-id': { source: 'DIGEST §2b', text: 'in a batch, a member after one that is not an object (1, "x", null, true) keeps its own id' },
+  'all/jsonrpc/cancelled-request-id-kept-exact': { source: 'DIGEST §2b', text: 'a cancellation\'s params.requestId that JSON.parse would round is read exactly, so it names the request it means' },
+  'all/stdio/cancel-names-an-unsafe-integer-id-exactly': { source: 'DIGEST §2b', text: 'over mcpx serve, cancelling 9007199254740993 stops that request, not the one whose id is 9007199254740992' },
   'all/jsonrpc/batch-ids-fuzzed': { source: 'DIGEST §2b', text: 'seeded batches with ids of every JSON type and size: each member is read with its own id' },
   '2025-03-26/batch/each-reply-carries-its-members-id': { source: 'DIGEST §2b', text: 'over HTTP, in a session and without, each request of a fuzzed batch is answered once with its own id' },
   '2025-03-26/stdio/batch-replies-carry-their-members-ids': { source: 'DIGEST §2b', text: 'over mcpx serve, each request of a fuzzed batch is answered once with its own id' },

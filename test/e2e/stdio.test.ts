@@ -18,6 +18,7 @@ import { StdioClientTransport as StdioClientTransportV2 } from '@modelcontextpro
 import { FIXTURE_PATH } from '../helpers/fixture.js'
 import { spawnServe, writeConfig, serveArgs, type Message, type ServeChild, type Teardown } from '../helpers/spawn.js'
 import { prng, generateBatch, replyIdTexts, expectedReplies } from '../helpers/batch-ids.js'
+import { pollUntil } from '../helpers/legacy.js'
 import { runStdio } from '../../stdio.js'
 import { loadConfig } from '../../lib/config/load.js'
 
@@ -291,7 +292,7 @@ t.test('all/stdio/ping-answered-while-slow-call-runs', async t => {
 })
 
 t.test('2025-03-26/stdio/batch-answered-as-array', async t => {
-  const { s } = serve(t)
+  const { s, logFile } = serve(t)
   await initialize(s, '2025-03-26')
   const after = s.messages.length
   s.send([
@@ -307,6 +308,21 @@ t.test('2025-03-26/stdio/batch-answered-as-array', async t => {
   t.same(byId.get(10), { jsonrpc: '2.0', id: 10, result: {} })
   t.equal(text(byId.get(11) as Message), 'in a batch')
   t.ok(reply)
+
+  t.test('all/stdio/cancel-names-an-unsafe-integer-id-exactly', async t => {
+    // 9007199254740993 rounds to …992 in JSON.parse, itself an exact id in flight: the
+    // cancellation must stop …993 (a call of a minute) and leave …992 (a second) to answer.
+    s.send('{"jsonrpc":"2.0","id":9007199254740992,"method":"tools/call","params":{"name":"slow","arguments":{"ms":1000,"steps":1}}}')
+    s.send('{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/call","params":{"name":"slow","arguments":{"ms":60000,"steps":1}}}')
+    const started = (): number => existsSync(logFile) ? readFileSync(logFile, 'utf8').split('\n').filter(line => line.includes('"event":"started"')).length : 0
+    await pollUntil('both calls started upstream', () => started() === 2, 20_000)
+    const at = s.lines.length
+    s.send('{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9007199254740993}}')
+    await fixtureEvent(logFile, e => e.event === 'cancelled')
+    await s.nextMessage(m => m.result !== undefined && String(m.id) === '9007199254740992', { after: at })
+    t.ok(s.lines.slice(at).some(line => line.startsWith('{"jsonrpc":"2.0","id":9007199254740992,"result"')), '…992 answered, its id exact')
+    t.notOk(s.lines.slice(at).some(line => line.includes('9007199254740993')), '…993 cancelled: nothing more for it')
+  })
 
   t.test('limits/stdio/batch-of-too-many-members-refused-whole', async t => {
     // transport.maxBatchMembers (default 1,000), as over HTTP: one id-less -32600 for the line.

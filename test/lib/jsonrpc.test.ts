@@ -79,6 +79,20 @@ t.test('all/jsonrpc/batch-member-keeps-its-own-id', async t => {
   t.same((escaped.value[1] as { id: unknown }).id, new RawNumberId('9007199254740993'), 'an escaped "id" key is the id key')
 })
 
+t.test('all/jsonrpc/cancelled-request-id-kept-exact', async t => {
+  // A cancellation's params.requestId names a request id: a rounded one would name another
+  // (9007199254740993 rounds to …992). Only params.requestId of the message itself is kept raw.
+  const single = parseBody('{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"_meta":{"requestId":1.5},"requestId":9007199254740993}}')
+  if (!single.ok || single.batch) return t.fail('not parsed')
+  const params = (single.value as { params: { requestId: unknown, _meta: { requestId: unknown } } }).params
+  t.same(params.requestId, new RawNumberId('9007199254740993'), 'params.requestId kept as its text')
+  t.equal(params._meta.requestId, 1.5, 'a requestId deeper down is left as parsed')
+  const batch = parseBody('[null,{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9007199254740995}},{"jsonrpc":"2.0","id":1,"method":"ping","params":{"requestId":2}}]')
+  if (!batch.ok || !batch.batch) return t.fail('batch not parsed')
+  t.same((batch.value[1] as { params: { requestId: unknown } }).params.requestId, new RawNumberId('9007199254740995'), 'in a batch, at its own index')
+  t.equal((batch.value[2] as { params: { requestId: unknown } }).params.requestId, 2)
+})
+
 t.test('all/jsonrpc/batch-ids-fuzzed', async t => {
   // Seeded: ids of every JSON form after members of every type (test/helpers/batch-ids.ts).
   const rand = prng(0x1d5eed)
