@@ -3,8 +3,9 @@
  * bound both transports pass through: a POST /mcp batch (lib/http/exchange.ts) and a batch line of
  * `mcpx serve` (lib/stdio/server.ts).
  *
- * A batch may hold tens of thousands of members (a 4 MiB body of small `tools/call`s is ~36,000).
- * Started all at once, each waiting member held its dispatch state (context, cancellation,
+ * A batch may hold up to transport.maxBatchMembers members (1,000 by default; lib/protocol/jsonrpc.ts
+ * parseBody refuses a longer one whole), and an operator may raise that: a 4 MiB body of small
+ * `tools/call`s is ~36,000. Started all at once, each waiting member held its dispatch state (context, cancellation,
  * listeners; ~9 KB) until the whole batch answered: four such POSTs without a session took a
  * daemon from 114 MB to 1.3 GB of RSS, as nothing else bounds the members of a sessionless batch
  * (transport.maxConcurrentRequests counts POSTs; transport.maxRequestsPerSession a session's
