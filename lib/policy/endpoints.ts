@@ -54,7 +54,6 @@ export class CuratedServer {
   private readonly defaults_: ReadonlyMap<string, JsonObject>
   private readonly exposed = new WeakMap<readonly JsonObject[], JsonObject[]>()
   private readonly filtered = new WeakMap<readonly JsonObject[], JsonObject[]>()
-  private readonly filteredUris = new WeakMap<readonly JsonObject[], { expansions: Expansions, out: JsonObject[] }>()
 
   constructor (readonly name: string, config: ServerConfig) {
     this.tools = globsOf(config.tools)
@@ -94,11 +93,7 @@ export class CuratedServer {
   /** `resources/list` as exposed here, each URI judged as {@link allowsUri}. Cached per input array while the templates are the same. */
   filterUris (items: readonly JsonObject[], expansions: Expansions): JsonObject[] {
     if (expansions.empty) return this.filter('resources', items, 'uri')
-    const cached = this.filteredUris.get(items)
-    if (cached?.expansions === expansions) return cached.out
-    const out = items.filter(item => typeof item.uri === 'string' && this.resources.testExpansion(item.uri, expansions.of(item.uri)))
-    this.filteredUris.set(items, { expansions, out })
-    return out
+    return this.resources.filterUris(items, expansions)
   }
 
   /** The arguments of a call of catalogue tool `name`: `defaults` under what the client sent. */

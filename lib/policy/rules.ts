@@ -89,6 +89,8 @@ export class GlobAccess {
   private readonly allow: RegExp | null
   private readonly deny: RegExp | null
   private readonly everything: boolean
+  /** {@link filterUris}'s last answer per input array, with the templates it was judged under. */
+  private readonly byExpansions = new WeakMap<readonly object[], { expansions: Expansions, out: unknown[] }>()
   constructor (allow: readonly string[], deny: readonly string[]) {
     this.allow = compileGlobs(allow)
     this.deny = compileGlobs(deny)
@@ -114,6 +116,18 @@ export class GlobAccess {
     if (allow === null || !(allow.test(uri) || templates.some(name => allow.test(name)))) return false
     return deny === null || !(deny.test(uri) || templates.some(name => deny.test(name)))
   }
+
+  /**
+   * The items of a `resources/list` visible here, each URI judged as {@link testExpansion} with the
+   * templates it expands. Cached per `items` array while the templates are the same. Never throws.
+   */
+  filterUris<T extends Record<string, unknown>> (items: readonly T[], expansions: Expansions): T[] {
+    const cached = this.byExpansions.get(items)
+    if (cached?.expansions === expansions) return cached.out as T[]
+    const out = items.filter(item => typeof item.uri === 'string' && this.testExpansion(item.uri, expansions.of(item.uri)))
+    this.byExpansions.set(items, { expansions, out })
+    return out
+  }
 }
 
 /**
@@ -134,7 +148,6 @@ const MAX_LIMIT_CACHE = 4096
 export class PolicyView {
   private readonly kinds: Record<PolicyKind, GlobAccess>
   private readonly filtered = new WeakMap<readonly object[], unknown[]>()
-  private readonly filteredUris = new WeakMap<readonly object[], { expansions: Expansions, out: unknown[] }>()
   private readonly limitsByTool = new Map<string, readonly AppliedLimit[]>()
 
   /** @param limits the rate limits of the applying rules (rule index, calls, per ms, the tools they allow) */
@@ -162,12 +175,7 @@ export class PolicyView {
    */
   filterUris<T extends Record<string, unknown>> (items: readonly T[], expansions: Expansions): T[] {
     if (expansions.empty) return this.filter('resources', items, 'uri')
-    const cached = this.filteredUris.get(items)
-    if (cached?.expansions === expansions) return cached.out as T[]
-    const access = this.kinds.resources
-    const out = items.filter(item => typeof item.uri === 'string' && access.testExpansion(item.uri, expansions.of(item.uri)))
-    this.filteredUris.set(items, { expansions, out })
-    return out
+    return this.kinds.resources.filterUris(items, expansions)
   }
 
   /**
