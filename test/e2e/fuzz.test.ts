@@ -23,6 +23,7 @@ import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:ht
 import { startDaemon, type DaemonProcess } from '../helpers/daemon.js'
 import { fixtureUpstreams } from '../helpers/app.js'
 import { spawnServe } from '../helpers/spawn.js'
+import { prng } from '../helpers/batch-ids.js'
 
 /** The default seed; MCPX_FUZZ_SEED overrides it (decimal or 0x-hex). */
 const DEFAULT_SEED = 0x6d637078 // "mcpx"
@@ -46,20 +47,9 @@ const MAX_BODY_BYTES = 64 * 1024
 
 /* ------------------------------------------------------------------ PRNG */
 
-/** mulberry32: a tiny seeded PRNG (32-bit state), uniform in [0, 1). */
-function mulberry32 (seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let x = Math.imul(a ^ (a >>> 15), 1 | a)
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 class Rng {
   private readonly next: () => number
-  constructor (seed: number) { this.next = mulberry32(seed) }
+  constructor (seed: number) { this.next = prng(seed) } // mulberry32 (test/helpers/batch-ids.ts)
   float (): number { return this.next() }
   int (max: number): number { return Math.floor(this.next() * max) }
   bool (p = 0.5): boolean { return this.next() < p }
