@@ -50,6 +50,24 @@ async function callOk (base: string, id: number, name: string): Promise<boolean>
   return reply.status === 200 && reply.json?.result?.content?.[0]?.text === `call ${id}`
 }
 
+/** Calls `a__echo` in tight loops (as many as {@link run} is started) until {@link stop}: how many answered, and the ids of those that failed. */
+class CallLoop {
+  ok = 0
+  readonly failed: number[] = []
+  stopped = false
+  private id: number
+  constructor (private readonly base: string, firstId: number) { this.id = firstId }
+  async run (): Promise<void> {
+    while (!this.stopped) {
+      const n = this.id++
+      if (await callOk(this.base, n, 'a__echo')) this.ok++
+      else this.failed.push(n)
+    }
+  }
+
+  stop (): void { this.stopped = true }
+}
+
 async function metric (daemon: DaemonProcess, pattern: RegExp): Promise<string | undefined> {
   const text = await (await fetch(`${daemon.base}/metrics`)).text()
   return text.split('\n').find(line => pattern.test(line))
@@ -97,18 +115,8 @@ t.test('ops/reload/unchanged-upstream-zero-failed-calls-under-load', async t => 
   await until(daemon, r => r.upstreams.every(u => u.state === 'ready'))
   const pidA = pidOf(await readyz(daemon), 'a')
   const address = daemon.base.slice('http://'.length)
-  let stop = false
-  let ok = 0
-  const failed: number[] = []
-  let id = 100
-  const loop = async (): Promise<void> => {
-    while (!stop) {
-      const n = id++
-      if (await callOk(daemon.base, n, 'a__echo')) ok++
-      else failed.push(n)
-    }
-  }
-  const loops = [loop(), loop(), loop()]
+  const calls = new CallLoop(daemon.base, 100)
+  const loops = [calls.run(), calls.run(), calls.run()]
   // Five reloads while the loops run: add b, change b, add c, remove b and c, re-add b.
   const configs = [
     { b: { ...fixtureCommand(), prefix: 'b' } },
@@ -119,17 +127,17 @@ t.test('ops/reload/unchanged-upstream-zero-failed-calls-under-load', async t => 
   ]
   for (const extra of configs) {
     const since = daemon.lines.length
-    const okBefore = ok
+    const okBefore = calls.ok
     rewrite(daemon.file, { daemon: { address }, upstreams: { a, ...extra } })
     daemon.child.kill('SIGHUP')
     await daemon.waitForLine(l => l.msg === 'config reloaded' || (typeof l.msg === 'string' && l.msg.startsWith('config reload')), since)
     // Let some calls through after each reload (bounded by the test's own timeout).
-    while (ok < okBefore + 5 && failed.length === 0) await new Promise(resolve => setTimeout(resolve, 20))
+    while (calls.ok < okBefore + 5 && calls.failed.length === 0) await new Promise(resolve => setTimeout(resolve, 20))
   }
-  stop = true
+  calls.stop()
   await Promise.all(loops)
-  t.same(failed, [], 'no call to the unchanged upstream failed')
-  t.ok(ok >= 25, `calls went through during the reloads (${ok})`)
+  t.same(calls.failed, [], 'no call to the unchanged upstream failed')
+  t.ok(calls.ok >= 25, `calls went through during the reloads (${calls.ok})`)
   t.equal(pidOf(await readyz(daemon), 'a'), pidA, 'the unchanged upstream kept its child')
   t.match(await metric(daemon, /^mcpx_config_reloads_total\{/), /outcome="applied"\} 5$/)
 })
@@ -322,30 +330,20 @@ async function makeBeforeBreak (t: Test, daemon: DaemonProcess, token: string): 
     return { status: res.status, body: await res.json() as Record<string, unknown> }
   }
 
-  let stop = false
-  let ok = 0
-  const failed: number[] = []
+  const calls = new CallLoop(daemon.base, 1000)
   let lists = 0
   const lacking: unknown[] = []
-  let id = 1000
-  const calls = async (): Promise<void> => {
-    while (!stop) {
-      const n = id++
-      if (await callOk(daemon.base, n, 'a__echo')) ok++
-      else failed.push(n)
-    }
-  }
   const listing = async (): Promise<void> => {
-    while (!stop) {
+    while (!calls.stopped) {
       const names = await toolNames(daemon, '/mcp')
       lists++
       if (!Array.isArray(names) || !names.includes('a__echo') || !names.includes('a__slow')) lacking.push(names)
     }
   }
   // Three callers, each calling in a tight loop, and one client listing tools in a tight loop.
-  const loops = [calls(), calls(), calls(), listing()]
-  const waitFor = async (pred: () => boolean): Promise<void> => { while (!pred() && failed.length === 0) await new Promise(resolve => setTimeout(resolve, 10)) }
-  await waitFor(() => ok >= 10)
+  const loops = [calls.run(), calls.run(), calls.run(), listing()]
+  const waitFor = async (pred: () => boolean): Promise<void> => { while (!pred() && calls.failed.length === 0) await new Promise(resolve => setTimeout(resolve, 10)) }
+  await waitFor(() => calls.ok >= 10)
 
   // A call in flight on the old instance when the reload starts.
   const since = daemon.lines.length
@@ -355,11 +353,11 @@ async function makeBeforeBreak (t: Test, daemon: DaemonProcess, token: string): 
   t.equal(switched.status, 200)
   t.same(switched.body, { status: 'applied', added: [], removed: [], restarted: ['a'], unchanged: ['b'], restartToApply: [], kept: [] })
   t.match(await slow, { status: 200, json: { result: { content: [{ text: 'slept 400' }] } } }, 'the call in flight on the old instance completed with its answer')
-  const okAtSwitch = ok
-  await waitFor(() => ok >= okAtSwitch + 10)
-  stop = true
+  const okAtSwitch = calls.ok
+  await waitFor(() => calls.ok >= okAtSwitch + 10)
+  calls.stop()
   await Promise.all(loops)
-  t.same(failed, [], `no call failed across the switch (${ok} answered)`)
+  t.same(calls.failed, [], `no call failed across the switch (${calls.ok} answered)`)
   t.same(lacking, [], `tools/list never lacked the upstream's tools (${lists} lists)`)
   const pidAfter = pidOf(await readyz(daemon), 'a')
   t.ok(pidAfter !== undefined && pidAfter !== pidBefore, 'a new child took over')
