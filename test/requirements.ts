@@ -19,7 +19,9 @@
  *   questions between eras), `config`, `daemon` (process, ops endpoints, shutdown), `plugin` (embedding in a host
  *   Fastify app), `package` (what npm installs), `deploy` (deployment recipes, e.g. `deploy/nginx/…`), `limits`
  *   (the bounds mcpx keeps under hostile peers, e.g. `limits/upstreams/…`), `policy`
- *   (who sees and calls what, rate limits), `servers` (curated endpoints), `audit` (the audit trail).
+ *   (who sees and calls what, rate limits), `servers` (curated endpoints), `audit` (the audit trail), `discovery` (tool search), `skills` (the Skills
+ *   extension), `identity-upstream` (each caller's own identity toward an upstream), `integrity` (pinned definitions),
+ *   `confirm` (the human confirmation gate).
  *
  * ## Ids
  * An id is a test name. `*` as the first segment is a family, one id per revision in `revisions`
@@ -36,7 +38,7 @@ export type Revision = typeof REVISIONS[number]
 export const LEGACY_REVISIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'] as const satisfies readonly Revision[]
 
 /** The first segments a test name may have (see the scheme above). */
-export const SCOPES: readonly string[] = [...REVISIONS, 'all', 'auth', 'upstreams', 'replicas', 'isolation', 'paging', 'elicitation-url', 'limits', 'bridge', 'config', 'daemon', 'plugin', 'package', 'deploy', 'redis', 'trace', 'cli', 'ops', 'policy', 'servers', 'audit', 'tasks']
+export const SCOPES: readonly string[] = [...REVISIONS, 'all', 'auth', 'upstreams', 'replicas', 'isolation', 'paging', 'elicitation-url', 'limits', 'bridge', 'config', 'daemon', 'plugin', 'package', 'deploy', 'redis', 'trace', 'cli', 'ops', 'policy', 'servers', 'audit', 'tasks', 'discovery', 'skills', 'identity-upstream', 'integrity', 'confirm']
 
 /** The seed file the `seed › …` sources name, relative to shared/. */
 export const SEED_FILE = 'seeds/000_b1284d353a3cd686.txt'
