@@ -257,6 +257,9 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'policy/templates/daemon-hides-expansions-in-both-eras': { source: 'docs/policy.md › Templates and their expansions', text: 'a real daemon answers an expansion of a hidden template as an absent URI (status, headers, bytes), in both eras' },
   'policy/templates/serve-hides-expansions-in-both-eras': { source: 'docs/policy.md › Templates and their expansions', text: 'mcpx serve answers an expansion of a hidden template line for line as an absent URI, in both eras' },
   'servers/templates/a-template-decides-its-expansions': { source: 'docs/policy.md › Templates and their expansions', text: 'a curated endpoint hides the expansions of a template it denies and serves those of a template it allows alone' },
+  // ---------------------------------------------------------------- docs/authentication.md: token audiences, exchange keys, DPoP
+  'auth/oauth/introspected-token-without-audience-refused': { source: 'docs/authentication.md › Introspected tokens without an audience', text: 'an active introspected token without aud is 401 invalid_token, unless introspection.knowsOnlyThisResource says the endpoint knows this resource\'s tokens only' },
+  'auth/upstream/exchange-follows-the-subject-token': { source: 'docs/authentication.md › Upstream credentials', text: 'the token-exchange cache is keyed by the caller\'s token (its SHA-256): a new token, e.g. with fewer scopes, is a new exchange' },
 }
 
 /** One concrete id of the manifest, with the key it came from (a family key for a `*` family). */

@@ -97,7 +97,7 @@ function startVerifier (oauthConfig: OAuthConfig, env: NodeJS.ProcessEnv, logger
     clockToleranceMs: oauthConfig.clockTolerance,
     jwksCooldownMs: oauthConfig.jwksCooldown,
     ...(introspection !== undefined
-      ? { introspection: { url: introspection.url, clientId: introspection.clientId, clientSecret: readSecret({ env: introspection.clientSecretEnv, file: introspection.clientSecretFile }, 'auth.oauth.introspection', env) } }
+      ? { introspection: { url: introspection.url, clientId: introspection.clientId, clientSecret: readSecret({ env: introspection.clientSecretEnv, file: introspection.clientSecretFile }, 'auth.oauth.introspection', env), knowsOnlyThisResource: introspection.knowsOnlyThisResource === true } }
       : {}),
     logger
   })

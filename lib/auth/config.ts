@@ -32,7 +32,8 @@ export interface OAuthConfig {
   jwksUri?: string
   requiredScopes: string[]
   scopesSupported?: string[]
-  introspection?: { url: string, clientId: string, clientSecretEnv?: string, clientSecretFile?: string }
+  /** `knowsOnlyThisResource` (default false): an active answer without `aud` is taken as issued for this resource. */
+  introspection?: { url: string, clientId: string, clientSecretEnv?: string, clientSecretFile?: string, knowsOnlyThisResource: boolean }
   clockTolerance: number
   jwksCooldown: number
   resourceName: string

@@ -109,7 +109,13 @@ export const CONFIG_SCHEMA = {
                 url: { type: 'string', pattern: '^https?://' },
                 clientId: { type: 'string', minLength: 1 },
                 clientSecretEnv: { type: 'string', minLength: 1, description: 'environment variable holding the client secret' },
-                clientSecretFile: { type: 'string', minLength: 1, description: 'file whose first line is the client secret' }
+                clientSecretFile: { type: 'string', minLength: 1, description: 'file whose first line is the client secret' },
+                knowsOnlyThisResource: {
+                  type: 'boolean',
+                  default: false,
+                  description: 'the introspection endpoint knows tokens for this resource only: an active token whose answer has no aud is taken as issued for it. ' +
+                    'Default false: such a token is refused (401 invalid_token), since a token must be issued for this resource'
+                }
               }
             },
             clockTolerance: { ...DURATION_SCHEMA, default: '30s', description: 'allowed clock skew for exp/nbf (ms or duration string)' },
