@@ -260,6 +260,28 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   // ---------------------------------------------------------------- docs/authentication.md: token audiences, exchange keys, DPoP
   'auth/oauth/introspected-token-without-audience-refused': { source: 'docs/authentication.md › Introspected tokens without an audience', text: 'an active introspected token without aud is 401 invalid_token, unless introspection.knowsOnlyThisResource says the endpoint knows this resource\'s tokens only' },
   'auth/upstream/exchange-follows-the-subject-token': { source: 'docs/authentication.md › Upstream credentials', text: 'the token-exchange cache is keyed by the caller\'s token (its SHA-256): a new token, e.g. with fewer scopes, is a new exchange' },
+  'auth/dpop/good-proof-accepted': { source: 'docs/authentication.md › DPoP', text: 'a DPoP-bound token with the DPoP scheme and a fresh proof for the request (htm, htu without query, ath, jkt) is admitted, every method' },
+  'auth/dpop/missing-proof-refused': { source: 'docs/authentication.md › DPoP', text: 'a bound token without a proof (no, empty or malformed DPoP header) is 401 DPoP error="invalid_dpop_proof" with algs and resource_metadata' },
+  'auth/dpop/two-dpop-headers-refused': { source: 'docs/authentication.md › DPoP', text: 'two DPoP header fields, or two proofs in one, are 401 invalid_dpop_proof and use neither proof up' },
+  'auth/dpop/bad-signature-refused': { source: 'docs/authentication.md › DPoP', text: 'a proof whose signature does not verify with its jwk, or whose jwk is a private key, is 401 invalid_dpop_proof' },
+  'auth/dpop/wrong-typ-refused': { source: 'docs/authentication.md › DPoP', text: 'a proof whose typ is not dpop+jwt is 401 invalid_dpop_proof' },
+  'auth/dpop/symmetric-alg-refused': { source: 'docs/authentication.md › DPoP', text: 'a proof signed with HS256, none, or an algorithm outside dpopSigningAlgs is 401 invalid_dpop_proof; a symmetric algorithm cannot be configured' },
+  'auth/dpop/wrong-htm-refused': { source: 'docs/authentication.md › DPoP', text: 'a proof for another HTTP method is 401 invalid_dpop_proof' },
+  'auth/dpop/wrong-htu-refused': { source: 'docs/authentication.md › DPoP', text: 'a proof for another URL is 401 invalid_dpop_proof; the URL is compared normalised, without query and fragment; X-Forwarded-* count from a trusted proxy only' },
+  'auth/dpop/iat-outside-window-refused': { source: 'docs/authentication.md › DPoP', text: 'a proof older than dpopProofMaxAge or more than clockTolerance in the future is 401 invalid_dpop_proof' },
+  'auth/dpop/wrong-ath-refused': { source: 'docs/authentication.md › DPoP', text: 'a proof without ath or with the hash of another token is 401 invalid_dpop_proof' },
+  'auth/dpop/wrong-jkt-refused': { source: 'docs/authentication.md › DPoP', text: 'a sound proof by a key other than the token\'s cnf.jkt is 401 DPoP error="invalid_token"' },
+  'auth/dpop/replayed-jti-refused': { source: 'docs/authentication.md › DPoP', text: 'a proof, or a jti, used before by the same key is 401 invalid_dpop_proof' },
+  'auth/dpop/replay-cache-full-503': { source: 'docs/authentication.md › DPoP', text: 'past the memory replay cache\'s bound a new proof is refused 503 with Retry-After, never admitted unchecked' },
+  'auth/dpop/bound-token-as-bearer-refused': { source: 'docs/authentication.md › DPoP', text: 'a DPoP-bound token sent as a Bearer token is 401 DPoP error="invalid_token"' },
+  'auth/dpop/required-refuses-unbound-token': { source: 'docs/authentication.md › DPoP', text: 'dpop "required": an unbound OAuth token is 401 invalid_token, no credentials get the DPoP challenge alone, and the metadata says dpop_bound_access_tokens_required' },
+  'auth/dpop/dpop-scheme-needs-a-bound-token': { source: 'docs/authentication.md › DPoP', text: 'the DPoP scheme with an unbound token is 401 invalid_token; a refused token sent with the DPoP scheme is challenged with DPoP' },
+  'auth/dpop/off-treats-dpop-scheme-as-unsupported': { source: 'docs/authentication.md › DPoP', text: 'dpop "off": Authorization: DPoP is answered as no credentials, with the Bearer challenge' },
+  'auth/dpop/introspected-binding': { source: 'docs/authentication.md › DPoP', text: 'an opaque token\'s binding comes from the introspection answer\'s cnf.jkt' },
+  'auth/dpop/daemon-accepts-bound-token-with-proof': { source: 'docs/authentication.md › DPoP', text: 'a real daemon admits a DPoP-bound token from a real authorization server with its proof, behind a trusted proxy' },
+  'auth/dpop/daemon-refuses-bound-token-as-bearer': { source: 'docs/authentication.md › DPoP', text: 'a real daemon refuses a DPoP-bound token sent as Bearer, 401 DPoP error="invalid_token"' },
+  'auth/dpop/daemon-refuses-two-dpop-header-fields': { source: 'docs/authentication.md › DPoP', text: 'a real daemon refuses a request with two DPoP header fields on the wire, 401 invalid_dpop_proof' },
+  'auth/dpop/replay-refused-across-replicas': { source: 'docs/authentication.md › DPoP', text: 'a proof accepted by one replica is refused by another sharing its Redis' },
 }
 
 /** One concrete id of the manifest, with the key it came from (a family key for a `*` family). */

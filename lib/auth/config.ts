@@ -37,4 +37,10 @@ export interface OAuthConfig {
   clockTolerance: number
   jwksCooldown: number
   resourceName: string
+  /** RFC 9449 DPoP at the front door (docs/authentication.md › DPoP); undefined: `allowed`. */
+  dpop?: 'off' | 'allowed' | 'required'
+  /** JWS algorithms a DPoP proof may use (asymmetric only); undefined: lib/auth/dpop DPOP_ALGORITHMS. */
+  dpopSigningAlgs?: string[]
+  /** How old a DPoP proof's `iat` may be, ms; undefined: 60 000. */
+  dpopProofMaxAge?: number
 }
