@@ -273,6 +273,7 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'auth/dpop/wrong-jkt-refused': { source: 'docs/authentication.md › DPoP', text: 'a sound proof by a key other than the token\'s cnf.jkt is 401 DPoP error="invalid_token"' },
   'auth/dpop/replayed-jti-refused': { source: 'docs/authentication.md › DPoP', text: 'a proof, or a jti, used before by the same key is 401 invalid_dpop_proof' },
   'auth/dpop/replay-cache-full-503': { source: 'docs/authentication.md › DPoP', text: 'past the memory replay cache\'s bound a new proof is refused 503 with Retry-After, never admitted unchecked' },
+  'auth/dpop/memory-replay-cache-bounded-and-expiring': { source: 'docs/authentication.md › DPoP', text: 'the memory replay cache forgets a proof only once it expired, and answers unavailable past its bound' },
   'auth/dpop/bound-token-as-bearer-refused': { source: 'docs/authentication.md › DPoP', text: 'a DPoP-bound token sent as a Bearer token is 401 DPoP error="invalid_token"' },
   'auth/dpop/required-refuses-unbound-token': { source: 'docs/authentication.md › DPoP', text: 'dpop "required": an unbound OAuth token is 401 invalid_token, no credentials get the DPoP challenge alone, and the metadata says dpop_bound_access_tokens_required' },
   'auth/dpop/dpop-scheme-needs-a-bound-token': { source: 'docs/authentication.md › DPoP', text: 'the DPoP scheme with an unbound token is 401 invalid_token; a refused token sent with the DPoP scheme is challenged with DPoP' },
