@@ -9,7 +9,7 @@
 import t from 'tap'
 import { request as httpRequest } from 'node:http'
 import { fixtureUpstreams, modernHeaders, modernMeta } from '../helpers/app.js'
-import { startDaemon, type DaemonProcess } from '../helpers/daemon.js'
+import { daemonReady, startDaemon, type DaemonProcess } from '../helpers/daemon.js'
 import { REDIS_URL, redisTestPrefix } from '../helpers/redis.js'
 import { CLIENTS, startAuthServer } from '../helpers/oauth.js'
 import { dpopToken, makeProof, newDpopKey } from '../helpers/dpop.js'
@@ -31,6 +31,8 @@ const config = {
   auth: { oauth: { issuer: as.issuer, resource: RESOURCE, requiredScopes: ['mcp:tools'] } }
 }
 const [a, b]: DaemonProcess[] = await Promise.all([startDaemon(t, config), startDaemon(t, config)])
+// "ready" is logged once the daemon serves; on a loaded machine its fixture child may still be starting.
+await Promise.all([daemonReady(a.base), daemonReady(b.base)])
 const key = await newDpopKey()
 const token = await dpopToken(as, CLIENTS.alice, key, { resource: RESOURCE })
 
@@ -51,7 +53,7 @@ t.test('auth/dpop/daemon-accepts-bound-token-with-proof', async t => {
     const res = await call(daemon, { authorization: `DPoP ${token}`, dpop: await proof() })
     const body = await res.text()
     t.equal(res.status, 200, `the bound token with its proof, htu the public URL the trusted proxy names: ${res.headers.get('www-authenticate') ?? ''} ${body}`)
-    t.match(JSON.parse(body), { jsonrpc: '2.0', id: 7, result: { content: [{ text: 'bound' }] } }, 'the call reached the upstream')
+    t.match(JSON.parse(body), { jsonrpc: '2.0', id: 7, result: { content: [{ text: 'bound' }] } }, `the call reached the upstream: ${body}`)
   }
   const direct = await fetch(`${a.base}/mcp`, { method: 'POST', headers: modernHeaders('tools/call', 'echo', { accept: 'application/json', authorization: `DPoP ${token}`, dpop: await proof() }), body: CALL })
   t.equal(direct.status, 401, 'the same proof shape sent past the proxy: the URL the daemon sees is not the one in htu')
