@@ -187,19 +187,21 @@ export function createAuthenticator (auth: AuthConfig, options: { logger: Logger
   /** The OAuth refusals of one protected resource: each names the resource's metadata (RFC 9728 §5.1). */
   function oauthRefusals (resource: string): OAuthRefusals {
     const rm = `resource_metadata=${quoted(protectedResourceMetadataUrl(resource))}`
+    /** The parameters every DPoP challenge ends with (used only when DPoP is on, so `algs` is set). */
+    const dpopTail = `${algs}, ${rm}`
     const byReason = new Map<InvalidTokenReason, AuthRefusal>()
     const byReasonDpop = new Map<InvalidTokenReason, AuthRefusal>()
     for (const [reason, description] of Object.entries(INVALID_TOKEN_DESCRIPTIONS) as Array<[InvalidTokenReason, string]>) {
       byReason.set(reason, authRefusal('unauthorizedInvalid', `${INVALID.wwwAuthenticate}, error_description=${quoted(description)}, ${rm}`, unauthorized(description), reason))
-      byReasonDpop.set(reason, authRefusal('unauthorizedInvalid', `DPoP error="invalid_token", error_description=${quoted(description)}, ${algs}, ${rm}`, unauthorized(description), reason))
+      byReasonDpop.set(reason, authRefusal('unauthorizedInvalid', `DPoP error="invalid_token", error_description=${quoted(description)}, ${dpopTail}`, unauthorized(description), reason))
     }
     const proofs = new Map<InvalidDpopProofReason, AuthRefusal>()
     for (const [reason, description] of Object.entries(INVALID_DPOP_PROOF_DESCRIPTIONS) as Array<[InvalidDpopProofReason, string]>) {
-      proofs.set(reason, authRefusal('unauthorizedDpop', `${DPOP_PROOF.wwwAuthenticate}, error_description=${quoted(description)}, ${algs}, ${rm}`, unauthorized(description), `dpop_${reason}`))
+      proofs.set(reason, authRefusal('unauthorizedDpop', `${DPOP_PROOF.wwwAuthenticate}, error_description=${quoted(description)}, ${dpopTail}`, unauthorized(description), `dpop_${reason}`))
     }
     const bindings = new Map<DpopTokenReason, AuthRefusal>()
     for (const [reason, description] of Object.entries(DPOP_TOKEN_DESCRIPTIONS) as Array<[DpopTokenReason, string]>) {
-      bindings.set(reason, authRefusal('unauthorizedInvalid', `DPoP error="invalid_token", error_description=${quoted(description)}, ${algs}, ${rm}`, unauthorized(description), `dpop_${reason}`))
+      bindings.set(reason, authRefusal('unauthorizedInvalid', `DPoP error="invalid_token", error_description=${quoted(description)}, ${dpopTail}`, unauthorized(description), `dpop_${reason}`))
     }
     const scopeMessage = `${SCOPE.message}: ${oauthConfig.requiredScopes.join(' ')}`
     return {
@@ -212,7 +214,7 @@ export function createAuthenticator (auth: AuthConfig, options: { logger: Logger
       proof: reason => proofs.get(reason) as AuthRefusal,
       binding: reason => bindings.get(reason) as AuthRefusal,
       insufficientScope: scope === undefined ? undefined : authRefusal('insufficientScope', `${SCOPE.wwwAuthenticate}, ${scope}, ${rm}`, scopeMessage, 'insufficient_scope'),
-      insufficientScopeDpop: scope === undefined ? undefined : authRefusal('insufficientScope', `DPoP error="insufficient_scope", ${scope}, ${algs}, ${rm}`, scopeMessage, 'insufficient_scope')
+      insufficientScopeDpop: scope === undefined ? undefined : authRefusal('insufficientScope', `DPoP error="insufficient_scope", ${scope}, ${dpopTail}`, scopeMessage, 'insufficient_scope')
     }
   }
   const mcp = oauthRefusals(oauthConfig.resource)

@@ -278,3 +278,12 @@ t.test('auth/dpop/introspected-binding', async t => {
   const thief = await newDpopKey()
   refused(t, await app.inject(request({ authorization: `DPoP ${opaque}`, dpop: await makeProof(thief, { htm: 'POST', htu: HTU, accessToken: opaque }) })), bindingChallenge('keyBinding'), DPOP_TOKEN_DESCRIPTIONS.keyBinding, 'another key')
 })
+
+t.test('auth/dpop/insufficient-scope-challenge-is-dpop', async t => {
+  const f = await fixture()
+  const app = await build(t, f.as, { requiredScopes: ['mcp:admin'] })
+  const res = await app.inject(request(await dpopHeaders(f)))
+  t.equal(res.statusCode, 403, 'a bound token with its proof, without the required scope')
+  t.equal(res.headers['www-authenticate'], `DPoP error="insufficient_scope", scope="mcp:admin", algs="${ALGS}", resource_metadata="${PRM}"`, 'challenged with the scheme it came with')
+  t.equal(res.body, '{"jsonrpc":"2.0","error":{"code":-32600,"message":"Forbidden: the access token lacks a required scope: mcp:admin"}}')
+})
