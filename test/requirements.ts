@@ -257,6 +257,27 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'policy/templates/daemon-hides-expansions-in-both-eras': { source: 'docs/policy.md › Templates and their expansions', text: 'a real daemon answers an expansion of a hidden template as an absent URI (status, headers, bytes), in both eras' },
   'policy/templates/serve-hides-expansions-in-both-eras': { source: 'docs/policy.md › Templates and their expansions', text: 'mcpx serve answers an expansion of a hidden template line for line as an absent URI, in both eras' },
   'servers/templates/a-template-decides-its-expansions': { source: 'docs/policy.md › Templates and their expansions', text: 'a curated endpoint hides the expansions of a template it denies and serves those of a template it allows alone' },
+  // ---------------------------------------------------------------- docs/discovery.md › Tool search
+  'discovery/config/modes-defaults-and-bad-values': { source: 'docs/discovery.md › Configuration', text: 'discovery (top level and per endpoint) is list by default; search mode takes maxResults 1–50, default 8; a bad mode, bound or key is refused at load' },
+  'discovery/config/reload-switches-the-mode': { source: 'docs/discovery.md › Configuration', text: 'a reload applies discovery to the requests that start after it' },
+  'discovery/search/limit-defaults-to-and-is-capped-by-max-results': { source: 'docs/discovery.md › Configuration', text: 'a search returns maxResults tools without a limit, and at most maxResults whatever limit is given' },
+  'discovery/list/two-meta-tools-in-both-eras': { source: 'docs/discovery.md › What the client sees', text: 'in search mode tools/list is exactly search_tools and call_tool (valid Tool definitions in every revision), in both eras, on /mcp and curated endpoints; prompts and resources are unchanged' },
+  'discovery/ranking/empty-query-lists-by-name-up-to-the-limit': { source: 'docs/discovery.md › What the client sees', text: 'an empty query lists tools in name order, limit of them; each entry carries name, title?, description, inputSchema, annotations?' },
+  'discovery/call/call-tool-answers-as-tools-call': { source: 'docs/discovery.md › What the client sees', text: 'call_tool answers what tools/call of the inner exposed name answers, byte for byte, renames and defaults applied; bad meta-tool arguments are a tool error' },
+  'discovery/headers/call-tool-needs-no-inner-mcp-param': { source: 'docs/discovery.md › What the client sees', text: 'a 2026-07-28 call_tool carries Mcp-Name: call_tool and no Mcp-Param-* for the inner tool, and is served' },
+  'discovery/clients/official-v1-and-v2-clients-search-and-call-with-questions': { source: 'docs/discovery.md › What the client sees', text: 'the official v1 (legacy) and v2 (2026-07-28) clients list, search and call through call_tool, a question to the client included' },
+  'discovery/ranking/terms-split-on-separators-and-camel-case': { source: 'docs/discovery.md › Ranking', text: 'names and parameters are split on _, -, __, . and camelCase' },
+  'discovery/ranking/bm25-over-name-title-description-and-parameters': { source: 'docs/discovery.md › Ranking', text: 'BM25 over the name (boosted), title, description and parameter names and descriptions; only matches are returned' },
+  'discovery/ranking/prefix-and-light-fuzziness': { source: 'docs/discovery.md › Ranking', text: 'query words match by prefix, and words of 5+ letters within a small edit distance' },
+  'discovery/ranking/ties-break-by-name-whatever-the-catalogue-order': { source: 'docs/discovery.md › Ranking', text: 'equal scores are ordered by name, and a catalogue in any order gives the same results in the same order' },
+  'discovery/golden/generated-catalogue-top-results': { source: 'docs/discovery.md › Ranking', text: 'the golden queries over the generated 1,024-tool catalogue give the documented top results' },
+  'discovery/golden/reference-servers-top-results': { source: 'docs/discovery.md › Ranking', text: 'the golden queries over the three reference servers behind one endpoint give the documented top results, in both eras' },
+  'discovery/policy/hidden-tools-are-never-found': { source: 'docs/discovery.md › Policy first', text: 'the index is the caller\'s view: a tool the policy or the endpoint hides is never found, and call_tool of it answers as tools/call of an unknown name' },
+  'discovery/policy/rate-limits-count-the-inner-call': { source: 'docs/discovery.md › Policy first', text: 'a call through call_tool counts against the inner tool\'s rate limit as a direct call does' },
+  'discovery/audit/inner-call-audited-with-via': { source: 'docs/discovery.md › Policy first', text: 'the audit line of a call through call_tool names the inner tool and carries via: call_tool' },
+  'discovery/index/cached-per-view-list-and-bounded': { source: 'docs/discovery.md › Stateless and fresh', text: 'indexes are cached per view list, at most 32, least recently used dropped' },
+  'discovery/fresh/index-follows-list-changed': { source: 'docs/discovery.md › Stateless and fresh', text: 'a tool an upstream adds (list_changed) is found by the next searches' },
+  'discovery/serve/stdio-server-endpoint-in-search-mode': { source: 'docs/discovery.md › Stateless and fresh', text: 'mcpx serve --server <name> in search mode lists, searches and calls as HTTP does' },
 }
 
 /** One concrete id of the manifest, with the key it came from (a family key for a `*` family). */
