@@ -276,6 +276,7 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'discovery/policy/rate-limits-count-the-inner-call': { source: 'docs/discovery.md › Policy first', text: 'a call through call_tool counts against the inner tool\'s rate limit as a direct call does' },
   'discovery/audit/inner-call-audited-with-via': { source: 'docs/discovery.md › Policy first', text: 'the audit line of a call through call_tool names the inner tool and carries via: call_tool' },
   'discovery/index/cached-per-view-list-and-bounded': { source: 'docs/discovery.md › Stateless and fresh', text: 'indexes are cached per view list, at most 32, least recently used dropped' },
+  'discovery/fresh/index-updated-in-place-ranks-as-a-fresh-build': { source: 'docs/discovery.md › Stateless and fresh', text: 'after a list change the view\'s index is updated in place (a fresh build past half changed), and ranks exactly as a fresh build' },
   'discovery/fresh/index-follows-list-changed': { source: 'docs/discovery.md › Stateless and fresh', text: 'a tool an upstream adds (list_changed) is found by the next searches' },
   'discovery/serve/stdio-server-endpoint-in-search-mode': { source: 'docs/discovery.md › Stateless and fresh', text: 'mcpx serve --server <name> in search mode lists, searches and calls as HTTP does' },
 }

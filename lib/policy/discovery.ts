@@ -9,17 +9,19 @@
  * each tool as this endpoint exposes it: the exposed name (split on `_`, `-`, `.`, `/`, spaces and
  * camelCase), the title, the description, and the input parameters' names and descriptions. Query
  * terms match by prefix (terms of 2+ characters) and, for terms of 5+ characters, within a
- * Damerau-Levenshtein distance of 20 % of their length (at most 2). Results are ordered by score,
- * ties by exposed name (code-unit order), and the index is built from the tools in name order, so
- * the same catalogue and view give the same floating-point scores, hence the same order, on every
- * replica and every run.
+ * Levenshtein distance of 20 % of their length (at most 2). Results are ordered by score (compared at
+ * a resolution of 1e-9, {@link SCORE_RESOLUTION}), ties by exposed name (code-unit order), so the
+ * same catalogue and view give the same order on every replica and every run, whatever order the
+ * upstreams listed their tools in.
  *
  * The index a caller searches is built from that caller's view (Visibility.tools: policy filter, then
  * the endpoint's filter, renames, overrides, defaults): a hidden tool is not in it. Views hand out
  * the same array for the same (catalogue version, view) (the registry replaces its arrays on change;
  * each view step caches per input array), so that array keys the index cache: a catalogue change
- * or a reload yields a new array and a new index on the next search; nothing is remembered between
- * requests but this cache, which is bounded ({@link MAX_INDEXES}, least recently used dropped).
+ * or a reload yields a new array. The next search then updates the index that view used last in
+ * place (the tools that changed are removed and added), or builds one when more than half changed.
+ * Nothing is remembered between requests but this cache, which is bounded ({@link MAX_INDEXES},
+ * least recently used dropped).
  */
 import MiniSearch, { type SearchOptions } from 'minisearch'
 import type { JsonObject } from '../protocol/jsonrpc.js'
@@ -109,30 +111,113 @@ function byName (a: JsonObject, b: JsonObject): number {
   return x < y ? -1 : x > y ? 1 : 0
 }
 
-/** The search index of one view's tool list. Immutable once built. */
+/** One indexed document: the fields minisearch indexes, kept as given (its `remove` needs the same values). */
+interface ToolDocument { id: number, name: string, title: string, description: string, params: string }
+
+/** Whether two documents index the same text (ids aside). */
+function sameText (a: ToolDocument, b: ToolDocument): boolean {
+  return a.name === b.name && a.title === b.title && a.description === b.description && a.params === b.params
+}
+
+function documentOf (tool: JsonObject, id: number): ToolDocument {
+  return {
+    id,
+    name: tool.name as string,
+    title: typeof tool.title === 'string' ? tool.title : '',
+    description: typeof tool.description === 'string' ? tool.description : '',
+    params: paramsText(tool)
+  }
+}
+
+/**
+ * Scores are compared at this resolution: an index updated in place carries BM25's average field
+ * length computed incrementally, which may differ from a fresh build's in the last bits; rounded, that
+ * noise cannot reorder results (equal rounded scores fall back to name order).
+ */
+const SCORE_RESOLUTION = 1e9
+
+/**
+ * The search index of one view's tool list. Searches never change it; {@link indexOf} may move it to
+ * the view's next list in place ({@link update}: the tools that changed are removed and added).
+ */
 export class ToolIndex {
-  /** The tools in exposed-name order (document id = position). */
-  readonly tools: readonly JsonObject[]
-  private readonly engine: MiniSearch<{ id: number, name: string, title: string, description: string, params: string }>
+  /** The tools in exposed-name order. */
+  tools: readonly JsonObject[] = []
+  /** The list this index indexes now. */
+  list: readonly JsonObject[]
+  /** Exposed name → the tool object indexed under it and its document. */
+  private readonly byName = new Map<string, { tool: JsonObject, readonly document: ToolDocument }>()
+  /** Document id → tool. */
+  private readonly byId = new Map<number, JsonObject>()
+  private nextId = 0
+  private readonly engine: MiniSearch<ToolDocument>
 
   /**
    * @param tools the view's tools/list (exposed names, overrides and defaults applied); items without a string name are left out
    */
   constructor (tools: readonly JsonObject[]) {
-    this.tools = tools.filter(tool => typeof tool.name === 'string').sort(byName)
+    this.list = tools
     this.engine = new MiniSearch({
       fields: ['name', 'title', 'description', 'params'],
       tokenize: termsOf,
       processTerm: term => term,
       searchOptions: SEARCH_OPTIONS
     })
-    this.engine.addAll(this.tools.map((tool, id) => ({
-      id,
-      name: tool.name as string,
-      title: typeof tool.title === 'string' ? tool.title : '',
-      description: typeof tool.description === 'string' ? tool.description : '',
-      params: paramsText(tool)
-    })))
+    const named = tools.filter(tool => typeof tool.name === 'string').sort(byName)
+    const documents: ToolDocument[] = []
+    for (const tool of named) {
+      if (this.byName.has(tool.name as string)) continue // a name listed twice (not from a merged catalogue): the first
+      const document = documentOf(tool, this.nextId++)
+      this.byName.set(document.name, { tool, document })
+      this.byId.set(document.id, tool)
+      documents.push(document)
+    }
+    this.engine.addAll(documents)
+    this.tools = named.filter(tool => this.byName.get(tool.name as string)?.tool === tool)
+  }
+
+  /**
+   * Moves this index to `tools` in place, when at most half of them changed: a tool gone, or one whose
+   * indexed text (name, title, description, parameters) changed, is removed; a new or changed one is
+   * added; one whose text is the same keeps its document (its entry reads the new object). The
+   * registry makes new objects on every merge, so tools are compared by their indexed text, not identity.
+   * Costs one pass over the names plus the changed tools.
+   * @returns false (the index untouched) when more than half changed: a fresh build costs no more
+   */
+  update (tools: readonly JsonObject[]): boolean {
+    const next = new Map<string, { tool: JsonObject, document: ToolDocument }>()
+    let changed = 0
+    for (const tool of tools) {
+      if (typeof tool.name !== 'string' || next.has(tool.name)) continue
+      const document = documentOf(tool, -1)
+      const old = this.byName.get(tool.name)
+      if (old === undefined || !sameText(old.document, document)) changed++
+      next.set(tool.name, { tool, document })
+    }
+    for (const name of this.byName.keys()) if (!next.has(name)) changed++
+    if (changed * 2 > next.size) return false
+    for (const [name, { document }] of this.byName) {
+      const incoming = next.get(name)
+      if (incoming !== undefined && sameText(incoming.document, document)) continue
+      this.engine.remove(document)
+      this.byName.delete(name)
+      this.byId.delete(document.id)
+    }
+    for (const [name, { tool, document }] of next) {
+      const kept = this.byName.get(name)
+      if (kept !== undefined) {
+        kept.tool = tool
+        this.byId.set(kept.document.id, tool)
+        continue
+      }
+      document.id = this.nextId++
+      this.engine.add(document)
+      this.byName.set(name, { tool, document })
+      this.byId.set(document.id, tool)
+    }
+    this.tools = [...next.values()].map(entry => entry.tool).sort(byName)
+    this.list = tools
+    return true
   }
 
   /**
@@ -144,12 +229,12 @@ export class ToolIndex {
   search (query: string, limit: number): SearchEntry[] {
     const terms = termsOf(query)
     if (terms.length === 0) return this.tools.slice(0, limit).map(entryOf)
-    const hits = this.engine.search(terms.join(' '))
-    hits.sort((a, b) => b.score - a.score || byName(this.tools[a.id], this.tools[b.id]))
+    const hits = this.engine.search(terms.join(' ')).map(hit => ({ score: Math.round(hit.score * SCORE_RESOLUTION), tool: this.byId.get(hit.id) as JsonObject }))
+    hits.sort((a, b) => b.score - a.score || byName(a.tool, b.tool))
     const out: SearchEntry[] = []
     for (const hit of hits) {
       if (out.length >= limit) break
-      out.push(entryOf(this.tools[hit.id]))
+      out.push(entryOf(hit.tool))
     }
     return out
   }
@@ -159,18 +244,54 @@ export class ToolIndex {
 const indexes = new Map<readonly JsonObject[], ToolIndex>()
 
 /**
- * The index of a view's tools list: cached while that array is the view's list (see the module
- * comment), else built now (about 30 ms for 2,000 tools on a quiet core: docs/benchmarks.md). Never throws.
+ * The index each view lineage (a policy view and an endpoint, as objects) built last, so its next list
+ * updates it in place rather than building anew. Weak: a lineage gone (a reload) takes its entry along;
+ * an index dropped from {@link indexes} is dropped here too.
  */
-export function indexOf (tools: readonly JsonObject[]): ToolIndex {
+const lineages = new WeakMap<object, WeakMap<object, ToolIndex>>()
+const owners = new WeakMap<ToolIndex, { map: WeakMap<object, ToolIndex>, key: object }>()
+/** The lineage key part for "no policy view" or "no endpoint". */
+const NONE = {}
+
+/**
+ * The index of a view's tools list: cached while that array is the view's list (see the module
+ * comment). On a miss, the index this view's lineage used last is updated in place when at most half
+ * of the tools changed (an upstream's list_changed: the changed tools only), else one is built
+ * (about 40 ms of CPU for 2,000 tools: docs/benchmarks.md › Tool search). Never throws.
+ * @param lineage what the list is a view of: the policy view and the endpoint (objects), or undefined (no reuse)
+ */
+export function indexOf (tools: readonly JsonObject[], lineage?: { policy: object | undefined, server: object | undefined }): ToolIndex {
   let index = indexes.get(tools)
   if (index !== undefined) {
     indexes.delete(tools)
     indexes.set(tools, index)
     return index
   }
-  index = new ToolIndex(tools)
-  if (indexes.size >= MAX_INDEXES) indexes.delete(indexes.keys().next().value as readonly JsonObject[])
+  let owner: WeakMap<object, ToolIndex> | undefined
+  let key: object | undefined
+  if (lineage !== undefined) {
+    const first = lineage.policy ?? NONE
+    owner = lineages.get(first)
+    if (owner === undefined) { owner = new WeakMap(); lineages.set(first, owner) }
+    key = lineage.server ?? NONE
+    const prior = owner.get(key)
+    const before = prior?.list
+    if (prior !== undefined && before !== undefined && prior.update(tools)) {
+      indexes.delete(before)
+      index = prior
+    }
+  }
+  index ??= new ToolIndex(tools)
+  if (owner !== undefined && key !== undefined) {
+    owner.set(key, index)
+    owners.set(index, { map: owner, key })
+  }
+  if (indexes.size >= MAX_INDEXES) {
+    const [oldestList, oldest] = indexes.entries().next().value as [readonly JsonObject[], ToolIndex]
+    indexes.delete(oldestList)
+    const of = owners.get(oldest)
+    if (of !== undefined && of.map.get(of.key) === oldest) of.map.delete(of.key)
+  }
   indexes.set(tools, index)
   return index
 }
@@ -205,9 +326,10 @@ export class ToolSearch {
    * Searches a view's tools list.
    * @param tools the caller's tools/list on this endpoint (Visibility.tools)
    * @param limit the client's limit (already checked to be an integer 1–50), or undefined; clamped to maxResults
+   * @param lineage the view's policy view and endpoint (Visibility), so the next list of the same view updates its index in place
    */
-  search (tools: readonly JsonObject[], query: string, limit: number | undefined): SearchEntry[] {
-    return indexOf(tools).search(query, Math.min(limit ?? this.maxResults, this.maxResults))
+  search (tools: readonly JsonObject[], query: string, limit: number | undefined, lineage?: { policy: object | undefined, server: object | undefined }): SearchEntry[] {
+    return indexOf(tools, lineage).search(query, Math.min(limit ?? this.maxResults, this.maxResults))
   }
 }
 

@@ -110,11 +110,31 @@ t.test('discovery/search/limit-defaults-to-and-is-capped-by-max-results', async 
 t.test('discovery/index/cached-per-view-list-and-bounded', async t => {
   const lists = Array.from({ length: MAX_INDEXES + 5 }, (_, i) => [tool(`tool_${i}`, 'x')])
   const first = indexOf(lists[0])
-  t.equal(indexOf(lists[0]), first, 'the same list: the same index')
+  t.ok(indexOf(lists[0]) === first, 'the same list: the same index')
   for (const list of lists) indexOf(list)
   t.ok(cachedIndexes() <= MAX_INDEXES, `at most ${MAX_INDEXES} indexes kept (${cachedIndexes()})`)
-  t.not(indexOf(lists[0]), first, 'the least recently used was dropped and is rebuilt')
-  t.not(indexOf([...lists[1]]), indexOf(lists[1]), 'another array (a new catalogue version): another index')
+  t.ok(indexOf(lists[0]) !== first, 'the least recently used was dropped and is rebuilt')
+  t.ok(indexOf([...lists[1]]) !== indexOf(lists[1]), 'another array (a new catalogue version): another index')
+})
+
+t.test('discovery/fresh/index-updated-in-place-ranks-as-a-fresh-build', async t => {
+  const lineage = { policy: {}, server: {} }
+  const before = prefixed(generatedTools(512)) as unknown as JsonObject[]
+  const first = indexOf(before, lineage)
+  // The registry makes new objects on every merge: copies, with 16 tools gone, 16 new and one description changed.
+  const after = before.slice(16).map(tool => ({ ...tool })) as JsonObject[]
+  after.push(...(prefixed(generatedTools(1024).slice(512, 528)) as unknown as JsonObject[]))
+  after[100] = { ...after[100], description: 'Now about volcanoes and lava.' }
+  const updated = indexOf(after, lineage)
+  t.ok(updated === first, 'the view\'s index was updated in place')
+  const fresh = new ToolIndex(after)
+  for (const query of ['create invoice', 'volcano', 'lava', 'weathr', 'acme billing', '', 'globex pull request']) {
+    t.same(names(updated.search(query, 50)), names(fresh.search(query, 50)), `"${query}": the same results as a fresh build`)
+  }
+  t.notOk(names(updated.search(before[0].name as string, 50)).includes(before[0].name as string), 'a removed tool is not found')
+  t.equal(updated.search('volcano', 1)[0].description, 'Now about volcanoes and lava.', 'a changed tool is found by its new text')
+  const replaced = after.map((tool, i) => i % 3 !== 0 ? { ...tool, description: `changed ${i}` } : tool)
+  t.ok(indexOf(replaced, lineage) !== first, 'more than half changed: a fresh build')
 })
 
 t.test('discovery/config/modes-defaults-and-bad-values', async t => {

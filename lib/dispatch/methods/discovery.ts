@@ -69,6 +69,7 @@ function searchTools ({ params, view, deps }: MethodCall): JsonObject {
   }
   const search = view.search
   if (search === undefined) return invalidArguments(SEARCH_TOOLS, 'this endpoint is not in search mode') // not reached: callers check view.search
-  const tools = search.search(view.tools(deps.registry.tools()), query, limit)
+  // The view's policy view and endpoint name its index's lineage: its next list updates that index in place.
+  const tools = search.search(view.tools(deps.registry.tools()), query, limit, { policy: view.policy, server: view.server })
   return { content: [{ type: 'text', text: JSON.stringify({ tools }) }], structuredContent: { tools } }
 }
