@@ -209,6 +209,10 @@ t.test('discovery/clients/official-v1-and-v2-clients-search-and-call-with-questi
   const v1Found = await v1.callTool({ name: 'search_tools', arguments: { query: 'ask the user a question', limit: 3 } })
   t.ok((v1Found.structuredContent as { tools: Entry[] }).tools.some(entry => entry.name === 'fixture__elicit'), 'v1 finds the elicit tool (its structuredContent matches search_tools\'s outputSchema)')
   t.same(JSON.parse(textOf(await v1.callTool({ name: 'call_tool', arguments: { name: 'fixture__elicit' } }))), answer, 'v1: the inner tool asked the client through call_tool')
+  const v1Progress: unknown[] = []
+  const slept = await v1.callTool({ name: 'call_tool', arguments: { name: 'fixture__slow', arguments: { ms: 40, steps: 2 } } }, undefined, { onprogress: progress => { v1Progress.push(progress) } })
+  t.equal(textOf(slept), 'slept 40', 'v1: the inner tool\'s result')
+  t.match(v1Progress, [{ progress: 1, total: 2 }, { progress: 2, total: 2 }], 'v1: the inner tool\'s progress reached the client')
 
   const v2 = new ClientV2({ name: 'discovery-v2', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { elicitation: {} } })
   v2.setRequestHandler('elicitation/create', async () => ({ ...answer }))
@@ -220,6 +224,8 @@ t.test('discovery/clients/official-v1-and-v2-clients-search-and-call-with-questi
   t.same((v2Found.structuredContent as { tools: Entry[] }).tools.map(entry => entry.name), ['say'], 'v2 finds the renamed echo')
   t.equal(textOf(await v2.callTool({ name: 'call_tool', arguments: { name: 'say', arguments: { text: 'from v2' } } })), 'from v2')
   t.same(JSON.parse(textOf(await v2.callTool({ name: 'call_tool', arguments: { name: 'fixture__elicit' } }))), answer, 'v2 (2026-07-28): the inner tool\'s question went through input_required and back')
+  const failed = await v2.callTool({ name: 'call_tool', arguments: { name: 'fixture__fail' } })
+  t.same([failed.isError, textOf(failed)], [true, 'it failed\non two lines'], 'v2: the inner tool\'s tool error')
 })
 
 t.test('discovery/audit/inner-call-audited-with-via', async t => {
