@@ -1,7 +1,8 @@
 /**
  * Tool search under a per-caller policy (docs/discovery.md › Policy first), over real HTTP on one app
  * with the echo fixture: `/mcp` in search mode (top-level `discovery`), static tokens, a rule that
- * hides `slow` from `ci`, a rate limit on `bump`, an audit trail, and a reload that switches the mode.
+ * hides `slow` from `ci`, a rate limit on `bump`, an audit trail, and a reload that switches the mode;
+ * and one app in front of the fixture over Streamable HTTP, for the headers of the inner call upstream.
  */
 import t from 'tap'
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs'
@@ -11,6 +12,7 @@ import { listen } from '../helpers/app.js'
 import { legacyRpc, modernRpc, neutral, request, tokensAuth, type RawReply, type Target } from '../helpers/policy.js'
 import { pollUntil } from '../helpers/legacy.js'
 import { loadConfig } from '../../lib/config/load.js'
+import { startHttpFixture } from '../helpers/fixture.js'
 
 const AUDIT_FILE = join(mkdtempSync(join(tmpdir(), 'mcpx-discovery-http-')), 'audit.log')
 const POLICY = {
@@ -83,4 +85,14 @@ t.test('discovery/config/reload-switches-the-mode', async t => {
   t.ok(after.json.result.tools.some((tool: Entry) => tool.name === 'echo'), 'list mode again: the tools themselves')
   t.equal((await rpc('modern', { base, token: 'admin' }, 3, 'tools/call', { name: 'search_tools', arguments: { query: 'x' } })).json.error?.code, -32_602, 'search_tools is an unknown tool in list mode')
   app.mcpxApplyAccess(loadConfig({ auth: tokensAuth(), policy: POLICY, discovery: { mode: 'search' } }))
+})
+
+t.test('discovery/headers/inner-call-headers-toward-the-upstream', async t => {
+  const { url } = await startHttpFixture(t)
+  const { base } = await listen(t, { upstreams: { fixture: { url } }, discovery: { mode: 'search' } } as never)
+  const reply = await modernRpc({ base }, 1, 'tools/call', { name: 'call_tool', arguments: { name: 'headers', arguments: { region: 'eu-west' } } })
+  t.equal(reply.status, 200, `served (${reply.text})`)
+  const [args, headers] = (reply.json.result.content as Entry[]).map(item => JSON.parse(item.text as string) as Entry)
+  t.same(args, { region: 'eu-west' }, 'the inner tool got its arguments')
+  t.match(headers, { 'mcp-method': 'tools/call', 'mcp-name': 'headers', 'mcp-param-region': 'eu-west' }, 'upstream, Mcp-Name is the inner tool and Mcp-Param-* come from its schema')
 })
