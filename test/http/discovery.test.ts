@@ -2,7 +2,8 @@
  * Tool search under a per-caller policy (docs/discovery.md › Policy first), over real HTTP on one app
  * with the echo fixture: `/mcp` in search mode (top-level `discovery`), static tokens, a rule that
  * hides `slow` from `ci`, a rate limit on `bump`, an audit trail, and a reload that switches the mode;
- * and one app in front of the fixture over Streamable HTTP, for the headers of the inner call upstream.
+ * and one app in front of the fixture over Streamable HTTP, for the headers of the inner call upstream,
+ * and one in front of test/fixtures/tasks-upstream, for a task created through call_tool.
  */
 import t from 'tap'
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs'
@@ -13,6 +14,8 @@ import { legacyRpc, modernRpc, neutral, request, tokensAuth, type RawReply, type
 import { pollUntil } from '../helpers/legacy.js'
 import { loadConfig } from '../../lib/config/load.js'
 import { startHttpFixture } from '../helpers/fixture.js'
+import { modernHeaders, modernMeta } from '../helpers/app.js'
+import { fileURLToPath } from 'node:url'
 
 const AUDIT_FILE = join(mkdtempSync(join(tmpdir(), 'mcpx-discovery-http-')), 'audit.log')
 const POLICY = {
@@ -95,4 +98,28 @@ t.test('discovery/headers/inner-call-headers-toward-the-upstream', async t => {
   const [args, headers] = (reply.json.result.content as Entry[]).map(item => JSON.parse(item.text as string) as Entry)
   t.same(args, { region: 'eu-west' }, 'the inner tool got its arguments')
   t.match(headers, { 'mcp-method': 'tools/call', 'mcp-name': 'headers', 'mcp-param-region': 'eu-west' }, 'upstream, Mcp-Name is the inner tool and Mcp-Param-* come from its schema')
+})
+
+t.test('discovery/call/call-tool-creates-a-task', async t => {
+  const TASKS = fileURLToPath(new URL('../fixtures/tasks-upstream.js', import.meta.url))
+  const caps = { extensions: { 'io.modelcontextprotocol/tasks': {} } }
+  const { base } = await listen(t, { upstreams: { tasks: { command: process.execPath, args: [TASKS] } }, discovery: { mode: 'search' } } as never)
+  let id = 1
+  const send = async (method: string, params: Record<string, unknown>, name: string | undefined): Promise<Entry> => {
+    const res = await fetch(`${base}/mcp`, {
+      method: 'POST',
+      headers: modernHeaders(method, name, { accept: 'application/json' }),
+      body: JSON.stringify({ jsonrpc: '2.0', id: id++, method, params: { ...params, _meta: modernMeta(caps) } })
+    })
+    return await res.json() as Entry
+  }
+  const created = await send('tools/call', { name: 'call_tool', arguments: { name: 'slow_compute', arguments: { seconds: 1, label: 'via-call-tool' } } }, 'call_tool')
+  t.equal(created.result?.resultType, 'task', `call_tool answers the inner tool's task (${JSON.stringify(created)})`)
+  const taskId = created.result.taskId as string
+  t.match(taskId, /^mcpx1\./, 'namespaced by mcpx as for a direct call')
+  const done = await pollUntil('the task completes', async () => {
+    const reply = await send('tasks/get', { taskId }, taskId)
+    return reply.result?.status === 'completed' || reply.result?.status === 'failed' ? reply.result as Entry : undefined
+  }, 20_000)
+  t.equal(done.status, 'completed', 'the task completes')
 })
