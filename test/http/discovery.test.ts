@@ -113,6 +113,8 @@ t.test('discovery/call/call-tool-creates-a-task', async t => {
     })
     return await res.json() as Entry
   }
+  // The upstream may still be connecting: wait (bounded) until mcpx advertises the extension, as test/e2e/tasks does.
+  await pollUntil('the tasks extension is advertised', async () => (await send('server/discover', {}, undefined)).result?.capabilities?.extensions?.['io.modelcontextprotocol/tasks'] !== undefined, 20_000)
   const created = await send('tools/call', { name: 'call_tool', arguments: { name: 'slow_compute', arguments: { seconds: 1, label: 'via-call-tool' } } }, 'call_tool')
   t.equal(created.result?.resultType, 'task', `call_tool answers the inner tool's task (${JSON.stringify(created)})`)
   const taskId = created.result.taskId as string
