@@ -152,7 +152,7 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
   fastify.decorate('mcpxMetrics', metrics)
   // The scope's own prefix is `<prefix>/mcp`: @fastify/cors adds an `OPTIONS <prefix>*` route, and
   // this keeps it (and every mcpx hook) off the host app's other routes.
-  const access: AccessHandle = { apply: () => ['policy', 'servers'], hasEndpoint: () => false }
+  const access: AccessHandle = { apply: () => ['policy', 'servers', 'discovery'], hasEndpoint: () => false }
   fastify.decorate('mcpxApplyAccess', (next: McpxConfig) => access.apply(next))
   fastify.decorate('mcpxAuthenticator', authenticator)
   await fastify.register(mcpxScope, { prefix: mountPath, config, registry: metrics.instrument(registry), metrics, authenticator, access })

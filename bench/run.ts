@@ -30,10 +30,13 @@
  *                  in process: ns per call and whether it allocates
  *  18 instances    RSS per per-session instance of the fixture (isolation "per-session"):
  *                  each instance child's RSS, and the daemon's own growth per instance
- *
  *  19 DPoP         as 12 on the same daemon, the OAuth JWT DPoP-bound (cnf.jkt) and sent with
  *                  `Authorization: DPoP` and a fresh ES256 proof per request (made before the load):
  *                  19−12 is what checking a proof costs the server, per request
+ *  20 tool search  in process (bench/discovery.ts): tools/list bytes of the 1,024-tool catalogue against
+ *                  a search endpoint's tools/list plus one search_tools answer; search_tools p50/p99;
+ *                  index build time for 2,000 tools; tools/call CPU on a list-mode endpoint with and
+ *                  without discovery configured elsewhere
  *
  * The load generator (autocannon, or the stdio client) runs in this process; every server runs in
  * its own child process (its own process group, its output in a log file under the run's temp
@@ -65,6 +68,7 @@ import { activeTracing, httpTraceIn } from '../lib/telemetry/trace.js'
 import { gateCost, type GateFigures } from './gate.js'
 import { callStatsCost, type CallStatsFigures } from './call-stats.js'
 import { fiftyRules, policyCost, type PolicyFigures } from './policy.js'
+import { discoveryCost, type DiscoveryFigures } from './discovery.js'
 
 const USAGE = `usage: npm run bench -- [options]   (or node dist/bench/run.js [options])
   --quick                 short runs (about 2 minutes in all)
@@ -493,6 +497,18 @@ function report (startedAt: Date, elapsedS: number): string {
       `${callStats.calls} calls × 5 rounds), of which record alone ${fmt(callStats.recordNs, 1)} ns; ${callStats.gcs} garbage collections in the window, ` +
       `where 16 bytes allocated per call would cause about ${Math.round(callStats.calls * 10 * 16 / (16 * 1024 * 1024))}; one snapshot (per upstream, per page view) ${fmt(callStats.snapshotUs, 1)} µs`)
   }
+  if (discovery !== undefined) {
+    const d = discovery
+    lines.push('')
+    lines.push(`tool search (20, in process): tools/list of ${d.tools} tools ${(d.listBytes / 1024).toFixed(1)} KiB; search endpoint tools/list + one search_tools answer (8 results) ` +
+      `${(d.searchBytes / 1024).toFixed(1)} KiB (${(d.listBytes / d.searchBytes).toFixed(0)}× less)`)
+    lines.push(`tool search (20): search_tools over ${d.tools} tools, index warm: p50 ${fmt(d.p50Ms, 2)} ms, p99 ${fmt(d.p99Ms, 2)} ms (${d.searches} calls through Dispatcher.handle); ` +
+      `first search (builds the index) ${fmt(d.firstSearchMs, 1)} ms`)
+    lines.push(`tool search (20): index build for 2,000 tools ${fmt(d.build2000Ms, 1)} ms CPU (median of 5; the first build in the process, cold JIT, ${fmt(d.build2000FirstMs, 1)} ms); ` +
+      `in-place update after a list_changed (every tool a new object, ${d.changedTools} changed) ${fmt(d.update2000Ms, 1)} ms CPU`)
+    lines.push(`tool search (20): tools/call on a list-mode endpoint ${fmt(d.callOffUs, 2)} µs CPU per call without discovery configured, ${fmt(d.callOnUs, 2)} µs with /mcp and another endpoint in search mode ` +
+      `(${d.calls} calls × 5 alternating rounds, median)`)
+  }
   if (memory !== undefined) {
     lines.push('')
     lines.push(`memory (7): daemon RSS ${mib(memory.baselineRssBytes)} → ${mib(memory.afterSessionsRssBytes)} after ${memory.sessions} idle legacy sessions (minted in ${memory.mintSeconds.toFixed(1)} s) → ${mib(memory.afterStreamsRssBytes)} after ${memory.streams} open GET streams; errors ${memory.errors}`)
@@ -578,6 +594,10 @@ async function scenarioGate (): Promise<void> {
 }
 
 let callStats: CallStatsFigures | undefined
+let discovery: DiscoveryFigures | undefined
+async function scenarioDiscovery (): Promise<void> {
+  discovery = await discoveryCost(QUICK ? 500 : 2_000, QUICK ? 5_000 : 20_000)
+}
 async function scenarioCallStats (): Promise<void> {
   callStats = await callStatsCost(QUICK ? 1_000_000 : 5_000_000)
 }
@@ -598,6 +618,7 @@ async function main (): Promise<number> {
   if (wanted(15) || wanted(16)) await scenarioPolicy()
   if (wanted(17)) await scenarioCallStats()
   if (wanted(18)) await scenarioInstances()
+  if (wanted(20)) await scenarioDiscovery()
   const text = report(startedAt, (performance.now() - t0) / 1000)
   process.stdout.write(text + '\n')
   if (flags.out !== undefined) writeFileSync(flags.out, text + '\n')

@@ -88,7 +88,16 @@ export const SLOW_ONLY: readonly string[] = [
   'policy/templates/daemon-hides-expansions-in-both-eras',
   'policy/templates/serve-hides-expansions-in-both-eras',
   // test/e2e/servers.test.ts
-  'servers/templates/a-template-decides-its-expansions'
+  'servers/templates/a-template-decides-its-expansions',
+  // test/e2e/discovery.test.ts
+  'discovery/list/two-meta-tools-in-both-eras',
+  'discovery/call/call-tool-answers-as-tools-call',
+  'discovery/headers/call-tool-needs-no-inner-mcp-param',
+  'discovery/clients/official-v1-and-v2-clients-search-and-call-with-questions',
+  'discovery/golden/reference-servers-top-results',
+  'discovery/audit/inner-call-audited-with-via',
+  'discovery/fresh/index-follows-list-changed',
+  'discovery/serve/stdio-server-endpoint-in-search-mode'
 ]
 
 /** Whether the source file `file` (relative to test/, e.g. `e2e/stdio.test.ts`) is in `tier`. */

@@ -12,12 +12,15 @@
  * - `override` (tools): replaces `description`, `title` and `annotations` in `tools/list`.
  * - `defaults` (tools): arguments filled in when the client leaves them out, and dropped from the
  *   exposed inputSchema's `required`.
+ * - `discovery`: `"mode": "search"` lists the two tool-search meta-tools instead of the tools
+ *   (lib/policy/discovery.ts; docs/discovery.md › Tool search).
  *
  * Globs, policy rules and the keys of rename/override/defaults all use catalogue names, so one
  * rule covers a tool on every endpoint, whatever it is called there.
  */
 import { GlobAccess } from './rules.js'
 import type { Expansions } from './expansions.js'
+import { toolSearchOf, type DiscoveryConfig, type ToolSearch } from './discovery.js'
 import type { JsonObject } from '../protocol/jsonrpc.js'
 
 /** allow/deny globs of one kind. */
@@ -34,6 +37,8 @@ export interface ServerConfig {
   rename?: Record<string, string>
   override?: Record<string, ToolOverride>
   defaults?: Record<string, JsonObject>
+  /** Tool search (docs/discovery.md › Tool search); absent: `"mode": "list"`. */
+  discovery?: DiscoveryConfig
 }
 
 /** A compiled allow/deny pair. */
@@ -54,8 +59,11 @@ export class CuratedServer {
   private readonly defaults_: ReadonlyMap<string, JsonObject>
   private readonly exposed = new WeakMap<readonly JsonObject[], JsonObject[]>()
   private readonly filtered = new WeakMap<readonly JsonObject[], JsonObject[]>()
+  /** This endpoint's tool search; undefined in `"mode": "list"` (the default). */
+  readonly search: ToolSearch | undefined
 
   constructor (readonly name: string, config: ServerConfig) {
+    this.search = toolSearchOf(config.discovery)
     this.tools = globsOf(config.tools)
     this.prompts = globsOf(config.prompts)
     this.resources = globsOf(config.resources)

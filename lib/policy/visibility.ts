@@ -20,6 +20,7 @@ import type { UpstreamRegistry } from '../upstreams/contract.js'
 import type { PolicyView } from './rules.js'
 import type { CuratedServer } from './endpoints.js'
 import { Expansions, expansionsOf } from './expansions.js'
+import type { ToolSearch } from './discovery.js'
 
 const fingerprints = new WeakMap<readonly JsonObject[], string>()
 
@@ -45,11 +46,14 @@ export class Visibility {
   /**
    * @param catalogue where the resource templates come from (the registry): read at each check, so a
    *        long-lived view (a notification stream's) follows the catalogue. Absent: no templates.
+   * @param search the endpoint's tool search (lib/policy/discovery.ts), when it is in `"mode": "search"`:
+   *        tools/list then lists its two meta-tools, and {@link tools} is what they search and call
    */
   constructor (
     readonly policy: PolicyView | undefined,
     readonly server: CuratedServer | undefined,
-    private readonly catalogue?: Pick<UpstreamRegistry, 'resourceTemplates'>
+    private readonly catalogue?: Pick<UpstreamRegistry, 'resourceTemplates'>,
+    readonly search?: ToolSearch
   ) {}
 
   /** The catalogue's templates, compiled (cached per templates array). */
@@ -57,7 +61,10 @@ export class Visibility {
     return this.catalogue === undefined ? Expansions.NONE : expansionsOf(this.catalogue.resourceTemplates())
   }
 
-  /** `tools/list` as this caller sees it on this endpoint. */
+  /**
+   * The tools this caller may find and call on this endpoint (policy, then the endpoint's curation):
+   * `tools/list` in list mode; in search mode what `search_tools` searches and `call_tool` calls.
+   */
   tools (items: readonly JsonObject[]): JsonObject[] {
     const allowed = this.policy === undefined ? items : this.policy.filter('tools', items, 'name')
     return this.server === undefined ? allowed as JsonObject[] : this.server.exposeTools(allowed)
@@ -128,8 +135,14 @@ export class Visibility {
     return this.server === undefined ? args : this.server.argumentsFor(name, args)
   }
 
-  /** The tool called `exposed` as listed here, or undefined when it is not visible or does not exist. */
+  /**
+   * The tool called `exposed` as a direct `tools/call` of it finds it here (its inputSchema decides the
+   * Mcp-Param-* headers), or undefined when it is not visible or does not exist. In search mode the
+   * two meta-tools' names are the meta-tools.
+   */
   findTool (exposed: string, registry: UpstreamRegistry): JsonObject | undefined {
+    const meta = this.search?.metaTool(exposed)
+    if (meta !== undefined) return meta
     const name = this.tool(exposed)
     if (name === undefined) return undefined
     const item = registry.findTool(name)
@@ -143,7 +156,7 @@ export class Visibility {
    */
   seesCatalogue (kind: ListKind, key: string): boolean {
     switch (kind) {
-      case 'tools': return (this.server === undefined || this.server.allowsTool(key)) && (this.policy === undefined || this.policy.allows('tools', key))
+      case 'tools': return this.search === undefined && (this.server === undefined || this.server.allowsTool(key)) && (this.policy === undefined || this.policy.allows('tools', key))
       case 'prompts': return this.prompt(key)
       case 'resources': return this.resourceOrTemplate(key)
     }
