@@ -84,6 +84,20 @@ export class Visibility {
     return this.server === undefined ? allowed as JsonObject[] : this.server.filterUris(allowed, expansions)
   }
 
+  /** `skills/list` (SEP-2640): skills judged by their `SKILL.md` URI, by the policy and by the endpoint. */
+  skills (items: readonly JsonObject[]): JsonObject[] {
+    const allowed = this.policy === undefined ? items : this.policy.filter('skills', items, 'uri')
+    return this.server === undefined ? allowed as JsonObject[] : this.server.filter('skills', allowed, 'uri')
+  }
+
+  /**
+   * Whether the skill whose `SKILL.md` is at `uri` (as `/mcp` lists it) is visible: `skills/get`,
+   * `resources/directory/read` and `resources/read` of its files all ask this (a hidden skill is absent).
+   */
+  skill (uri: string): boolean {
+    return (this.server === undefined || this.server.allowsSkill(uri)) && (this.policy === undefined || this.policy.allows('skills', uri))
+  }
+
   /** The catalogue name of the tool called `exposed` here, or undefined when it is hidden (or renamed away). */
   tool (exposed: string): string | undefined {
     const name = this.server === undefined ? exposed : this.server.catalogueTool(exposed)
