@@ -7,7 +7,6 @@ import { RESOURCE_NOT_FOUND, type JsonObject, type UpstreamRpcError } from '../.
 import { requireString } from '../../protocol/params.js'
 import { instanceOwnerOf } from '../call-options.js'
 import { HiddenError } from '../errors.js'
-import { Visibility } from '../../policy/visibility.js'
 import type { MethodCall } from './method.js'
 
 /** The error for a hidden resource: the registry's answer for a URI no upstream serves. */
@@ -16,24 +15,12 @@ function hiddenResource (uri: string): UpstreamRpcError {
 }
 
 /** `resources/read`. Throws -32602 for a missing uri, -32002 (modern: -32602, by the dispatcher) for a hidden or absent one. */
-export async function readResource (call: MethodCall): Promise<JsonObject> {
-  const { request, params, ctx, view, deps } = call
+export async function readResource ({ request, params, ctx, view, deps }: MethodCall): Promise<JsonObject> {
   const uri = requireString(params, 'uri')
   return await deps.mrtr.call(request, ctx, uri, async options => {
-    if (!view.resource(uri) || !skillVisible(call, uri)) throw hiddenResource(uri)
+    if (!view.resource(uri)) throw hiddenResource(uri)
     return await deps.registry.readResource(uri, options)
   })
-}
-
-/**
- * Whether a file of a listed skill (SEP-2640) is readable: its skill is visible. Any other URI: true.
- * Asked only when a policy or curated endpoint applies and some upstream lists skills (one map lookup
- * per `/` of the URI); the null view costs nothing.
- */
-function skillVisible ({ view, deps }: MethodCall, uri: string): boolean {
-  if (view === Visibility.ALL || deps.registry.skillOwning === undefined) return true
-  const skill = deps.registry.skillOwning(uri)
-  return skill === undefined || view.skill(skill)
 }
 
 /** `resources/subscribe` (legacy): once upstream per connection and URI, as the caller's owner. */

@@ -21,7 +21,8 @@ export function listSkills ({ params, view, deps }: MethodCall): JsonObject {
 export async function getSkill ({ request, params, ctx, view, deps }: MethodCall): Promise<JsonObject> {
   const uri = requireString(params, 'uri')
   const registry = deps.registry
-  if (!view.skill(uri) || registry.getSkill === undefined) throw new HiddenError(INVALID_PARAMS, `No skill is served at ${uri}`)
+  if (!view.skill(uri)) throw new HiddenError(INVALID_PARAMS, `No skill is served at ${uri}`)
+  if (registry.getSkill === undefined) throw new UpstreamRpcError(INVALID_PARAMS, `No skill is served at ${uri}`)
   return await registry.getSkill(uri, deps.callOptions(request, ctx))
 }
 
@@ -34,6 +35,7 @@ export async function readSkillDirectory ({ request, params, ctx, view, deps }: 
   if (params.cursor !== undefined && typeof params.cursor !== 'string') throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: cursor must be a string')
   const registry = deps.registry
   const skill = registry.skillOwning?.(uri)
-  if (skill === undefined || !view.skill(skill) || registry.readSkillDirectory === undefined) throw new HiddenError(INVALID_PARAMS, `${uri} is not a directory resource`)
+  if (skill !== undefined && !view.skill(skill)) throw new HiddenError(INVALID_PARAMS, `${uri} is not a directory resource`)
+  if (skill === undefined || registry.readSkillDirectory === undefined) throw new UpstreamRpcError(INVALID_PARAMS, `${uri} is not a directory resource`)
   return await registry.readSkillDirectory(uri, params.cursor, deps.callOptions(request, ctx))
 }
