@@ -385,15 +385,15 @@ class Registry extends EventEmitter implements UpstreamRegistry {
    * route; else the upstream whose prefix is the URI's first segment (an unlisted file, a folder
    * above the skills), in config order. Undefined for any other URI (routed as every resource).
    */
-  private skillUpstreamOf (uri: string): { upstream: Upstream, uri: string } | undefined {
+  private skillUpstreamOf (uri: string): { upstream: Upstream, uri: string, listed: boolean } | undefined {
     const route = this.skillRouteOf(uri)
-    if (route !== undefined) return { upstream: route.upstream, uri: this.upstreamSkillUri(route, uri) }
+    if (route !== undefined) return { upstream: route.upstream, uri: this.upstreamSkillUri(route, uri), listed: true }
     if (!uri.startsWith(SKILL_SCHEME)) return undefined
     for (const upstream of this.upstreams) {
       const prefix = this.prefixes.get(upstream) ?? ''
       if (prefix === '' || skillsCapabilityOf(upstream.serverCapabilities()) === undefined) continue
       const root = `${SKILL_SCHEME}${prefix}/`
-      if (uri.startsWith(root)) return { upstream, uri: SKILL_SCHEME + uri.slice(root.length) }
+      if (uri.startsWith(root)) return { upstream, uri: SKILL_SCHEME + uri.slice(root.length), listed: false }
     }
     return undefined
   }
@@ -483,7 +483,18 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   async readResource (uri: string, options: UpstreamCallOptions): Promise<JsonObject> {
     // A namespaced skill file (SEP-2640): read by its upstream's own URI, answered with ours.
     const skill = this.skillRoots.size === 0 ? undefined : this.skillUpstreamOf(uri)
-    if (skill !== undefined) return renamedContents(await skill.upstream.request('resources/read', { uri: skill.uri }, options), skill.uri, uri)
+    if (skill !== undefined) {
+      try {
+        return renamedContents(await skill.upstream.request('resources/read', { uri: skill.uri }, options), skill.uri, uri)
+      } catch (error) {
+        // Under no listed skill, the upstream's "not found" (its own URI, its own code) is answered as
+        // mcpx's own for a URI no upstream serves: what a hidden skill's file gets (hidden looks absent).
+        if (!skill.listed && error instanceof UpstreamRpcError && (error.code === RESOURCE_NOT_FOUND || error.code === INVALID_PARAMS)) {
+          throw new UpstreamRpcError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`, { uri })
+        }
+        throw error
+      }
+    }
     const upstream = this.ownerOfUri(uri)
     if (upstream === undefined) throw new UpstreamRpcError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`, { uri })
     return await upstream.request('resources/read', { uri }, options)
