@@ -6,7 +6,9 @@
  * Names: each upstream has a prefix. By default there is none when one upstream is configured,
  * and the upstream's name when there are several; an explicit `prefix` wins (`""` = none). A
  * prefixed name is `<prefix>__<name>` (e.g. `everything__echo`). Tool and prompt names are
- * prefixed; resource URIs never are. A name (or URI) claimed twice keeps the first upstream in
+ * prefixed; resource URIs are not, but for the `skill://` URIs of an upstream that declares the Skills
+ * extension (SEP-2640), which get the prefix as a leading segment (lib/protocol/skills.ts; its skills are
+ * merged with the resources, `rebuildSkills`). A name (or URI) claimed twice keeps the first upstream in
  * config order; the other is dropped with a warning naming both. A tool or prompt name collision
  * is warned once; a resource URI or template collision is warned whenever it appears (at start,
  * when an upstream comes back) and again on every re-list an upstream announces, since a client
