@@ -15,7 +15,7 @@ import { startDaemon, type DaemonProcess } from '../helpers/daemon.js'
 import { spawnServe, type Message } from '../helpers/spawn.js'
 import { modernMeta } from '../helpers/app.js'
 import { pollUntil } from '../helpers/legacy.js'
-import { legacyRpc, legacySession, modernRpc, neutral, request, tokensAuth, TOKENS, untilReady, type RawReply, type Target } from '../helpers/policy.js'
+import { legacyRpc, legacySession, modernRpc, neutral, openGetStream, request, tokensAuth, TOKENS, untilReady, type RawReply, type Target } from '../helpers/policy.js'
 
 const SKILLS = fileURLToPath(new URL('../fixtures/skills-upstream.js', import.meta.url))
 const EXTENSION = 'io.modelcontextprotocol/skills'
@@ -204,9 +204,13 @@ t.test('skills/upstreams/refresh-on-resources-list-changed', async t => {
   const { base } = await daemon()
   const target = { base, token: 'ci' }
   const session = await legacySession(target, '2025-06-18')
+  const stream = await openGetStream(target, session)
+  t.teardown(() => { stream.close() })
   // The fixture adds skill://fresh and reloads its catalog, which sends notifications/resources/list_changed.
   const publish = await legacyRpc(target, request(2, 'tools/call', { name: 'alpha__publish', arguments: { name: 'fresh' } }), session)
   t.notOk(publish.json?.result?.isError, 'published')
+  await pollUntil('resources/list_changed on the session\'s stream', () => stream.messages.some(m => m.method === 'notifications/resources/list_changed'), 20_000)
+  t.pass('the client is told (notifications/resources/list_changed)')
   const uris = await pollUntil('the new skill listed', async () => {
     const { uris } = await listAll(target, 'modern')
     return uris.includes('skill://alpha/fresh/SKILL.md') ? uris : undefined
