@@ -94,6 +94,8 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   private skillRoots = new Map<string, SkillRoute>()
   /** The skill URI collisions of the last resources rebuild. */
   private skillCollisions: NameCollision[] = []
+  /** Whether some ready upstream's `skill://` URIs are namespaced (it declares the extension and has a prefix). */
+  private namespacesSkills = false
   private readonly warned = new Set<string>()
   /** The resource URI and template collisions of the last resources rebuild (keys as warned). */
   private resourceCollisions = new Map<string, NameCollision>()
@@ -484,10 +486,10 @@ class Registry extends EventEmitter implements UpstreamRegistry {
 
   async readResource (uri: string, options: UpstreamCallOptions): Promise<JsonObject> {
     // A namespaced skill file (SEP-2640): read by its upstream's own URI, answered with ours.
-    const skill = this.skillRoots.size === 0 ? undefined : this.skillUpstreamOf(uri)
+    const skill = this.skillRoots.size === 0 && !this.namespacesSkills ? undefined : this.skillUpstreamOf(uri)
     if (skill !== undefined) {
       try {
-        return renamedContents(await skill.upstream.request('resources/read', { uri: skill.uri }, options), skill.uri, uri)
+        return namespacedContents(await skill.upstream.request('resources/read', { uri: skill.uri }, options), this.prefixes.get(skill.upstream) ?? '')
       } catch (error) {
         // Under no listed skill, the upstream's "not found" (its own URI, its own code) is answered as
         // mcpx's own for a URI no upstream serves: what a hidden skill's file gets (hidden looks absent).
@@ -620,10 +622,12 @@ class Registry extends EventEmitter implements UpstreamRegistry {
       collisions.set(key, { kind: fields.uri !== undefined ? 'resource' : 'template', name: fields.uri ?? fields.uriTemplate ?? '', kept: fields.kept, dropped: fields.dropped })
       if (announced || !previous.has(key)) this.options.logger.warn(fields, message)
     }
+    let namespacesSkills = false
     for (const upstream of this.upstreams) {
       const lists = upstream.lists()
       // An upstream that declares the Skills extension has its skill:// resources and templates namespaced (see rebuildSkills).
       const skillPrefix = skillsCapabilityOf(upstream.serverCapabilities()) === undefined ? '' : this.prefixes.get(upstream) ?? ''
+      if (skillPrefix !== '') namespacesSkills = true
       for (const listed of lists.resources) {
         if (typeof listed.uri !== 'string') continue
         const uri = skillPrefix === '' ? listed.uri : namespaceSkillUri(skillPrefix, listed.uri)
@@ -656,6 +660,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
       }
     }
     this.resourceCollisions = collisions
+    this.namespacesSkills = namespacesSkills
     const before = JSON.stringify([this.resources_, this.templates_, this.skills_])
     this.resources_ = resources
     this.templates_ = templates
@@ -720,10 +725,10 @@ function notADirectory (uri: string): UpstreamRpcError {
   return new UpstreamRpcError(INVALID_PARAMS, `${uri} is not a directory resource`)
 }
 
-/** A `resources/read` result with each content's `uri` that equals `from` (the upstream's form) set to `to`. */
-function renamedContents (result: JsonObject, from: string, to: string): JsonObject {
-  if (from === to || !Array.isArray(result.contents)) return result
-  return { ...result, contents: result.contents.map(item => isObject(item) && item.uri === from ? { ...item, uri: to } : item) }
+/** A skill file's `resources/read` result with each content's `skill://` URI in the downstream form (`prefix` as its first segment). */
+function namespacedContents (result: JsonObject, prefix: string): JsonObject {
+  if (prefix === '' || !Array.isArray(result.contents)) return result
+  return { ...result, contents: result.contents.map(item => isObject(item) && typeof item.uri === 'string' ? { ...item, uri: namespaceSkillUri(prefix, item.uri) } : item) }
 }
 
 /**
