@@ -92,6 +92,8 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   /** Listed skills by downstream `SKILL.md` URI, and by downstream root (the first upstream's, on a collision). */
   private skillRoutes = new Map<string, SkillRoute>()
   private skillRoots = new Map<string, SkillRoute>()
+  /** The schemes (`skill://`, an upstream's own `baseUri` scheme) of the listed skills' roots: other URIs are no skill's at once. */
+  private skillSchemes: readonly string[] = []
   /** The skill URI collisions of the last resources rebuild. */
   private skillCollisions: NameCollision[] = []
   /** Whether some ready upstream's `skill://` URIs are namespaced (it declares the extension and has a prefix). */
@@ -369,7 +371,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
    * itself without its trailing `/`. Walks the URI's `/` from the longest root down: O(depth). Never throws.
    */
   private skillRouteOf (uri: string): SkillRoute | undefined {
-    if (this.skillRoots.size === 0) return undefined
+    if (this.skillRoots.size === 0 || !this.skillSchemes.some(scheme => uri.startsWith(scheme))) return undefined
     const whole = this.skillRoots.get(uri + '/')
     if (whole !== undefined) return whole
     for (let end = uri.lastIndexOf('/'); end > 0; end = uri.lastIndexOf('/', end - 1)) {
@@ -711,6 +713,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     this.skills_ = skills
     this.skillRoutes = routes
     this.skillRoots = roots
+    this.skillSchemes = [...new Set([...roots.keys()].map(root => root.slice(0, root.indexOf('://') + 3)))]
     this.skillCollisions = collisions
   }
 }
