@@ -223,7 +223,7 @@ t.test('skills/upstreams/refresh-on-resources-list-changed', async t => {
 t.test('skills/stdio/serve-serves-skills-in-both-eras', async t => {
   const serve = spawnServe(t, { config: { upstreams: UPSTREAMS, policy: { default: 'allow', rules: [{ principals: { local: true }, deny: { skills: ['*/deploy/*'] } }] } } })
   const init = await serve.request({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '0' } } }, 60_000)
-  t.same(init.result.capabilities.extensions, { [EXTENSION]: { directoryRead: true } })
+  t.equal(init.result.protocolVersion, '2025-06-18')
   serve.send({ jsonrpc: '2.0', method: 'notifications/initialized' })
   const uris = await pollUntil('both upstreams listed', async () => {
     const list = await serve.request({ jsonrpc: '2.0', id: 2, method: 'skills/list', params: {} })
@@ -233,6 +233,9 @@ t.test('skills/stdio/serve-serves-skills-in-both-eras', async t => {
   t.same(uris, ['skill://alpha/pdf/SKILL.md', 'skill://alpha/review/SKILL.md'], 'legacy: merged, the local policy hides deploy')
   const modern = (id: string, method: string, params: Record<string, unknown>): Promise<Message> =>
     serve.request({ jsonrpc: '2.0', id, method, params: { ...params, _meta: modernMeta() } })
+  // Once the upstreams are ready (mcpx serve may answer initialize before them, on a loaded machine).
+  const discover = await modern('m0', 'server/discover', {})
+  t.same(discover.result.capabilities.extensions, { [EXTENSION]: { directoryRead: true } }, 'the extension is declared')
   const list = await modern('m1', 'skills/list', {})
   t.same(list.result.skills.map((s: { uri: string }) => s.uri), uris, 'modern: the same')
   t.equal(typeof list.result.ttlMs, 'number')
