@@ -260,11 +260,12 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     return undefined
   }
 
-  /** Per upstream (config order): how many tools, prompts, resources and templates it lists now (0 unless ready). */
+  /** Per upstream (config order): how many tools, prompts, resources, templates and skills (when any) it lists now (0 unless ready). */
   counts (): CatalogueCounts[] {
     return this.upstreams.map(upstream => {
       const lists = upstream.lists()
-      return { name: upstream.name, tools: lists.tools.length, prompts: lists.prompts.length, resources: lists.resources.length, resourceTemplates: lists.resourceTemplates.length }
+      const skills = lists.skills?.length ?? 0
+      return { name: upstream.name, tools: lists.tools.length, prompts: lists.prompts.length, resources: lists.resources.length, resourceTemplates: lists.resourceTemplates.length, ...(skills > 0 ? { skills } : {}) }
     })
   }
 

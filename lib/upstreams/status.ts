@@ -85,4 +85,6 @@ export interface CatalogueCounts {
   prompts: number
   resources: number
   resourceTemplates: number
+  /** Skills it lists (the Skills extension, SEP-2640); absent when none. */
+  skills?: number
 }

@@ -96,8 +96,11 @@ t.test('skills/list/merged-namespaced-first-wins-paged', async t => {
   }
   const other = await modernRpc({ base, token: 'ci' }, 2, 'tools/list', { cursor: (await listAll({ base, token: 'ci' }, 'modern')).pages[0].json.result.nextCursor })
   t.equal(other.json.error.code, -32602, "a skills cursor is refused by another list")
-  const status = await (await fetch(`${base}/status.json`)).json() as { collisions: Array<Record<string, string>> }
+  const status = await (await fetch(`${base}/status.json`)).json() as { collisions: Array<Record<string, string>>, upstreams: Array<{ name: string, skills?: number }> }
   t.same(status.collisions.filter(c => c.kind === 'skill'), [{ kind: 'skill', name: 'skill://alpha/pdf/SKILL.md', kept: 'alpha', dropped: 'beta' }], 'the collision is reported as other collisions are')
+  t.same(status.upstreams.map(u => [u.name, u.skills]), [['alpha', 2], ['beta', 2]], 'the status report counts what each upstream lists')
+  const page = await (await fetch(`${base}/status`)).text()
+  t.match(page, '+2 skills', 'and the status page shows it')
 })
 
 t.test('skills/routing/get-directory-and-files-reach-the-owner', async t => {
