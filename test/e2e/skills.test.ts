@@ -2,8 +2,8 @@
  * The Skills extension (docs/skills.md; SEP-2640) end to end through real processes: one real `mcpx daemon`
  * over HTTP in both eras, and one real `mcpx serve` over stdio, each in front of two copies of
  * test/fixtures/skills-upstream (the server SDK's own `ext/skills`): `alpha` (namespaced `skill://alpha/…`)
- * and `beta` (prefix "", serving `skill://alpha/…` itself, so its `pdf` collides with alpha's and its
- * `deploy` merges in). The official v2 client's SkillsClient lists, gets, reads (verifying sizes and
+ * (a 2026-07-28 upstream) and `beta` (a legacy-era upstream with prefix "", serving `skill://alpha/…`
+ * itself, so its `pdf` collides with alpha's and its `deploy` merges in): mcpx lists skills from both eras. The official v2 client's SkillsClient lists, gets, reads (verifying sizes and
  * digests) and walks a directory through the daemon. Tests are named skills/<area>/<requirement>.
  */
 import t from 'tap'
@@ -21,7 +21,7 @@ const SKILLS = fileURLToPath(new URL('../fixtures/skills-upstream.js', import.me
 const EXTENSION = 'io.modelcontextprotocol/skills'
 const UPSTREAMS = {
   alpha: { command: process.execPath, args: [SKILLS, '--set', 'alpha'] },
-  beta: { command: process.execPath, args: [SKILLS, '--set', 'beta'], prefix: '' }
+  beta: { command: process.execPath, args: [SKILLS, '--set', 'beta', '--legacy'], prefix: '' }
 }
 /** What `ci` sees: alpha's two skills, then beta's deploy (beta's pdf lost the collision). */
 const MERGED = ['skill://alpha/pdf/SKILL.md', 'skill://alpha/review/SKILL.md', 'skill://alpha/deploy/SKILL.md']
@@ -96,9 +96,9 @@ t.test('skills/list/merged-namespaced-first-wins-paged', async t => {
   }
   const other = await modernRpc({ base, token: 'ci' }, 2, 'tools/list', { cursor: (await listAll({ base, token: 'ci' }, 'modern')).pages[0].json.result.nextCursor })
   t.equal(other.json.error.code, -32602, "a skills cursor is refused by another list")
-  const status = await (await fetch(`${base}/status.json`)).json() as { collisions: Array<Record<string, string>>, upstreams: Array<{ name: string, skills?: number }> }
+  const status = await (await fetch(`${base}/status.json`)).json() as { collisions: Array<Record<string, string>>, upstreams: Array<{ name: string, era?: string, skills?: number }> }
   t.same(status.collisions.filter(c => c.kind === 'skill'), [{ kind: 'skill', name: 'skill://alpha/pdf/SKILL.md', kept: 'alpha', dropped: 'beta' }], 'the collision is reported as other collisions are')
-  t.same(status.upstreams.map(u => [u.name, u.skills]), [['alpha', 2], ['beta', 2]], 'the status report counts what each upstream lists')
+  t.same(status.upstreams.map(u => [u.name, u.era, u.skills]), [['alpha', 'modern', 2], ['beta', 'legacy', 2]], 'skills listed from a modern and a legacy upstream; the status report counts them')
   const page = await (await fetch(`${base}/status`)).text()
   t.match(page, '+2 skills', 'and the status page shows it')
 })
