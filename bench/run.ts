@@ -31,6 +31,10 @@
  *  18 instances    RSS per per-session instance of the fixture (isolation "per-session"):
  *                  each instance child's RSS, and the daemon's own growth per instance
  *
+ *  19 DPoP         as 12 on the same daemon, the OAuth JWT DPoP-bound (cnf.jkt) and sent with
+ *                  `Authorization: DPoP` and a fresh ES256 proof per request (made before the load):
+ *                  19−12 is what checking a proof costs the server, per request
+ *
  * The load generator (autocannon, or the stdio client) runs in this process; every server runs in
  * its own child process (its own process group, its output in a log file under the run's temp
  * directory). All traffic is on 127.0.0.1.
@@ -54,7 +58,7 @@ import { stdioLoad } from './stdio-load.js'
 import { measureMemory, type MemoryFigures } from './memory.js'
 import { measureInstances, type InstanceFigures } from './instances.js'
 import { INITIALIZED_BODY, INITIALIZE_BODY, LEGACY_BODY, MODERN_BODY, MODERN_HEADERS, legacyHeaders } from './wire.js'
-import { startBenchIssuer, verificationCostUs } from './auth.js'
+import { dpopLoad, startBenchIssuer, verificationCostUs } from './auth.js'
 import { createServer } from 'node:http'
 import { once } from 'node:events'
 import { activeTracing, httpTraceIn } from '../lib/telemetry/trace.js'
@@ -248,7 +252,7 @@ async function scenarioHttpUpstream (): Promise<void> {
   } finally { await upstream.child.stop() }
 }
 
-/** 11 and 12: one daemon with a static token and OAuth; the same modern call with each credential. */
+/** 11, 12 and 19: one daemon with a static token and OAuth; the same modern call with each credential (19: a DPoP-bound JWT and a proof per request). */
 async function scenarioAuth (): Promise<void> {
   const port = await freePort()
   const resource = `http://127.0.0.1:${port}/mcp`
@@ -257,7 +261,8 @@ async function scenarioAuth (): Promise<void> {
   process.env.MCPX_BENCH_STATIC_TOKEN = staticToken
   const config = writeConfig('mcpx-auth', port, STDIO_UPSTREAM, {}, {
     tokens: [{ name: 'bench', tokenEnv: 'MCPX_BENCH_STATIC_TOKEN' }],
-    oauth: { issuer: issuer.issuer, resource, jwksUri: issuer.jwksUri, requiredScopes: ['mcp:tools'] }
+    // dpopProofMaxAge covers the whole run: scenario 19's proofs are all made before its load.
+    oauth: { issuer: issuer.issuer, resource, jwksUri: issuer.jwksUri, requiredScopes: ['mcp:tools'], dpopProofMaxAge: '10m' }
   })
   const child = await startDaemon('11-12-mcpx-auth', config, port)
   const url = `http://127.0.0.1:${port}/mcp`
@@ -267,6 +272,14 @@ async function scenarioAuth (): Promise<void> {
       const headers = { ...MODERN_HEADERS, authorization: `Bearer ${token}` }
       await sanity(label, port, headers, MODERN_BODY)
       rows.set(n, await httpLoad({ ...base, serverPgid: child.pid, scenario: label, url, headers, body: MODERN_BODY }))
+    }
+    if (wanted(19)) {
+      // One proof per request: as many as the run could send at 5,000 req/s (autocannon on 2 cores sends fewer).
+      const dpop = await dpopLoad(issuer, url, (WARMUP_S + DURATION_S) * 5_000 + 1)
+      const label = '19 mcpx modern, OAuth JWT + DPoP proof'
+      const headers = { ...MODERN_HEADERS, authorization: `DPoP ${dpop.token}` }
+      await sanity(label, port, { ...headers, dpop: dpop.next() }, MODERN_BODY)
+      rows.set(19, await httpLoad({ ...base, serverPgid: child.pid, scenario: label, url, headers, headersPerRequest: () => ({ dpop: dpop.next() }), body: MODERN_BODY, note: `${dpop.size} proofs, one per request` }))
     }
     if (wanted(12)) jwtValidation = await verificationCostUs(issuer, resource)
   } finally {
@@ -465,6 +478,8 @@ function report (startedAt: Date, elapsedS: number): string {
   const r11 = rows.get(11)
   const r12 = rows.get(12)
   if (r11?.serverCpuUs !== undefined && r12?.serverCpuUs !== undefined) lines.push(`auth (12−11): an OAuth JWT costs ${fmt(r12.serverCpuUs - r11.serverCpuUs, 0)} µs more server CPU per request than a static token`)
+  const r19 = rows.get(19)
+  if (r12?.serverCpuUs !== undefined && r19?.serverCpuUs !== undefined) lines.push(`DPoP (19−12): a DPoP proof (ES256, jose, replay cache in memory) costs ${fmt(r19.serverCpuUs - r12.serverCpuUs, 0)} µs more server CPU per request than the same JWT as a plain bearer token (${fmt(r12.serverCpuUs, 0)} → ${fmt(r19.serverCpuUs, 0)} µs/req)`)
   if (jwtValidation !== undefined) lines.push(`auth: mcpx's JWT validation alone (RS256, cached JWKS, in process, CPU µs per request; target ≤ 40): ${fmt(jwtValidation.firstUs, 1)} for a token's first request (signature), ${fmt(jwtValidation.repeatUs, 1)} for its later ones (verdict cache)`)
   if (gate !== undefined) {
     lines.push('')
@@ -577,7 +592,7 @@ async function main (): Promise<number> {
   if (wanted(6)) await scenarioStdio()
   if (wanted(7)) await scenarioMemory()
   if (wanted(8) || wanted(9) || wanted(10)) await scenarioPeerProxies()
-  if (wanted(11) || wanted(12)) await scenarioAuth()
+  if (wanted(11) || wanted(12) || wanted(19)) await scenarioAuth()
   if (wanted(13)) await scenarioTracing()
   if (wanted(14)) await scenarioGate()
   if (wanted(15) || wanted(16)) await scenarioPolicy()

@@ -40,6 +40,11 @@ export const QUICK: Tier = {
  * (a new id only the slow tier cites) or leaves it (a quick-tier test now cites it: delete it here).
  */
 export const SLOW_ONLY: readonly string[] = [
+  // test/e2e/dpop.test.ts: real daemons, a real authorization server, replicas on Redis
+  'auth/dpop/daemon-accepts-bound-token-with-proof',
+  'auth/dpop/daemon-refuses-bound-token-as-bearer',
+  'auth/dpop/daemon-refuses-two-dpop-header-fields',
+  'auth/dpop/replay-refused-across-replicas',
   // test/e2e/oauth.test.ts
   'auth/oauth/protected-resource-metadata-both-forms',
   'auth/oauth/401-challenge-every-method-and-era',
