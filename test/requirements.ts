@@ -298,6 +298,9 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'skills/servers/endpoint-skills-allow-deny': { source: 'docs/policy.md › Skills', text: 'a curated endpoint\'s skills allow/deny decide its skills; no skills allow exposes none' },
   'skills/servers/curated-endpoint-skills-rule': { source: 'docs/policy.md › Skills', text: 'a real daemon\'s /mcp/<name> applies its skills rule in both eras' },
   'skills/config/skills-globs-validated': { source: 'docs/policy.md › Skills', text: 'bad skills globs in policy rules and curated endpoints are clear config errors' },
+  'skills/http/methods-served-in-both-eras': { source: 'docs/skills.md › What mcpx serves', text: 'skills/list, skills/get and resources/directory/read through the HTTP face in both eras; bad params and cursors are -32602' },
+  'skills/http/endpoint-hides-skill-as-unknown': { source: 'docs/skills.md › Hidden skills', text: 'a skill a curated endpoint hides answers skills/get and its files\' resources/read with the bytes of an unknown one' },
+  'skills/http/no-extension-without-a-declaring-upstream': { source: 'docs/skills.md › What mcpx serves', text: 'without an upstream that declares the extension mcpx declares none and the skills methods are -32601 (404 on 2026-07-28)' },
 }
 
 /** One concrete id of the manifest, with the key it came from (a family key for a `*` family). */
