@@ -308,6 +308,23 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'discovery/fresh/index-updated-in-place-ranks-as-a-fresh-build': { source: 'docs/discovery.md › Stateless and fresh', text: 'after a list change the view\'s index is updated in place (a fresh build past half changed), and ranks exactly as a fresh build' },
   'discovery/fresh/index-follows-list-changed': { source: 'docs/discovery.md › Stateless and fresh', text: 'a tool an upstream adds (list_changed) is found by the next searches' },
   'discovery/serve/stdio-server-endpoint-in-search-mode': { source: 'docs/discovery.md › Stateless and fresh', text: 'mcpx serve --server <name> in search mode lists, searches and calls as HTTP does' },
+  // Skills (the io.modelcontextprotocol/skills extension, SEP-2640): docs/skills.md, docs/policy.md › Skills
+  'skills/names/uris-namespaced-digests-and-frontmatter-verbatim': { source: 'docs/skills.md › Names and URIs', text: 'an upstream\'s skill:// URIs get its prefix as a leading segment; frontmatter, digests, sizes and unknown fields pass as sent' },
+  'skills/wire/extension-declared-in-both-eras': { source: 'docs/skills.md › What mcpx serves', text: 'the extension is declared, with directoryRead, in server/discover and in a legacy initialize when an upstream declares it' },
+  'skills/list/merged-namespaced-first-wins-paged': { source: 'docs/skills.md › Names and URIs', text: 'skills/list merges the skills of a modern and a legacy upstream, namespaced, the first upstream keeps a SKILL.md URI two claim (reported as a collision), paged with mcpx\'s own cursors, ttlMs/cacheScope on 2026-07-28 only' },
+  'skills/routing/get-directory-and-files-reach-the-owner': { source: 'docs/skills.md › What mcpx serves', text: 'skills/get, resources/directory/read (every page) and resources/read of a skill\'s files reach the upstream that lists it, in both eras' },
+  'skills/digests/file-bytes-match-listed-digests': { source: 'docs/skills.md › What mcpx serves', text: 'each file read through mcpx has the size and sha256 digest its upstream listed' },
+  'skills/client/official-v2-skills-client-verifies-through-mcpx': { source: 'docs/skills.md › What mcpx serves', text: 'the official v2 SkillsClient lists, gets, reads (verified) and walks directories through mcpx' },
+  'skills/upstreams/refresh-on-resources-list-changed': { source: 'docs/skills.md › Changes', text: 'an upstream\'s resources/list_changed re-lists its skills' },
+  'skills/stdio/serve-serves-skills-in-both-eras': { source: 'docs/skills.md › What mcpx serves', text: 'mcpx serve declares and serves skills in both eras under its local policy, stdout only JSON-RPC' },
+  'skills/policy/globs-on-skill-uris-hide-everywhere': { source: 'docs/policy.md › Skills', text: 'policy skills globs match SKILL.md URIs; a hidden skill leaves skills/list and its files resources/list and reads; default deny shows none' },
+  'skills/policy/hidden-skill-absent-byte-for-byte': { source: 'docs/policy.md › Skills', text: 'a hidden skill answers skills/get, resources/directory/read and resources/read exactly as an unknown one, in both eras' },
+  'skills/servers/endpoint-skills-allow-deny': { source: 'docs/policy.md › Skills', text: 'a curated endpoint\'s skills allow/deny decide its skills; no skills allow exposes none' },
+  'skills/servers/curated-endpoint-skills-rule': { source: 'docs/policy.md › Skills', text: 'a real daemon\'s /mcp/<name> applies its skills rule in both eras' },
+  'skills/config/skills-globs-validated': { source: 'docs/policy.md › Skills', text: 'bad skills globs in policy rules and curated endpoints are clear config errors' },
+  'skills/http/methods-served-in-both-eras': { source: 'docs/skills.md › What mcpx serves', text: 'skills/list, skills/get and resources/directory/read through the HTTP face in both eras; bad params and cursors are -32602' },
+  'skills/http/endpoint-hides-skill-as-unknown': { source: 'docs/skills.md › Hidden skills', text: 'a skill a curated endpoint hides answers skills/get and its files\' resources/read with the bytes of an unknown one' },
+  'skills/http/no-extension-without-a-declaring-upstream': { source: 'docs/skills.md › What mcpx serves', text: 'without an upstream that declares the extension mcpx declares none and the skills methods are -32601 (404 on 2026-07-28)' },
 }
 
 /** One concrete id of the manifest, with the key it came from (a family key for a `*` family). */

@@ -97,7 +97,17 @@ export const SLOW_ONLY: readonly string[] = [
   'discovery/golden/reference-servers-top-results',
   'discovery/audit/inner-call-audited-with-via',
   'discovery/fresh/index-follows-list-changed',
-  'discovery/serve/stdio-server-endpoint-in-search-mode'
+  'discovery/serve/stdio-server-endpoint-in-search-mode',
+  // test/e2e/skills.test.ts
+  'skills/wire/extension-declared-in-both-eras',
+  'skills/list/merged-namespaced-first-wins-paged',
+  'skills/routing/get-directory-and-files-reach-the-owner',
+  'skills/digests/file-bytes-match-listed-digests',
+  'skills/client/official-v2-skills-client-verifies-through-mcpx',
+  'skills/upstreams/refresh-on-resources-list-changed',
+  'skills/stdio/serve-serves-skills-in-both-eras',
+  'skills/policy/hidden-skill-absent-byte-for-byte',
+  'skills/servers/curated-endpoint-skills-rule'
 ]
 
 /** Whether the source file `file` (relative to test/, e.g. `e2e/stdio.test.ts`) is in `tier`. */

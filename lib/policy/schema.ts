@@ -11,7 +11,8 @@ const KIND_GLOBS = {
   properties: {
     tools: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'globs of catalogue tool names (`*` any run of characters, `?` one)' },
     prompts: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'globs of catalogue prompt names' },
-    resources: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'globs of resource URIs (and resource template uriTemplates)' }
+    resources: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'globs of resource URIs (and resource template uriTemplates)' },
+    skills: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'globs of skill SKILL.md URIs, as /mcp lists them (Skills extension)' }
   }
 }
 
@@ -94,6 +95,7 @@ export const SERVERS_SCHEMA = {
       tools: SERVER_GLOBS,
       prompts: SERVER_GLOBS,
       resources: SERVER_GLOBS,
+      skills: SERVER_GLOBS,
       rename: { type: 'object', additionalProperties: { type: 'string', minLength: 1 }, description: 'catalogue tool name → the name this endpoint exposes' },
       override: {
         type: 'object',
