@@ -8,9 +8,8 @@
  */
 import t from 'tap'
 import { join } from 'node:path'
-import { modernHeaders, modernMeta } from '../helpers/app.js'
+import { fixtureUpstreams, modernHeaders, modernMeta } from '../helpers/app.js'
 import { startDaemon, daemonReady } from '../helpers/daemon.js'
-import { fixtureUpstreams } from '../helpers/app.js'
 import { ID_JAG_CLIENTS, JWT_BEARER, TOKEN_EXCHANGE, startIdJagServers } from '../helpers/id-jag.js'
 import { startProtectedUpstream } from '../helpers/protected-upstream.js'
 

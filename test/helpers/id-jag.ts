@@ -15,7 +15,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { once } from 'node:events'
 import { randomUUID } from 'node:crypto'
-import { SignJWT, createLocalJWKSet, jwtVerify, type JWTPayload } from 'jose'
+import { SignJWT, createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose'
 import Provider from 'oidc-provider'
 import type { Teardown } from './app.js'
 import { newSigningKey, type SigningKey, type TestClient } from './oauth.js'
@@ -136,8 +136,9 @@ export async function startIdJagServers (t: Teardown, options: { ttlSeconds?: nu
     if (subject.sub === ID_JAG_CLIENTS.mallory.clientId) return refuse(ctx, 'invalid_grant', 'policy: no access to this resource')
     const now = Math.floor(Date.now() / 1000)
     const claims: JWTPayload = { iss: idpSocket.issuer, sub: subject.sub, aud: p.audience, client_id: ID_JAG_CLIENTS.gatewayAs.clientId, resource: p.resource, scope: p.scope, jti: randomUUID(), iat: now, exp: now + 300 }
-    idJags.push({ header: { typ: 'oauth-id-jag+jwt', alg: 'RS256' }, claims })
-    ctx.body = { access_token: await sign(idpKey, claims, 'oauth-id-jag+jwt'), issued_token_type: ID_JAG, token_type: 'N_A', expires_in: 300, ...(p.scope !== undefined ? { scope: p.scope } : {}) }
+    const idJag = await sign(idpKey, claims, 'oauth-id-jag+jwt')
+    idJags.push({ header: decodeProtectedHeader(idJag) as Record<string, unknown>, claims })
+    ctx.body = { access_token: idJag, issued_token_type: ID_JAG, token_type: 'N_A', expires_in: 300, ...(p.scope !== undefined ? { scope: p.scope } : {}) }
   }, ['subject_token', 'subject_token_type', 'requested_token_type', 'audience', 'resource', 'scope'])
   idpSocket.serve(idp.callback())
 
