@@ -51,6 +51,7 @@ export const SLOW_ONLY: readonly string[] = [
   'identity-upstream/id-jag/new-subject-token-new-exchange',
   'identity-upstream/id-jag/idp-refusal-is-a-clear-error',
   'identity-upstream/id-jag/idp-down-is-a-clear-error',
+  'identity-upstream/id-jag/as-down-is-a-clear-error',
   'identity-upstream/id-jag/401-redeems-again-once',
   'identity-upstream/id-jag/no-secret-in-logs',
   // test/e2e/oauth.test.ts

@@ -138,6 +138,24 @@ t.test('identity-upstream/id-jag/idp-down-is-a-clear-error', async t => {
   t.equal((await callEcho(alice)).body.result?.content?.[0].text, 'hi', 'once the IdP is back, the same caller gets through')
 })
 
+t.test('identity-upstream/id-jag/as-down-is-a-clear-error', async t => {
+  const bob = await callerToken('bob') // a new subject token: nothing cached for it
+  const callsBefore = calls().length
+  servers.as.down()
+  try {
+    const failed = await callEcho(bob)
+    t.equal(failed.status, 200)
+    t.match(failed.body.error?.message, /upstream protected/, 'a JSON-RPC error naming the upstream')
+    t.match(failed.body.error?.message, /cannot reach the authorization server's token endpoint .* for upstream protected \(JWT bearer grant \(the ID-JAG\)\)/)
+    t.notOk(JSON.stringify(failed.body).includes(bob), 'never the caller\'s token')
+    t.notMatch(JSON.stringify(failed.body), /eyJ[\w-]+\.eyJ/, 'nor the ID-JAG')
+    t.equal(calls().length, callsBefore, 'nothing reached the upstream')
+  } finally {
+    servers.as.up()
+  }
+  t.equal((await callEcho(bob)).body.result?.content?.[0].text, 'hi', 'once the AS is back, the same caller gets through')
+})
+
 t.test('identity-upstream/id-jag/401-redeems-again-once', async t => {
   const alice = await callerToken('alice')
   t.equal((await callEcho(alice)).status, 200)
