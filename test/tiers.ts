@@ -45,6 +45,15 @@ export const SLOW_ONLY: readonly string[] = [
   'auth/dpop/daemon-refuses-bound-token-as-bearer',
   'auth/dpop/daemon-refuses-two-dpop-header-fields',
   'auth/dpop/replay-refused-across-replicas',
+  // test/e2e/id-jag.test.ts: a real daemon, a real enterprise IdP and a real upstream authorization server
+  'identity-upstream/id-jag/per-principal-upstream-token',
+  'identity-upstream/id-jag/cached-until-expiry',
+  'identity-upstream/id-jag/new-subject-token-new-exchange',
+  'identity-upstream/id-jag/idp-refusal-is-a-clear-error',
+  'identity-upstream/id-jag/idp-down-is-a-clear-error',
+  'identity-upstream/id-jag/as-down-is-a-clear-error',
+  'identity-upstream/id-jag/401-redeems-again-once',
+  'identity-upstream/id-jag/no-secret-in-logs',
   // test/e2e/oauth.test.ts
   'auth/oauth/protected-resource-metadata-both-forms',
   'auth/oauth/401-challenge-every-method-and-era',

@@ -171,6 +171,9 @@ export function loadConfig (raw: unknown): McpxConfig {
     if (rule.rateLimit.per <= 0) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: invalid config:\n  policy.rules[${i}].rateLimit.per: must be more than 0 ms`)
   })
   for (const [name, upstream] of Object.entries(c.upstreams)) {
+    if ('url' in upstream && upstream.auth?.type === 'id-jag' && oauth === undefined) {
+      throw new McpxError('MCPX_ERR_CONFIG', `mcpx: invalid config:\n  upstreams.${name}.auth: type "id-jag" needs auth.oauth (the caller's OAuth access token is the identity assertion exchanged at the IdP)`)
+    }
     if (upstream.timeout !== undefined) upstream.timeout = parseDuration(upstream.timeout, `upstreams.${name}.timeout`)
     if (upstream.maxTotalTimeout !== undefined) upstream.maxTotalTimeout = parseDuration(upstream.maxTotalTimeout, `upstreams.${name}.maxTotalTimeout`)
     if (upstream.idleTimeout !== undefined) upstream.idleTimeout = parseDuration(upstream.idleTimeout, `upstreams.${name}.idleTimeout`)

@@ -42,9 +42,33 @@ const UPSTREAM_COMMON = {
   idleTimeout: { ...DURATION_SCHEMA, description: 'an isolated instance unused this long is stopped (ms)' }
 } as const
 
+/**
+ * `upstreams.<name>.auth` of type `id-jag` (docs/authentication.md › Enterprise-managed authorization (ID-JAG);
+ * lib/upstreams/id-jag.ts): `idp` is the enterprise IdP and mcpx's client there; the other keys are the
+ * upstream's authorization server and mcpx's client there, as for the other types.
+ */
+const UPSTREAM_ID_JAG = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['type', 'clientId', 'idp'],
+  properties: {
+    type: { const: 'id-jag' },
+    idp: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['clientId'],
+      description: 'the enterprise IdP that issues the ID-JAG (RFC 8693 token exchange) and mcpx\'s client there',
+      properties: { issuer: UPSTREAM_CLIENT.issuer, tokenUrl: UPSTREAM_CLIENT.tokenUrl, clientId: UPSTREAM_CLIENT.clientId, clientSecretEnv: UPSTREAM_CLIENT.clientSecretEnv, clientSecretFile: UPSTREAM_CLIENT.clientSecretFile }
+    },
+    audience: { type: 'string', minLength: 1, description: 'the ID-JAG\'s audience: the issuer of the upstream\'s authorization server (default `issuer`)' },
+    ...UPSTREAM_CLIENT
+  }
+}
+
 /** `upstreams.<name>.auth`: mcpx's own credentials to an HTTP upstream. */
 const UPSTREAM_AUTH = {
   oneOf: [
+    UPSTREAM_ID_JAG,
     { type: 'object', additionalProperties: false, required: ['type', 'clientId'], properties: { type: { const: 'client_credentials' }, ...UPSTREAM_CLIENT } },
     { type: 'object', additionalProperties: false, required: ['type', 'clientId'], properties: { type: { const: 'token_exchange' }, audience: { type: 'string', minLength: 1 }, ...UPSTREAM_CLIENT } }
   ]
@@ -149,7 +173,7 @@ export interface UpstreamLimitsConfig {
 /** One upstream as configured. */
 export type UpstreamConfig =
   | UpstreamCommonConfig & UpstreamLimitsConfig & { command: string, args?: string[], env?: Record<string, string>, cwd?: string }
-  | UpstreamCommonConfig & UpstreamLimitsConfig & { url: string, headers?: Record<string, string>, auth?: UpstreamAuthConfig }
+  | UpstreamCommonConfig & UpstreamLimitsConfig & { url: string, headers?: Record<string, string>, auth?: UpstreamAuthConfig | IdJagAuthConfig }
 
 /**
  * Whether a dual-era upstream gets its second, legacy connection for legacy-era calls
@@ -171,3 +195,24 @@ export type UpstreamAuthConfig = {
   scope?: string
   resource?: string
 } & ({ type: 'client_credentials' } | { type: 'token_exchange', audience?: string })
+
+/**
+ * `auth` of type `id-jag` (Enterprise-Managed Authorization): the caller's OAuth access token is
+ * exchanged at `idp` for an ID-JAG, redeemed at the upstream's authorization server (`issuer` or
+ * `tokenUrl`, `clientId`, the secret) for the upstream's access token. See lib/upstreams/id-jag.ts.
+ */
+export interface IdJagAuthConfig {
+  type: 'id-jag'
+  /** The enterprise IdP's token endpoint (`tokenUrl`, or discovered from `issuer`) and mcpx's client there. */
+  idp: { issuer?: string, tokenUrl?: string, clientId: string, clientSecretEnv?: string, clientSecretFile?: string }
+  /** The ID-JAG's `audience`: the upstream authorization server's issuer; default `issuer`. */
+  audience?: string
+  issuer?: string
+  tokenUrl?: string
+  clientId: string
+  clientSecretEnv?: string
+  clientSecretFile?: string
+  scope?: string
+  /** The upstream (RFC 8707); default the upstream's `url`. */
+  resource?: string
+}

@@ -13,7 +13,7 @@ import type { Teardown } from './app.js'
 import { startHttpFixture } from './fixture.js'
 
 /** What the upstream saw on one request. */
-export interface Seen { method: string, rpc?: string, sub?: string, aud?: unknown, clientId?: unknown, act?: unknown }
+export interface Seen { method: string, rpc?: string, sub?: string, aud?: unknown, clientId?: unknown, act?: unknown, jti?: unknown }
 
 export interface ProtectedUpstream {
   /** The URL mcpx is configured with, and the resource its tokens must name. */
@@ -55,7 +55,7 @@ export async function startProtectedUpstream (t: Teardown, issuer: string): Prom
       }
       let rpc: string | undefined
       try { rpc = (JSON.parse(body.toString('utf8')) as { method?: string }).method } catch {}
-      seen.push({ method: req.method ?? '', ...(rpc !== undefined ? { rpc } : {}), sub: claims.sub, aud: claims.aud, clientId: claims.client_id, act: claims.act })
+      seen.push({ method: req.method ?? '', ...(rpc !== undefined ? { rpc } : {}), sub: claims.sub, aud: claims.aud, clientId: claims.client_id, act: claims.act, jti: claims.jti })
       const headers: Record<string, string> = {}
       for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string' && k !== 'authorization' && k !== 'host' && k !== 'content-length') headers[k] = v
       const abort = new AbortController()
