@@ -9,6 +9,7 @@ import type { RedisTarget } from '../base/redis.js'
 import type { PolicyConfig } from '../policy/rules.js'
 import type { AuditConfig } from '../policy/audit.js'
 import type { ServerConfig } from '../policy/endpoints.js'
+import type { ConfirmationConfig } from '../policy/confirm.js'
 
 /** mcpx's configuration after validation; durations are ms. */
 export interface McpxConfig {
@@ -61,6 +62,8 @@ export interface McpxConfig {
   audit?: AuditConfig
   /** Curated endpoints by name (lib/policy/endpoints.ts). */
   servers?: Record<string, ServerConfig>
+  /** How the human confirmation gate asks (lib/policy/confirm.ts); `expiry` in ms after loading. */
+  confirmation: ConfirmationConfig
   /** Keyed by upstream name; insertion order is config order. */
   upstreams: Record<string, UpstreamConfig>
 }

@@ -17,6 +17,7 @@
  * rule covers a tool on every endpoint, whatever it is called there.
  */
 import { GlobAccess } from './rules.js'
+import { ConfirmSelection, type ConfirmConfig } from './confirm.js'
 import type { Expansions } from './expansions.js'
 import type { JsonObject } from '../protocol/jsonrpc.js'
 
@@ -34,6 +35,8 @@ export interface ServerConfig {
   rename?: Record<string, string>
   override?: Record<string, ToolOverride>
   defaults?: Record<string, JsonObject>
+  /** Calls of these tools need a human's yes first (docs/policy.md › Confirmation; lib/policy/confirm.ts). */
+  confirm?: ConfirmConfig
 }
 
 /** A compiled allow/deny pair. */
@@ -54,8 +57,11 @@ export class CuratedServer {
   private readonly defaults_: ReadonlyMap<string, JsonObject>
   private readonly exposed = new WeakMap<readonly JsonObject[], JsonObject[]>()
   private readonly filtered = new WeakMap<readonly JsonObject[], JsonObject[]>()
+  /** The tools whose calls need a human's yes on this endpoint (ConfirmSelection.NONE: none). */
+  readonly confirm: ConfirmSelection
 
   constructor (readonly name: string, config: ServerConfig) {
+    this.confirm = ConfirmSelection.union([config.confirm])
     this.tools = globsOf(config.tools)
     this.prompts = globsOf(config.prompts)
     this.resources = globsOf(config.resources)

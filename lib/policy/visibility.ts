@@ -128,6 +128,22 @@ export class Visibility {
     return this.server === undefined ? args : this.server.argumentsFor(name, args)
   }
 
+  /**
+   * Whether a call of the tool called `exposed` here (catalogue name `catalogue`) needs a human's
+   * yes first (docs/policy.md › Confirmation): the caller's policy rules or the endpoint select it
+   * by glob, or by `destructiveHint` as this endpoint lists the tool. Without any `confirm` it
+   * costs two property reads. Never throws.
+   */
+  needsConfirmation (exposed: string, catalogue: string, registry: UpstreamRegistry): boolean {
+    const byPolicy = this.policy?.confirm
+    const byServer = this.server?.confirm
+    const policyAny = byPolicy !== undefined && byPolicy.any
+    const serverAny = byServer !== undefined && byServer.any
+    if (!policyAny && !serverAny) return false
+    const tool = (policyAny && byPolicy.destructive) || (serverAny && byServer.destructive) ? this.findTool(exposed, registry) : undefined
+    return (policyAny && byPolicy.selects(catalogue, exposed, tool)) || (serverAny && byServer.selects(catalogue, exposed, tool))
+  }
+
   /** The tool called `exposed` as listed here, or undefined when it is not visible or does not exist. */
   findTool (exposed: string, registry: UpstreamRegistry): JsonObject | undefined {
     const name = this.tool(exposed)

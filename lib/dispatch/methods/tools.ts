@@ -1,7 +1,10 @@
 /**
  * `tools/call`: the caller's view routes the exposed name to its catalogue name and fills in the
  * endpoint's defaults; a hidden tool is answered as an absent one; the policy's rate limits count
- * the call before it starts; the MRTR bridge carries it across eras; Tasks expose a task result.
+ * the call before it starts; the confirmation gate (lib/dispatch/confirm-gate.ts) asks a human
+ * before a call the view selects is forwarded; the MRTR bridge carries it across eras; Tasks
+ * expose a task result. Every way a call arrives (both eras, batches, stdio, a meta-tool that
+ * calls a tool) goes through this one handler, so through the gate.
  */
 import { REFUSALS } from '../../protocol/http-status.js'
 import { requireString } from '../../protocol/params.js'
@@ -11,7 +14,10 @@ import type { DispatchContext } from '../context.js'
 import { RefusedError, hiddenAsAbsent } from '../errors.js'
 import { argumentsOf, type MethodCall, type MethodDeps } from './method.js'
 
-/** `tools/call`. Throws -32602 for a missing name or non-object arguments, the registry's error for a hidden or absent tool, RefusedError past a rate limit. */
+/**
+ * `tools/call`. Throws -32602 for a missing name or non-object arguments (and for a refused
+ * confirmation state), the registry's error for a hidden or absent tool, RefusedError past a rate limit.
+ */
 export async function callTool ({ request, params, ctx, view, deps }: MethodCall): Promise<JsonObject> {
   const name = requireString(params, 'name')
   const args = argumentsOf(params)
@@ -20,6 +26,14 @@ export async function callTool ({ request, params, ctx, view, deps }: MethodCall
   const limited = view.tool(name)
   const limits = limited === undefined || view.policy === undefined ? undefined : view.policy.limitsFor(limited)
   if (limits !== undefined && limits.length > 0) await countCall(deps, ctx, name, limited as string, limits)
+  // The confirmation gate: a visible tool the view selects waits for a human's yes (docs/policy.md ›
+  // Confirmation). Without any `confirm` configured this is two property reads.
+  if (limited !== undefined && view.needsConfirmation(name, limited, deps.registry)) {
+    const decision = await deps.confirm.check(request, ctx, name, args)
+    if (decision.kind === 'answer') return decision.result
+    request = decision.request
+    params = request.params ?? {}
+  }
   const task = deps.tasks.taskParam(params, ctx)
   const result = await deps.mrtr.call(request, ctx, name, async options => {
     const catalogue = view.tool(name)
