@@ -257,6 +257,26 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'policy/templates/daemon-hides-expansions-in-both-eras': { source: 'docs/policy.md › Templates and their expansions', text: 'a real daemon answers an expansion of a hidden template as an absent URI (status, headers, bytes), in both eras' },
   'policy/templates/serve-hides-expansions-in-both-eras': { source: 'docs/policy.md › Templates and their expansions', text: 'mcpx serve answers an expansion of a hidden template line for line as an absent URI, in both eras' },
   'servers/templates/a-template-decides-its-expansions': { source: 'docs/policy.md › Templates and their expansions', text: 'a curated endpoint hides the expansions of a template it denies and serves those of a template it allows alone' },
+  // ---------------------------------------------------------------- docs/policy.md › Confirmation (the human confirmation gate)
+  'confirm/config/confirm-and-confirmation-checked-at-load': { source: 'docs/policy.md › Confirmation', text: 'confirm (globs or { tools, destructive }) and confirmation (expiry > 0, redact, maxArgumentChars) are checked at load, each problem a clear error naming its path' },
+  'confirm/select/globs-and-destructive-hint': { source: 'docs/policy.md › Confirmation', text: 'a call is gated when an applying rule or the endpoint selects it by a glob of its catalogue or exposed name, or by destructiveHint after overrides' },
+  'confirm/select/arguments-shown-redacted-and-cut': { source: 'docs/policy.md › Confirmation', text: 'the question shows the arguments with values under a redact glob replaced (any depth, case-insensitive), cut at maxArgumentChars' },
+  'confirm/select/arguments-hash-is-canonical': { source: 'docs/policy.md › Confirmation', text: 'an approval is bound to the SHA-256 of the arguments in RFC 8785 canonical JSON' },
+  'confirm/ledger/memory-single-use-and-bounded': { source: 'docs/policy.md › Confirmation', text: 'an approval is spent once; the in-memory ledger is bounded and refuses past the bound rather than forget a live approval' },
+  'confirm/ledger/redis-single-use-across-replicas': { source: 'docs/policy.md › Confirmation', text: 'with Redis, an approval spent on one replica is a replay on another; Redis unreachable refuses' },
+  'confirm/modern/accept-forwards-decline-does-not': { source: 'docs/policy.md › Confirmation', text: '2026-07-28: an InputRequiredResult asks; accept forwards the call, decline, cancel or confirm false answer isError and the upstream never sees the call' },
+  'confirm/modern/replayed-approval-refused': { source: 'docs/policy.md › Confirmation', text: '2026-07-28: a state already used (accepted or declined) is -32602 and forwards nothing' },
+  'confirm/modern/tampered-state-refused': { source: 'docs/policy.md › Confirmation', text: '2026-07-28: a tampered state, or one for another tool or other arguments, is -32602 and forwards nothing' },
+  'confirm/modern/expired-approval-refused': { source: 'docs/policy.md › Confirmation', text: '2026-07-28: a state past confirmation.expiry is -32602 expired and forwards nothing' },
+  'confirm/modern/client-without-elicitation-refused': { source: 'docs/policy.md › Confirmation', text: '2026-07-28: a request without form elicitation gets -32021 naming elicitation, never a silent call' },
+  'confirm/legacy/client-without-elicitation-refused': { source: 'docs/policy.md › Confirmation', text: 'legacy: a client without the elicitation capability, or a revision without elicitation, gets an isError result saying it cannot be asked, never a silent call' },
+  'confirm/legacy/unanswered-question-expires': { source: 'docs/policy.md › Confirmation', text: 'legacy: a question not answered within confirmation.expiry is a decline' },
+  'confirm/select/arguments-redacted-and-truncated': { source: 'docs/policy.md › Confirmation', text: 'through a real daemon, the question never shows a redacted value and is cut at maxArgumentChars' },
+  'confirm/select/destructive-hint-after-overrides': { source: 'docs/policy.md › Confirmation', text: 'through a real daemon, confirm { destructive: true } gates a tool an endpoint override marks destructive, there only' },
+  'confirm/clients/v1-elicitation-accepts-and-declines': { source: 'docs/policy.md › Confirmation', text: 'the official v1 client\'s elicitation handler accepts (forwarded) and declines (never forwarded) a gated call on a 2025-11-25 session' },
+  'confirm/clients/v2-input-required-accepts-and-declines': { source: 'docs/policy.md › Confirmation', text: 'the official v2 client\'s input_required handling accepts (forwarded) and declines (never forwarded) a gated call on 2026-07-28' },
+  'confirm/audit/confirmed-and-declined-with-time': { source: 'docs/policy.md › Confirmation', text: 'a gated call\'s audit line has confirmation asked, confirmed, declined or refused, and confirmMs' },
+  'confirm/serve/both-eras-accept-decline-refuse': { source: 'docs/policy.md › Confirmation', text: 'mcpx serve asks on stdout (legacy) or answers input_required (2026-07-28): accept forwards, decline does not, a replay and a client without elicitation are refused' },
 }
 
 /** One concrete id of the manifest, with the key it came from (a family key for a `*` family). */
