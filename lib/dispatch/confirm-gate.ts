@@ -7,7 +7,7 @@
  *   `elicitation/create` on the call's stream (DispatchContext.ask), answered within the call;
  * - a 2026-07-28 client: an `InputRequiredResult` whose `requestState` mcpx sealed with the bridge's
  *   StateSealer (`k: 'confirm'`, bound to the method, the exposed tool name, the caller, the
- *   SHA-256 of the arguments and an expiry); the retry's `inputResponses.mcpx_confirm` answers it.
+ *   SHA-256 of the endpoint, the catalogue name and the arguments, and an expiry); the retry's `inputResponses.mcpx_confirm` answers it.
  *   The approval is single-use: its nonce is spent in the ledger (lib/policy/confirm.ts; Redis when
  *   replicas share sessions), so a replay on any replica is refused.
  * Accept with `confirm: true` forwards the call; decline, cancel or `confirm: false` answer a tool
@@ -106,8 +106,8 @@ export class ConfirmGate {
    * @throws UpstreamRpcError -32602 for a tampered, expired, replayed or foreign requestState; -32603 when
    *         the shared ledger cannot be asked or is full (fail closed); the ask's error when the request was cancelled
    */
-  async check (request: JsonRpcRequest, ctx: DispatchContext, exposed: string, args: JsonObject | undefined): Promise<GateDecision> {
-    return ctx.era === 'modern' ? await this.modern(request, ctx, exposed, args) : await this.legacy(request, ctx, exposed, args)
+  async check (request: JsonRpcRequest, ctx: DispatchContext, exposed: string, catalogue: string, args: JsonObject | undefined): Promise<GateDecision> {
+    return ctx.era === 'modern' ? await this.modern(request, ctx, exposed, catalogue, args) : await this.legacy(request, ctx, exposed, args)
   }
 
   private canElicit (ctx: DispatchContext): boolean {
@@ -152,9 +152,9 @@ export class ConfirmGate {
     return { kind: 'forward', request }
   }
 
-  private async modern (request: JsonRpcRequest, ctx: DispatchContext, exposed: string, args: JsonObject | undefined): Promise<GateDecision> {
+  private async modern (request: JsonRpcRequest, ctx: DispatchContext, exposed: string, catalogue: string, args: JsonObject | undefined): Promise<GateDecision> {
     const params = request.params ?? {}
-    const hash = argumentsHash(args)
+    const hash = argumentsHash(args, `${ctx.endpoint ?? ''}\n${catalogue}`)
     if (params.requestState !== undefined) {
       const opened = this.sealer.open(params.requestState)
       if (!opened.ok) throw new UpstreamRpcError(INVALID_PARAMS, `Invalid params: requestState is ${opened.reason === 'expired' ? 'expired' : 'not one mcpx issued (tampered or malformed)'}`)
@@ -167,7 +167,7 @@ export class ConfirmGate {
         if (state.h !== undefined && state.h === hash && state.n === exposed) { ctx.confirmedArguments = hash; return { kind: 'forward', request } }
         throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: requestState does not carry a confirmation of this call; call again without it')
       }
-      if (state.m !== request.method || state.n !== exposed || state.h !== hash) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: requestState belongs to another call (tool or arguments differ)')
+      if (state.m !== request.method || state.n !== exposed || state.h !== hash) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: requestState belongs to another call (tool, endpoint or arguments differ)')
       if (state.a !== ctx.principal) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: requestState was issued to another caller')
       const answer = isObject(params.inputResponses) ? params.inputResponses[CONFIRM_INPUT_KEY] : undefined
       // Inputs missing on retry: ask again rather than fail (2026-07-28 mrtr.mdx SHOULD).

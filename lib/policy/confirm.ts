@@ -109,12 +109,13 @@ export function compileRedact (globs: readonly string[]): RegExp | null {
 }
 
 /**
- * What an approval is bound to besides its principal and tool: SHA-256 (base64url) of the
- * arguments as the client sent them, in RFC 8785 canonical JSON (key order does not matter).
- * Never throws.
+ * What an approval is bound to besides its principal and exposed tool name: SHA-256 (base64url) of
+ * `binding` (the endpoint and the catalogue name the call would reach, so a state issued on one
+ * endpoint, or before a reload renamed the tool, approves nothing else) and of the arguments as
+ * the client sent them, in RFC 8785 canonical JSON (key order does not matter). Never throws.
  */
-export function argumentsHash (args: JsonObject | undefined): string {
-  return createHash('sha256').update(canonicalize(args ?? {}) ?? '{}').digest('base64url')
+export function argumentsHash (args: JsonObject | undefined, binding = ''): string {
+  return createHash('sha256').update(binding).update('\n').update(canonicalize(args ?? {}) ?? '{}').digest('base64url')
 }
 
 /** Whether spending an approval worked: `fresh` (first use), `used` (a replay), `full` or `unavailable` (refused: fail closed). */

@@ -209,6 +209,8 @@ t.test('confirm/select/destructive-hint-after-overrides', async t => {
   t.ok(echoOps.state, 'the policy rule gates echo on /mcp/ops too')
   const other = await modernCall(base, 2, 'fail', {}, {}, ELICIT, '/mcp/ops')
   t.equal(other.json.result?.resultType, 'complete', 'a tool neither globbed nor destructive is not gated')
+  const elsewhere = await modernCall(base, 3, 'echo', { text: 'x' }, { inputResponses: { mcpx_confirm: ACCEPT }, requestState: echoOps.state })
+  t.match(elsewhere.json, { error: { code: -32_602, message: /another call/ } }, 'an approval given on /mcp/ops approves nothing on /mcp')
 })
 
 t.test('confirm/clients/v1-elicitation-accepts-and-declines', async t => {

@@ -84,6 +84,7 @@ t.test('confirm/select/arguments-hash-is-canonical', async t => {
   t.equal(argumentsHash({ a: 1, b: [1, 2] }), argumentsHash({ b: [1, 2], a: 1 }), 'key order does not matter (RFC 8785)')
   t.not(argumentsHash({ a: 1 }), argumentsHash({ a: 2 }))
   t.equal(argumentsHash(undefined), argumentsHash({}))
+  t.not(argumentsHash({ a: 1 }, '\ncrm__delete'), argumentsHash({ a: 1 }, 'support\ncrm__delete'), 'bound to the endpoint and the catalogue name too')
 })
 
 t.test('confirm/ledger/memory-single-use-and-bounded', async t => {

@@ -29,7 +29,7 @@ export async function callTool ({ request, params, ctx, view, deps }: MethodCall
   // The confirmation gate: a visible tool the view selects waits for a human's yes (docs/policy.md ›
   // Confirmation). Without any `confirm` configured this is two property reads.
   if (limited !== undefined && view.needsConfirmation(name, limited, deps.registry)) {
-    const decision = await deps.confirm.check(request, ctx, name, args)
+    const decision = await deps.confirm.check(request, ctx, name, limited, args)
     if (decision.kind === 'answer') return decision.result
     request = decision.request
     params = request.params ?? {}
