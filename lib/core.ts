@@ -15,6 +15,7 @@ import { Servers } from './policy/endpoints.js'
 import { toolSearchOf } from './policy/discovery.js'
 import { createAuditTrail, type AuditFailure, type AuditTrail } from './policy/audit.js'
 import { createRateLimiter, type RateLimiter } from './policy/rate-limit.js'
+import { createLedger } from './policy/confirm.js'
 import type { JsonObject } from './protocol/jsonrpc.js'
 import type { UpstreamRegistry } from './upstreams/contract.js'
 
@@ -94,7 +95,10 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
     audit,
     pageSize: config.transport.pageSize, // paged catalogues (lib/dispatch/paging.ts)
     ...(rateLimiter !== undefined ? { rateLimiter } : {}),
-    ...(options.onRateLimited !== undefined ? { onRateLimited: options.onRateLimited } : {})
+    ...(options.onRateLimited !== undefined ? { onRateLimited: options.onRateLimited } : {}),
+    // the human confirmation gate: its settings, and the ledger of spent approvals (made on first use: Redis with sessions.store "redis")
+    confirmation: config.confirmation,
+    ledger: () => createLedger(config.sessions, logger)
   })
   const hub = new NotificationHub(registry)
   // 2025-11-25 task status (docs/wire.md › Tasks): to the session that created the task through mcpx,
@@ -121,6 +125,7 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
       else runningPolicy = nextPolicy
       dispatcher.setAccess(runningPolicy, next.servers === undefined ? undefined : new Servers(next.servers), toolSearchOf(next.discovery))
       dispatcher.setPageSize(next.transport.pageSize)
+      dispatcher.confirm.setSettings(next.confirmation)
       // Open streams follow the new access rules too; the list_changed below then reaches each one whose view changed.
       hub.refreshViews()
       for (const kind of ['tools', 'prompts', 'resources'] as const) registry.emit('list_changed', kind)
@@ -130,7 +135,7 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
       registry.off('task_status', onTaskStatus)
       hub.close()
       dispatcher.close()
-      await Promise.all([audit?.close(), rateLimiter?.close()])
+      await Promise.all([audit?.close(), rateLimiter?.close(), dispatcher.confirm.close()])
     }
   }
 }

@@ -116,7 +116,21 @@ export const SLOW_ONLY: readonly string[] = [
   'skills/upstreams/refresh-on-resources-list-changed',
   'skills/stdio/serve-serves-skills-in-both-eras',
   'skills/policy/hidden-skill-absent-byte-for-byte',
-  'skills/servers/curated-endpoint-skills-rule'
+  'skills/servers/curated-endpoint-skills-rule',
+  // test/e2e/confirm.test.ts
+  'confirm/modern/accept-forwards-decline-does-not',
+  'confirm/modern/replayed-approval-refused',
+  'confirm/modern/tampered-state-refused',
+  'confirm/modern/expired-approval-refused',
+  'confirm/modern/client-without-elicitation-refused',
+  'confirm/legacy/client-without-elicitation-refused',
+  'confirm/legacy/unanswered-question-expires',
+  'confirm/select/arguments-redacted-and-truncated',
+  'confirm/select/destructive-hint-after-overrides',
+  'confirm/clients/v1-elicitation-accepts-and-declines',
+  'confirm/clients/v2-input-required-accepts-and-declines',
+  'confirm/audit/confirmed-and-declined-with-time',
+  'confirm/serve/both-eras-accept-decline-refuse',
 ]
 
 /** Whether the source file `file` (relative to test/, e.g. `e2e/stdio.test.ts`) is in `tier`. */

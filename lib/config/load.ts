@@ -151,6 +151,8 @@ export function loadConfig (raw: unknown): McpxConfig {
   c.upstreamTimeout = parseDuration(c.upstreamTimeout, 'upstreamTimeout')
   c.mrtr.parkTimeout = parseDuration(c.mrtr.parkTimeout, 'mrtr.parkTimeout')
   c.mrtr.stateTtl = parseDuration(c.mrtr.stateTtl, 'mrtr.stateTtl')
+  c.confirmation.expiry = parseDuration(c.confirmation.expiry, 'confirmation.expiry')
+  if (c.confirmation.expiry <= 0) throw new McpxError('MCPX_ERR_CONFIG', 'mcpx: invalid config:\n  confirmation.expiry: must be more than 0 ms')
   const oauth = c.auth.oauth
   if (oauth !== undefined) {
     const issues = [['issuer', issuerProblem(oauth.issuer)], ['resource', resourceProblem(oauth.resource)]].filter(([, p]) => p !== undefined)

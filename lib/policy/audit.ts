@@ -25,7 +25,8 @@
  * `method`, `name` (as exposed; the URI for resources), `via` (`call_tool` for the inner call of a
  * tool-search endpoint's call_tool, docs/discovery.md), `upstream` and `upstreamName` (the
  * upstream's own name of the thing), `outcome` (`ok`, `tool_error`, `error`, `denied`,
- * `rate_limited`), `code` (JSON-RPC code, for `error`), `durationMs`, `requestId`, and, by
+ * `rate_limited`, `declined`: the user declined the confirmation), `code` (JSON-RPC code, for `error`),
+ * `durationMs`, `confirmation` and `confirmMs` (a gated call: lib/dispatch/confirm-gate.ts), `requestId`, and, by
  * `arguments`: nothing (`none`), `argumentKeys` (`keys`), or `arguments` itself (`full`).
  */
 import { createHash } from 'node:crypto'
@@ -44,7 +45,7 @@ export interface AuditConfig {
 }
 
 /** Outcomes a line can record. */
-export type AuditOutcome = 'ok' | 'tool_error' | 'error' | 'denied' | 'rate_limited'
+export type AuditOutcome = 'ok' | 'tool_error' | 'error' | 'denied' | 'rate_limited' | 'declined'
 
 /** What the dispatcher knows of one audited request. */
 export interface AuditEvent {
@@ -62,6 +63,10 @@ export interface AuditEvent {
   outcome: AuditOutcome
   code?: number
   durationMs: number
+  /** What the confirmation gate decided (docs/policy.md › Confirmation): `asked`, `confirmed`, `declined`, `refused`; absent when not gated. */
+  confirmation?: 'asked' | 'confirmed' | 'declined' | 'refused'
+  /** The time the user took to answer the gate's question, ms. */
+  confirmMs?: number
   /** The request's id as sent (a big number kept as raw text serialises as a number). */
   requestId: RequestId
   arguments?: Record<string, unknown>

@@ -12,6 +12,7 @@ import type { Visibility } from '../../policy/visibility.js'
 import type { DispatchContext, ServerInfo } from '../context.js'
 import type { MrtrBridge } from '../mrtr.js'
 import type { Tasks } from '../tasks.js'
+import type { ConfirmGate } from '../confirm-gate.js'
 
 /** The dispatcher's parts the handlers share: one object per dispatcher, built at construction. */
 export interface MethodDeps {
@@ -21,6 +22,8 @@ export interface MethodDeps {
   readonly mrtr: MrtrBridge
   /** The task methods of both eras (lib/dispatch/tasks.ts). */
   readonly tasks: Tasks
+  /** The human confirmation gate on tools/call (lib/dispatch/confirm-gate.ts). */
+  readonly confirm: ConfirmGate
   /** Items per page of the four list methods; 0: whole lists. A reload changes it (Dispatcher.setPageSize). */
   pageSize: number
   /** Counts calls against the policy's rate limits; undefined: none configured (a limit met without one refuses). */
