@@ -257,6 +257,20 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'policy/templates/daemon-hides-expansions-in-both-eras': { source: 'docs/policy.md › Templates and their expansions', text: 'a real daemon answers an expansion of a hidden template as an absent URI (status, headers, bytes), in both eras' },
   'policy/templates/serve-hides-expansions-in-both-eras': { source: 'docs/policy.md › Templates and their expansions', text: 'mcpx serve answers an expansion of a hidden template line for line as an absent URI, in both eras' },
   'servers/templates/a-template-decides-its-expansions': { source: 'docs/policy.md › Templates and their expansions', text: 'a curated endpoint hides the expansions of a template it denies and serves those of a template it allows alone' },
+
+  // ---------------------------------------------------------------- docs/upstreams.md › Upstream identity (oauth-user)
+  'identity-upstream/config/needs-a-user-at-the-front-door': { source: 'docs/upstreams.md › Upstream identity', text: 'an oauth-user upstream without auth.oauth or auth.tokens is a config error' },
+  'identity-upstream/config/prefix-and-isolation': { source: 'docs/upstreams.md › Upstream identity', text: 'an oauth-user upstream needs an explicit prefix and is per-principal (set when absent, an error otherwise)' },
+  'identity-upstream/consent/legacy-url-elicitation-then-retry': { source: 'docs/upstreams.md › What a caller sees', text: 'a 2025-11-25 caller without a grant gets -32042 with a PKCE S256 + resource authorization URL for a name in the namespace; after consent at the callback it gets elicitation/complete and list_changed, the tools are listed for it, and the retry succeeds with its own upstream identity' },
+  'identity-upstream/consent/state-single-use': { source: 'docs/upstreams.md › What a caller sees', text: 'the callback\'s state is single use: the same redirect again is 400' },
+  'identity-upstream/consent/modern-input-required-then-retry': { source: 'docs/upstreams.md › What a caller sees', text: 'a 2026-07-28 caller without a grant gets an InputRequiredResult with a URL-mode elicitation; the retry after consent succeeds' },
+  'identity-upstream/consent/without-url-capability-names-the-url': { source: 'docs/upstreams.md › What a caller sees', text: 'a client that did not declare elicitation.url gets an error whose message names the URL to open' },
+  'identity-upstream/connections/two-principals-two-identities': { source: 'docs/upstreams.md › What a caller sees', text: 'two principals reach the upstream on two connections with two different upstream identities' },
+  'identity-upstream/refresh/after-upstream-401': { source: 'docs/upstreams.md › Tokens: the vault, refresh and revocation', text: 'an upstream 401 refreshes the caller\'s token (refresh grant) and the call succeeds' },
+  'identity-upstream/revocation/admin-api': { source: 'docs/upstreams.md › Tokens: the vault, refresh and revocation', text: 'an operator lists grants without tokens and revokes one principal\'s grant; that principal must consent again, the other keeps its grant' },
+  'identity-upstream/audit/consent-events': { source: 'docs/upstreams.md › Tokens: the vault, refresh and revocation', text: 'the audit trail records consent_required, consent_granted and consent_revoked' },
+  'identity-upstream/secrets/none-in-logs': { source: 'docs/upstreams.md › Tokens: the vault, refresh and revocation', text: 'no upstream token, code, state, client secret or caller token in the daemon\'s log, the audit trail, the status page or the metrics' },
+  'identity-upstream/vault/aes-gcm-bound-to-its-key': { source: 'docs/upstreams.md › Tokens: the vault, refresh and revocation', text: 'vault records are AES-256-GCM ciphertext; a tampered record or one moved under another (principal, upstream) does not decrypt; the vault is bounded' },
 }
 
 /** One concrete id of the manifest, with the key it came from (a family key for a `*` family). */

@@ -40,6 +40,16 @@ export const QUICK: Tier = {
  * (a new id only the slow tier cites) or leaves it (a quick-tier test now cites it: delete it here).
  */
 export const SLOW_ONLY: readonly string[] = [
+  // test/e2e/identity-upstream.test.ts
+  'identity-upstream/consent/legacy-url-elicitation-then-retry',
+  'identity-upstream/consent/state-single-use',
+  'identity-upstream/consent/modern-input-required-then-retry',
+  'identity-upstream/consent/without-url-capability-names-the-url',
+  'identity-upstream/connections/two-principals-two-identities',
+  'identity-upstream/refresh/after-upstream-401',
+  'identity-upstream/revocation/admin-api',
+  'identity-upstream/audit/consent-events',
+  'identity-upstream/secrets/none-in-logs',
   // test/e2e/oauth.test.ts
   'auth/oauth/protected-resource-metadata-both-forms',
   'auth/oauth/401-challenge-every-method-and-era',

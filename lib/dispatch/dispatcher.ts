@@ -34,6 +34,7 @@ import { auditEventOf } from './audit-event.js'
 import { MrtrBridge, StateSealer, missingCapabilities, missingCapabilityError } from './mrtr.js'
 import { Tasks } from './tasks.js'
 import { METHODS, type MethodDeps } from './methods/index.js'
+import type { ConsentGate } from './consent.js'
 import { capabilitiesOf, discoverResult, initializeResult } from './methods/lifecycle.js'
 
 export type { DispatchContext, ServerInfo } from './context.js'
@@ -69,6 +70,8 @@ export interface DispatcherOptions {
   rateLimiter?: RateLimiter
   /** Called once per call refused by a rate limit (`limited`) or for want of its store (`unavailable`); lib/ops/metrics counts them. Must not throw. */
   onRateLimited?: (reason: 'limited' | 'unavailable') => void
+  /** The grants of the `oauth-user` upstreams (lib/dispatch/consent.ts); undefined: none configured. */
+  consent?: ConsentGate
 }
 
 /** An endpoint a request names that is not configured (a reload removed it): nothing is exposed (fail closed). */
@@ -124,6 +127,7 @@ export class Dispatcher {
       pageSize: options.pageSize ?? 0,
       rateLimiter: options.rateLimiter,
       onRateLimited: options.onRateLimited,
+      consent: options.consent,
       callOptions: optionsFor
     }
   }

@@ -153,6 +153,11 @@ export interface UpstreamHeaderRequest {
   own?: boolean
   /** On that retry: the 401's `WWW-Authenticate` value, when it had one. */
   challenge?: string
+  /**
+   * The isolated instance whose traffic this is (isolation.ts instanceKeyOf: the principal's key
+   * for a per-principal upstream), on an instance's own traffic too: whose credentials to send there.
+   */
+  instanceKey?: string
 }
 
 /**
@@ -228,6 +233,20 @@ export interface UpstreamRegistry extends EventEmitter {
   /** Each upstream's calls in flight and queued, and what its bounds refused (metrics). Optional for test doubles. */
   loads?: () => UpstreamLoad[]
 
+  /**
+   * The tools of the `oauth-user` upstreams as principal `principalKey` sees them (docs/upstreams.md ›
+   * Upstream identity), prefixed: its own instances' catalogues; empty before it consented. Optional.
+   */
+  personalTools? (principalKey: string): JsonObject[]
+  /**
+   * The `oauth-user` upstream whose namespace (`<prefix>__…`) holds `name`, and the name without the
+   * prefix; undefined for any other name. Such a name is routed there whether listed or not. Optional.
+   */
+  personalRoute? (name: string): { upstream: string, name: string } | undefined
+  /** Opens principal `principalKey`'s connection to an `oauth-user` upstream (after its consent) and announces its lists. Never rejects. */
+  openPersonal? (upstream: string, principalKey: string): Promise<void>
+  /** Closes that connection and forgets its catalogue (the grant went). Never rejects. */
+  closePersonal? (upstream: string, principalKey: string): Promise<void>
   /** Merged, prefixed lists, in config order. Tool objects are verbatim but for `name`. */
   tools (): JsonObject[]
   prompts (): JsonObject[]

@@ -8,8 +8,12 @@ import { pageOf } from '../paging.js'
 import type { MethodCall } from './method.js'
 
 /** `tools/list`. Throws -32602 (UpstreamRpcError) for a malformed or outdated cursor, as every list does. */
-export function listTools ({ params, view, deps }: MethodCall): JsonObject {
-  return pageOf('tools', view.tools(deps.registry.tools()), deps.pageSize, params.cursor)
+export function listTools ({ params, ctx, view, deps }: MethodCall): JsonObject {
+  // The tools of the `oauth-user` upstreams the caller consented to follow the shared catalogue
+  // (docs/upstreams.md › Upstream identity); none before consent, none for anyone else.
+  const personal = ctx.principal === undefined ? undefined : deps.registry.personalTools?.(ctx.principal)
+  const tools = personal === undefined || personal.length === 0 ? deps.registry.tools() : [...deps.registry.tools(), ...personal]
+  return pageOf('tools', view.tools(tools), deps.pageSize, params.cursor)
 }
 
 /** `prompts/list`. */

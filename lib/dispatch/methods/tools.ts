@@ -10,6 +10,7 @@ import type { JsonObject } from '../../protocol/jsonrpc.js'
 import type { DispatchContext } from '../context.js'
 import { RefusedError, hiddenAsAbsent } from '../errors.js'
 import { argumentsOf, type MethodCall, type MethodDeps } from './method.js'
+import { consentError } from '../consent.js'
 
 /** `tools/call`. Throws -32602 for a missing name or non-object arguments, the registry's error for a hidden or absent tool, RefusedError past a rate limit. */
 export async function callTool ({ request, params, ctx, view, deps }: MethodCall): Promise<JsonObject> {
@@ -21,6 +22,24 @@ export async function callTool ({ request, params, ctx, view, deps }: MethodCall
   const limits = limited === undefined || view.policy === undefined ? undefined : view.policy.limitsFor(limited)
   if (limits !== undefined && limits.length > 0) await countCall(deps, ctx, name, limited as string, limits)
   const task = deps.tasks.taskParam(params, ctx)
+  const personal = deps.consent === undefined ? undefined : deps.registry.personalRoute?.(view.tool(name) ?? name)
+  if (personal !== undefined && deps.consent !== undefined) {
+    // An `oauth-user` upstream (docs/upstreams.md › Upstream identity): routed by its namespace,
+    // listed or not; a caller without a grant is asked to consent (lib/dispatch/consent.ts).
+    const gate = deps.consent
+    const result = await deps.mrtr.call(request, ctx, name, async options => {
+      if (view.tool(name) === undefined) throw hiddenAsAbsent(deps.registry, 'tool', name)
+      if (ctx.principal === undefined || !gate.holds(ctx.principal, personal.upstream)) throw await consentError(gate, ctx, personal.upstream)
+      try {
+        return await (deps.registry.callUpstream as NonNullable<typeof deps.registry.callUpstream>)(personal.upstream, 'tools/call', args === undefined ? { name: personal.name } : { name: personal.name, arguments: args }, options)
+      } catch (error) {
+        // The grant went while calling (a refresh refused, the upstream's 401): consent again.
+        if (!gate.holds(ctx.principal, personal.upstream)) throw await consentError(gate, ctx, personal.upstream)
+        throw error
+      }
+    })
+    return deps.tasks.expose(result, name, ctx, false)
+  }
   const result = await deps.mrtr.call(request, ctx, name, async options => {
     const catalogue = view.tool(name)
     if (catalogue === undefined) throw hiddenAsAbsent(deps.registry, 'tool', name)
