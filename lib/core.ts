@@ -158,8 +158,11 @@ function consentGate (grants: UserGrants, audit: AuditTrail | undefined): Consen
 function wireGrants (grants: UserGrants, registry: UpstreamRegistry, hub: NotificationHub, audit: AuditTrail | undefined): () => void {
   const granted = (event: { upstream: string, principalKey: string, principalId: string, elicitationId: string }): void => {
     audit?.record({ event: 'consent_granted', principal: event.principalId, upstream: event.upstream })
-    hub.toPrincipal(event.principalKey, { jsonrpc: '2.0', method: ELICITATION_COMPLETE, params: { elicitationId: event.elicitationId } })
-    void registry.openPersonal?.(event.upstream, event.principalKey)
+    // The connection first (its lists reach the caller with list_changed), then the completion: a
+    // client that lists or retries on it sees the upstream's items.
+    void Promise.resolve(registry.openPersonal?.(event.upstream, event.principalKey)).then(() => {
+      hub.toPrincipal(event.principalKey, { jsonrpc: '2.0', method: ELICITATION_COMPLETE, params: { elicitationId: event.elicitationId } })
+    })
   }
   const revoked = (event: { upstream: string, principalKey: string, principalId?: string, reason: string }): void => {
     audit?.record({ event: 'consent_revoked', principal: event.principalId ?? 'unknown', upstream: event.upstream, reason: event.reason })

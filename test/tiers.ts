@@ -43,6 +43,8 @@ export const SLOW_ONLY: readonly string[] = [
   // test/e2e/identity-upstream.test.ts
   'identity-upstream/consent/legacy-url-elicitation-then-retry',
   'identity-upstream/consent/state-single-use',
+  'identity-upstream/stdio/consent-then-retry',
+  'identity-upstream/consent/prompts-and-resources-as-the-caller',
   'identity-upstream/consent/modern-input-required-then-retry',
   'identity-upstream/consent/without-url-capability-names-the-url',
   'identity-upstream/connections/two-principals-two-identities',

@@ -9,7 +9,8 @@
  * - any other client (no `elicitation.url`, or a revision before 2025-11-25): -32603 whose message
  *   names the URL to open.
  */
-import { INTERNAL_ERROR, isObject, URL_ELICITATION_REQUIRED, UpstreamRpcError } from '../protocol/jsonrpc.js'
+import { INTERNAL_ERROR, isObject, URL_ELICITATION_REQUIRED, UpstreamRpcError, type JsonObject } from '../protocol/jsonrpc.js'
+import type { UpstreamCallOptions, UpstreamRegistry } from '../upstreams/contract.js'
 import type { DispatchContext } from './context.js'
 
 /** What the dispatcher needs of the grants (lib/upstreams/user-grants.ts UserGrants). */
@@ -46,4 +47,22 @@ export async function consentError (gate: ConsentGate, ctx: DispatchContext, ups
     })
   }
   return new UpstreamRpcError(INTERNAL_ERROR, `Upstream ${upstream} acts as you and needs your consent first: open ${link.url} in a browser, sign in and consent, then retry.`, { url: link.url })
+}
+
+/**
+ * One call to an `oauth-user` upstream as the caller: consent first when it holds no grant, and
+ * again when the grant went during the call (a refused refresh, the upstream's 401 without one).
+ * Run inside the MRTR bridge's invoke, so a 2026-07-28 caller gets the consent as input_required.
+ * @param params the upstream's own params (unprefixed name)
+ * @throws UpstreamRpcError: the consent error, or the upstream's (or its connection's) error
+ */
+export async function callPersonal (gate: ConsentGate, registry: UpstreamRegistry, ctx: DispatchContext, upstream: string, method: string, params: JsonObject, options: UpstreamCallOptions): Promise<JsonObject> {
+  const principal = ctx.principal
+  if (principal === undefined || !gate.holds(principal, upstream) || registry.callUpstream === undefined) throw await consentError(gate, ctx, upstream)
+  try {
+    return await registry.callUpstream(upstream, method, params, options)
+  } catch (error) {
+    if (!gate.holds(principal, upstream)) throw await consentError(gate, ctx, upstream)
+    throw error
+  }
 }

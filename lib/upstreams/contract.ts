@@ -234,10 +234,13 @@ export interface UpstreamRegistry extends EventEmitter {
   loads?: () => UpstreamLoad[]
 
   /**
-   * The tools of the `oauth-user` upstreams as principal `principalKey` sees them (docs/upstreams.md ›
-   * Upstream identity), prefixed: its own instances' catalogues; empty before it consented. Optional.
+   * One list of the `oauth-user` upstreams as principal `principalKey` sees them (docs/upstreams.md ›
+   * Upstream identity): its own instances' catalogues, tool and prompt names prefixed; empty before
+   * it consented. Optional.
    */
-  personalTools? (principalKey: string): JsonObject[]
+  personalList? (principalKey: string, kind: ListKind | 'resourceTemplates'): JsonObject[]
+  /** The `oauth-user` upstream whose catalogue for `principalKey` lists `uri` (or a template matching it); undefined when none. Optional. */
+  personalResourceOwner? (principalKey: string, uri: string): string | undefined
   /**
    * The `oauth-user` upstream whose namespace (`<prefix>__…`) holds `name`, and the name without the
    * prefix; undefined for any other name. Such a name is routed there whether listed or not. Optional.

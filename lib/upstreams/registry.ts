@@ -341,8 +341,11 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   capabilities (): JsonObject {
     const merged: Record<string, JsonObject> = {}
     for (const upstream of this.upstreams) {
-      // An `oauth-user` upstream's tools reach each caller after consent: announced by tools/list_changed.
-      if (upstream.personal) { merged.tools = { ...merged.tools, listChanged: true }; continue }
+      // An `oauth-user` upstream's lists reach each caller after consent, announced by list_changed.
+      if (upstream.personal) {
+        for (const key of ['tools', 'prompts', 'resources']) merged[key] = { ...merged[key], listChanged: true }
+        continue
+      }
       const caps = upstream.serverCapabilities()
       if (caps === undefined) continue
       for (const key of ['tools', 'prompts', 'resources', 'completions', 'logging']) {
@@ -462,16 +465,28 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   }
 
   /** The upstream configured as `name`, if any. */
-  personalTools (principalKey: string): JsonObject[] {
-    const tools: JsonObject[] = []
+  personalList (principalKey: string, kind: ListKind | 'resourceTemplates'): JsonObject[] {
+    const items: JsonObject[] = []
     for (const upstream of this.upstreams) {
       if (!upstream.personal) continue
       const prefix = this.prefixes.get(upstream) ?? ''
-      for (const item of upstream.personalLists(principalKey).tools) {
-        if (typeof item.name === 'string') tools.push({ ...item, name: prefixed(prefix, item.name) })
+      for (const item of upstream.personalLists(principalKey)[kind]) {
+        if (kind === 'tools' || kind === 'prompts') {
+          if (typeof item.name === 'string') items.push({ ...item, name: prefixed(prefix, item.name) })
+        } else items.push(item)
       }
     }
-    return tools
+    return items
+  }
+
+  personalResourceOwner (principalKey: string, uri: string): string | undefined {
+    for (const upstream of this.upstreams) {
+      if (!upstream.personal) continue
+      const lists = upstream.personalLists(principalKey)
+      if (lists.resources.some(item => item.uri === uri)) return upstream.name
+      if (lists.resourceTemplates.some(item => typeof item.uriTemplate === 'string' && compileUriTemplate(item.uriTemplate).test(uri))) return upstream.name
+    }
+    return undefined
   }
 
   personalRoute (name: string): { upstream: string, name: string } | undefined {

@@ -454,3 +454,33 @@ function oauthReason (error: unknown): string {
   if (typeof e?.code === 'string' && /^[a-z_]{1,64}$/.test(e.code)) return e.code
   return e?.name ?? 'error'
 }
+
+/**
+ * The page the browser gets back from the callback (both faces: routes/oauth/callback.ts and the
+ * `mcpx serve` loopback listener): plain HTML, no script, nothing from the query but a vetted OAuth
+ * error code. @returns its HTTP status and body. Never throws.
+ */
+export function consentPage (outcome: CallbackOutcome): { status: number, html: string } {
+  const escape = (v: string): string => v.replace(/[&<>"']/g, c => `&#${c.charCodeAt(0)};`)
+  const [status, title, text] = outcome.ok
+    ? [200, 'You are signed in', `mcpx now reaches ${outcome.upstream} as you. You can close this page and return to your client.`]
+    : [outcome.status, 'Sign-in did not complete', outcome.message]
+  return {
+    status,
+    html: `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escape(title)}</title></head>` +
+      `<body style="font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto"><h1>${escape(title)}</h1><p>${escape(text)}</p></body></html>`
+  }
+}
+
+/** Headers of the callback page: never cached, no referrer (the URL held a code), nothing active. */
+export const CONSENT_PAGE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'cache-control': 'no-store',
+  'referrer-policy': 'no-referrer',
+  'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'",
+  'content-type': 'text/html; charset=utf-8'
+})
+
+/** The callback URLs of the `oauth-user` upstreams (their `redirectUri`s, distinct), for a face that must listen on them itself. */
+export function redirectUris (upstreams: Record<string, UpstreamConfig>): string[] {
+  return [...new Set(Object.values(upstreams).flatMap(c => 'url' in c && c.auth?.type === 'oauth-user' && c.auth.redirectUri !== undefined ? [c.auth.redirectUri] : []))]
+}

@@ -19,6 +19,7 @@ import { ElicitationCompleteNotificationSchema, ToolListChangedNotificationSchem
 import { freePort, startDaemon } from '../helpers/daemon.js'
 import { modernHeaders, modernMeta } from '../helpers/app.js'
 import { playUser, startAuthServer } from '../helpers/oauth.js'
+import { spawnServe } from '../helpers/spawn.js'
 import { startProtectedUpstream } from '../helpers/protected-upstream.js'
 
 type Message = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -30,9 +31,11 @@ const CLIENT = { id: 'mcpx-user', secret: 'iu-mcpx-user-secret-0123456789abcdef'
 const port = await freePort()
 const base = `http://127.0.0.1:${port}`
 const redirectUri = `${base}/oauth/callback`
+/** `mcpx serve` receives its consent callbacks on a loopback port of its own (RFC 8252 §7.3). */
+const stdioRedirectUri = `http://127.0.0.1:${await freePort()}/oauth/callback`
 const as = await startAuthServer(t, {
   clients: [{
-    client_id: CLIENT.id, client_secret: CLIENT.secret, redirect_uris: [redirectUri], grant_types: ['authorization_code', 'refresh_token'],
+    client_id: CLIENT.id, client_secret: CLIENT.secret, redirect_uris: [redirectUri, stdioRedirectUri], grant_types: ['authorization_code', 'refresh_token'],
     response_types: ['code'], token_endpoint_auth_method: 'client_secret_basic', scope: 'openid offline_access mcp:tools mcp:admin'
   }]
 })
@@ -51,8 +54,8 @@ const daemon = await startDaemon(t, {
 const redirects: string[] = []
 
 /** Plays `login` at the authorization server for `url`, then follows the redirect to mcpx's callback. */
-async function consent (url: string, login: string): Promise<{ status: number, page: string, location: string }> {
-  const { location, code, state } = await playUser(url, login, redirectUri)
+async function consent (url: string, login: string, redirect = redirectUri): Promise<{ status: number, page: string, location: string }> {
+  const { location, code, state } = await playUser(url, login, redirect)
   redirects.push(code, state ?? '')
   const response = await fetch(location)
   return { status: response.status, page: await response.text(), location }
@@ -114,6 +117,16 @@ t.test('identity-upstream/consent/legacy-url-elicitation-then-retry', async t =>
   t.equal(result.content[0].text, 'hi alice', 'the retry succeeds')
   t.equal(subjectsOfCalls().at(-1), 'alice-upstream', 'with the caller\'s own upstream identity')
 
+  t.test('identity-upstream/consent/prompts-and-resources-as-the-caller', async t => {
+    t.ok((await client.listPrompts()).prompts.some(p => p.name === 'me__greet'), 'its prompts are listed for the caller, prefixed')
+    const prompt = await client.getPrompt({ name: 'me__greet', arguments: { name: 'alice' } })
+    t.match(JSON.stringify(prompt.messages), /alice/, 'prompts/get reaches the upstream as the caller')
+    t.ok((await client.listResources()).resources.some(r => r.uri === 'fixture://static'), 'its resources are listed for the caller')
+    const read = await client.readResource({ uri: 'fixture://static' })
+    t.equal(read.contents[0].uri, 'fixture://static', 'resources/read reaches the upstream as the caller')
+    t.equal(upstream.seen.filter(s => s.rpc === 'resources/read').at(-1)?.sub, 'alice-upstream')
+  })
+
   t.test('identity-upstream/consent/state-single-use', async t => {
     const replay = await fetch(callback.location)
     t.equal(replay.status, 400, 'the same redirect again is refused')
@@ -158,6 +171,12 @@ t.test('identity-upstream/consent/without-url-capability-names-the-url', async t
   const reply = await modernCall('carol', 'me__echo', {})
   t.equal(reply.body.error?.code, -32603)
   t.match(reply.body.error?.message, new RegExp(`open ${as.issuer.replace(/[.]/g, '\\.')}/auth\\?\\S+ in a browser`), 'the message names the URL to open')
+  const prompt = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: modernHeaders('prompts/get', 'me__greet', { accept: 'application/json', authorization: `Bearer ${TOKENS.carol}` }),
+    body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'prompts/get', params: { name: 'me__greet', arguments: { name: 'carol' }, _meta: modernMeta({ elicitation: { url: {} } }) } })
+  })
+  t.equal(((await prompt.json() as Message).result as Message).resultType, 'input_required', 'a prompt in the namespace starts consent too')
 })
 
 t.test('identity-upstream/refresh/after-upstream-401', async t => {
@@ -191,6 +210,34 @@ t.test('identity-upstream/audit/consent-events', async t => {
   t.ok(events.includes('consent_granted token:alice me'))
   t.ok(events.includes('consent_granted token:bob me'))
   t.ok(events.includes('consent_revoked token:alice me operator'))
+})
+
+t.test('identity-upstream/stdio/consent-then-retry', async t => {
+  const serve = spawnServe(t, {
+    config: {
+      auth: { tokens: [{ name: 'unused-on-stdio', tokenEnv: 'MCPX_IU_ALICE' }] },
+      upstreams: { me: { url: upstream.url, prefix: 'me', auth: { type: 'oauth-user', clientId: CLIENT.id, clientSecretEnv: 'MCPX_IU_CLIENT_SECRET', scopes: ['openid', 'mcp:tools'], redirectUri: stdioRedirectUri } } }
+    },
+    env: { MCPX_IU_ALICE: TOKENS.alice, MCPX_IU_CLIENT_SECRET: CLIENT.secret }
+  })
+  const init = await serve.request({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: { url: {} } }, clientInfo: { name: 'iu-stdio', version: '1' } } })
+  t.equal(init.result?.protocolVersion, '2025-11-25')
+  serve.send({ jsonrpc: '2.0', method: 'notifications/initialized' })
+  const first = await serve.request({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'me__echo', arguments: { text: 'hi local' } } })
+  t.equal(first.error?.code, -32042, 'over stdio too: URLElicitationRequired')
+  const elicitation = first.error?.data?.elicitations?.[0] as Message
+  const at = serve.messages.length
+  const callback = await consent(elicitation.url as string, 'local-upstream', stdioRedirectUri)
+  t.equal(callback.status, 200, 'mcpx serve answered its own loopback callback')
+  const complete = await serve.nextMessage(m => m.method === 'notifications/elicitation/complete', { after: at })
+  t.same(complete.params, { elicitationId: elicitation.elicitationId })
+  const listed = await serve.request({ jsonrpc: '2.0', id: 3, method: 'tools/list' })
+  t.ok((listed.result?.tools as Message[]).some(tool => tool.name === 'me__echo'), 'listed for the local caller')
+  const retry = await serve.request({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'me__echo', arguments: { text: 'hi local' } } })
+  t.equal(retry.result?.content?.[0]?.text, 'hi local', 'the retry succeeds')
+  t.equal(subjectsOfCalls().at(-1), 'local-upstream')
+  t.ok(serve.messages.every(m => m !== undefined), 'stdout carried MCP frames only')
+  for (const secret of [...upstream.bearers, ...redirects.filter(x => x !== ''), CLIENT.secret]) t.notOk(serve.stderr().includes(secret), `no ${secret.slice(0, 6)}… in mcpx serve's log`)
 })
 
 t.test('identity-upstream/secrets/none-in-logs', async t => {

@@ -10,7 +10,7 @@ import type { JsonObject } from '../../protocol/jsonrpc.js'
 import type { DispatchContext } from '../context.js'
 import { RefusedError, hiddenAsAbsent } from '../errors.js'
 import { argumentsOf, type MethodCall, type MethodDeps } from './method.js'
-import { consentError } from '../consent.js'
+import { callPersonal } from '../consent.js'
 
 /** `tools/call`. Throws -32602 for a missing name or non-object arguments, the registry's error for a hidden or absent tool, RefusedError past a rate limit. */
 export async function callTool ({ request, params, ctx, view, deps }: MethodCall): Promise<JsonObject> {
@@ -29,14 +29,7 @@ export async function callTool ({ request, params, ctx, view, deps }: MethodCall
     const gate = deps.consent
     const result = await deps.mrtr.call(request, ctx, name, async options => {
       if (view.tool(name) === undefined) throw hiddenAsAbsent(deps.registry, 'tool', name)
-      if (ctx.principal === undefined || !gate.holds(ctx.principal, personal.upstream)) throw await consentError(gate, ctx, personal.upstream)
-      try {
-        return await (deps.registry.callUpstream as NonNullable<typeof deps.registry.callUpstream>)(personal.upstream, 'tools/call', args === undefined ? { name: personal.name } : { name: personal.name, arguments: args }, options)
-      } catch (error) {
-        // The grant went while calling (a refresh refused, the upstream's 401): consent again.
-        if (!gate.holds(ctx.principal, personal.upstream)) throw await consentError(gate, ctx, personal.upstream)
-        throw error
-      }
+      return await callPersonal(gate, deps.registry, ctx, personal.upstream, 'tools/call', args === undefined ? { name: personal.name } : { name: personal.name, arguments: args }, options)
     })
     return deps.tasks.expose(result, name, ctx, false)
   }
