@@ -20,6 +20,7 @@ import { freePort, startDaemon } from '../helpers/daemon.js'
 import { modernHeaders, modernMeta } from '../helpers/app.js'
 import { playUser, startAuthServer } from '../helpers/oauth.js'
 import { spawnServe } from '../helpers/spawn.js'
+import { mcpx } from '../helpers/cli.js'
 import { startProtectedUpstream } from '../helpers/protected-upstream.js'
 
 type Message = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -204,12 +205,24 @@ t.test('identity-upstream/revocation/admin-api', async t => {
   t.equal(bob.body.result?.content?.[0]?.text, 'hi bob', 'bob keeps his grant')
 })
 
+t.test('identity-upstream/revocation/cli', async t => {
+  const run = await mcpx('revoke', 'token:bob', '--upstream', 'me', '--config', daemon.file)
+  t.equal(run.code, 0, run.stderr)
+  t.equal(run.stdout, 'revoked token:bob me\n')
+  const again = await mcpx('revoke', 'token:bob', '--config', daemon.file)
+  t.equal(again.code, 1)
+  t.match(again.stderr, /token:bob holds no grant/)
+  const bob = await modernCall('bob', 'me__echo', { elicitation: { url: {} } })
+  t.equal(bob.body.result?.resultType, 'input_required', 'bob must consent again')
+})
+
 t.test('identity-upstream/audit/consent-events', async t => {
   const events = auditLines().filter(l => typeof l.event === 'string').map(l => `${l.event} ${l.principal} ${l.upstream}${l.reason !== undefined ? ` ${l.reason}` : ''}`)
   t.ok(events.includes('consent_required token:alice me'))
   t.ok(events.includes('consent_granted token:alice me'))
   t.ok(events.includes('consent_granted token:bob me'))
   t.ok(events.includes('consent_revoked token:alice me operator'))
+  t.ok(events.includes('consent_revoked token:bob me operator'))
 })
 
 t.test('identity-upstream/stdio/consent-then-retry', async t => {
