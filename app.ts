@@ -25,7 +25,7 @@ import { PRM_WELL_KNOWN } from './lib/auth/oauth-metadata.js'
 import { createUpstreamHeaderProvider } from './lib/upstreams/credentials.js'
 import protectedResourceRoutes from './routes/oauth/protected-resource.js'
 import oauthCallbackRoutes from './routes/oauth/callback.js'
-import { UserGrants } from './lib/upstreams/user-grants.js'
+import { UserGrants, createGrantStore } from './lib/upstreams/user-grants.js'
 import { isPersonal } from './lib/upstreams/config.js'
 import type { UpstreamHeaderProvider } from './lib/upstreams/contract.js'
 import { createRegistry, startUpstreams } from './lib/upstreams/registry.js'
@@ -138,9 +138,12 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
   let registry = opts.registry
   // Each caller's own identity toward `oauth-user` upstreams (docs/upstreams.md › Upstream identity).
   const grants = Object.values(config.upstreams).some(isPersonal)
-    ? new UserGrants(config.upstreams, { logger: fastify.log.child({ component: 'upstream-identity' }), ...(config.auth.oauth !== undefined ? { frontDoorResource: config.auth.oauth.resource } : {}) })
+    ? new UserGrants(config.upstreams, { logger: fastify.log.child({ component: 'upstream-identity' }), store: createGrantStore(config.sessions), ...(config.auth.oauth !== undefined ? { frontDoorResource: config.auth.oauth.resource } : {}) })
     : undefined
-  if (grants !== undefined) fastify.decorate('mcpxGrants', grants)
+  if (grants !== undefined) {
+    fastify.decorate('mcpxGrants', grants)
+    fastify.addHook('onClose', async function closeGrants () { await grants.close() })
+  }
   if (registry === undefined) {
     const upstreamLog = fastify.log.child({ component: 'upstreams' })
     // mcpx's own credentials to HTTP upstreams with an `auth` (docs/authentication.md › Upstream credentials), through the registry's header seam.

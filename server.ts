@@ -259,7 +259,7 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
   if (grants !== undefined) {
     app.get('/admin/grants', { logLevel: 'warn', onRequest: guardWith(checks.admin) }, async function adminGrants (_request, reply) {
       return await reply.header('cache-control', 'no-store').send({
-        grants: grants.list().map(g => ({ principal: g.principal ?? 'unknown', upstream: g.upstream, refreshable: g.refreshable, ...(g.expiresAtMs !== undefined ? { expiresAt: new Date(g.expiresAtMs).toISOString() } : {}) }))
+        grants: (await grants.list()).map(g => ({ principal: g.principal ?? 'unknown', upstream: g.upstream, refreshable: g.refreshable, ...(g.expiresAtMs !== undefined ? { expiresAt: new Date(g.expiresAtMs).toISOString() } : {}) }))
       })
     })
     app.delete('/admin/grants', { logLevel: 'warn', onRequest: guardWith(checks.admin) }, async function adminRevokeGrants (request, reply) {
@@ -267,7 +267,7 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
       if (typeof query.principal !== 'string' || query.principal === '' || (query.upstream !== undefined && typeof query.upstream !== 'string')) {
         return await reply.code(400).send({ error: 'give principal (e.g. token:alice or oauth:<issuer>#<subject>) and optionally upstream, once each' })
       }
-      const revoked = grants.revokePrincipal(query.principal, query.upstream as string | undefined)
+      const revoked = await grants.revokePrincipal(query.principal, query.upstream as string | undefined)
       app.log.info({ principal: query.principal, upstream: query.upstream, revoked: revoked.length }, 'upstream grants revoked by an operator')
       return await reply.code(revoked.length > 0 ? 200 : 404).send({ revoked })
     })

@@ -118,6 +118,7 @@ export async function runStdio (config: McpxConfig, logger: Logger, io: { input:
   process.off('SIGHUP', onSighup)
   await core.close()
   await consentListener?.close()
+  await grants?.close()
   try {
     await registry.close()
   } catch (err) {

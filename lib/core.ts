@@ -143,7 +143,7 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
 /** The dispatcher's view of the grants: UserGrants, plus the audit trail's `consent_required`. */
 function consentGate (grants: UserGrants, audit: AuditTrail | undefined): ConsentGate {
   return {
-    holds: (principalKey, upstream) => grants.holds(principalKey, upstream),
+    holds: async (principalKey, upstream) => await grants.holds(principalKey, upstream),
     consentLink: async (principal, upstream) => await grants.consentLink(principal, upstream),
     onConsentRequired: event => audit?.record({ event: 'consent_required', principal: event.principal, upstream: event.upstream })
   }
@@ -156,16 +156,18 @@ function consentGate (grants: UserGrants, audit: AuditTrail | undefined): Consen
  * @returns the function that unwires it
  */
 function wireGrants (grants: UserGrants, registry: UpstreamRegistry, hub: NotificationHub, audit: AuditTrail | undefined): () => void {
-  const granted = (event: { upstream: string, principalKey: string, principalId: string, elicitationId: string }): void => {
-    audit?.record({ event: 'consent_granted', principal: event.principalId, upstream: event.upstream })
+  // Events another replica saw (`remote`, a shared Redis store) were audited there; here they open or
+  // close this replica's connection for that principal and reach its listeners on this replica.
+  const granted = (event: { upstream: string, principalKey: string, principalId: string, elicitationId: string, remote?: boolean }): void => {
+    if (event.remote !== true) audit?.record({ event: 'consent_granted', principal: event.principalId, upstream: event.upstream })
     // The connection first (its lists reach the caller with list_changed), then the completion: a
     // client that lists or retries on it sees the upstream's items.
     void Promise.resolve(registry.openPersonal?.(event.upstream, event.principalKey)).then(() => {
       hub.toPrincipal(event.principalKey, { jsonrpc: '2.0', method: ELICITATION_COMPLETE, params: { elicitationId: event.elicitationId } })
     })
   }
-  const revoked = (event: { upstream: string, principalKey: string, principalId?: string, reason: string }): void => {
-    audit?.record({ event: 'consent_revoked', principal: event.principalId ?? 'unknown', upstream: event.upstream, reason: event.reason })
+  const revoked = (event: { upstream: string, principalKey: string, principalId?: string, reason: string, remote?: boolean }): void => {
+    if (event.remote !== true) audit?.record({ event: 'consent_revoked', principal: event.principalId ?? 'unknown', upstream: event.upstream, reason: event.reason })
     void registry.closePersonal?.(event.upstream, event.principalKey)
   }
   grants.on('granted', granted)

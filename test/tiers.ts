@@ -51,6 +51,7 @@ export const SLOW_ONLY: readonly string[] = [
   'identity-upstream/refresh/after-upstream-401',
   'identity-upstream/revocation/admin-api',
   'identity-upstream/revocation/cli',
+  'identity-upstream/replicas/grants-shared-through-redis',
   'identity-upstream/audit/consent-events',
   'identity-upstream/secrets/none-in-logs',
   // test/e2e/oauth.test.ts

@@ -15,8 +15,8 @@ import type { DispatchContext } from './context.js'
 
 /** What the dispatcher needs of the grants (lib/upstreams/user-grants.ts UserGrants). */
 export interface ConsentGate {
-  /** Whether principal `principalKey` holds a grant for `upstream`. */
-  holds: (principalKey: string, upstream: string) => boolean
+  /** Whether principal `principalKey` holds a grant for `upstream`. Rejects when the grant store cannot be read. */
+  holds: (principalKey: string, upstream: string) => Promise<boolean>
   /** A consent link for (principal, upstream). Rejects (naming the upstream, no secret) when discovery fails. */
   consentLink: (principal: { key: string, id: string }, upstream: string) => Promise<{ url: string, elicitationId: string }>
   /** Told of each consent asked for (the audit trail's `consent_required`). Must not throw. */
@@ -58,11 +58,20 @@ export async function consentError (gate: ConsentGate, ctx: DispatchContext, ups
  */
 export async function callPersonal (gate: ConsentGate, registry: UpstreamRegistry, ctx: DispatchContext, upstream: string, method: string, params: JsonObject, options: UpstreamCallOptions): Promise<JsonObject> {
   const principal = ctx.principal
-  if (principal === undefined || !gate.holds(principal, upstream) || registry.callUpstream === undefined) throw await consentError(gate, ctx, upstream)
+  if (principal === undefined || registry.callUpstream === undefined || !await held(gate, principal, upstream)) throw await consentError(gate, ctx, upstream)
   try {
     return await registry.callUpstream(upstream, method, params, options)
   } catch (error) {
-    if (!gate.holds(principal, upstream)) throw await consentError(gate, ctx, upstream)
+    if (!await held(gate, principal, upstream)) throw await consentError(gate, ctx, upstream)
     throw error
+  }
+}
+
+/** {@link ConsentGate.holds}, its store failure as the call's error (-32603, naming the upstream). */
+async function held (gate: ConsentGate, principal: string, upstream: string): Promise<boolean> {
+  try {
+    return await gate.holds(principal, upstream)
+  } catch {
+    throw new UpstreamRpcError(INTERNAL_ERROR, `upstream ${upstream}: mcpx cannot read its grants right now; retry later`)
   }
 }

@@ -21,6 +21,9 @@ import { modernHeaders, modernMeta } from '../helpers/app.js'
 import { playUser, startAuthServer } from '../helpers/oauth.js'
 import { spawnServe } from '../helpers/spawn.js'
 import { mcpx } from '../helpers/cli.js'
+import { REDIS_URL, redisTestPrefix } from '../helpers/redis.js'
+import { Redis } from 'ioredis'
+import { randomBytes } from 'node:crypto'
 import { startProtectedUpstream } from '../helpers/protected-upstream.js'
 
 type Message = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -34,9 +37,12 @@ const base = `http://127.0.0.1:${port}`
 const redirectUri = `${base}/oauth/callback`
 /** `mcpx serve` receives its consent callbacks on a loopback port of its own (RFC 8252 §7.3). */
 const stdioRedirectUri = `http://127.0.0.1:${await freePort()}/oauth/callback`
+/** Two replicas sharing Redis; the callback is replica A's (a load balancer would send it to either). */
+const replicaPorts = [await freePort(), await freePort()]
+const replicaRedirectUri = `http://127.0.0.1:${replicaPorts[0]}/oauth/callback`
 const as = await startAuthServer(t, {
   clients: [{
-    client_id: CLIENT.id, client_secret: CLIENT.secret, redirect_uris: [redirectUri, stdioRedirectUri], grant_types: ['authorization_code', 'refresh_token'],
+    client_id: CLIENT.id, client_secret: CLIENT.secret, redirect_uris: [redirectUri, stdioRedirectUri, replicaRedirectUri], grant_types: ['authorization_code', 'refresh_token'],
     response_types: ['code'], token_endpoint_auth_method: 'client_secret_basic', scope: 'openid offline_access mcp:tools mcp:admin'
   }]
 })
@@ -63,8 +69,8 @@ async function consent (url: string, login: string, redirect = redirectUri): Pro
 }
 
 /** A 2026-07-28 tools/call of `name` as `who`; `meta` is the request's `_meta`; extra params merged in. */
-async function modernCall (who: keyof typeof TOKENS, name: string, capabilities: Record<string, unknown>, extra: Record<string, unknown> = {}): Promise<{ status: number, body: Message }> {
-  const res = await fetch(`${base}/mcp`, {
+async function modernCall (who: keyof typeof TOKENS, name: string, capabilities: Record<string, unknown>, extra: Record<string, unknown> = {}, at = base): Promise<{ status: number, body: Message }> {
+  const res = await fetch(`${at}/mcp`, {
     method: 'POST',
     headers: modernHeaders('tools/call', name, { accept: 'application/json', authorization: `Bearer ${TOKENS[who]}` }),
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: { text: `hi ${who}` }, _meta: modernMeta(capabilities), ...extra } })
@@ -251,6 +257,38 @@ t.test('identity-upstream/stdio/consent-then-retry', async t => {
   t.equal(subjectsOfCalls().at(-1), 'local-upstream')
   t.ok(serve.messages.every(m => m !== undefined), 'stdout carried MCP frames only')
   for (const secret of [...upstream.bearers, ...redirects.filter(x => x !== ''), CLIENT.secret]) t.notOk(serve.stderr().includes(secret), `no ${secret.slice(0, 6)}… in mcpx serve's log`)
+})
+
+t.test('identity-upstream/replicas/grants-shared-through-redis', async t => {
+  const keyPrefix = redisTestPrefix(t)
+  const config = {
+    auth: { tokens: [{ name: 'alice', tokenEnv: 'MCPX_IU_ALICE' }] },
+    admin: { tokens: [ADMIN] },
+    sessions: { store: 'redis', redis: REDIS_URL, keyPrefix },
+    upstreams: { me: { url: upstream.url, prefix: 'me', auth: { type: 'oauth-user', clientId: CLIENT.id, clientSecretEnv: 'MCPX_IU_CLIENT_SECRET', scopes: ['openid', 'offline_access', 'mcp:tools'], redirectUri: replicaRedirectUri } } }
+  }
+  const env = { MCPX_IU_ALICE: TOKENS.alice, MCPX_IU_CLIENT_SECRET: CLIENT.secret, MCPX_VAULT_KEY: randomBytes(32).toString('base64') }
+  const [a, b] = await Promise.all(replicaPorts.map(async port => await startDaemon(t, config, { port, env })))
+  const first = await modernCall('alice', 'me__echo', { elicitation: { url: {} } }, {}, b.base)
+  const input = first.body.result?.inputRequests?.u1 as Message
+  t.equal(input?.params?.mode, 'url', 'replica B asks for consent')
+  t.equal((await consent(input.params.url as string, 'alice-replicas', replicaRedirectUri)).status, 200, 'the callback lands on replica A, which finds B\'s flow in Redis')
+  const retry = await modernCall('alice', 'me__echo', {}, { requestState: first.body.result.requestState, inputResponses: { u1: { action: 'accept' } } }, b.base)
+  t.equal(retry.body.result?.content?.[0]?.text, 'hi alice', 'the retry on B succeeds')
+  t.equal(subjectsOfCalls().at(-1), 'alice-replicas')
+  const onA = await modernCall('alice', 'me__echo', {}, {}, a.base)
+  t.equal(onA.body.result?.content?.[0]?.text, 'hi alice', 'replica A uses the same grant')
+  t.equal(subjectsOfCalls().at(-1), 'alice-replicas')
+  const redis = new Redis(REDIS_URL)
+  t.teardown(() => { redis.disconnect() })
+  const stored = Object.values(await redis.hgetall(`${keyPrefix}grants`)).join('\n')
+  t.ok(stored.length > 0, 'the grant is in Redis')
+  for (const bearer of upstream.bearers) t.notOk(stored.includes(bearer) || stored.includes(Buffer.from(bearer).toString('base64')), 'encrypted at rest: no token in Redis')
+  const revoked = await fetch(`${b.base}/admin/grants?principal=token:alice`, { method: 'DELETE', headers: { authorization: `Bearer ${ADMIN}` } })
+  t.equal(revoked.status, 200, 'revoked on replica B')
+  const again = await modernCall('alice', 'me__echo', { elicitation: { url: {} } }, {}, a.base)
+  t.equal(again.body.result?.resultType, 'input_required', 'replica A asks for consent again')
+  for (const secret of [...upstream.bearers, CLIENT.secret]) t.notOk(JSON.stringify([a.lines, b.lines]).includes(secret), 'no token in either replica\'s log')
 })
 
 t.test('identity-upstream/secrets/none-in-logs', async t => {

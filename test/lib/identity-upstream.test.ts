@@ -6,7 +6,7 @@
 import t from 'tap'
 import { randomBytes } from 'node:crypto'
 import { loadConfig } from '../../lib/config/load.js'
-import { GrantVault, callbackBeside, vaultKeyFrom } from '../../lib/upstreams/user-grants.js'
+import { GrantVault, RedisGrantVault, callbackBeside, createGrantStore, vaultKeyFrom } from '../../lib/upstreams/user-grants.js'
 
 const AUTH = { type: 'oauth-user', clientId: 'mcpx' }
 const TOKENS = { tokens: [{ name: 'ci', tokenEnv: 'MCPX_CI' }] }
@@ -36,26 +36,35 @@ t.test('identity-upstream/config/prefix-and-isolation', async t => {
 t.test('identity-upstream/vault/aes-gcm-bound-to-its-key', async t => {
   const vault = new GrantVault(randomBytes(32), 2)
   const record = { access: 'access-token-secret-0123', refresh: 'refresh-token-secret-0123', principalId: 'token:alice' }
-  t.ok(vault.set('alice', 'me', record))
-  t.same(vault.get('alice', 'me'), record, 'decrypts to what was stored')
+  t.ok(await vault.set('alice', 'me', record))
+  t.same(await vault.get('alice', 'me'), record, 'decrypts to what was stored')
   const raw = (vault as unknown as { records: Map<string, Buffer> }).records
   const sealed = raw.get('alice\0me') as Buffer
   t.notOk(sealed.toString('latin1').includes('access-token-secret'), 'the access token is not stored in clear')
   t.notOk(sealed.toString('latin1').includes('refresh-token-secret'), 'nor the refresh token')
   raw.set('bob\0me', sealed)
-  t.equal(vault.get('bob', 'me'), undefined, 'a record moved under another principal does not decrypt (additional data)')
+  t.equal(await vault.get('bob', 'me'), undefined, 'a record moved under another principal does not decrypt (additional data)')
   raw.delete('bob\0me')
   const tampered = Buffer.from(sealed)
   tampered[tampered.length - 1] ^= 1
   raw.set('alice\0me', tampered)
-  t.equal(vault.get('alice', 'me'), undefined, 'a tampered record does not decrypt (GCM tag)')
-  t.ok(vault.set('alice', 'me', record), 'overwriting a held grant is always possible')
-  t.ok(vault.set('bob', 'me', record))
-  t.notOk(vault.set('carol', 'me', record), 'past maxGrants a new grant is refused, none evicted')
-  t.same(vault.keys().map(k => k.principalKey).sort(), ['alice', 'bob'])
-  t.ok(vault.delete('alice', 'me'))
-  t.equal(vault.get('alice', 'me'), undefined)
+  t.equal(await vault.get('alice', 'me'), undefined, 'a tampered record does not decrypt (GCM tag)')
+  t.ok(await vault.set('alice', 'me', record), 'overwriting a held grant is always possible')
+  t.ok(await vault.set('bob', 'me', record))
+  t.notOk(await vault.set('carol', 'me', record), 'past maxGrants a new grant is refused, none evicted')
+  t.same((await vault.keys()).map(k => k.principalKey).sort(), ['alice', 'bob'])
+  t.ok(await vault.delete('alice', 'me'))
+  t.equal(await vault.get('alice', 'me'), undefined)
   t.throws(() => vaultKeyFrom({ MCPX_VAULT_KEY: 'c2hvcnQ=' }), { code: 'MCPX_ERR_CONFIG', message: /MCPX_VAULT_KEY must be 32 bytes/ })
   t.equal(vaultKeyFrom({ MCPX_VAULT_KEY: randomBytes(32).toString('base64') }).length, 32)
   t.equal(vaultKeyFrom({}).length, 32, 'without one, a random key')
+})
+
+t.test('identity-upstream/config/redis-needs-a-vault-key', async t => {
+  const sessions = { store: 'redis' as const, redis: 'redis://127.0.0.1:1', keyPrefix: 'mcpx-test-unused:' }
+  t.throws(() => createGrantStore(sessions, {}), { code: 'MCPX_ERR_CONFIG', message: /MCPX_VAULT_KEY/ })
+  const store = createGrantStore(sessions, { MCPX_VAULT_KEY: randomBytes(32).toString('base64') })
+  t.ok(store instanceof RedisGrantVault, 'with a key: the Redis store (not connected until used)')
+  await store.close()
+  t.ok(createGrantStore({ ...sessions, store: 'memory' }, {}) instanceof GrantVault, 'memory sessions: the in-memory vault, key or not')
 })
