@@ -203,9 +203,11 @@ export class RedisGrantVault implements GrantStore {
   private readonly replica = randomBytes(9).toString('base64url')
   private ready: Promise<void> | undefined
   private subscribed: Promise<void> | undefined
+  private retry: NodeJS.Timeout | undefined
+  private closed = false
   private readonly listeners: Array<(event: GrantEvent) => void> = []
 
-  /** @param connect makes one Redis connection (lib/base/redis.ts createRedisConnection); called twice (commands, subscriber) */
+  /** @param redis commands; @param subscriber a second connection, in subscriber mode (lib/base/redis.ts createRedisConnection, both lazy) */
   constructor (private readonly key: Buffer, private readonly redis: RedisConnection, private readonly subscriber: RedisConnection, private readonly prefix: string, readonly maxGrants = DEFAULT_MAX_GRANTS) {
     if (key.length !== 32) throw new RangeError('mcpx: the vault key must be 32 bytes')
   }
@@ -267,20 +269,29 @@ export class RedisGrantVault implements GrantStore {
 
   onEvent (listener: (event: GrantEvent) => void): void {
     this.listeners.push(listener)
-    this.subscribed ??= (async () => {
-      this.subscriber.on('message', (_channel: string, text: string) => {
-        try {
-          const message = JSON.parse(text) as { from: string, event: GrantEvent }
-          if (message.from === this.replica) return
-          for (const l of this.listeners) l(message.event)
-        } catch {}
-      })
-      await this.subscriber.connect()
+    if (this.listeners.length > 1) return
+    this.subscriber.on('message', (_channel: string, text: string) => {
+      try {
+        const message = JSON.parse(text) as { from: string, event: GrantEvent }
+        if (message.from === this.replica) return
+        for (const l of this.listeners) l(message.event)
+      } catch {}
+    })
+    this.subscribe()
+  }
+
+  /** Subscribes to the events channel; retried every second until it works (ioredis resubscribes after that). */
+  private subscribe (): void {
+    if (this.closed) return
+    this.subscribed = (async () => {
+      if (this.subscriber.status !== 'ready') await this.subscriber.connect()
       await this.subscriber.subscribe(`${this.prefix}grant-events`)
-    })().catch(() => { this.subscribed = undefined })
+    })().catch(() => { this.retry = setTimeout(() => this.subscribe(), 1_000); this.retry.unref() })
   }
 
   async close (): Promise<void> {
+    this.closed = true
+    clearTimeout(this.retry)
     this.redis.disconnect()
     this.subscriber.disconnect()
   }
