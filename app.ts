@@ -138,7 +138,7 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
   let registry = opts.registry
   // Each caller's own identity toward `oauth-user` upstreams (docs/upstreams.md › Upstream identity).
   const grants = Object.values(config.upstreams).some(isPersonal)
-    ? new UserGrants(config.upstreams, { logger: fastify.log.child({ component: 'upstream-identity' }), store: createGrantStore(config.sessions), ...(config.auth.oauth !== undefined ? { frontDoorResource: config.auth.oauth.resource } : {}) })
+    ? new UserGrants(config.upstreams, { logger: fastify.log.child({ component: 'upstream-identity' }), store: createGrantStore(config.sessions), ...(config.auth.oauth !== undefined ? { frontDoorResource: config.auth.oauth.resource, frontDoorIssuer: config.auth.oauth.issuer } : {}) })
     : undefined
   if (grants !== undefined) {
     fastify.decorate('mcpxGrants', grants)

@@ -52,6 +52,7 @@ export const SLOW_ONLY: readonly string[] = [
   'identity-upstream/revocation/admin-api',
   'identity-upstream/revocation/cli',
   'identity-upstream/replicas/grants-shared-through-redis',
+  'identity-upstream/id-jag/exchange-then-jwt-bearer-per-caller',
   'identity-upstream/audit/consent-events',
   'identity-upstream/secrets/none-in-logs',
   // test/e2e/oauth.test.ts

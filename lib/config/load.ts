@@ -187,9 +187,18 @@ export function loadConfig (raw: unknown): McpxConfig {
  * @returns one line per problem, each naming its field; empty when none (or another auth type)
  */
 function personalProblems (name: string, upstream: McpxConfig['upstreams'][string], c: McpxConfig): string[] {
-  if (!('url' in upstream) || upstream.auth?.type !== 'oauth-user') return []
+  if (!('url' in upstream) || (upstream.auth?.type !== 'oauth-user' && upstream.auth?.type !== 'id-jag')) return []
   const where = `upstreams.${name}`
   const problems: string[] = []
+  if (upstream.auth.type === 'id-jag') {
+    // The caller's own access token is what the IdP exchanges: only an OAuth front door has one.
+    if (c.auth.oauth === undefined) problems.push(`${where}.auth: type "id-jag" needs auth.oauth (the caller's access token is exchanged at the IdP)`)
+    if (upstream.auth.idp.issuer === undefined && upstream.auth.idp.tokenUrl === undefined && c.auth.oauth === undefined) problems.push(`${where}.auth.idp: needs issuer or tokenUrl`)
+    if (upstream.prefix === undefined || upstream.prefix === '') problems.push(`${where}.prefix: required for an "id-jag" upstream (its tool names must be known before a caller's first listing)`)
+    if (upstream.isolation !== undefined && upstream.isolation !== 'per-principal') problems.push(`${where}.isolation: an "id-jag" upstream is "per-principal", not "${upstream.isolation}"`)
+    upstream.isolation = 'per-principal'
+    return problems
+  }
   if (c.auth.oauth === undefined && (c.auth.tokens ?? []).length === 0) problems.push(`${where}.auth: type "oauth-user" needs auth.oauth or auth.tokens (a per-user token needs a user at the front door)`)
   if (upstream.prefix === undefined || upstream.prefix === '') problems.push(`${where}.prefix: required for an "oauth-user" upstream (its tool names must be known before a caller's first listing)`)
   if (upstream.isolation !== undefined && upstream.isolation !== 'per-principal') problems.push(`${where}.isolation: an "oauth-user" upstream is "per-principal" (each caller's connection carries that caller's token), not "${upstream.isolation}"`)

@@ -61,6 +61,32 @@ const UPSTREAM_AUTH = {
         authorizationServer: { type: 'string', pattern: '^https?://', description: 'issuer of the authorization server; default: discovered from the upstream (RFC 9728, then RFC 8414 / OIDC)' },
         redirectUri: { type: 'string', pattern: '^https?://', description: 'mcpx\'s public /oauth/callback URL; default: beside auth.oauth.resource' }
       }
+    },
+    {
+      // Enterprise-managed authorization (docs/upstreams.md › Enterprise-managed authorization (ID-JAG)).
+      type: 'object',
+      additionalProperties: false,
+      required: ['type', 'clientId', 'idp', 'authorizationServer'],
+      properties: {
+        type: { const: 'id-jag' },
+        clientId: { type: 'string', minLength: 1 },
+        clientSecretEnv: { type: 'string', minLength: 1 },
+        clientSecretFile: { type: 'string', minLength: 1 },
+        authorizationServer: { type: 'string', pattern: '^https?://', description: 'issuer of the upstream\'s authorization server (the ID-JAG audience; its token_endpoint is discovered)' },
+        scopes: { type: 'array', items: { type: 'string', pattern: '^[\\x21\\x23-\\x5b\\x5d-\\x7e]+$' } },
+        idp: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['clientId'],
+          properties: {
+            issuer: { type: 'string', pattern: '^https?://', description: 'the enterprise IdP (default auth.oauth.issuer); its token_endpoint is discovered' },
+            tokenUrl: { type: 'string', pattern: '^https?://' },
+            clientId: { type: 'string', minLength: 1 },
+            clientSecretEnv: { type: 'string', minLength: 1 },
+            clientSecretFile: { type: 'string', minLength: 1 }
+          }
+        }
+      }
     }
   ]
 }
@@ -164,7 +190,7 @@ export interface UpstreamLimitsConfig {
 /** One upstream as configured. */
 export type UpstreamConfig =
   | UpstreamCommonConfig & UpstreamLimitsConfig & { command: string, args?: string[], env?: Record<string, string>, cwd?: string }
-  | UpstreamCommonConfig & UpstreamLimitsConfig & { url: string, headers?: Record<string, string>, auth?: UpstreamAuthConfig | UserOAuthConfig }
+  | UpstreamCommonConfig & UpstreamLimitsConfig & { url: string, headers?: Record<string, string>, auth?: UpstreamAuthConfig | UserOAuthConfig | IdJagConfig }
 
 /**
  * Whether a dual-era upstream gets its second, legacy connection for legacy-era calls
@@ -206,7 +232,28 @@ export interface UserOAuthConfig {
   redirectUri?: string
 }
 
-/** Whether an upstream's callers each need their own grant (auth type `oauth-user`): its catalogue is per caller. */
+/**
+ * `auth` of an HTTP upstream reached as each caller through its enterprise IdP
+ * (docs/upstreams.md › Enterprise-managed authorization (ID-JAG)): the caller's access token is
+ * exchanged at the IdP (RFC 8693) for an ID-JAG, which the upstream's authorization server takes in
+ * an RFC 7523 JWT-bearer grant.
+ */
+export interface IdJagConfig {
+  type: 'id-jag'
+  clientId: string
+  clientSecretEnv?: string
+  clientSecretFile?: string
+  /** Issuer of the upstream's authorization server: the ID-JAG's audience, and where the JWT-bearer grant goes. */
+  authorizationServer: string
+  scopes?: string[]
+  /** The IdP's token endpoint (or issuer, default auth.oauth.issuer) and mcpx's client there. */
+  idp: { issuer?: string, tokenUrl?: string, clientId: string, clientSecretEnv?: string, clientSecretFile?: string }
+}
+
+/**
+ * Whether an upstream acts as each caller (auth type `oauth-user` or `id-jag`): no shared
+ * connection, a connection and a catalogue per caller.
+ */
 export function isPersonal (config: UpstreamConfig): boolean {
-  return 'url' in config && config.auth?.type === 'oauth-user'
+  return 'url' in config && (config.auth?.type === 'oauth-user' || config.auth?.type === 'id-jag')
 }

@@ -142,7 +142,10 @@ export interface UpstreamCallOptions {
 export interface UpstreamHeaderRequest {
   /** The upstream's configured name. */
   upstream: string
-  /** {@link UpstreamCallOptions.principal} of the call, as the dispatcher passed it. */
+  /**
+   * {@link UpstreamCallOptions.principal} of the call, as the dispatcher passed it; on an isolated
+   * instance's own traffic, the latest caller it served (its key is `instanceKey`).
+   */
   principal: unknown
   /** true on the one retry after the upstream answered 401 to the headers of the first try. */
   afterUnauthorized: boolean

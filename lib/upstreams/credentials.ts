@@ -150,7 +150,7 @@ export function createUpstreamAuthProvider (upstream: string, auth: UpstreamAuth
 export function createUpstreamHeaderProvider (upstreams: Record<string, UpstreamConfig>, logger: Pick<Logger, 'info' | 'warn'>, env: NodeJS.ProcessEnv = process.env): UpstreamHeaderProvider | undefined {
   const credentials = new Map<string, UpstreamCredentials>()
   for (const [name, config] of Object.entries(upstreams)) {
-    if ('url' in config && config.auth !== undefined && config.auth.type !== 'oauth-user') credentials.set(name, createUpstreamAuthProvider(name, config.auth, logger, env))
+    if ('url' in config && config.auth !== undefined && config.auth.type !== 'oauth-user' && config.auth.type !== 'id-jag') credentials.set(name, createUpstreamAuthProvider(name, config.auth, logger, env))
   }
   if (credentials.size === 0) return undefined
   return async function upstreamCredentials (request) {

@@ -41,6 +41,8 @@ interface Instance {
   idleTimer: NodeJS.Timeout | undefined
   /** Set when stopped: its connection never restarts. */
   stopped: { value: boolean }
+  /** The latest caller it served (UpstreamCallOptions.principal): its own traffic's `principal` for the header provider (an `id-jag` upstream exchanges that caller's token). */
+  caller: { value: unknown }
 }
 
 /** Options of one upstream. */
@@ -370,15 +372,17 @@ export class Upstream implements ConnectionHost {
    * The live instance for `key`, started on first use. Rejects with UpstreamRpcError
    * INSTANCES_EXHAUSTED past `maxInstances`, UPSTREAM_ERROR when it could not be started.
    */
-  private async instance (key: string): Promise<Instance> {
+  private async instance (key: string, caller?: unknown): Promise<Instance> {
     let instance = this.instances.get(key)
+    if (instance !== undefined && caller !== undefined) instance.caller.value = caller
     if (instance === undefined) {
       const max = this.config.maxInstances ?? DEFAULT_MAX_INSTANCES
       if (this.instances.size >= max) {
         throw new InstancesExhaustedError(`upstream ${this.name}: all ${max} isolated instances are in use (maxInstances); retry later`)
       }
       const stopped = { value: false }
-      instance = { key, connection: new SupervisedConnection('primary', this.instanceHost(key, stopped)), inFlight: 0, idleTimer: undefined, stopped }
+      const callerRef = { value: caller }
+      instance = { key, connection: new SupervisedConnection('primary', this.instanceHost(key, stopped, callerRef)), inFlight: 0, idleTimer: undefined, stopped, caller: callerRef }
       this.instances.set(key, instance)
       void instance.connection.open()
     }
@@ -397,7 +401,7 @@ export class Upstream implements ConnectionHost {
    * and its resource updates relayed to its owner alone (the registry's 'instance_event').
    * The merged catalogue stays the shared connection's.
    */
-  private instanceHost (key: string, stopped: { value: boolean }): ConnectionHost {
+  private instanceHost (key: string, stopped: { value: boolean }, caller: { value: unknown } = { value: undefined }): ConnectionHost {
     const upstream = this
     const isolation = this.config.isolation === 'per-principal' ? 'per-principal' : 'per-session'
     const relay = this.options.events.instanceEvent
@@ -408,7 +412,7 @@ export class Upstream implements ConnectionHost {
       config: this.config,
       kind: this.kind,
       logger: this.logger,
-      headerProvider: provider === undefined ? undefined : async request => await provider({ ...request, instanceKey: key }),
+      headerProvider: provider === undefined ? undefined : async request => await provider({ ...request, instanceKey: key, ...(request.principal === undefined && caller.value !== undefined ? { principal: caller.value } : {}) }),
       setupTimeoutMs: this.setupTimeoutMs,
       get subscriptions () { return new Set(upstream.ownerSubscriptions.get(key)?.keys()) },
       get closing () { return upstream.closing || stopped.value },
@@ -502,7 +506,7 @@ export class Upstream implements ConnectionHost {
   }
 
   private async callIsolated (key: string, method: string, params: JsonObject, options: UpstreamCallOptions, tool?: JsonObject): Promise<JsonObject> {
-    const instance = await this.instance(key)
+    const instance = await this.instance(key, options.principal)
     const link = instance.connection.link as Link
     instance.inFlight++
     try {

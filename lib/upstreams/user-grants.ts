@@ -23,10 +23,11 @@ import {
 } from '@modelcontextprotocol/client'
 import { McpxError } from '../base/errors.js'
 import { createRedisConnection, type RedisConnection, type RedisTarget } from '../base/redis.js'
-import { readSecret, type Secret } from '../auth/secret.js'
+import { readSecret, Secret } from '../auth/secret.js'
+import { issuerMetadataUrls } from '../auth/oauth-metadata.js'
 import type { Principal } from '../auth/principal.js'
 import type { Logger } from '../telemetry/log.js'
-import type { UpstreamConfig, UserOAuthConfig } from './config.js'
+import type { IdJagConfig, UpstreamConfig, UserOAuthConfig } from './config.js'
 import type { UpstreamHeaderProvider, UpstreamHeaderRequest } from './contract.js'
 
 /** How long a consent link stays valid, ms (10 min). */
@@ -337,6 +338,8 @@ export interface UserGrantsOptions {
   logger: Pick<Logger, 'info' | 'warn'>
   /** `auth.oauth.resource` of the front door, to derive each upstream's default callback URL from. */
   frontDoorResource?: string
+  /** `auth.oauth.issuer` of the front door: the default IdP of `id-jag` upstreams. */
+  frontDoorIssuer?: string
   /** Default: in memory ({@link GrantVault}) under {@link vaultKeyFrom}(env). */
   store?: GrantStore
   env?: NodeJS.ProcessEnv
@@ -357,6 +360,8 @@ export class UserGrants extends EventEmitter {
   /** (principal, upstream) → its pending link here, so retries before consent reuse one (at most MAX_FLOWS). */
   private readonly pending = new Map<string, ConsentLink & { expiresAtMs: number }>()
   private readonly refreshing = new Map<string, Promise<GrantRecord>>()
+  /** The `id-jag` upstreams (docs/upstreams.md › Enterprise-managed authorization (ID-JAG)). */
+  private readonly jags = new Map<string, IdJag>()
   readonly store: GrantStore
 
   /**
@@ -377,6 +382,9 @@ export class UserGrants extends EventEmitter {
       if (redirectUri === undefined) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: upstreams.${name}.auth.redirectUri: required without auth.oauth.resource`)
       this.upstreams.set(name, { name, config: auth, url: config.url, secret, redirectUri })
     }
+    for (const [name, config] of Object.entries(upstreams)) {
+      if ('url' in config && config.auth?.type === 'id-jag') this.jags.set(name, new IdJag(name, config.url, config.auth, options.frontDoorIssuer, options.logger, env))
+    }
     this.store.onEvent?.(event => {
       if (event.type === 'revoked') this.pending.delete(recordKey(event.principalKey, event.upstream))
       const { type, ...rest } = event
@@ -384,11 +392,15 @@ export class UserGrants extends EventEmitter {
     })
   }
 
-  /** Whether `upstream` is an `oauth-user` upstream. */
-  has (upstream: string): boolean { return this.upstreams.has(upstream) }
+  /** Whether `upstream` acts as each caller (`oauth-user` or `id-jag`). */
+  has (upstream: string): boolean { return this.upstreams.has(upstream) || this.jags.has(upstream) }
 
-  /** Whether `principalKey` holds a grant for `upstream` (it may still need a refresh). Rejects when the store fails. */
+  /**
+   * Whether `principalKey` holds a grant for `upstream` (it may still need a refresh); always true
+   * for an `id-jag` upstream (no consent: the IdP decides at each exchange). Rejects when the store fails.
+   */
   async holds (principalKey: string, upstream: string): Promise<boolean> {
+    if (this.jags.has(upstream)) return true
     return await this.store.get(principalKey, upstream) !== undefined
   }
 
@@ -544,6 +556,8 @@ export class UserGrants extends EventEmitter {
    */
   headerProvider (): UpstreamHeaderProvider {
     return async (request: UpstreamHeaderRequest) => {
+      const jag = this.jags.get(request.upstream)
+      if (jag !== undefined) return { authorization: `Bearer ${await jag.token(request.principal as Principal | undefined, request.afterUnauthorized)}` }
       if (!this.upstreams.has(request.upstream)) return undefined
       const key = request.instanceKey ?? (request.principal as Principal | undefined)?.key
       if (key === undefined) throw new ConsentRequiredError(request.upstream)
@@ -711,4 +725,108 @@ export const CONSENT_PAGE_HEADERS: Readonly<Record<string, string>> = Object.fre
 /** The callback URLs of the `oauth-user` upstreams (their `redirectUri`s, distinct), for a face that must listen on them itself. */
 export function redirectUris (upstreams: Record<string, UpstreamConfig>): string[] {
   return [...new Set(Object.values(upstreams).flatMap(c => 'url' in c && c.auth?.type === 'oauth-user' && c.auth.redirectUri !== undefined ? [c.auth.redirectUri] : []))]
+}
+
+const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange'
+const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer'
+const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token'
+const ID_JAG_TYPE = 'urn:ietf:params:oauth:token-type:id-jag'
+/** Most callers' upstream tokens an `id-jag` upstream keeps (oldest dropped first). */
+const MAX_JAG_TOKENS = 10_000
+
+/**
+ * One `id-jag` upstream (docs/upstreams.md › Enterprise-managed authorization (ID-JAG)), following
+ * draft-ietf-oauth-identity-assertion-authz-grant: the caller's access token (the identity assertion
+ * mcpx holds: a resource server gets no ID token) is exchanged at the enterprise IdP (RFC 8693,
+ * `requested_token_type` id-jag, `audience` the upstream's authorization server, `resource` the
+ * upstream) for an ID-JAG, which that server takes in an RFC 7523 JWT-bearer grant. The access
+ * token is cached per principal until 80 % of its lifetime (at least 30 s before it expires).
+ * Client authentication: HTTP Basic at both servers.
+ */
+class IdJag {
+  private readonly secret: Secret | undefined
+  private readonly idpSecret: Secret | undefined
+  private readonly cache = new Map<string, { token: Secret, refreshAtMs: number }>()
+  private readonly pending = new Map<string, Promise<Secret>>()
+  private endpoints: Promise<{ idp: string, as: string }> | undefined
+
+  /** @throws McpxError MCPX_ERR_CONFIG for an unreadable secret source or no IdP */
+  constructor (private readonly name: string, private readonly url: string, private readonly config: IdJagConfig, private readonly frontDoorIssuer: string | undefined, private readonly logger: Pick<Logger, 'info' | 'warn'>, env: NodeJS.ProcessEnv) {
+    const where = `upstreams.${name}.auth`
+    this.secret = config.clientSecretEnv === undefined && config.clientSecretFile === undefined ? undefined : readSecret({ env: config.clientSecretEnv, file: config.clientSecretFile }, where, env)
+    this.idpSecret = config.idp.clientSecretEnv === undefined && config.idp.clientSecretFile === undefined ? undefined : readSecret({ env: config.idp.clientSecretEnv, file: config.idp.clientSecretFile }, `${where}.idp`, env)
+    if (config.idp.tokenUrl === undefined && config.idp.issuer === undefined && frontDoorIssuer === undefined) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: ${where}.idp: needs issuer or tokenUrl`)
+  }
+
+  /**
+   * The caller's access token for this upstream.
+   * @throws Error naming the upstream and the servers' `error` code (never a token) when the caller has no OAuth token or a server refuses
+   */
+  async token (caller: Principal | undefined, afterUnauthorized: boolean): Promise<string> {
+    if (caller?.kind !== 'oauth' || caller.token === undefined) throw new Error(`upstream ${this.name} acts as the caller through its IdP, and this caller (${caller?.id ?? 'anonymous'}) has no OAuth access token`)
+    if (afterUnauthorized) this.cache.delete(caller.key)
+    const hit = this.cache.get(caller.key)
+    if (hit !== undefined && Date.now() < hit.refreshAtMs) return hit.token.reveal()
+    let inflight = this.pending.get(caller.key)
+    if (inflight === undefined) {
+      inflight = this.exchange(caller.key, caller.token).finally(() => this.pending.delete(caller.key))
+      this.pending.set(caller.key, inflight)
+    }
+    return (await inflight).reveal()
+  }
+
+  private async exchange (key: string, subject: Secret): Promise<Secret> {
+    const { idp, as } = await this.tokenEndpoints()
+    const scope: Record<string, string> = this.config.scopes !== undefined && this.config.scopes.length > 0 ? { scope: this.config.scopes.join(' ') } : {}
+    const jag = await this.post(idp, this.config.idp.clientId, this.idpSecret, {
+      grant_type: TOKEN_EXCHANGE, requested_token_type: ID_JAG_TYPE, audience: this.config.authorizationServer, resource: this.url,
+      subject_token: subject.reveal(), subject_token_type: ACCESS_TOKEN_TYPE, ...scope
+    }, 'the IdP refused the ID-JAG exchange')
+    const granted = await this.post(as, this.config.clientId, this.secret, { grant_type: JWT_BEARER, assertion: jag.token.reveal(), ...scope }, 'the authorization server refused the ID-JAG')
+    const lifetimeMs = granted.expiresInS * 1000
+    if (this.cache.size >= MAX_JAG_TOKENS && !this.cache.has(key)) this.cache.delete(this.cache.keys().next().value as string)
+    this.cache.set(key, { token: granted.token, refreshAtMs: Date.now() + Math.min(lifetimeMs * 0.8, lifetimeMs - 30_000) })
+    return granted.token
+  }
+
+  private async post (url: string, clientId: string, secret: Secret | undefined, form: Record<string, string>, refused: string): Promise<{ token: Secret, expiresInS: number }> {
+    const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }
+    if (secret !== undefined) headers.authorization = 'Basic ' + Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(secret.reveal())}`).toString('base64')
+    else form.client_id = clientId
+    let response: Response
+    try {
+      response = await fetch(url, { method: 'POST', headers, body: new URLSearchParams(form).toString(), signal: AbortSignal.timeout(DISCOVERY_TIMEOUT_MS) })
+    } catch (cause) {
+      throw new Error(`upstream ${this.name}: cannot reach ${url}: ${(cause as Error).message}`, { cause })
+    }
+    const body = await response.json().catch(() => ({})) as Record<string, unknown>
+    if (response.status !== 200 || typeof body.access_token !== 'string') {
+      const code = typeof body.error === 'string' ? safeCode(body.error) : `HTTP ${response.status}`
+      this.logger.warn({ upstream: this.name, error: code }, refused)
+      throw new Error(`upstream ${this.name}: ${refused}: ${code}`)
+    }
+    return { token: new Secret(body.access_token), expiresInS: typeof body.expires_in === 'number' && body.expires_in > 0 ? body.expires_in : 300 }
+  }
+
+  /** The IdP's and the authorization server's token endpoints (RFC 8414, then OIDC discovery), once. */
+  private async tokenEndpoints (): Promise<{ idp: string, as: string }> {
+    this.endpoints ??= (async () => {
+      const idp = this.config.idp.tokenUrl ?? await tokenEndpointOf(this.config.idp.issuer ?? this.frontDoorIssuer as string)
+      return { idp, as: await tokenEndpointOf(this.config.authorizationServer) }
+    })().catch(error => { this.endpoints = undefined; throw error })
+    return await this.endpoints
+  }
+}
+
+/** An issuer's token_endpoint from its RFC 8414 / OIDC metadata (whose issuer must match). */
+async function tokenEndpointOf (issuer: string): Promise<string> {
+  for (const url of issuerMetadataUrls(issuer)) {
+    try {
+      const response = await fetch(url, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(DISCOVERY_TIMEOUT_MS) })
+      if (response.status !== 200) { await response.body?.cancel(); continue }
+      const metadata = await response.json() as Record<string, unknown>
+      if (metadata.issuer === issuer && typeof metadata.token_endpoint === 'string') return metadata.token_endpoint
+    } catch {}
+  }
+  throw new Error(`no token_endpoint in the metadata of ${issuer}`)
 }

@@ -18,7 +18,7 @@ import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextproto
 import { ElicitationCompleteNotificationSchema, ToolListChangedNotificationSchema, McpError } from '@modelcontextprotocol/sdk/types.js'
 import { freePort, startDaemon } from '../helpers/daemon.js'
 import { modernHeaders, modernMeta } from '../helpers/app.js'
-import { playUser, startAuthServer } from '../helpers/oauth.js'
+import { CLIENTS, JWT_BEARER, TOKEN_EXCHANGE, playUser, startAuthServer } from '../helpers/oauth.js'
 import { spawnServe } from '../helpers/spawn.js'
 import { mcpx } from '../helpers/cli.js'
 import { REDIS_URL, redisTestPrefix } from '../helpers/redis.js'
@@ -289,6 +289,34 @@ t.test('identity-upstream/replicas/grants-shared-through-redis', async t => {
   const again = await modernCall('alice', 'me__echo', { elicitation: { url: {} } }, {}, a.base)
   t.equal(again.body.result?.resultType, 'input_required', 'replica A asks for consent again')
   for (const secret of [...upstream.bearers, CLIENT.secret]) t.notOk(JSON.stringify([a.lines, b.lines]).includes(secret), 'no token in either replica\'s log')
+})
+
+t.test('identity-upstream/id-jag/exchange-then-jwt-bearer-per-caller', async t => {
+  const jagPort = await freePort()
+  const resource = `http://127.0.0.1:${jagPort}/mcp`
+  const jagDaemon = await startDaemon(t, {
+    auth: { oauth: { issuer: as.issuer, resource } },
+    upstreams: { corp: { url: upstream.url, prefix: 'corp', auth: { type: 'id-jag', clientId: CLIENTS.gateway.clientId, clientSecretEnv: 'MCPX_IU_GATEWAY', authorizationServer: as.issuer, scopes: ['mcp:tools'], idp: { clientId: CLIENTS.gateway.clientId, clientSecretEnv: 'MCPX_IU_GATEWAY' } } } }
+  }, { port: jagPort, env: { MCPX_IU_GATEWAY: CLIENTS.gateway.clientSecret } })
+  const exchanges = as.issued(TOKEN_EXCHANGE)
+  const bearers = as.issued(JWT_BEARER)
+  const call = async (client: { clientId: string, clientSecret: string }, id: number): Promise<Message> => {
+    const token = await as.clientCredentials(client, { resource })
+    const res = await fetch(`${jagDaemon.base}/mcp`, {
+      method: 'POST',
+      headers: modernHeaders('tools/call', 'corp__echo', { accept: 'application/json', authorization: `Bearer ${token}` }),
+      body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'corp__echo', arguments: { text: `hi ${client.clientId}` }, _meta: modernMeta() } })
+    })
+    return await res.json() as Message
+  }
+  t.equal((await call(CLIENTS.alice, 1)).result?.content?.[0]?.text, 'hi alice', 'a call through the IdP-issued grant succeeds, no consent asked')
+  t.equal(subjectsOfCalls().at(-1), 'alice', 'the upstream sees the caller as the subject')
+  t.equal((await call(CLIENTS.bob, 2)).result?.content?.[0]?.text, 'hi bob')
+  t.equal(subjectsOfCalls().at(-1), 'bob', 'another caller, another identity')
+  t.equal((await call(CLIENTS.alice, 3)).result?.content?.[0]?.text, 'hi alice')
+  t.equal(as.issued(TOKEN_EXCHANGE) - exchanges, 2, 'one ID-JAG exchange per caller (cached until expiry)')
+  t.equal(as.issued(JWT_BEARER) - bearers, 2, 'one JWT-bearer grant per caller')
+  for (const bearer of upstream.bearers) t.notOk(JSON.stringify(jagDaemon.lines).includes(bearer), 'no upstream token in the log')
 })
 
 t.test('identity-upstream/secrets/none-in-logs', async t => {

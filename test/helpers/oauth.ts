@@ -30,6 +30,9 @@ export const CLIENTS = {
 /** RFC 8693 grant type and token type. */
 export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange'
 const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token'
+/** The ID-JAG token type (draft-ietf-oauth-identity-assertion-authz-grant) and the RFC 7523 JWT-bearer grant. */
+export const ID_JAG_TYPE = 'urn:ietf:params:oauth:token-type:id-jag'
+export const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer'
 
 /** The public client of the authorization-code tests, and its redirect URI. */
 export const PUBLIC_CLIENT = { clientId: 'mcp-app', redirectUri: 'http://127.0.0.1/callback' }
@@ -94,7 +97,7 @@ export async function startAuthServer (t: Teardown, options: { ttlSeconds?: numb
           client_id: c.clientId, client_secret: c.clientSecret, grant_types: ['client_credentials'], redirect_uris: [], response_types: [], scope: SCOPES.join(' ')
         })),
         { client_id: CLIENTS.mcpx.clientId, client_secret: CLIENTS.mcpx.clientSecret, grant_types: [], redirect_uris: [], response_types: [] },
-        { client_id: CLIENTS.gateway.clientId, client_secret: CLIENTS.gateway.clientSecret, grant_types: ['client_credentials', TOKEN_EXCHANGE], redirect_uris: [], response_types: [], scope: SCOPES.join(' ') },
+        { client_id: CLIENTS.gateway.clientId, client_secret: CLIENTS.gateway.clientSecret, grant_types: ['client_credentials', TOKEN_EXCHANGE, JWT_BEARER], redirect_uris: [], response_types: [], scope: SCOPES.join(' ') },
         { client_id: PUBLIC_CLIENT.clientId, token_endpoint_auth_method: 'none', redirect_uris: [PUBLIC_CLIENT.redirectUri], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], scope: ['openid', 'offline_access', ...SCOPES].join(' ') },
         ...(options.clients ?? [])
       ],
@@ -147,12 +150,33 @@ export async function startAuthServer (t: Teardown, options: { ttlSeconds?: numb
       }
       const now = Math.floor(Date.now() / 1000)
       const clientId = ctx.oidc.client.clientId
+      if (params.requested_token_type === ID_JAG_TYPE) {
+        // The enterprise IdP's side: an ID-JAG for the audience (an authorization server) and resource asked.
+        const jag = await signWith(keys[0], { iss: issuer, sub: subject.sub, aud: params.audience, resource: params.resource, client_id: clientId, scope: params.scope, iat: now, exp: now + 300, jti: randomUUID() }, { typ: 'oauth-id-jag+jwt' })
+        ctx.body = { access_token: jag, issued_token_type: ID_JAG_TYPE, token_type: 'N_A', expires_in: 300 }
+        return
+      }
       const accessToken = await signWith(keys[0], {
         iss: issuer, sub: subject.sub, aud: params.resource ?? params.audience, client_id: clientId, act: { sub: clientId },
         scope: params.scope ?? (typeof subject.scope === 'string' ? subject.scope : undefined), iat: now, exp: now + ttl, jti: randomUUID()
       })
       ctx.body = { access_token: accessToken, issued_token_type: ACCESS_TOKEN_TYPE, token_type: 'Bearer', expires_in: ttl }
     }, ['subject_token', 'subject_token_type', 'requested_token_type', 'audience', 'resource', 'scope', 'actor_token', 'actor_token_type'])
+    // RFC 7523 JWT-bearer grant taking an ID-JAG (the upstream authorization server's side): the
+    // assertion must be an ID-JAG this server signed, for this server; the token names its subject.
+    provider.registerGrantType(JWT_BEARER, async function jwtBearer (ctx: { status: number, body: unknown, oidc: { params: Record<string, string | undefined>, client: { clientId: string } } }) {
+      let jag: JWTPayload
+      try {
+        jag = (await jwtVerify(ctx.oidc.params.assertion ?? '', createLocalJWKSet({ keys: keys.map(k => k.publicJwk) }), { issuer, audience: issuer, typ: 'oauth-id-jag+jwt' })).payload
+      } catch {
+        ctx.status = 400
+        ctx.body = { error: 'invalid_grant', error_description: 'assertion not accepted' }
+        return
+      }
+      const now = Math.floor(Date.now() / 1000)
+      const accessToken = await signWith(keys[0], { iss: issuer, sub: jag.sub, aud: jag.resource as string, client_id: ctx.oidc.client.clientId, scope: jag.scope, iat: now, exp: now + ttl, jti: randomUUID() })
+      ctx.body = { access_token: accessToken, token_type: 'Bearer', expires_in: ttl }
+    }, ['assertion', 'scope'])
     return provider
   }
 
