@@ -39,6 +39,7 @@ import { ConfirmGate } from './confirm-gate.js'
 import { MemoryLedger, type ApprovalLedger, type ConfirmationConfig } from '../policy/confirm.js'
 import { METHODS, type MethodDeps } from './methods/index.js'
 import { innerCallOf, type Via } from './methods/discovery.js'
+import type { ConsentGate } from './consent.js'
 import { capabilitiesOf, discoverResult, initializeResult } from './methods/lifecycle.js'
 
 export type { DispatchContext, ServerInfo } from './context.js'
@@ -80,6 +81,8 @@ export interface DispatcherOptions {
   confirmation?: ConfirmationConfig
   /** Makes the ledger of spent approvals on first use (lib/policy/confirm.ts createLedger); default: in memory. */
   ledger?: () => ApprovalLedger
+  /** The grants of the `oauth-user` upstreams (lib/dispatch/consent.ts); undefined: none configured. */
+  consent?: ConsentGate
 }
 
 /** The gate's settings when none are given (lib/policy/schema.ts CONFIRMATION_SCHEMA has the config's defaults). */
@@ -145,6 +148,7 @@ export class Dispatcher {
       pageSize: options.pageSize ?? 0,
       rateLimiter: options.rateLimiter,
       onRateLimited: options.onRateLimited,
+      consent: options.consent,
       callOptions: optionsFor
     }
   }

@@ -73,6 +73,20 @@ export interface AuditEvent {
 }
 
 /**
+ * A grant of an `oauth-user` upstream asked for, given or taken (docs/upstreams.md › Upstream
+ * identity): `consent_required` (a call met no grant; the caller was sent the consent link),
+ * `consent_granted` (the callback stored the grant), `consent_revoked` (the operator revoked it, or a
+ * refresh failed: `reason`). Never a token, code or link.
+ */
+export interface ConsentAuditEvent {
+  event: 'consent_required' | 'consent_granted' | 'consent_revoked'
+  principal: string
+  upstream: string
+  /** consent_revoked: `operator`, `refresh_failed`, `unauthorized` or `expired`. */
+  reason?: string
+}
+
+/**
  * Why lines were lost, or what failed: `write` (the file could not be opened or written; for a
  * failure, one refused open or write; for a loss, lines given up), or `dropped` (the buffer was full).
  */
@@ -161,8 +175,8 @@ export class AuditTrail {
   }
 
   /** Writes one line. Never throws, never blocks on the disk. */
-  record (event: AuditEvent): void {
-    const { sessionId, arguments: args, ...rest } = event
+  record (event: AuditEvent | ConsentAuditEvent): void {
+    const { sessionId, arguments: args, ...rest } = event as AuditEvent & { sessionId?: string, arguments?: Record<string, unknown> }
     const line: Record<string, unknown> = { time: new Date().toISOString(), ...rest }
     if (sessionId !== undefined) line.session = sessionHash(sessionId)
     if (args !== undefined && this.config.arguments === 'keys') line.argumentKeys = Object.keys(args)

@@ -24,6 +24,8 @@ export interface ProtectedUpstream {
   refused: () => number
   /** Refuse the next `n` requests with 401 even with a valid token. */
   refuseNext: (n: number) => void
+  /** Every bearer token that passed the check, verbatim (to look for them in mcpx's logs). */
+  bearers: Set<string>
 }
 
 async function bodyOf (req: IncomingMessage): Promise<Buffer> {
@@ -33,14 +35,21 @@ async function bodyOf (req: IncomingMessage): Promise<Buffer> {
 }
 
 /** Starts the fixture over HTTP and the bearer check in front of it; both stop at teardown. */
-export async function startProtectedUpstream (t: Teardown, issuer: string): Promise<ProtectedUpstream> {
+export async function startProtectedUpstream (t: Teardown, issuer: string, options: { resourceMetadata?: boolean } = {}): Promise<ProtectedUpstream> {
   const fixture = await startHttpFixture(t)
   const keys = createRemoteJWKSet(new URL(`${issuer}/jwks`), { cooldownDuration: 0 })
   const seen: Seen[] = []
+  const bearers = new Set<string>()
   let refused = 0
   let forced = 0
+  // `resourceMetadata`: RFC 9728 metadata at the path-suffixed well-known URL, named by every 401 (as an MCP server does).
+  const metadataPath = '/.well-known/oauth-protected-resource/mcp'
   const server = createServer((req, res) => {
     void (async () => {
+      if (options.resourceMetadata === true && req.method === 'GET' && req.url === metadataPath) {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ resource: url, authorization_servers: [issuer], bearer_methods_supported: ['header'] }))
+        return
+      }
       const body = await bodyOf(req)
       const token = /^Bearer (.+)$/i.exec(req.headers.authorization ?? '')?.[1]
       let claims: JWTPayload | undefined
@@ -50,9 +59,11 @@ export async function startProtectedUpstream (t: Teardown, issuer: string): Prom
       if (claims === undefined) {
         if (forced > 0) forced--
         refused++
-        res.writeHead(401, { 'www-authenticate': 'Bearer error="invalid_token"', 'content-type': 'application/json' }).end('{"error":"unauthorized"}')
+        const challenge = options.resourceMetadata === true ? `Bearer resource_metadata="${new URL(metadataPath, url).href}"${token !== undefined ? ', error="invalid_token"' : ''}` : 'Bearer error="invalid_token"'
+        res.writeHead(401, { 'www-authenticate': challenge, 'content-type': 'application/json' }).end('{"error":"unauthorized"}')
         return
       }
+      bearers.add(token as string)
       let rpc: string | undefined
       try { rpc = (JSON.parse(body.toString('utf8')) as { method?: string }).method } catch {}
       seen.push({ method: req.method ?? '', ...(rpc !== undefined ? { rpc } : {}), sub: claims.sub, aud: claims.aud, clientId: claims.client_id, act: claims.act, jti: claims.jti })
@@ -72,5 +83,5 @@ export async function startProtectedUpstream (t: Teardown, issuer: string): Prom
   await once(server, 'listening')
   t.teardown(() => { server.closeAllConnections(); server.close() })
   const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/mcp`
-  return { url, seen, refused: () => refused, refuseNext: n => { forced = n } }
+  return { url, seen, refused: () => refused, refuseNext: n => { forced = n }, bearers }
 }

@@ -11,6 +11,7 @@ import type { RateLimiter } from '../../policy/rate-limit.js'
 import type { Visibility } from '../../policy/visibility.js'
 import type { DispatchContext, ServerInfo } from '../context.js'
 import type { MrtrBridge } from '../mrtr.js'
+import type { ConsentGate } from '../consent.js'
 import type { Tasks } from '../tasks.js'
 import type { ConfirmGate } from '../confirm-gate.js'
 
@@ -30,6 +31,8 @@ export interface MethodDeps {
   readonly rateLimiter: RateLimiter | undefined
   /** Told of each call refused by a rate limit or for want of its store. Must not throw. */
   readonly onRateLimited: ((reason: 'limited' | 'unavailable') => void) | undefined
+  /** The grants of the `oauth-user` upstreams (lib/dispatch/consent.ts); undefined: none configured. */
+  readonly consent: ConsentGate | undefined
   /** The options of an upstream call made for `request` (lib/dispatch/call-options.ts). Never throws. */
   callOptions: (request: JsonRpcRequest, ctx: DispatchContext) => UpstreamCallOptions
 }

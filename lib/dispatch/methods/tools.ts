@@ -14,6 +14,7 @@ import type { DispatchContext } from '../context.js'
 import { RefusedError, hiddenAsAbsent } from '../errors.js'
 import { argumentsOf, type MethodCall, type MethodDeps } from './method.js'
 import { metaCall } from './discovery.js'
+import { callPersonal } from '../consent.js'
 
 /**
  * `tools/call`: also the inner call of a search-mode endpoint's `call_tool` (`call.via`), whose name is
@@ -44,6 +45,17 @@ export async function callTool (call: MethodCall): Promise<JsonObject> {
     params = request.params ?? {}
   }
   const task = deps.tasks.taskParam(params, ctx)
+  const personal = deps.consent === undefined ? undefined : deps.registry.personalRoute?.(view.tool(name) ?? name)
+  if (personal !== undefined && deps.consent !== undefined) {
+    // An `oauth-user` upstream (docs/upstreams.md › Upstream identity): routed by its namespace,
+    // listed or not; a caller without a grant is asked to consent (lib/dispatch/consent.ts).
+    const gate = deps.consent
+    const result = await deps.mrtr.call(request, ctx, name, async options => {
+      if (view.tool(name) === undefined) throw hiddenAsAbsent(deps.registry, 'tool', name)
+      return await callPersonal(gate, deps.registry, ctx, personal.upstream, 'tools/call', args === undefined ? { name: personal.name } : { name: personal.name, arguments: args }, options)
+    })
+    return deps.tasks.expose(result, name, ctx, false)
+  }
   const result = await deps.mrtr.call(request, ctx, name, async options => {
     const catalogue = view.tool(name)
     if (catalogue === undefined) throw hiddenAsAbsent(deps.registry, 'tool', name)
