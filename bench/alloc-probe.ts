@@ -5,7 +5,8 @@
  * so the profile counts every byte allocated in the window, not only what is still alive; the
  * second SIGUSR2 stops it and writes `{ bytes, sites }` as JSON to `MCPX_BENCH_ALLOC_OUT`:
  * `bytes` is the sum of the sampled self sizes (V8 scales each sample to the bytes it stands for),
- * `sites` the 40 largest allocating frames (function, url:line, bytes).
+ * `sites` the 40 largest allocating frames (function, url:line, bytes); with
+ * `MCPX_BENCH_ALLOC_RAW` set, the whole profile tree is written to that file too.
  *
  * Sampling interval: `MCPX_BENCH_ALLOC_INTERVAL` bytes (default 256; V8 draws the gap between
  * samples at random around it, so the sum is an unbiased estimate). Bench-only: nothing in mcpx loads it.
@@ -43,7 +44,9 @@ if (out !== undefined && out !== '') {
         }
         for (const child of node.children) walk(child)
       }
-      walk((result as unknown as { profile: { head: ProfileNode } }).profile.head)
+      const head = (result as unknown as { profile: { head: ProfileNode } }).profile.head
+      walk(head)
+      if (process.env.MCPX_BENCH_ALLOC_RAW !== undefined) writeFileSync(process.env.MCPX_BENCH_ALLOC_RAW, JSON.stringify(head))
       const top = [...sites].sort((a, b) => b[1] - a[1]).slice(0, 40).map(([site, n]) => ({ site, bytes: n }))
       writeFileSync(out, JSON.stringify({ bytes, sites: top }))
     })
