@@ -106,19 +106,21 @@ const ACCEPTED = 202
 class Responder implements MessageSink {
   private stream: SseStream | undefined
   private done = false
-  private readonly overflowHandlers: Array<() => void> = []
+  /** Made on the first {@link onOverflow} (a batch's members register; a single request does not). */
+  private overflowHandlers: Array<() => void> | undefined
 
-  constructor (private readonly channel: PostChannel, private readonly headers: Record<string, string> = {}) {}
+  /** @param headers extra headers of the reply; undefined (the common case) allocates nothing */
+  constructor (private readonly channel: PostChannel, private readonly headers?: Record<string, string>) {}
 
   /**
    * Runs `fn` when the reply's SSE stream is ended past transport.streamBufferMaxBytes (lib/connection/flow.ts):
    * the request it carries is cancelled upstream.
    */
-  onOverflow (fn: () => void): void { this.overflowHandlers.push(fn) }
+  onOverflow (fn: () => void): void { (this.overflowHandlers ??= []).push(fn) }
 
   private open (): SseStream {
     const stream = this.channel.sse(this.headers)
-    for (const fn of this.overflowHandlers) stream.onOverflow(fn)
+    if (this.overflowHandlers !== undefined) for (const fn of this.overflowHandlers) stream.onOverflow(fn)
     this.stream = stream
     return stream
   }
