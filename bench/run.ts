@@ -37,6 +37,7 @@
  *                  20/19 are mcpx against the forwarding ceiling in both eras, log line and metrics on
  *  21 bytes/call   bytes allocated per call inside the server (bench/alloc.ts: V8 sampling heap
  *                  profiler, freed objects included), for 19, 20 and 8's call, one call at a time
+ *                  and with 16 connections
  *
  * The load generator (autocannon, or the stdio client) runs in this process; every server runs in
  * its own child process (its own process group, its output in a log file under the run's temp
@@ -404,11 +405,13 @@ async function scenarioMemory (): Promise<void> {
   } finally { await child.stop() }
 }
 
-let allocs: AllocFigure[] = []
+const allocs: AllocFigure[] = []
 /** 21: bytes allocated per call inside the server (bench/alloc.ts), the forwarding ceiling and mcpx in both eras. */
 async function scenarioAlloc (): Promise<void> {
   const calls = QUICK ? 1000 : 3000
-  allocs = [await allocPerCall('forward', calls, calls), await allocPerCall('modern', calls, calls), await allocPerCall('legacy', calls, calls)]
+  for (const connections of [1, 16]) {
+    for (const target of ['forward', 'modern', 'legacy'] as const) allocs.push(await allocPerCall(target, calls, calls, connections))
+  }
 }
 
 let instances: InstanceFigures | undefined
@@ -484,9 +487,8 @@ function report (startedAt: Date, elapsedS: number): string {
   if (allocs.length > 0) {
     lines.push('')
     lines.push(`bytes allocated per call (21): ${ALLOC_METHOD}:`)
-    for (const a of allocs) lines.push(`  ${a.target === 'forward' ? 'forwarding ceiling (19)' : a.target === 'modern' ? 'mcpx 2026-07-28 (20)' : 'mcpx legacy session (8)'}: ${Math.round(a.bytesPerCall).toLocaleString('en-US')} bytes/call (${a.calls} calls)`)
-    const modern = allocs.find(a => a.target === 'modern')
-    if (modern !== undefined) lines.push(goal('bytes per modern call, KB', modern.bytesPerCall / 1000, v => v <= 12, '≤ 12 KB'))
+    for (const a of allocs) lines.push(`  ${a.target === 'forward' ? 'forwarding ceiling (19)' : a.target === 'modern' ? 'mcpx 2026-07-28 (20)' : 'mcpx legacy session (8)'}, ${a.connections === 1 ? 'calls one at a time' : `${a.connections} connections`}: ${Math.round(a.bytesPerCall).toLocaleString('en-US')} bytes/call (${a.calls} calls)`)
+    for (const modern of allocs.filter(a => a.target === 'modern')) lines.push(goal(`bytes per modern call, KB (${modern.connections} connection${modern.connections === 1 ? '' : 's'})`, modern.bytesPerCall / 1000, v => v <= 12, '≤ 12 KB'))
   }
   ratio(12, 11, 'OAuth JWT vs static token')
   ratio(13, 3, 'tracing on vs off (the default), same call')
