@@ -153,11 +153,11 @@ export class ParkedCall {
     if (waiter !== undefined) { this.waiter = undefined; waiter(event) } else (this.queue ??= []).push(event)
   }
 
-  /** The next event; resolves at once when one is queued. */
-  async next (): Promise<ParkedEvent> {
+  /** The next event; resolves at once when one is queued. Not async itself: one promise per wait, not two. */
+  next (): Promise<ParkedEvent> {
     const queued = this.queue?.shift()
-    if (queued !== undefined) return queued
-    return await new Promise(resolve => { this.waiter = resolve })
+    if (queued !== undefined) return Promise.resolve(queued)
+    return new Promise(resolve => { this.waiter = resolve })
   }
 
   /** A fresh key for the next question (`q1`, `q2`, …). */
