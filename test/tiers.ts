@@ -60,6 +60,7 @@ export const SLOW_ONLY: readonly string[] = [
   'identity-upstream/stdio/consent-then-retry',
   'identity-upstream/consent/prompts-and-resources-as-the-caller',
   'identity-upstream/consent/modern-input-required-then-retry',
+  'identity-upstream/consent/official-v2-client-url-elicitation-then-retry',
   'identity-upstream/consent/without-url-capability-names-the-url',
   'identity-upstream/connections/two-principals-two-identities',
   'identity-upstream/refresh/after-upstream-401',

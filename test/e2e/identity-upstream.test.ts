@@ -16,6 +16,7 @@ import { join } from 'node:path'
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { ElicitationCompleteNotificationSchema, ToolListChangedNotificationSchema, McpError } from '@modelcontextprotocol/sdk/types.js'
+import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client'
 import { freePort, startDaemon } from '../helpers/daemon.js'
 import { modernHeaders, modernMeta } from '../helpers/app.js'
 import { CLIENTS, playUser, startAuthServer } from '../helpers/oauth.js'
@@ -289,6 +290,26 @@ t.test('identity-upstream/replicas/grants-shared-through-redis', async t => {
   const again = await modernCall('alice', 'me__echo', { elicitation: { url: {} } }, {}, a.base)
   t.equal(again.body.result?.resultType, 'input_required', 'replica A asks for consent again')
   for (const secret of [...upstream.bearers, CLIENT.secret]) t.notOk(JSON.stringify([a.lines, b.lines]).includes(secret), 'no token in either replica\'s log')
+})
+
+// The official v2 client on 2026-07-28: its URL-mode elicitation handler is where a host opens the
+// browser; here it plays the user at the authorization server, and the client's retry succeeds.
+t.test('identity-upstream/consent/official-v2-client-url-elicitation-then-retry', async t => {
+  const v2 = new ClientV2({ name: 'iu-v2', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { elicitation: { url: {} } } })
+  const asked: string[] = []
+  v2.setRequestHandler('elicitation/create', async request => {
+    const params = request.params as Message
+    asked.push(String(params.mode))
+    t.equal((await consent(String(params.url), 'carol-upstream')).status, 200, 'the browser step lands on mcpx\'s callback')
+    return { action: 'accept' }
+  })
+  await v2.connect(new TransportV2(new URL(`${base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${TOKENS.carol}` } } }))
+  t.teardown(async () => { await v2.close() })
+  t.equal(v2.getProtocolEra(), 'modern')
+  const result = await v2.callTool({ name: 'me__echo', arguments: { text: 'hi carol' } }) as Message
+  t.same(asked, ['url'], 'one URL-mode question, through input_required')
+  t.equal(result.content?.[0]?.text, 'hi carol', 'the v2 client\'s retry succeeds')
+  t.equal(subjectsOfCalls().at(-1), 'carol-upstream', 'as carol\'s own upstream identity')
 })
 
 t.test('identity-upstream/secrets/none-in-logs', async t => {
