@@ -128,6 +128,7 @@ export const SLOW_ONLY: readonly string[] = [
   'skills/routing/get-directory-and-files-reach-the-owner',
   'skills/digests/file-bytes-match-listed-digests',
   'skills/client/official-v2-skills-client-verifies-through-mcpx',
+  'skills/client/official-v1-client-in-a-legacy-session',
   'skills/upstreams/refresh-on-resources-list-changed',
   'skills/stdio/serve-serves-skills-in-both-eras',
   'skills/policy/hidden-skill-absent-byte-for-byte',

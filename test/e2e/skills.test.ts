@@ -11,6 +11,9 @@ import { createHash } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
 import { SkillsClient } from '@modelcontextprotocol/client/ext/skills'
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import { ResultSchema } from '@modelcontextprotocol/sdk/types.js'
 import { startDaemon, type DaemonProcess } from '../helpers/daemon.js'
 import { spawnServe, type Message } from '../helpers/spawn.js'
 import { modernMeta } from '../helpers/app.js'
@@ -167,6 +170,32 @@ t.test('skills/client/official-v2-skills-client-verifies-through-mcpx', async t 
   t.equal((await skills.read(got.skill)).verified, true, "beta's skill read through its namespaced URI")
   const dir = await skills.readDirectory('skill://alpha/pdf/references')
   t.same(dir.resources.map(r => r.uri), ['skill://alpha/pdf/references/GUIDE.md'])
+})
+
+// The official v1 client knows no skills API: a host built on it sends the extension's methods with
+// the SDK's generic request() in a 2025-11-25 session, and reads the files with resources/read.
+t.test('skills/client/official-v1-client-in-a-legacy-session', async t => {
+  const { base } = await daemon()
+  const client = new ClientV1({ name: 'mcpx-skills-v1', version: '0.0.0' })
+  await client.connect(new TransportV1(new URL(`${base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${TOKENS.ci}` } } }))
+  t.teardown(async () => { await client.close() })
+  t.ok((client.getServerCapabilities() as Message | undefined)?.extensions?.[EXTENSION] !== undefined, 'initialize declares the extension')
+  const uris: string[] = []
+  let cursor: string | undefined
+  for (let page = 0; page < 10; page++) {
+    const listed = await client.request({ method: 'skills/list', params: cursor === undefined ? {} : { cursor } }, ResultSchema) as Message
+    t.notOk('ttlMs' in listed || 'cacheScope' in listed, 'a legacy result carries no ttlMs or cacheScope')
+    uris.push(...(listed.skills as Array<{ uri: string }>).map(s => s.uri))
+    cursor = listed.nextCursor
+    if (cursor === undefined) break
+  }
+  t.same(uris, MERGED, 'the merged, namespaced list, every page walked')
+  const got = await client.request({ method: 'skills/get', params: { uri: 'skill://alpha/deploy/SKILL.md' } }, ResultSchema) as Message
+  t.equal(got.skill.frontmatter.description, 'Deploy a service', "beta's skill, routed to its owner")
+  const manifest = got.skill.resources.find((r: { uri: string }) => r.uri === 'skill://alpha/deploy/SKILL.md') as { digest: string, size: number } | undefined
+  const read = await client.readResource({ uri: 'skill://alpha/deploy/SKILL.md' })
+  const bytes = Buffer.from((read.contents[0] as { text: string }).text, 'utf8')
+  t.equal('sha256:' + createHash('sha256').update(bytes).digest('hex'), manifest?.digest, 'the file read through mcpx matches its listed digest')
 })
 
 t.test('skills/policy/hidden-skill-absent-byte-for-byte', async t => {
