@@ -29,6 +29,8 @@ import { resolveConfig } from './lib/config/load.js'
 import type { McpxConfig } from './lib/config/types.js'
 import type { Socket } from 'node:net'
 import statusRoutes from './routes/status/index.js'
+import integrityRoutes from './routes/admin/integrity.js'
+import { createHash } from 'node:crypto'
 import { collectStatus } from './lib/ops/status-model.js'
 
 /** How often idle keep-alive connections are closed while shutting down, ms. */
@@ -253,7 +255,25 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
     const { added, removed, restarted, unchanged, restartToApply, kept } = result
     return await reply.send({ status: 'applied', added, removed, restarted, unchanged, restartToApply, kept })
   })
+  // /admin/integrity: an admin credential always, as /admin/reload. Who approved is audited as the admin
+  // token's fingerprint (first 12 hex of its SHA-256) or the OAuth principal, never the credential.
+  await app.register(integrityRoutes, {
+    guard: guardWith(checks.admin),
+    integrity: () => app.mcpxIntegrity(),
+    who: async request => await adminWho(request.headers.authorization, verifyAdmin, adminOAuth)
+  })
   return app
+}
+
+/** Who an admin request came from, for the audit trail: `admin-token:<12 hex of SHA-256>`, `oauth:<issuer>#<subject>`, else `admin`. Never throws. */
+async function adminWho (authorization: string | undefined, verify: BearerVerifier, oauth: Authenticator | undefined): Promise<string> {
+  const token = authorization?.match(/^Bearer\s+(\S+)\s*$/i)?.[1]
+  if (token !== undefined && verify(authorization) === 'ok') return `admin-token:${createHash('sha256').update(token).digest('hex').slice(0, 12)}`
+  if (oauth !== undefined) {
+    const verdict = await oauth.authenticate(authorization)
+    if (verdict.kind === 'ok' && verdict.principal.kind === 'oauth') return `oauth:${verdict.principal.issuer}#${verdict.principal.subject}`
+  }
+  return 'admin'
 }
 
 /** Options of {@link buildDaemon} and {@link runDaemon}. */

@@ -30,6 +30,8 @@
  *                  in process: ns per call and whether it allocates
  *  18 instances    RSS per per-session instance of the fixture (isolation "per-session"):
  *                  each instance child's RSS, and the daemon's own growth per instance
+ *  19 integrity    pinned definitions (quarantine) against off, in process (bench/integrity.ts):
+ *                  CPU µs per tools/list and per tools/call, and per rebuild of the lists
  *
  * The load generator (autocannon, or the stdio client) runs in this process; every server runs in
  * its own child process (its own process group, its output in a log file under the run's temp
@@ -61,6 +63,7 @@ import { activeTracing, httpTraceIn } from '../lib/telemetry/trace.js'
 import { gateCost, type GateFigures } from './gate.js'
 import { callStatsCost, type CallStatsFigures } from './call-stats.js'
 import { fiftyRules, policyCost, type PolicyFigures } from './policy.js'
+import { integrityCost, integrityLine, type IntegrityFigures } from './integrity.js'
 
 const USAGE = `usage: npm run bench -- [options]   (or node dist/bench/run.js [options])
   --quick                 short runs (about 2 minutes in all)
@@ -488,6 +491,10 @@ function report (startedAt: Date, elapsedS: number): string {
     lines.push(`instances (18): ${instances.instances} per-session instances of the fixture (stdio, isolation "per-session"), started in ${instances.startSeconds.toFixed(1)} s; ` +
       `RSS per instance child ${mib(instances.childRssMeanBytes)} mean, ${mib(instances.childRssMaxBytes)} max; daemon growth ${(instances.daemonBytesPerInstance / 1024).toFixed(0)} KiB per instance; errors ${instances.errors}`)
   }
+  if (integrity !== undefined) {
+    lines.push('')
+    lines.push(integrityLine(integrity))
+  }
   lines.push('')
   lines.push(`logs: ${LOG_DIR}`)
   return lines.join('\n')
@@ -562,6 +569,11 @@ async function scenarioGate (): Promise<void> {
   gate = await gateCost(QUICK ? 1_000_000 : 5_000_000, QUICK ? 10_000 : 50_000)
 }
 
+let integrity: IntegrityFigures | undefined
+async function scenarioIntegrity (): Promise<void> {
+  integrity = await integrityCost(QUICK ? 500 : 2_000)
+}
+
 let callStats: CallStatsFigures | undefined
 async function scenarioCallStats (): Promise<void> {
   callStats = await callStatsCost(QUICK ? 1_000_000 : 5_000_000)
@@ -583,6 +595,7 @@ async function main (): Promise<number> {
   if (wanted(15) || wanted(16)) await scenarioPolicy()
   if (wanted(17)) await scenarioCallStats()
   if (wanted(18)) await scenarioInstances()
+  if (wanted(19)) await scenarioIntegrity()
   const text = report(startedAt, (performance.now() - t0) / 1000)
   process.stdout.write(text + '\n')
   if (flags.out !== undefined) writeFileSync(flags.out, text + '\n')

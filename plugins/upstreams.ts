@@ -26,7 +26,7 @@ export interface UpstreamsPluginOptions {
   /** Close the registry (kill children) when the instance closes. Default true. */
   closeRegistry?: boolean
   /** Counts lost audit lines and rate-limit refusals; default: not counted. */
-  metrics?: Pick<McpxMetrics, 'auditFailed' | 'auditLinesLost' | 'rateLimitRefused'>
+  metrics?: Pick<McpxMetrics, 'auditFailed' | 'auditLinesLost' | 'rateLimitRefused' | 'integrityChanged'>
 }
 
 export default fp<UpstreamsPluginOptions>(async function mcpxUpstreams (fastify, opts) {
@@ -35,7 +35,8 @@ export default fp<UpstreamsPluginOptions>(async function mcpxUpstreams (fastify,
     ? {
         onAuditFailure: reason => { metrics.auditFailed(reason) },
         onAuditLinesLost: (reason, lines) => { metrics.auditLinesLost(reason, lines) },
-        onRateLimited: reason => { metrics.rateLimitRefused(reason) }
+        onRateLimited: reason => { metrics.rateLimitRefused(reason) },
+        onIntegrityChange: (upstream, kind, change, action) => { metrics.integrityChanged(upstream, kind, change, action) }
       }
     : {})
   fastify.decorate('mcp', core)

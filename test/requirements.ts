@@ -257,6 +257,19 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'policy/templates/daemon-hides-expansions-in-both-eras': { source: 'docs/policy.md › Templates and their expansions', text: 'a real daemon answers an expansion of a hidden template as an absent URI (status, headers, bytes), in both eras' },
   'policy/templates/serve-hides-expansions-in-both-eras': { source: 'docs/policy.md › Templates and their expansions', text: 'mcpx serve answers an expansion of a hidden template line for line as an absent URI, in both eras' },
   'servers/templates/a-template-decides-its-expansions': { source: 'docs/policy.md › Templates and their expansions', text: 'a curated endpoint hides the expansions of a template it denies and serves those of a template it allows alone' },
+  // Pinned definitions (integrity)
+  'integrity/hash/canonical-json-of-the-pinned-fields': { source: 'docs/policy.md › What is pinned', text: 'the pin is SHA-256 of the RFC 8785 canonical JSON of the pinned fields only: key order and other fields do not change it' },
+  'integrity/quarantine/first-seen-pinned-then-changes-hidden': { source: 'docs/policy.md › What a change does', text: 'the first definitions seen are pinned; a changed or new tool of a pinned upstream is hidden, reported once, and served once approved' },
+  'integrity/quarantine/rename-and-shadowing-reported': { source: 'docs/policy.md › What a change does', text: 'a vanished tool\'s definition under a new name is a rename; a tool copying another upstream\'s name or description is reported as possible shadowing' },
+  'integrity/warn/changed-definition-served': { source: 'docs/policy.md › What a change does', text: 'in warn mode a changed definition is served and audited definition_changed with action served' },
+  'integrity/store/file-written-atomically-and-read-back': { source: 'docs/policy.md › Where pins live', text: 'pins are written to the store file (directories created) and a new process judges by them' },
+  'integrity/config/bad-config-is-a-clear-error': { source: 'docs/policy.md › Integrity', text: 'a bad pin mode, a store file with Redis, or a store file that is not one is a clear error naming it; the file is not overwritten' },
+  'integrity/quarantine/changed-definition-hidden-until-approved': { source: 'docs/policy.md › What a change does', text: 'through a real daemon, in both eras: a description changed mid-session hides the tool (list_changed; a call answers as an unknown name) until approved through the admin API; audited with who approved what hash' },
+  'integrity/quarantine/rename-reported-as-rename': { source: 'docs/policy.md › Approving', text: 'a renamed tool is reported as renamed from its old name, hidden, and approved with mcpx integrity through the daemon' },
+  'integrity/store/pins-survive-a-restart': { source: 'docs/policy.md › Where pins live', text: 'the store file survives a restart: a definition changed since the stored pin is hidden at once' },
+  'integrity/serve/changed-definition-hidden-until-approved-from-the-cli': { source: 'docs/policy.md › Approving', text: 'mcpx serve hides a changed tool and serves it again once mcpx integrity approve --store decided it' },
+  'integrity/redis/replicas-agree-on-pins-and-approvals': { source: 'docs/policy.md › Where pins live', text: 'replicas sharing Redis agree on the first pin, see each other\'s changes, and apply an approval made on any of them' },
+  'integrity/warn/changed-definition-served-and-audited': { source: 'docs/policy.md › What a change does', text: 'through a listening mcpx in warn mode a changed definition is served, called, and audited' },
 }
 
 /** One concrete id of the manifest, with the key it came from (a family key for a `*` family). */

@@ -40,6 +40,13 @@ export const QUICK: Tier = {
  * (a new id only the slow tier cites) or leaves it (a quick-tier test now cites it: delete it here).
  */
 export const SLOW_ONLY: readonly string[] = [
+  // test/e2e/integrity.test.ts
+  'integrity/quarantine/changed-definition-hidden-until-approved',
+  'integrity/quarantine/rename-reported-as-rename',
+  'integrity/store/pins-survive-a-restart',
+  'integrity/serve/changed-definition-hidden-until-approved-from-the-cli',
+  'integrity/redis/replicas-agree-on-pins-and-approvals',
+  'integrity/warn/changed-definition-served-and-audited',
   // test/e2e/oauth.test.ts
   'auth/oauth/protected-resource-metadata-both-forms',
   'auth/oauth/401-challenge-every-method-and-era',

@@ -9,6 +9,7 @@ import type { RedisTarget } from '../base/redis.js'
 import type { PolicyConfig } from '../policy/rules.js'
 import type { AuditConfig } from '../policy/audit.js'
 import type { ServerConfig } from '../policy/endpoints.js'
+import type { IntegrityConfig } from '../policy/integrity.js'
 
 /** mcpx's configuration after validation; durations are ms. */
 export interface McpxConfig {
@@ -59,6 +60,8 @@ export interface McpxConfig {
   policy?: PolicyConfig
   /** The audit trail (lib/policy/audit.ts). */
   audit?: AuditConfig
+  /** Pinned definitions (lib/policy/integrity.ts); after loading always set (`pin` default `off`). */
+  integrity: IntegrityConfig
   /** Curated endpoints by name (lib/policy/endpoints.ts). */
   servers?: Record<string, ServerConfig>
   /** Keyed by upstream name; insertion order is config order. */
