@@ -234,8 +234,15 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
   app.decorate('mcpxReloader', reloader)
   // GET /status and /status.json: as /metrics.
   const startedAt = new Date()
+  const who = async (request: FastifyRequest): Promise<string> => {
+    // The status page's forms: a local reader has no credential; they are named by their address.
+    if (request.headers.authorization === undefined) return `local:${request.ip}`
+    return await adminWho(request.headers.authorization, verifyAdmin, adminOAuth)
+  }
   await app.register(statusRoutes, {
     guard: opsRoute.onRequest,
+    integrity: () => app.mcpxIntegrity(),
+    who,
     collect: () => collectStatus({
       registry: app.upstreams,
       upstreamConfigs: () => reloader.current.upstreams,
@@ -245,7 +252,8 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
         loadedAt: reloader.loadedAt,
         ...(reloader.last !== undefined ? { lastReload: { at: reloader.last.at, trigger: reloader.last.trigger, ok: reloader.last.ok, kept: reloader.last.ok ? reloader.last.kept : [] } } : {})
       }),
-      startedAt
+      startedAt,
+      integrity: () => app.mcpxIntegrity()
     })
   })
   // POST /admin/reload: an admin credential always (accessChecks).
