@@ -89,6 +89,13 @@ export interface IntegrityOptions {
 /** The modes in force: the default, and per upstream. */
 export interface IntegrityModes { pin: PinMode, upstreams: Record<string, PinMode> }
 
+/**
+ * Most changes one upstream may have waiting in the store. Past it, a further new or changed item
+ * is still judged (hidden under quarantine) but neither stored, counted nor audited one by one: an
+ * upstream that lists ever new names cannot grow the store without bound (logged once per upstream).
+ */
+export const MAX_PENDING_PER_UPSTREAM = 1_000
+
 /** The marker record of an (upstream, kind) judged once (its definitions were pinned, maybe none): name ''. */
 const MARKER = ''
 
@@ -141,12 +148,18 @@ export class Integrity implements CatalogueGate {
   private readonly records = new Map<string, PinRecord>()
   private loaded = false
   private readonly hashes = new WeakMap<JsonObject, Hashed>()
+  /** The body hash of each pin (for renames), computed once per pin object. */
+  private readonly pinBodyHashes = new WeakMap<object, string>()
+  /** Upstreams whose pending changes reached {@link MAX_PENDING_PER_UPSTREAM} (logged once each). */
+  private readonly overflowed = new Set<string>()
   /** Per list, what the last rebuild saw, by record key. */
   private readonly observed = new Map<GatedList, Map<string, Observation>>()
   /** Definitions already reported (key → hash), so each is logged, counted and audited once. */
   private readonly reported = new Map<string, string>()
   private readonly shadowReported = new Set<string>()
   private closed = false
+  /** Store writes in flight: close() waits for them, so a pin seen just before shutdown is kept. */
+  private readonly writes = new Set<Promise<unknown>>()
 
   constructor (private readonly options: IntegrityOptions) {
     this.modes = options.modes
@@ -262,8 +275,11 @@ export class Integrity implements CatalogueGate {
   }
 
   private bodyHashOfPin (record: PinRecord): string | undefined {
-    if (record.pinned === undefined) return undefined
-    return definitionOf(record.kind, record.pinned.definition).bodyHash
+    const pinned = record.pinned
+    if (pinned === undefined) return undefined
+    let hash = this.pinBodyHashes.get(pinned)
+    if (hash === undefined) { hash = definitionOf(record.kind, pinned.definition).bodyHash; this.pinBodyHashes.set(pinned, hash) }
+    return hash
   }
 
   /** Pins a first-seen definition: in memory at once, in the store behind (another replica's first pin wins there, and here once read). */
@@ -271,13 +287,13 @@ export class Integrity implements CatalogueGate {
     const record: PinRecord = { upstream, kind, name, pinned: { hash: seen.hash, definition: seen.definition, at: new Date().toISOString(), by: 'first-seen' } }
     const key = recordKey(upstream, kind, name)
     this.records.set(key, record)
-    this.options.store.putIfUnpinned(record).then(stored => {
+    this.track(this.options.store.putIfUnpinned(record).then(stored => {
       if (this.closed || stored.pinned?.hash === record.pinned?.hash) return
       this.records.set(key, stored)
       this.changed?.()
     }, (err: unknown) => {
       this.options.logger.warn({ err, store: this.where, upstream, kind, name }, 'integrity: a first-seen pin could not be stored; it holds in memory')
-    })
+    }))
   }
 
   /** The upstream serves the pinned definition again: its pending change and rejection are dropped from the store. */
@@ -286,7 +302,7 @@ export class Integrity implements CatalogueGate {
     const key = recordKey(record.upstream, record.kind, record.name)
     this.records.set(key, rest)
     this.reported.delete(key)
-    this.options.store.put(rest).catch((err: unknown) => { this.options.logger.warn({ err, store: this.where }, 'integrity: a restored pin could not be stored') })
+    this.track(this.options.store.put(rest).catch((err: unknown) => { this.options.logger.warn({ err, store: this.where }, 'integrity: a restored pin could not be stored') }))
   }
 
   /** Logs, counts, audits and stores (as pending) a changed definition, once per definition. */
@@ -294,6 +310,13 @@ export class Integrity implements CatalogueGate {
     const { upstream, kind, name, seen, state } = observation
     const key = recordKey(upstream, kind, name)
     if (this.reported.get(key) === seen.hash) return
+    if (record?.pending === undefined && this.pendingOf(upstream) >= MAX_PENDING_PER_UPSTREAM) {
+      if (!this.overflowed.has(upstream)) {
+        this.overflowed.add(upstream)
+        this.options.logger.warn({ upstream, max: MAX_PENDING_PER_UPSTREAM }, `integrity: upstream ${upstream} has ${MAX_PENDING_PER_UPSTREAM} changes waiting; further ones are judged but no longer stored or reported one by one`)
+      }
+      return
+    }
     this.reported.set(key, seen.hash)
     const action = observation.hidden ? 'hidden' : 'served'
     const change: ChangeKind = state === 'rejected' ? (record?.pinned !== undefined ? 'changed' : 'new') : state as ChangeKind
@@ -317,9 +340,16 @@ export class Integrity implements CatalogueGate {
       pending: { hash: seen.hash, definition: seen.definition, change, ...(observation.renamedFrom !== undefined ? { renamedFrom: observation.renamedFrom } : {}), at: new Date().toISOString() }
     }
     this.records.set(key, next)
-    this.options.store.put(next).catch((err: unknown) => {
+    this.track(this.options.store.put(next).catch((err: unknown) => {
       this.options.logger.warn({ err, store: this.where, upstream, kind, name }, 'integrity: a pending change could not be stored (other replicas do not see it)')
-    })
+    }))
+  }
+
+  /** How many records of `upstream` hold a pending change. */
+  private pendingOf (upstream: string): number {
+    let count = 0
+    for (const record of this.records.values()) if (record.upstream === upstream && record.pending !== undefined) count++
+    return count
   }
 
   private reportShadowing (observation: Observation): void {
@@ -426,10 +456,17 @@ export class Integrity implements CatalogueGate {
     return this.records.get(key)?.pending
   }
 
-  /** Stops watching the store and closes it. Never rejects. */
+  /** Runs a store write behind a decision, tracked until it settles. Never rejects. */
+  private track (write: Promise<unknown>): void {
+    const settled = write.then(() => {}, () => {}).finally(() => { this.writes.delete(settled) })
+    this.writes.add(settled)
+  }
+
+  /** Waits for the store writes in flight, then stops watching the store and closes it. Never rejects. */
   async close (): Promise<void> {
     this.closed = true
     this.changed = undefined
+    await Promise.all([...this.writes])
     await this.options.store.close().catch(() => {})
   }
 }

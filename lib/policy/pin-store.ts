@@ -153,20 +153,32 @@ export class FilePinStore extends MemoryPinStore {
     for (const record of readPinFile(file)) this.records.set(recordKey(record.upstream, record.kind, record.name), record)
   }
 
+  /** The write every change made meanwhile waits for (one whole-file write per event-loop turn, however many pins changed). */
+  private flushing: Promise<void> | undefined
+
   override async put (record: PinRecord): Promise<void> {
     await super.put(record)
-    this.flush()
+    await this.flush()
   }
 
   override async putIfUnpinned (record: PinRecord): Promise<PinRecord> {
     const stored = await super.putIfUnpinned(record)
-    if (stored === record) this.flush()
+    if (stored === record) await this.flush()
     return stored
   }
 
-  private flush (): void {
-    writePinFile(this.file, [...this.records.values()])
-    try { this.lastText = readFileSync(this.file, 'utf8') } catch { this.lastText = '' }
+  private async flush (): Promise<void> {
+    this.flushing ??= new Promise<void>((resolve, reject) => {
+      setImmediate(() => {
+        this.flushing = undefined
+        try {
+          writePinFile(this.file, [...this.records.values()])
+          try { this.lastText = readFileSync(this.file, 'utf8') } catch { this.lastText = '' }
+          resolve()
+        } catch (err) { reject(err) }
+      })
+    })
+    await this.flushing
   }
 
   override watch (listener: () => void): void {

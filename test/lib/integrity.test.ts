@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pino } from 'pino'
-import { Integrity, definitionOf } from '../../lib/policy/integrity.js'
+import { Integrity, definitionOf, MAX_PENDING_PER_UPSTREAM } from '../../lib/policy/integrity.js'
 import { MemoryPinStore, createPinStore, type PinStore } from '../../lib/policy/pin-store.js'
 import type { IntegrityAuditEvent } from '../../lib/policy/audit.js'
 import { loadConfig } from '../../lib/config/load.js'
@@ -100,4 +100,17 @@ t.test('integrity/config/bad-config-is-a-clear-error', async t => {
   t.throws(() => createPinStore({ integrity: { store: file }, sessions: { store: 'memory', redis: 'redis://127.0.0.1:6379', keyPrefix: 'x:' } }, logger),
     { code: 'MCPX_ERR_CONFIG', message: `integrity.store ${file} is not an mcpx pin store` })
   t.equal(readFileSync(file, 'utf8'), '{"not":"pins"}', 'a file that is not a pin store is never overwritten')
+})
+
+t.test('integrity/limits/pending-changes-bounded-per-upstream', async t => {
+  const store = new MemoryPinStore()
+  const { integrity, audit } = gate('quarantine', store)
+  integrity.hidden('tools', [{ upstream: 'u', ready: true, items: [tool('x', 'v1')] }])
+  const flood = Array.from({ length: MAX_PENDING_PER_UPSTREAM + 5 }, (_, i) => tool(`t${i}`, `new ${i}`))
+  const hidden = integrity.hidden('tools', [{ upstream: 'u', ready: true, items: [tool('x', 'v1'), ...flood] }])
+  t.equal(hidden.size, flood.length, 'every new tool is hidden')
+  t.equal(audit.filter(e => e.event === 'definition_changed').length, MAX_PENDING_PER_UPSTREAM, 'only the first ones are reported')
+  await new Promise(resolve => setImmediate(resolve))
+  t.equal((await store.load()).filter(r => r.pending !== undefined).length, MAX_PENDING_PER_UPSTREAM, 'and stored: the store stays bounded')
+  await integrity.close()
 })
