@@ -21,6 +21,7 @@ import { loadConfig } from './lib/config/load.js'
 import type { McpxConfig, McpxConfigInput } from './lib/config/types.js'
 import { originPolicyFromConfig } from './lib/http/origin.js'
 import { createAuthenticator, type Authenticator } from './lib/auth/authenticate.js'
+import { createDpopReplayCache, type DpopReplayCache } from './lib/auth/dpop.js'
 import { PRM_WELL_KNOWN } from './lib/auth/oauth-metadata.js'
 import { createUpstreamHeaderProvider } from './lib/upstreams/credentials.js'
 import protectedResourceRoutes from './routes/oauth/protected-resource.js'
@@ -132,7 +133,12 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
   for (const [key, value] of Object.entries(opts ?? {})) if (!FASTIFY_KEYS.has(key)) raw[key] = value
   const config = loadConfig(raw)
   // Tokens and secrets are read here, before any upstream starts: a bad source fails registration.
-  const authenticator = createAuthenticator(config.auth, { logger: fastify.log.child({ component: 'auth' }) })
+  const authLog = fastify.log.child({ component: 'auth' })
+  // DPoP proofs' jti (docs/authentication.md › DPoP): in Redis under sessions.store "redis", so a proof
+  // accepted by one replica is refused by all; made on the first proof to check, closed with the app.
+  let dpopReplay: DpopReplayCache | undefined
+  const authenticator = createAuthenticator(config.auth, { logger: authLog, dpopReplay: () => (dpopReplay ??= createDpopReplayCache(config.sessions, authLog)) })
+  fastify.addHook('onClose', async function closeDpopReplay () { await dpopReplay?.close() })
   const mountPath = `${opts.prefix ?? ''}/mcp`
   let registry = opts.registry
   if (registry === undefined) {
@@ -151,7 +157,7 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
   fastify.decorate('mcpxMetrics', metrics)
   // The scope's own prefix is `<prefix>/mcp`: @fastify/cors adds an `OPTIONS <prefix>*` route, and
   // this keeps it (and every mcpx hook) off the host app's other routes.
-  const access: AccessHandle = { apply: () => ['policy', 'servers'], hasEndpoint: () => false, integrity: () => undefined }
+  const access: AccessHandle = { apply: () => ['policy', 'servers', 'discovery'], hasEndpoint: () => false, integrity: () => undefined }
   fastify.decorate('mcpxApplyAccess', (next: McpxConfig) => access.apply(next))
   fastify.decorate('mcpxAuthenticator', authenticator)
   fastify.decorate('mcpxIntegrity', () => access.integrity())

@@ -30,7 +30,14 @@
  *                  in process: ns per call and whether it allocates
  *  18 instances    RSS per per-session instance of the fixture (isolation "per-session"):
  *                  each instance child's RSS, and the daemon's own growth per instance
- *  19 integrity    pinned definitions (quarantine) against off, in process (bench/integrity.ts):
+ *  19 DPoP         as 12 on the same daemon, the OAuth JWT DPoP-bound (cnf.jkt) and sent with
+ *                  `Authorization: DPoP` and a fresh ES256 proof per request (made before the load):
+ *                  19−12 is what checking a proof costs the server, per request
+ *  20 tool search  in process (bench/discovery.ts): tools/list bytes of the 1,024-tool catalogue against
+ *                  a search endpoint's tools/list plus one search_tools answer; search_tools p50/p99;
+ *                  index build time for 2,000 tools; tools/call CPU on a list-mode endpoint with and
+ *                  without discovery configured elsewhere
+ *  21 integrity    pinned definitions (quarantine) against off, in process (bench/integrity.ts):
  *                  CPU µs per tools/list and per tools/call, and per rebuild of the lists
  *
  * The load generator (autocannon, or the stdio client) runs in this process; every server runs in
@@ -56,13 +63,14 @@ import { stdioLoad } from './stdio-load.js'
 import { measureMemory, type MemoryFigures } from './memory.js'
 import { measureInstances, type InstanceFigures } from './instances.js'
 import { INITIALIZED_BODY, INITIALIZE_BODY, LEGACY_BODY, MODERN_BODY, MODERN_HEADERS, legacyHeaders } from './wire.js'
-import { startBenchIssuer, verificationCostUs } from './auth.js'
+import { dpopLoad, startBenchIssuer, verificationCostUs } from './auth.js'
 import { createServer } from 'node:http'
 import { once } from 'node:events'
 import { activeTracing, httpTraceIn } from '../lib/telemetry/trace.js'
 import { gateCost, type GateFigures } from './gate.js'
 import { callStatsCost, type CallStatsFigures } from './call-stats.js'
 import { fiftyRules, policyCost, type PolicyFigures } from './policy.js'
+import { discoveryCost, type DiscoveryFigures } from './discovery.js'
 import { integrityCost, integrityLine, type IntegrityFigures } from './integrity.js'
 
 const USAGE = `usage: npm run bench -- [options]   (or node dist/bench/run.js [options])
@@ -251,7 +259,7 @@ async function scenarioHttpUpstream (): Promise<void> {
   } finally { await upstream.child.stop() }
 }
 
-/** 11 and 12: one daemon with a static token and OAuth; the same modern call with each credential. */
+/** 11, 12 and 19: one daemon with a static token and OAuth; the same modern call with each credential (19: a DPoP-bound JWT and a proof per request). */
 async function scenarioAuth (): Promise<void> {
   const port = await freePort()
   const resource = `http://127.0.0.1:${port}/mcp`
@@ -260,7 +268,8 @@ async function scenarioAuth (): Promise<void> {
   process.env.MCPX_BENCH_STATIC_TOKEN = staticToken
   const config = writeConfig('mcpx-auth', port, STDIO_UPSTREAM, {}, {
     tokens: [{ name: 'bench', tokenEnv: 'MCPX_BENCH_STATIC_TOKEN' }],
-    oauth: { issuer: issuer.issuer, resource, jwksUri: issuer.jwksUri, requiredScopes: ['mcp:tools'] }
+    // dpopProofMaxAge covers the whole run: scenario 19's proofs are all made before its load.
+    oauth: { issuer: issuer.issuer, resource, jwksUri: issuer.jwksUri, requiredScopes: ['mcp:tools'], dpopProofMaxAge: '10m' }
   })
   const child = await startDaemon('11-12-mcpx-auth', config, port)
   const url = `http://127.0.0.1:${port}/mcp`
@@ -270,6 +279,14 @@ async function scenarioAuth (): Promise<void> {
       const headers = { ...MODERN_HEADERS, authorization: `Bearer ${token}` }
       await sanity(label, port, headers, MODERN_BODY)
       rows.set(n, await httpLoad({ ...base, serverPgid: child.pid, scenario: label, url, headers, body: MODERN_BODY }))
+    }
+    if (wanted(19)) {
+      // One proof per request: as many as the run could send at 5,000 req/s (autocannon on 2 cores sends fewer).
+      const dpop = await dpopLoad(issuer, url, (WARMUP_S + DURATION_S) * 5_000 + 1)
+      const label = '19 mcpx modern, OAuth JWT + DPoP proof'
+      const headers = { ...MODERN_HEADERS, authorization: `DPoP ${dpop.token}` }
+      await sanity(label, port, { ...headers, dpop: dpop.next() }, MODERN_BODY)
+      rows.set(19, await httpLoad({ ...base, serverPgid: child.pid, scenario: label, url, headers, headersPerRequest: () => ({ dpop: dpop.next() }), body: MODERN_BODY, note: `${dpop.size} proofs, one per request` }))
     }
     if (wanted(12)) jwtValidation = await verificationCostUs(issuer, resource)
   } finally {
@@ -468,6 +485,8 @@ function report (startedAt: Date, elapsedS: number): string {
   const r11 = rows.get(11)
   const r12 = rows.get(12)
   if (r11?.serverCpuUs !== undefined && r12?.serverCpuUs !== undefined) lines.push(`auth (12−11): an OAuth JWT costs ${fmt(r12.serverCpuUs - r11.serverCpuUs, 0)} µs more server CPU per request than a static token`)
+  const r19 = rows.get(19)
+  if (r12?.serverCpuUs !== undefined && r19?.serverCpuUs !== undefined) lines.push(`DPoP (19−12): a DPoP proof (ES256, jose, replay cache in memory) costs ${fmt(r19.serverCpuUs - r12.serverCpuUs, 0)} µs more server CPU per request than the same JWT as a plain bearer token (${fmt(r12.serverCpuUs, 0)} → ${fmt(r19.serverCpuUs, 0)} µs/req)`)
   if (jwtValidation !== undefined) lines.push(`auth: mcpx's JWT validation alone (RS256, cached JWKS, in process, CPU µs per request; target ≤ 40): ${fmt(jwtValidation.firstUs, 1)} for a token's first request (signature), ${fmt(jwtValidation.repeatUs, 1)} for its later ones (verdict cache)`)
   if (gate !== undefined) {
     lines.push('')
@@ -480,6 +499,18 @@ function report (startedAt: Date, elapsedS: number): string {
     lines.push(`status page call stats (17, in process): ${fmt(callStats.perCallNs, 1)} ns per call (two performance.now() reads and CallStats.record, ` +
       `${callStats.calls} calls × 5 rounds), of which record alone ${fmt(callStats.recordNs, 1)} ns; ${callStats.gcs} garbage collections in the window, ` +
       `where 16 bytes allocated per call would cause about ${Math.round(callStats.calls * 10 * 16 / (16 * 1024 * 1024))}; one snapshot (per upstream, per page view) ${fmt(callStats.snapshotUs, 1)} µs`)
+  }
+  if (discovery !== undefined) {
+    const d = discovery
+    lines.push('')
+    lines.push(`tool search (20, in process): tools/list of ${d.tools} tools ${(d.listBytes / 1024).toFixed(1)} KiB; search endpoint tools/list + one search_tools answer (8 results) ` +
+      `${(d.searchBytes / 1024).toFixed(1)} KiB (${(d.listBytes / d.searchBytes).toFixed(0)}× less)`)
+    lines.push(`tool search (20): search_tools over ${d.tools} tools, index warm: p50 ${fmt(d.p50Ms, 2)} ms, p99 ${fmt(d.p99Ms, 2)} ms (${d.searches} calls through Dispatcher.handle); ` +
+      `first search (builds the index) ${fmt(d.firstSearchMs, 1)} ms`)
+    lines.push(`tool search (20): index build for 2,000 tools ${fmt(d.build2000Ms, 1)} ms CPU (median of 5; the first build in the process, cold JIT, ${fmt(d.build2000FirstMs, 1)} ms); ` +
+      `in-place update after a list_changed (every tool a new object, ${d.changedTools} changed) ${fmt(d.update2000Ms, 1)} ms CPU`)
+    lines.push(`tool search (20): tools/call on a list-mode endpoint ${fmt(d.callOffUs, 2)} µs CPU per call without discovery configured, ${fmt(d.callOnUs, 2)} µs with /mcp and another endpoint in search mode ` +
+      `(${d.calls} calls × 5 alternating rounds, median)`)
   }
   if (memory !== undefined) {
     lines.push('')
@@ -575,6 +606,10 @@ async function scenarioIntegrity (): Promise<void> {
 }
 
 let callStats: CallStatsFigures | undefined
+let discovery: DiscoveryFigures | undefined
+async function scenarioDiscovery (): Promise<void> {
+  discovery = await discoveryCost(QUICK ? 500 : 2_000, QUICK ? 5_000 : 20_000)
+}
 async function scenarioCallStats (): Promise<void> {
   callStats = await callStatsCost(QUICK ? 1_000_000 : 5_000_000)
 }
@@ -589,13 +624,14 @@ async function main (): Promise<number> {
   if (wanted(6)) await scenarioStdio()
   if (wanted(7)) await scenarioMemory()
   if (wanted(8) || wanted(9) || wanted(10)) await scenarioPeerProxies()
-  if (wanted(11) || wanted(12)) await scenarioAuth()
+  if (wanted(11) || wanted(12) || wanted(19)) await scenarioAuth()
   if (wanted(13)) await scenarioTracing()
   if (wanted(14)) await scenarioGate()
   if (wanted(15) || wanted(16)) await scenarioPolicy()
   if (wanted(17)) await scenarioCallStats()
   if (wanted(18)) await scenarioInstances()
-  if (wanted(19)) await scenarioIntegrity()
+  if (wanted(20)) await scenarioDiscovery()
+  if (wanted(21)) await scenarioIntegrity()
   const text = report(startedAt, (performance.now() - t0) / 1000)
   process.stdout.write(text + '\n')
   if (flags.out !== undefined) writeFileSync(flags.out, text + '\n')

@@ -12,6 +12,7 @@ import { StateSealer } from './dispatch/mrtr.js'
 import { SERVER_INFO } from './base/version.js'
 import { compilePolicy } from './policy/rules.js'
 import { Servers } from './policy/endpoints.js'
+import { toolSearchOf } from './policy/discovery.js'
 import { createAuditTrail, type AuditFailure, type AuditTrail } from './policy/audit.js'
 import { createRateLimiter, type RateLimiter } from './policy/rate-limit.js'
 import type { JsonObject } from './protocol/jsonrpc.js'
@@ -42,7 +43,7 @@ export interface Core {
   /** The rate limiter, when a policy rule has a `rateLimit`: in memory, or Redis when `sessions.store` is `redis`. */
   readonly rateLimiter: RateLimiter | undefined
   /**
-   * A reload's `policy` and `servers` (hot reload of per-caller policy and curated endpoints): compiled and swapped in
+   * A reload's `policy`, `servers` and `discovery` (hot reload of per-caller policy and curated endpoints): compiled and swapped in
    * (dispatcher.setAccess) for requests that start from now; then list_changed is offered for every
    * list, so a client whose view changed is told (the hub sends it where the view's list changed).
    * A policy that needs a rate limiter this core was built without (its first `rateLimit`) is not
@@ -99,6 +100,7 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
     // policy and curated endpoints; a reload swaps both with dispatcher.setAccess
     policy,
     servers: config.servers === undefined ? undefined : new Servers(config.servers),
+    discovery: toolSearchOf(config.discovery), // tool search on /mcp and plain mcpx serve (docs/discovery.md)
     audit,
     pageSize: config.transport.pageSize, // paged catalogues (lib/dispatch/paging.ts)
     ...(rateLimiter !== undefined ? { rateLimiter } : {}),
@@ -146,7 +148,7 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
       if (next.integrity.store !== config.integrity.store && integrity !== undefined) notApplied.push('integrity.store')
       if (nextPolicy?.hasLimits === true && rateLimiter === undefined) notApplied.push('policy')
       else runningPolicy = nextPolicy
-      dispatcher.setAccess(runningPolicy, next.servers === undefined ? undefined : new Servers(next.servers))
+      dispatcher.setAccess(runningPolicy, next.servers === undefined ? undefined : new Servers(next.servers), toolSearchOf(next.discovery))
       dispatcher.setPageSize(next.transport.pageSize)
       // Open streams follow the new access rules too; the list_changed below then reaches each one whose view changed.
       hub.refreshViews()

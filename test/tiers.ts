@@ -40,6 +40,11 @@ export const QUICK: Tier = {
  * (a new id only the slow tier cites) or leaves it (a quick-tier test now cites it: delete it here).
  */
 export const SLOW_ONLY: readonly string[] = [
+  // test/e2e/dpop.test.ts: real daemons, a real authorization server, replicas on Redis
+  'auth/dpop/daemon-accepts-bound-token-with-proof',
+  'auth/dpop/daemon-refuses-bound-token-as-bearer',
+  'auth/dpop/daemon-refuses-two-dpop-header-fields',
+  'auth/dpop/replay-refused-across-replicas',
   // test/e2e/integrity.test.ts
   'integrity/quarantine/changed-definition-hidden-until-approved',
   'integrity/quarantine/rename-reported-as-rename',
@@ -91,7 +96,26 @@ export const SLOW_ONLY: readonly string[] = [
   'policy/templates/daemon-hides-expansions-in-both-eras',
   'policy/templates/serve-hides-expansions-in-both-eras',
   // test/e2e/servers.test.ts
-  'servers/templates/a-template-decides-its-expansions'
+  'servers/templates/a-template-decides-its-expansions',
+  // test/e2e/discovery.test.ts
+  'discovery/list/two-meta-tools-in-both-eras',
+  'discovery/call/call-tool-answers-as-tools-call',
+  'discovery/headers/call-tool-needs-no-inner-mcp-param',
+  'discovery/clients/official-v1-and-v2-clients-search-and-call-with-questions',
+  'discovery/golden/reference-servers-top-results',
+  'discovery/audit/inner-call-audited-with-via',
+  'discovery/fresh/index-follows-list-changed',
+  'discovery/serve/stdio-server-endpoint-in-search-mode',
+  // test/e2e/skills.test.ts
+  'skills/wire/extension-declared-in-both-eras',
+  'skills/list/merged-namespaced-first-wins-paged',
+  'skills/routing/get-directory-and-files-reach-the-owner',
+  'skills/digests/file-bytes-match-listed-digests',
+  'skills/client/official-v2-skills-client-verifies-through-mcpx',
+  'skills/upstreams/refresh-on-resources-list-changed',
+  'skills/stdio/serve-serves-skills-in-both-eras',
+  'skills/policy/hidden-skill-absent-byte-for-byte',
+  'skills/servers/curated-endpoint-skills-rule'
 ]
 
 /** Whether the source file `file` (relative to test/, e.g. `e2e/stdio.test.ts`) is in `tier`. */

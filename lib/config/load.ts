@@ -158,6 +158,7 @@ export function loadConfig (raw: unknown): McpxConfig {
     oauth.audience ??= [oauth.resource]
     oauth.clockTolerance = parseDuration(oauth.clockTolerance, 'auth.oauth.clockTolerance')
     oauth.jwksCooldown = parseDuration(oauth.jwksCooldown, 'auth.oauth.jwksCooldown')
+    if (oauth.dpopProofMaxAge !== undefined) oauth.dpopProofMaxAge = parseDuration(oauth.dpopProofMaxAge, 'auth.oauth.dpopProofMaxAge')
   }
   if (c.admin.scopes.length > 0 && oauth === undefined) {
     throw new McpxError('MCPX_ERR_CONFIG', 'mcpx: invalid config:\n  admin.scopes: needs auth.oauth (the scopes are those of an OAuth access token)')

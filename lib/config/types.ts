@@ -10,6 +10,7 @@ import type { PolicyConfig } from '../policy/rules.js'
 import type { AuditConfig } from '../policy/audit.js'
 import type { ServerConfig } from '../policy/endpoints.js'
 import type { IntegrityConfig } from '../policy/integrity.js'
+import type { DiscoveryConfig } from '../policy/discovery.js'
 
 /** mcpx's configuration after validation; durations are ms. */
 export interface McpxConfig {
@@ -64,6 +65,8 @@ export interface McpxConfig {
   integrity: IntegrityConfig
   /** Curated endpoints by name (lib/policy/endpoints.ts). */
   servers?: Record<string, ServerConfig>
+  /** Tool search for `/mcp` and plain `mcpx serve` (lib/policy/discovery.ts); absent: `"mode": "list"`. Curated endpoints have their own (`servers.<name>.discovery`). */
+  discovery?: DiscoveryConfig
   /** Keyed by upstream name; insertion order is config order. */
   upstreams: Record<string, UpstreamConfig>
 }

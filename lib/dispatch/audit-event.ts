@@ -18,8 +18,9 @@ const AUDITED = new Set(['tools/call', 'prompts/get', 'resources/read'])
  * neither its method nor its outcome is audited. Never throws.
  * @param view the caller's view the request was answered under: a tool's upstream is named through the endpoint's rename
  * @param denied whether the response answered a hidden thing (outcome `denied`)
+ * @param via `'call_tool'` when `request` is the inner tools/call of a tool-search `call_tool` (docs/discovery.md): recorded as `via`
  */
-export function auditEventOf (registry: UpstreamRegistry, request: JsonRpcRequest, ctx: DispatchContext, view: Visibility, response: JsonRpcResponse, denied: boolean, ms: number): AuditEvent | undefined {
+export function auditEventOf (registry: UpstreamRegistry, request: JsonRpcRequest, ctx: DispatchContext, view: Visibility, response: JsonRpcResponse, denied: boolean, ms: number, via?: 'call_tool'): AuditEvent | undefined {
   const method = request.method
   let outcome: AuditOutcome
   let code: number | undefined
@@ -46,6 +47,7 @@ export function auditEventOf (registry: UpstreamRegistry, request: JsonRpcReques
     ...(ctx.sessionId !== undefined ? { sessionId: ctx.sessionId } : {}),
     method,
     ...(name !== undefined ? { name } : {}),
+    ...(via !== undefined ? { via } : {}),
     ...(owner !== undefined ? { upstream: owner.upstream, upstreamName: owner.name } : {}),
     outcome,
     ...(code !== undefined ? { code } : {}),

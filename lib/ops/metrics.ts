@@ -46,6 +46,7 @@ export const COUNTED_METHODS: ReadonlySet<string> = new Set([
   'initialize', 'ping', 'server/discover', 'logging/setLevel', 'completion/complete', 'subscriptions/listen',
   'tools/list', 'tools/call', 'prompts/list', 'prompts/get',
   'resources/list', 'resources/templates/list', 'resources/read', 'resources/subscribe', 'resources/unsubscribe',
+  'skills/list', 'skills/get', 'resources/directory/read',
   'notifications/initialized', 'notifications/cancelled', 'notifications/progress', 'notifications/roots/list_changed'
 ])
 

@@ -43,6 +43,8 @@ export interface UpstreamReport {
   prompts: number
   resources: number
   resourceTemplates: number
+  /** Skills it lists (the Skills extension; docs/skills.md); absent when none. */
+  skills?: number
   /** Callers' calls since the upstream was configured, and how many failed. */
   calls: number
   errors: number
@@ -139,6 +141,7 @@ export function collectStatus (sources: StatusSources, now = new Date()): Status
       prompts: count?.prompts ?? 0,
       resources: count?.resources ?? 0,
       resourceTemplates: count?.resourceTemplates ?? 0,
+      ...(count?.skills !== undefined && count.skills > 0 ? { skills: count.skills } : {}),
       calls: stat?.calls ?? 0,
       errors: stat?.errors ?? 0,
       inFlight: load?.inFlight ?? 0,

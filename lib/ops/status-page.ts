@@ -120,7 +120,7 @@ function upstreamRow (u: UpstreamReport): string {
     `<td data-field="lastError" class="err">${errors.length > 0 ? escapeHtml(errors.join('; ')) : '–'}</td>` +
     `<td data-field="tools" class="n">${u.tools}</td>` +
     `<td data-field="prompts" class="n">${u.prompts}</td>` +
-    `<td data-field="resources" class="n">${u.resources}${u.resourceTemplates > 0 ? ` <span class="muted">+${u.resourceTemplates} templates</span>` : ''}</td>` +
+    `<td data-field="resources" class="n">${u.resources}${u.resourceTemplates > 0 ? ` <span class="muted">+${u.resourceTemplates} templates</span>` : ''}${u.skills !== undefined ? ` <span class="muted">+${u.skills} skills</span>` : ''}</td>` +
     `<td data-field="calls" class="n">${u.calls}</td>` +
     `<td data-field="errors" class="n">${u.errors}</td>` +
     `<td data-field="windowCalls" class="n">${u.window.calls}</td>` +

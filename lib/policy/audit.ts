@@ -22,7 +22,8 @@
  * Line keys: `time` (ISO 8601), `principal` (`oauth:<issuer>#<subject>`, `token:<name>`, `local`,
  * or `anonymous`; never a credential), `endpoint` (`/mcp` or `/mcp/<name>`), `era`, `revision`,
  * `session` (first 128 bits of SHA-256 of the legacy session id, hex; absent without a session),
- * `method`, `name` (as exposed; the URI for resources), `upstream` and `upstreamName` (the
+ * `method`, `name` (as exposed; the URI for resources), `via` (`call_tool` for the inner call of a
+ * tool-search endpoint's call_tool, docs/discovery.md), `upstream` and `upstreamName` (the
  * upstream's own name of the thing), `outcome` (`ok`, `tool_error`, `error`, `denied`,
  * `rate_limited`), `code` (JSON-RPC code, for `error`), `durationMs`, `requestId`, and, by
  * `arguments`: nothing (`none`), `argumentKeys` (`keys`), or `arguments` itself (`full`).
@@ -54,6 +55,8 @@ export interface AuditEvent {
   sessionId?: string
   method: string
   name?: string
+  /** `call_tool` when the call came through a tool-search endpoint's call_tool (docs/discovery.md); `name` is then the inner tool's. */
+  via?: string
   upstream?: string
   upstreamName?: string
   outcome: AuditOutcome

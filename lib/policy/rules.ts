@@ -13,6 +13,7 @@
  * - `default: "allow"` adds an implicit first rule that allows everything to everyone (rules then
  *   only deny); `"deny"` (the default) adds nothing.
  *
+ * Skills (the Skills extension, SEP-2640) match by the URI of their `SKILL.md` as `/mcp` lists it.
  * Names are catalogue names (the prefixed names `/mcp` lists, before any rename); resources and
  * resource templates match by URI (template: its `uriTemplate` text), and a concrete URI also by the
  * uriTemplate of each catalogue template it expands (GlobAccess.testExpansion). Globs: `*` is any run of
@@ -27,9 +28,9 @@ import type { Principal } from '../auth/principal.js'
 import type { Expansions } from './expansions.js'
 
 /** The kinds of things a policy governs. */
-export type PolicyKind = 'tools' | 'prompts' | 'resources'
+export type PolicyKind = 'tools' | 'prompts' | 'resources' | 'skills'
 
-/** Globs per kind (catalogue names; resources by URI). */
+/** Globs per kind (catalogue names; resources by URI; skills by their `SKILL.md` URI). */
 export type KindGlobs = Partial<Record<PolicyKind, string[]>>
 
 /** Who a rule is for (every key given must match). */
@@ -69,7 +70,7 @@ export interface PolicyConfig {
 /** The endpoint key of `/mcp` itself (and of `mcpx serve` without `--server`). */
 export const WHOLE_CATALOGUE = ''
 
-const KINDS: readonly PolicyKind[] = ['tools', 'prompts', 'resources']
+const KINDS: readonly PolicyKind[] = ['tools', 'prompts', 'resources', 'skills']
 
 /**
  * Compiles globs into one anchored RegExp (`*` any run, `?` one character), or null when the list
@@ -155,7 +156,8 @@ export class PolicyView {
     this.kinds = {
       tools: new GlobAccess(allow.tools, deny.tools),
       prompts: new GlobAccess(allow.prompts, deny.prompts),
-      resources: new GlobAccess(allow.resources, deny.resources)
+      resources: new GlobAccess(allow.resources, deny.resources),
+      skills: new GlobAccess(allow.skills, deny.skills)
     }
   }
 
@@ -273,7 +275,7 @@ export class Policy {
 
   constructor (config: PolicyConfig) {
     this.hasLimits = config.rules.some(rule => rule.rateLimit !== undefined)
-    const rules = config.default === 'allow' ? [{ allow: { tools: ['*'], prompts: ['*'], resources: ['*'] } } as PolicyRule, ...config.rules] : config.rules
+    const rules = config.default === 'allow' ? [{ allow: { tools: ['*'], prompts: ['*'], resources: ['*'], skills: ['*'] } } as PolicyRule, ...config.rules] : config.rules
     this.rules = rules.map(rule => ({
       principals: rule.principals,
       servers: rule.servers === undefined ? undefined : new Set(rule.servers),
@@ -310,8 +312,8 @@ export class Policy {
     const key = applying.join(',')
     const cached = this.byRuleSet.get(key)
     if (cached !== undefined) return cached
-    const allow = { tools: [] as string[], prompts: [] as string[], resources: [] as string[] }
-    const deny = { tools: [] as string[], prompts: [] as string[], resources: [] as string[] }
+    const allow = { tools: [] as string[], prompts: [] as string[], resources: [] as string[], skills: [] as string[] }
+    const deny = { tools: [] as string[], prompts: [] as string[], resources: [] as string[], skills: [] as string[] }
     const limits: AppliedLimit[] = []
     for (const i of applying) {
       const rule = this.rules[i]

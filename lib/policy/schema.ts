@@ -11,7 +11,8 @@ const KIND_GLOBS = {
   properties: {
     tools: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'globs of catalogue tool names (`*` any run of characters, `?` one)' },
     prompts: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'globs of catalogue prompt names' },
-    resources: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'globs of resource URIs (and resource template uriTemplates)' }
+    resources: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'globs of resource URIs (and resource template uriTemplates)' },
+    skills: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'globs of skill SKILL.md URIs, as /mcp lists them (Skills extension)' }
   }
 }
 
@@ -71,6 +72,17 @@ const SERVER_GLOBS = {
   }
 }
 
+/** `discovery`, top level (for `/mcp` and plain `mcpx serve`) and per curated endpoint (docs/discovery.md › Tool search). */
+export const DISCOVERY_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  description: 'how clients find tools: "list" (tools/list lists them) or "search" (tools/list lists search_tools and call_tool)',
+  properties: {
+    mode: { enum: ['list', 'search'], default: 'list', description: '"list": today\'s tools/list; "search": the two meta-tools instead' },
+    maxResults: { type: 'integer', minimum: 1, maximum: 50, default: 8, description: 'tools a search returns when the client gives no limit, and at most whatever it gives (a count)' }
+  }
+}
+
 /** `servers` (docs/policy.md › Curated endpoints). */
 export const SERVERS_SCHEMA = {
   type: 'object',
@@ -83,6 +95,7 @@ export const SERVERS_SCHEMA = {
       tools: SERVER_GLOBS,
       prompts: SERVER_GLOBS,
       resources: SERVER_GLOBS,
+      skills: SERVER_GLOBS,
       rename: { type: 'object', additionalProperties: { type: 'string', minLength: 1 }, description: 'catalogue tool name → the name this endpoint exposes' },
       override: {
         type: 'object',
@@ -93,7 +106,8 @@ export const SERVERS_SCHEMA = {
           properties: { description: { type: 'string' }, title: { type: 'string' }, annotations: { type: 'object' } }
         }
       },
-      defaults: { type: 'object', additionalProperties: { type: 'object' }, description: 'per catalogue tool name: arguments filled in when the client leaves them out (and dropped from required)' }
+      defaults: { type: 'object', additionalProperties: { type: 'object' }, description: 'per catalogue tool name: arguments filled in when the client leaves them out (and dropped from required)' },
+      discovery: DISCOVERY_SCHEMA
     }
   }
 }

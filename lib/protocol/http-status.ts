@@ -117,6 +117,17 @@ export const REFUSALS = Object.freeze({
   /** A bearer token that is not accepted (RFC 6750 §3.1 `invalid_token`). */
   unauthorizedInvalid: { status: 401, code: INVALID_REQUEST, message: 'Unauthorized: invalid bearer token', wwwAuthenticate: 'Bearer error="invalid_token"' },
   /**
+   * A DPoP proof that is missing or not accepted, sent with a DPoP-bound access token (RFC 9449 §7.1,
+   * §12.2 `invalid_dpop_proof`). lib/auth/authenticate adds error_description, algs and resource_metadata.
+   */
+  unauthorizedDpop: { status: 401, code: INVALID_REQUEST, message: 'Unauthorized: invalid DPoP proof', wwwAuthenticate: 'DPoP error="invalid_dpop_proof"' },
+  /**
+   * A DPoP proof that passed every check but the replay check, because the replay cache cannot tell
+   * (Redis unreachable, or the memory cache full: docs/authentication.md › DPoP). Refused (fail closed)
+   * as a temporary condition, like the session store's 503.
+   */
+  dpopReplayUnavailable: { status: 503, code: INTERNAL_ERROR, message: 'Service Unavailable: DPoP proofs cannot be checked for replay now; retry later', retryAfterSeconds: STORE_RETRY_AFTER_SECONDS },
+  /**
    * A valid OAuth access token without auth.oauth.requiredScopes (RFC 6750 §3.1
    * insufficient_scope). lib/auth/authenticate adds the required scopes to the message and the challenge.
    */

@@ -24,6 +24,12 @@ export interface UpstreamCatalogue {
   prompts: JsonObject[]
   resources: JsonObject[]
   resourceTemplates: JsonObject[]
+  /**
+   * Its `skills/list` entries (SEP-2640), when it declares the Skills extension (lib/protocol/skills.ts);
+   * absent or empty otherwise. Re-listed with resources on its `resources/list_changed` (the
+   * extension's change signal).
+   */
+  skills?: JsonObject[]
 }
 
 /** Callbacks the registry gives each upstream. None may throw. */
@@ -256,6 +262,30 @@ export interface UpstreamRegistry extends EventEmitter {
   prompts (): JsonObject[]
   resources (): JsonObject[]
   resourceTemplates (): JsonObject[]
+  /**
+   * The merged skills (SEP-2640 `Skill` entries) of the upstreams that declare the Skills extension, in
+   * config order, `SKILL.md` and file URIs namespaced by the upstream's prefix (lib/protocol/skills.ts);
+   * digests, sizes and frontmatter verbatim. Optional: a registry without it serves no skills.
+   */
+  skills? (): JsonObject[]
+  /**
+   * The downstream `SKILL.md` URI of the listed skill `uri` belongs to (the manifest itself, a file
+   * or folder under the skill's root, or the root), or undefined. Optional.
+   */
+  skillOwning? (uri: string): string | undefined
+  /**
+   * `skills/get` of a listed skill by its downstream `SKILL.md` URI, sent to its upstream under the
+   * upstream's own URI; the result's `skill` comes back namespaced. Rejects with UpstreamRpcError:
+   * -32602 `No skill is served at <uri>` for a URI no upstream lists, else the upstream's own error. Optional.
+   */
+  getSkill? (uri: string, options: UpstreamCallOptions): Promise<JsonObject>
+  /**
+   * `resources/directory/read` of a listed skill's folder (or a folder under it), `cursor` passed to
+   * the upstream as is (it serves that folder; mcpx keeps no state). Children's URIs come back
+   * namespaced. Rejects with -32602 `<uri> is not a directory resource` for a URI under no listed
+   * skill, or whose upstream does not declare `directoryRead`. Optional.
+   */
+  readSkillDirectory? (uri: string, cursor: string | undefined, options: UpstreamCallOptions): Promise<JsonObject>
   /** The merged tool by downstream (prefixed) name, for the Mcp-Param-* checks. */
   findTool (name: string): JsonObject | undefined
   /**

@@ -71,8 +71,10 @@ export async function newSigningKey (): Promise<SigningKey> {
 /**
  * Starts the authorization server; closed at teardown.
  * @param options.ttlSeconds access-token lifetime (default 600 s)
+ * @param options.dpop enable oidc-provider's `features.dPoP` (RFC 9449): a token request that carries a
+ *        `DPoP` proof gets a DPoP-bound token (`cnf.jkt`, `token_type: "DPoP"`); others are unchanged
  */
-export async function startAuthServer (t: Teardown, options: { ttlSeconds?: number } = {}): Promise<AuthServer> {
+export async function startAuthServer (t: Teardown, options: { ttlSeconds?: number, dpop?: boolean } = {}): Promise<AuthServer> {
   let handler: ((req: IncomingMessage, res: ServerResponse) => void) | undefined
   let isDown = false
   let jwksFetches = 0
@@ -105,6 +107,7 @@ export async function startAuthServer (t: Teardown, options: { ttlSeconds?: numb
         devInteractions: { enabled: true },
         clientCredentials: { enabled: true },
         introspection: { enabled: true },
+        ...(options.dpop === true ? { dPoP: { enabled: true } } : {}),
         registration: { enabled: true },
         resourceIndicators: {
           enabled: true,

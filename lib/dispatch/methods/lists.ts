@@ -7,9 +7,12 @@ import type { JsonObject } from '../../protocol/jsonrpc.js'
 import { pageOf } from '../paging.js'
 import type { MethodCall } from './method.js'
 
-/** `tools/list`. Throws -32602 (UpstreamRpcError) for a malformed or outdated cursor, as every list does. */
+/**
+ * `tools/list`: on a search-mode endpoint the two meta-tools (lib/policy/discovery.ts ToolSearch.tools).
+ * Throws -32602 (UpstreamRpcError) for a malformed or outdated cursor, as every list does.
+ */
 export function listTools ({ params, view, deps }: MethodCall): JsonObject {
-  return pageOf('tools', view.tools(deps.registry.tools()), deps.pageSize, params.cursor)
+  return pageOf('tools', view.search !== undefined ? view.search.tools : view.tools(deps.registry.tools()), deps.pageSize, params.cursor)
 }
 
 /** `prompts/list`. */

@@ -44,6 +44,12 @@ export interface MethodCall {
    */
   view: Visibility
   deps: MethodDeps
+  /**
+   * `'call_tool'` when this `tools/call` is the inner call of a tool-search endpoint's `call_tool`
+   * (lib/dispatch/methods/discovery.ts): its name is then always a catalogue tool's, never a meta-tool's.
+   * Undefined for every direct request.
+   */
+  via?: 'call_tool' | undefined
 }
 
 /** A method's handler: the result before era shaping. Throws UpstreamRpcError for a JSON-RPC error. */

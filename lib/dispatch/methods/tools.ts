@@ -10,10 +10,19 @@ import type { JsonObject } from '../../protocol/jsonrpc.js'
 import type { DispatchContext } from '../context.js'
 import { RefusedError, hiddenAsAbsent } from '../errors.js'
 import { argumentsOf, type MethodCall, type MethodDeps } from './method.js'
+import { metaCall } from './discovery.js'
 
-/** `tools/call`. Throws -32602 for a missing name or non-object arguments, the registry's error for a hidden or absent tool, RefusedError past a rate limit. */
-export async function callTool ({ request, params, ctx, view, deps }: MethodCall): Promise<JsonObject> {
+/**
+ * `tools/call`: also the inner call of a search-mode endpoint's `call_tool` (`call.via`), whose name is
+ * always a catalogue tool's. Throws -32602 for a missing name or non-object arguments, the registry's error for a hidden or absent tool, RefusedError past a rate limit. */
+export async function callTool (call: MethodCall): Promise<JsonObject> {
+  const { request, params, ctx, view, deps } = call
   const name = requireString(params, 'name')
+  // A search-mode endpoint's meta-tools (lib/dispatch/methods/discovery.ts); list mode: one property read.
+  if (view.search !== undefined && call.via === undefined) {
+    const meta = metaCall(call, name)
+    if (meta !== undefined) return meta
+  }
   const args = argumentsOf(params)
   // Rate limits count visible tools only (a hidden one is answered as absent below), once per
   // request, before the call starts: a limited call never reaches the upstream.
