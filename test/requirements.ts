@@ -340,6 +340,7 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'integrity/serve/changed-definition-hidden-until-approved-from-the-cli': { source: 'docs/policy.md › Approving', text: 'mcpx serve hides a changed tool and serves it again once mcpx integrity approve --store decided it' },
   'integrity/redis/replicas-agree-on-pins-and-approvals': { source: 'docs/policy.md › Where pins live', text: 'replicas sharing Redis agree on the first pin, see each other\'s changes, and apply an approval made on any of them' },
   'integrity/status/approve-from-the-page-in-chromium': { source: 'docs/policy.md › Approving', text: 'the status page shows a quarantined tool with its old and new definitions; approving it from the page (a same-origin form with a CSRF token, under the strict CSP) serves it again to clients; a cross-site form is refused' },
+  'integrity/discovery/quarantined-tool-absent-from-search': { source: 'docs/policy.md › What a change does', text: 'tool search never finds a quarantined tool, and call_tool answers it byte for byte as an unknown name' },
   'integrity/warn/changed-definition-served-and-audited': { source: 'docs/policy.md › What a change does', text: 'through a listening mcpx in warn mode a changed definition is served, called, and audited' },
 }
 

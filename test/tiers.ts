@@ -53,6 +53,7 @@ export const SLOW_ONLY: readonly string[] = [
   'integrity/redis/replicas-agree-on-pins-and-approvals',
   'integrity/warn/changed-definition-served-and-audited',
   'integrity/status/approve-from-the-page-in-chromium',
+  'integrity/discovery/quarantined-tool-absent-from-search',
   // test/e2e/oauth.test.ts
   'auth/oauth/protected-resource-metadata-both-forms',
   'auth/oauth/401-challenge-every-method-and-era',

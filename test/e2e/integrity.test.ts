@@ -266,3 +266,21 @@ t.test('integrity/warn/changed-definition-served-and-audited', async t => {
   const called = await modernRpc({ base }, 4, 'tools/call', { name: 'mutable', arguments: {} })
   t.match(called.json?.result?.content?.[0]?.text, /I am/, called.text)
 })
+
+t.test('integrity/discovery/quarantined-tool-absent-from-search', async t => {
+  // Tool search reads the same catalogue the lists do: a quarantined tool is not found, and call_tool answers as for an unknown name.
+  const { base } = await listen(t, { upstreams: { fx: fixtureUpstream() }, integrity: { pin: 'quarantine' }, discovery: { mode: 'search', maxResults: 50 } })
+  const found = async (id: number): Promise<string[]> => {
+    const reply = await modernRpc({ base }, id, 'tools/call', { name: 'search_tools', arguments: { query: 'mutable description', limit: 50 } })
+    const tools = reply.json?.result?.structuredContent?.tools as Array<{ name: string }> | undefined
+    if (tools === undefined) throw new Error(`search_tools failed: ${reply.text}`)
+    return tools.map(tool => tool.name)
+  }
+  t.ok((await found(1)).includes('mutable'), 'found while its pin holds')
+  await modernRpc({ base }, 2, 'tools/call', { name: 'call_tool', arguments: { name: 'mutate', arguments: { description: EVIL } } })
+  await until('mutable gone from search', async () => !(await found(3)).includes('mutable'))
+  const hidden = await modernRpc({ base }, 4, 'tools/call', { name: 'call_tool', arguments: { name: 'mutable', arguments: {} } })
+  const unknown = await modernRpc({ base }, 4, 'tools/call', { name: 'call_tool', arguments: { name: 'no_such_tool', arguments: {} } })
+  t.equal(hidden.status, unknown.status)
+  t.equal(neutral(hidden.text, 4, 'mutable'), neutral(unknown.text, 4, 'no_such_tool'), 'call_tool answers a quarantined tool as an unknown name')
+})
