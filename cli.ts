@@ -7,6 +7,7 @@
  *   mcpx tools  [--config F] [--json]  print the merged tool catalogue a client would see
  *   mcpx call NAME [--args JSON]       make one tool call through the configured upstreams
  *   mcpx integrity list|approve|reject list and decide changed definitions of pinned upstreams
+ *   mcpx revoke PRINCIPAL [--upstream U] revoke a principal's upstream grants on the running daemon
  * Config resolution: --config, else MCPX_CONFIG, else ./mcpx.config.json, else the embedded default.
  *
  * Arguments are parsed by `node:util` parseArgs in strict mode (no dependency; Node ≥ 20 ships it):
@@ -88,6 +89,16 @@ const COMMANDS: Record<string, Command> = {
       json: { type: 'boolean', help: 'print the answer as JSON' }
     },
     positionals: -1
+  },
+  revoke: {
+    summary: 'revoke a principal\'s grants to oauth-user upstreams on the running daemon (DELETE /admin/grants; exit 1 if it held none)',
+    usage: 'mcpx revoke PRINCIPAL [options]',
+    options: {
+      ...COMMON,
+      upstream: { type: 'string', value: 'NAME', help: 'only its grant for this upstream (default: all of its grants)' },
+      url: { type: 'string', value: 'URL', help: 'the daemon (default http://<daemon.address>, a wildcard address read as loopback)' }
+    },
+    positionals: 1
   }
 }
 
@@ -219,6 +230,35 @@ function daemonUrl (address: string): string {
   return `http://${host}`
 }
 
+/**
+ * `mcpx revoke PRINCIPAL`: asks the running daemon to revoke that principal's grants
+ * (docs/upstreams.md › Tokens: the vault, refresh and revocation), with the config's first admin
+ * token (admin.tokens, tokensFile or tokensEnv), or MCPX_ADMIN_TOKEN. Prints what went.
+ * @returns 0 when a grant went, 1 when it held none or the daemon refused (its answer on stderr)
+ */
+async function revoke (config: McpxConfig, values: Record<string, unknown>, principal: string): Promise<number> {
+  const { loadAdminTokens } = await import('./lib/auth/tokens.js')
+  const token = process.env.MCPX_ADMIN_TOKEN ?? loadAdminTokens(config.admin)[0]
+  if (token === undefined) throw new UsageError('needs an admin token: admin.tokens in the config, or MCPX_ADMIN_TOKEN')
+  const address = config.daemon.address.replace(/^0\.0\.0\.0:/, '127.0.0.1:').replace(/^\[::\]:/, '[::1]:')
+  const base = (values.url as string | undefined) ?? `http://${address}`
+  const query = new URLSearchParams({ principal, ...(values.upstream !== undefined ? { upstream: values.upstream as string } : {}) })
+  let response: Response
+  try {
+    response = await fetch(`${base}/admin/grants?${query.toString()}`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(15_000) })
+  } catch (err) {
+    process.stderr.write(`mcpx revoke: cannot reach the daemon at ${base}: ${(err as Error).message}\n`)
+    return 1
+  }
+  const body = await response.json().catch(() => ({})) as { revoked?: Array<{ principal: string, upstream: string }>, error?: string }
+  if (response.status === 200 && body.revoked !== undefined) {
+    for (const grant of body.revoked) process.stdout.write(`revoked ${grant.principal} ${grant.upstream}\n`)
+    return 0
+  }
+  process.stderr.write(response.status === 404 ? `mcpx revoke: ${principal} holds no grant${values.upstream !== undefined ? ` for ${String(values.upstream)}` : ''}\n` : `mcpx revoke: the daemon answered ${response.status}${body.error !== undefined ? `: ${body.error}` : ''}\n`)
+  return 1
+}
+
 async function main (argv: string[]): Promise<number> {
   const [name, ...rest] = argv
   if (name === undefined) { process.stderr.write(globalUsage()); return USAGE_EXIT }
@@ -262,6 +302,7 @@ async function main (argv: string[]): Promise<number> {
       }
     }
     if (name === 'integrity') return await integrity(config, values, positionals)
+    if (name === 'revoke') return await revoke(config, values, positionals[0])
     if (name === 'check') return await check(config, values)
     if (name === 'tools') return await tools(config, values)
     return await call(config, values, positionals[0])

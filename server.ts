@@ -270,6 +270,25 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
     integrity: () => app.mcpxIntegrity(),
     who: async request => await adminWho(request.headers.authorization, verifyAdmin, adminOAuth)
   })
+  // The grants of `oauth-user` upstreams (docs/upstreams.md › Upstream identity): listed (never a
+  // token) and revoked by an operator; an admin credential always (accessChecks).
+  const grants = app.mcpxGrants
+  if (grants !== undefined) {
+    app.get('/admin/grants', { logLevel: 'warn', onRequest: guardWith(checks.admin) }, async function adminGrants (_request, reply) {
+      return await reply.header('cache-control', 'no-store').send({
+        grants: (await grants.list()).map(g => ({ principal: g.principal ?? 'unknown', upstream: g.upstream, refreshable: g.refreshable, ...(g.expiresAtMs !== undefined ? { expiresAt: new Date(g.expiresAtMs).toISOString() } : {}) }))
+      })
+    })
+    app.delete('/admin/grants', { logLevel: 'warn', onRequest: guardWith(checks.admin) }, async function adminRevokeGrants (request, reply) {
+      const query = request.query as Record<string, unknown>
+      if (typeof query.principal !== 'string' || query.principal === '' || (query.upstream !== undefined && typeof query.upstream !== 'string')) {
+        return await reply.code(400).send({ error: 'give principal (e.g. token:alice or oauth:<issuer>#<subject>) and optionally upstream, once each' })
+      }
+      const revoked = await grants.revokePrincipal(query.principal, query.upstream as string | undefined)
+      app.log.info({ principal: query.principal, upstream: query.upstream, revoked: revoked.length }, 'upstream grants revoked by an operator')
+      return await reply.code(revoked.length > 0 ? 200 : 404).send({ revoked })
+    })
+  }
   return app
 }
 

@@ -8,13 +8,16 @@ import type { McpxConfig } from './config/types.js'
 import type { Logger } from './telemetry/log.js'
 import { Dispatcher, type ServerInfo } from './dispatch/dispatcher.js'
 import { NotificationHub } from './connection/notify-hub.js'
-import { StateSealer } from './dispatch/mrtr.js'
+import { ELICITATION_COMPLETE, StateSealer } from './dispatch/mrtr.js'
+import type { ConsentGate } from './dispatch/consent.js'
+import type { UserGrants } from './upstreams/user-grants.js'
 import { SERVER_INFO } from './base/version.js'
 import { compilePolicy } from './policy/rules.js'
 import { Servers } from './policy/endpoints.js'
 import { toolSearchOf } from './policy/discovery.js'
 import { createAuditTrail, type AuditFailure, type AuditTrail } from './policy/audit.js'
 import { createRateLimiter, type RateLimiter } from './policy/rate-limit.js'
+import { createLedger } from './policy/confirm.js'
 import type { JsonObject } from './protocol/jsonrpc.js'
 import { Integrity, modesOf, pinsAnything } from './policy/integrity.js'
 import { createPinStore } from './policy/pin-store.js'
@@ -68,6 +71,8 @@ export interface CoreOptions {
   onRateLimited?: (reason: 'limited' | 'unavailable') => void
   /** Counts a changed definition (lib/ops/metrics integrityChanged). */
   onIntegrityChange?: (upstream: string, kind: PinnedKind, change: ChangeKind, action: 'served' | 'hidden') => void
+  /** The grants of the `oauth-user` upstreams (lib/upstreams/user-grants.ts), when any is configured. */
+  grants?: UserGrants
 }
 
 /**
@@ -104,7 +109,11 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
     audit,
     pageSize: config.transport.pageSize, // paged catalogues (lib/dispatch/paging.ts)
     ...(rateLimiter !== undefined ? { rateLimiter } : {}),
-    ...(options.onRateLimited !== undefined ? { onRateLimited: options.onRateLimited } : {})
+    ...(options.onRateLimited !== undefined ? { onRateLimited: options.onRateLimited } : {}),
+    // the human confirmation gate: its settings, and the ledger of spent approvals (made on first use: Redis with sessions.store "redis")
+    confirmation: config.confirmation,
+    ledger: () => createLedger(config.sessions, logger),
+    ...(options.grants !== undefined ? { consent: consentGate(options.grants, audit) } : {})
   })
   // Pinned definitions: the registry's gate, installed before the hub listens (the first judgement's
   // list_changed concerns nobody yet). Without any pinned upstream there is no gate and no cost.
@@ -120,6 +129,7 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
     : undefined
   if (integrity !== undefined) registry.setCatalogueGate?.(integrity)
   const hub = new NotificationHub(registry)
+  const unwireGrants = options.grants === undefined ? () => {} : wireGrants(options.grants, registry, hub, audit)
   // 2025-11-25 task status (docs/wire.md › Tasks): to the session that created the task through mcpx,
   // and no other; one mcpx did not create (or created for a sessionless POST, or whose session has
   // no stream here) is dropped and counted (mcpx_upstream_unrouted_total{kind="task"}).
@@ -150,6 +160,7 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
       else runningPolicy = nextPolicy
       dispatcher.setAccess(runningPolicy, next.servers === undefined ? undefined : new Servers(next.servers), toolSearchOf(next.discovery))
       dispatcher.setPageSize(next.transport.pageSize)
+      dispatcher.confirm.setSettings(next.confirmation)
       // Open streams follow the new access rules too; the list_changed below then reaches each one whose view changed.
       hub.refreshViews()
       for (const kind of ['tools', 'prompts', 'resources'] as const) registry.emit('list_changed', kind)
@@ -157,10 +168,46 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
     },
     async close () {
       registry.off('task_status', onTaskStatus)
+      unwireGrants()
       hub.close()
       if (integrity !== undefined) registry.setCatalogueGate?.(undefined)
       dispatcher.close()
-      await Promise.all([audit?.close(), rateLimiter?.close(), integrity?.close()])
+      await Promise.all([audit?.close(), rateLimiter?.close(), dispatcher.confirm.close(), integrity?.close()])
     }
   }
+}
+
+/** The dispatcher's view of the grants: UserGrants, plus the audit trail's `consent_required`. */
+function consentGate (grants: UserGrants, audit: AuditTrail | undefined): ConsentGate {
+  return {
+    holds: async (principalKey, upstream) => await grants.holds(principalKey, upstream),
+    consentLink: async (principal, upstream) => await grants.consentLink(principal, upstream),
+    onConsentRequired: event => audit?.record({ event: 'consent_required', principal: event.principal, upstream: event.upstream })
+  }
+}
+
+/**
+ * What a grant given or taken changes (docs/upstreams.md › Upstream identity): granted, the
+ * principal's connection opens and its listeners get list_changed, and its legacy listeners
+ * `notifications/elicitation/complete`; taken, that connection closes. Both audited.
+ * @returns the function that unwires it
+ */
+function wireGrants (grants: UserGrants, registry: UpstreamRegistry, hub: NotificationHub, audit: AuditTrail | undefined): () => void {
+  // Events another replica saw (`remote`, a shared Redis store) were audited there; here they open or
+  // close this replica's connection for that principal and reach its listeners on this replica.
+  const granted = (event: { upstream: string, principalKey: string, principalId: string, elicitationId: string, remote?: boolean }): void => {
+    if (event.remote !== true) audit?.record({ event: 'consent_granted', principal: event.principalId, upstream: event.upstream })
+    // The connection first (its lists reach the caller with list_changed), then the completion: a
+    // client that lists or retries on it sees the upstream's items.
+    void Promise.resolve(registry.openPersonal?.(event.upstream, event.principalKey)).then(() => {
+      hub.toPrincipal(event.principalKey, { jsonrpc: '2.0', method: ELICITATION_COMPLETE, params: { elicitationId: event.elicitationId } })
+    })
+  }
+  const revoked = (event: { upstream: string, principalKey: string, principalId?: string, reason: string, remote?: boolean }): void => {
+    if (event.remote !== true) audit?.record({ event: 'consent_revoked', principal: event.principalId ?? 'unknown', upstream: event.upstream, reason: event.reason })
+    void registry.closePersonal?.(event.upstream, event.principalKey)
+  }
+  grants.on('granted', granted)
+  grants.on('revoked', revoked)
+  return () => { grants.off('granted', granted); grants.off('revoked', revoked) }
 }

@@ -45,6 +45,29 @@ export const SLOW_ONLY: readonly string[] = [
   'auth/dpop/daemon-refuses-bound-token-as-bearer',
   'auth/dpop/daemon-refuses-two-dpop-header-fields',
   'auth/dpop/replay-refused-across-replicas',
+  // test/e2e/id-jag.test.ts: a real daemon, a real enterprise IdP and a real upstream authorization server
+  'identity-upstream/id-jag/per-principal-upstream-token',
+  'identity-upstream/id-jag/cached-until-expiry',
+  'identity-upstream/id-jag/new-subject-token-new-exchange',
+  'identity-upstream/id-jag/idp-refusal-is-a-clear-error',
+  'identity-upstream/id-jag/idp-down-is-a-clear-error',
+  'identity-upstream/id-jag/as-down-is-a-clear-error',
+  'identity-upstream/id-jag/401-redeems-again-once',
+  'identity-upstream/id-jag/no-secret-in-logs',
+  // test/e2e/identity-upstream.test.ts
+  'identity-upstream/consent/legacy-url-elicitation-then-retry',
+  'identity-upstream/consent/state-single-use',
+  'identity-upstream/stdio/consent-then-retry',
+  'identity-upstream/consent/prompts-and-resources-as-the-caller',
+  'identity-upstream/consent/modern-input-required-then-retry',
+  'identity-upstream/consent/without-url-capability-names-the-url',
+  'identity-upstream/connections/two-principals-two-identities',
+  'identity-upstream/refresh/after-upstream-401',
+  'identity-upstream/revocation/admin-api',
+  'identity-upstream/revocation/cli',
+  'identity-upstream/replicas/grants-shared-through-redis',
+  'identity-upstream/audit/consent-events',
+  'identity-upstream/secrets/none-in-logs',
   // test/e2e/integrity.test.ts
   'integrity/quarantine/changed-definition-hidden-until-approved',
   'integrity/quarantine/rename-reported-as-rename',
@@ -116,7 +139,21 @@ export const SLOW_ONLY: readonly string[] = [
   'skills/upstreams/refresh-on-resources-list-changed',
   'skills/stdio/serve-serves-skills-in-both-eras',
   'skills/policy/hidden-skill-absent-byte-for-byte',
-  'skills/servers/curated-endpoint-skills-rule'
+  'skills/servers/curated-endpoint-skills-rule',
+  // test/e2e/confirm.test.ts
+  'confirm/modern/accept-forwards-decline-does-not',
+  'confirm/modern/replayed-approval-refused',
+  'confirm/modern/tampered-state-refused',
+  'confirm/modern/expired-approval-refused',
+  'confirm/modern/client-without-elicitation-refused',
+  'confirm/legacy/client-without-elicitation-refused',
+  'confirm/legacy/unanswered-question-expires',
+  'confirm/select/arguments-redacted-and-truncated',
+  'confirm/select/destructive-hint-after-overrides',
+  'confirm/clients/v1-elicitation-accepts-and-declines',
+  'confirm/clients/v2-input-required-accepts-and-declines',
+  'confirm/audit/confirmed-and-declined-with-time',
+  'confirm/serve/both-eras-accept-decline-refuse',
 ]
 
 /** Whether the source file `file` (relative to test/, e.g. `e2e/stdio.test.ts`) is in `tier`. */

@@ -7,7 +7,7 @@
 import { DURATION_SCHEMA } from '../base/duration.js'
 import { REDIS_TARGET_SCHEMA } from '../base/redis.js'
 import { UPSTREAMS_SCHEMA } from '../upstreams/config.js'
-import { DISCOVERY_SCHEMA, POLICY_SCHEMA, SERVERS_SCHEMA } from '../policy/schema.js'
+import { CONFIRMATION_SCHEMA, DISCOVERY_SCHEMA, POLICY_SCHEMA, SERVERS_SCHEMA } from '../policy/schema.js'
 
 /** Largest `transport.pageSize` the config accepts (items per page of the four list methods). */
 export const MAX_PAGE_SIZE = 10_000
@@ -204,6 +204,7 @@ export const CONFIG_SCHEMA = {
     },
     servers: SERVERS_SCHEMA,
     discovery: DISCOVERY_SCHEMA,
+    confirmation: CONFIRMATION_SCHEMA,
     upstreams: UPSTREAMS_SCHEMA
   }
 } as const

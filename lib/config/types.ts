@@ -11,6 +11,7 @@ import type { AuditConfig } from '../policy/audit.js'
 import type { ServerConfig } from '../policy/endpoints.js'
 import type { IntegrityConfig } from '../policy/integrity.js'
 import type { DiscoveryConfig } from '../policy/discovery.js'
+import type { ConfirmationConfig } from '../policy/confirm.js'
 
 /** mcpx's configuration after validation; durations are ms. */
 export interface McpxConfig {
@@ -67,6 +68,8 @@ export interface McpxConfig {
   servers?: Record<string, ServerConfig>
   /** Tool search for `/mcp` and plain `mcpx serve` (lib/policy/discovery.ts); absent: `"mode": "list"`. Curated endpoints have their own (`servers.<name>.discovery`). */
   discovery?: DiscoveryConfig
+  /** How the human confirmation gate asks (lib/policy/confirm.ts); `expiry` in ms after loading. */
+  confirmation: ConfirmationConfig
   /** Keyed by upstream name; insertion order is config order. */
   upstreams: Record<string, UpstreamConfig>
 }

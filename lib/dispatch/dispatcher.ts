@@ -35,8 +35,11 @@ import { HiddenError, RefusedError } from './errors.js'
 import { auditEventOf } from './audit-event.js'
 import { MrtrBridge, StateSealer, missingCapabilities, missingCapabilityError } from './mrtr.js'
 import { Tasks } from './tasks.js'
+import { ConfirmGate } from './confirm-gate.js'
+import { MemoryLedger, type ApprovalLedger, type ConfirmationConfig } from '../policy/confirm.js'
 import { METHODS, type MethodDeps } from './methods/index.js'
 import { innerCallOf, type Via } from './methods/discovery.js'
+import type { ConsentGate } from './consent.js'
 import { capabilitiesOf, discoverResult, initializeResult } from './methods/lifecycle.js'
 
 export type { DispatchContext, ServerInfo } from './context.js'
@@ -74,7 +77,16 @@ export interface DispatcherOptions {
   rateLimiter?: RateLimiter
   /** Called once per call refused by a rate limit (`limited`) or for want of its store (`unavailable`); lib/ops/metrics counts them. Must not throw. */
   onRateLimited?: (reason: 'limited' | 'unavailable') => void
+  /** How the confirmation gate asks (config `confirmation`); default: 2 min expiry, no redaction, 1000 characters of arguments. */
+  confirmation?: ConfirmationConfig
+  /** Makes the ledger of spent approvals on first use (lib/policy/confirm.ts createLedger); default: in memory. */
+  ledger?: () => ApprovalLedger
+  /** The grants of the `oauth-user` upstreams (lib/dispatch/consent.ts); undefined: none configured. */
+  consent?: ConsentGate
 }
+
+/** The gate's settings when none are given (lib/policy/schema.ts CONFIRMATION_SCHEMA has the config's defaults). */
+const DEFAULT_CONFIRMATION: ConfirmationConfig = { expiry: 120_000, redact: [], maxArgumentChars: 1000 }
 
 /** An endpoint a request names that is not configured (a reload removed it): nothing is exposed (fail closed). */
 const NO_SERVER = new CuratedServer('', {})
@@ -104,6 +116,8 @@ export class Dispatcher {
   private readonly deps: MethodDeps
   /** The task methods of both eras, ids and book (lib/dispatch/tasks.ts); lib/core relays status notifications through it. */
   readonly tasks: Tasks
+  /** The human confirmation gate on tools/call (lib/dispatch/confirm-gate.ts); lib/core swaps its settings on reload. */
+  readonly confirm: ConfirmGate
 
   constructor (options: DispatcherOptions) {
     this.registry = options.registry
@@ -124,14 +138,17 @@ export class Dispatcher {
       logger: options.logger,
       callOptions: optionsFor
     })
+    this.confirm = new ConfirmGate(sealer, options.confirmation ?? DEFAULT_CONFIRMATION, options.ledger ?? (() => new MemoryLedger()))
     this.deps = {
       registry: this.registry,
       serverInfo: this.serverInfo,
       mrtr: this.mrtr,
       tasks: this.tasks,
+      confirm: this.confirm,
       pageSize: options.pageSize ?? 0,
       rateLimiter: options.rateLimiter,
       onRateLimited: options.onRateLimited,
+      consent: options.consent,
       callOptions: optionsFor
     }
   }
@@ -188,7 +205,7 @@ export class Dispatcher {
   /** Number of calls parked on a question, for metrics and tests. */
   get parkedCalls (): number { return this.mrtr.parkedCalls }
 
-  /** Cancels every parked call upstream (shutdown). */
+  /** Cancels every parked call upstream (shutdown). The confirmation ledger is closed by its owner (lib/core: `confirm.close()`). */
   close (): void { this.mrtr.close() }
 
   /** The capabilities mcpx declares (lib/dispatch/methods/lifecycle.ts capabilitiesOf). */
@@ -237,7 +254,7 @@ export class Dispatcher {
   private async answerAudited (audit: AuditTrail, request: JsonRpcRequest, ctx: DispatchContext, view: Visibility, via: Via | undefined): Promise<JsonRpcResponse> {
     const started = performance.now()
     const response = await this.answer(request, ctx, view, via)
-    const event = auditEventOf(this.registry, request, ctx, view, response, this.denials.has(response), performance.now() - started, via)
+    const event = auditEventOf(this.registry, request, ctx, view, response, this.denials.has(response), performance.now() - started, via, this.confirm.recordOf(ctx))
     if (event !== undefined) audit.record(event)
     return response
   }

@@ -36,8 +36,8 @@ import { Cancellation, type Canceller } from '../base/cancel.js'
  * original request again (2025-11-25 client/elicitation.mdx: retry once the elicitation is done).
  */
 export interface StatePayload {
-  /** 'park' | 'wrap' | 'again' */
-  k: 'park' | 'wrap' | 'again'
+  /** 'park' | 'wrap' | 'again', or 'confirm': the confirmation gate's question (lib/dispatch/confirm-gate.ts) */
+  k: 'park' | 'wrap' | 'again' | 'confirm'
   /** originating method */
   m: string
   /** originating tool/prompt name or resource URI */
@@ -52,7 +52,15 @@ export interface StatePayload {
   u?: string
   /** the principal the state was issued to (lib/auth/principal.ts Principal.key), when the caller had one */
   a?: string
-  /** a nonce, so two states are never equal */
+  /**
+   * SHA-256 of the arguments a human confirmed (lib/policy/confirm.ts argumentsHash): on the
+   * gate's question (k = 'confirm'), and on every state of a call forwarded after a confirmation,
+   * so its retries may only repeat those arguments
+   */
+  h?: string
+  /** when the gate's question was asked, ms since epoch (k = 'confirm'): the audit line's time the user took */
+  t?: number
+  /** a nonce, so two states are never equal; the gate's ledger spends it once */
   x: string
 }
 
@@ -448,7 +456,12 @@ export class MrtrBridge {
   }
 
   private seal (payload: Omit<StatePayload, 'x' | 'exp' | 'a'>, ctx: DispatchContext): string {
-    return this.options.sealer.seal({ ...payload, exp: Date.now() + this.options.stateTtlMs, ...(ctx.principal !== undefined ? { a: ctx.principal } : {}) })
+    return this.options.sealer.seal({
+      ...payload,
+      exp: Date.now() + this.options.stateTtlMs,
+      ...(ctx.principal !== undefined ? { a: ctx.principal } : {}),
+      ...(ctx.confirmedArguments !== undefined ? { h: ctx.confirmedArguments } : {})
+    })
   }
 }
 

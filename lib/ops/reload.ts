@@ -12,7 +12,7 @@
  *
  * Refused (one error line; the running config stays): a config that cannot be read or is invalid,
  * a change of `daemon.address` (the listening socket is not moved), a change to an upstream's
- * `auth` (its credentials are read once, at start). `policy`, `servers`, `discovery` and
+ * `auth` (its credentials are read once, at start). `policy`, `servers`, `discovery`, `confirmation` and
  * `transport.pageSize` are applied live when the face gives `applyAccess` (the daemon
  * and `mcpx serve` do): requests that start after the reload see them. Other keys outside
  * `upstreams` (the rest of transport, auth, sessions…) are not applied live: the reload goes ahead
@@ -62,7 +62,7 @@ export interface ReloaderOptions {
 }
 
 /** The keys besides `upstreams` a reload applies live when the face gives {@link ReloaderOptions.applyAccess}. */
-const ACCESS_KEYS = new Set(['policy', 'servers', 'discovery', 'integrity'])
+const ACCESS_KEYS = new Set(['policy', 'servers', 'discovery', 'confirmation', 'integrity'])
 /** The `transport` keys a reload applies live with {@link ReloaderOptions.applyAccess}. */
 const LIVE_TRANSPORT_KEYS = new Set(['pageSize'])
 
@@ -144,7 +144,7 @@ export class Reloader {
     const running: McpxConfig = { ...this.current, upstreams }
     // integrity: the top-level key, or an upstream's own integrity.pin (which restarts nothing: lib/upstreams/registry.ts sameConnection).
     const pinsChanged = !isDeepStrictEqual(modesOf(this.current), modesOf(next)) || differs('integrity')
-    const accessChanged = differs('policy') || differs('servers') || differs('discovery') || pageSizeChanged || pinsChanged
+    const accessChanged = differs('policy') || differs('servers') || differs('discovery') || differs('confirmation') || pageSizeChanged || pinsChanged
     if (applyAccess !== undefined && accessChanged) {
       const notApplied = applyAccess(next)
       for (const key of notApplied) if (!ACCESS_KEYS.has(key)) restartToApply.push(key)

@@ -20,6 +20,7 @@
  * rule covers a tool on every endpoint, whatever it is called there.
  */
 import { GlobAccess } from './rules.js'
+import { ConfirmSelection, type ConfirmConfig } from './confirm.js'
 import type { Expansions } from './expansions.js'
 import { toolSearchOf, type DiscoveryConfig, type ToolSearch } from './discovery.js'
 import type { JsonObject } from '../protocol/jsonrpc.js'
@@ -42,6 +43,8 @@ export interface ServerConfig {
   defaults?: Record<string, JsonObject>
   /** Tool search (docs/discovery.md › Tool search); absent: `"mode": "list"`. */
   discovery?: DiscoveryConfig
+  /** Calls of these tools need a human's yes first (docs/policy.md › Confirmation; lib/policy/confirm.ts). */
+  confirm?: ConfirmConfig
 }
 
 /** A compiled allow/deny pair. */
@@ -65,9 +68,12 @@ export class CuratedServer {
   private readonly filtered = new WeakMap<readonly JsonObject[], JsonObject[]>()
   /** This endpoint's tool search; undefined in `"mode": "list"` (the default). */
   readonly search: ToolSearch | undefined
+  /** The tools whose calls need a human's yes on this endpoint (ConfirmSelection.NONE: none). */
+  readonly confirm: ConfirmSelection
 
   constructor (readonly name: string, config: ServerConfig) {
     this.search = toolSearchOf(config.discovery)
+    this.confirm = ConfirmSelection.union([config.confirm])
     this.tools = globsOf(config.tools)
     this.prompts = globsOf(config.prompts)
     this.resources = globsOf(config.resources)

@@ -26,6 +26,7 @@
  */
 import type { Principal } from '../auth/principal.js'
 import type { Expansions } from './expansions.js'
+import { ConfirmSelection, type ConfirmConfig } from './confirm.js'
 
 /** The kinds of things a policy governs. */
 export type PolicyKind = 'tools' | 'prompts' | 'resources' | 'skills'
@@ -59,6 +60,8 @@ export interface PolicyRule {
   deny?: KindGlobs
   /** Counted per (principal, tool) for the tools this rule allows (docs/policy.md › Rate limits). */
   rateLimit?: RateLimitConfig
+  /** Calls of these tools need a human's yes first (docs/policy.md › Confirmation; lib/policy/confirm.ts). */
+  confirm?: ConfirmConfig
 }
 
 /** `policy` as loaded (lib/config/load.ts; `per` in ms). */
@@ -151,8 +154,11 @@ export class PolicyView {
   private readonly filtered = new WeakMap<readonly object[], unknown[]>()
   private readonly limitsByTool = new Map<string, readonly AppliedLimit[]>()
 
-  /** @param limits the rate limits of the applying rules (rule index, calls, per ms, the tools they allow) */
-  constructor (allow: Record<PolicyKind, string[]>, deny: Record<PolicyKind, string[]>, readonly limits: readonly AppliedLimit[]) {
+  /**
+   * @param limits the rate limits of the applying rules (rule index, calls, per ms, the tools they allow)
+   * @param confirm the tools the applying rules' `confirm` selects (ConfirmSelection.NONE: none)
+   */
+  constructor (allow: Record<PolicyKind, string[]>, deny: Record<PolicyKind, string[]>, readonly limits: readonly AppliedLimit[], readonly confirm: ConfirmSelection = ConfirmSelection.NONE) {
     this.kinds = {
       tools: new GlobAccess(allow.tools, deny.tools),
       prompts: new GlobAccess(allow.prompts, deny.prompts),
@@ -218,6 +224,7 @@ interface CompiledRule {
   deny: KindGlobs
   rateLimit: RateLimitConfig | undefined
   allowsTools: RegExp | null
+  confirm: ConfirmConfig | undefined
 }
 
 /** Most distinct rule combinations kept compiled; past it the cache starts over (bounded memory). */
@@ -282,7 +289,8 @@ export class Policy {
       allow: rule.allow ?? {},
       deny: rule.deny ?? {},
       rateLimit: rule.rateLimit,
-      allowsTools: compileGlobs(rule.allow?.tools ?? [])
+      allowsTools: compileGlobs(rule.allow?.tools ?? []),
+      confirm: rule.confirm
     }))
   }
 
@@ -324,7 +332,7 @@ export class Policy {
       const limit = rule.rateLimit
       if (limit !== undefined) limits.push({ rule: i, id: `${i}:${limit.calls}/${limit.per}`, calls: limit.calls, per: limit.per, allows: rule.allowsTools })
     }
-    const view = new PolicyView(allow, deny, limits)
+    const view = new PolicyView(allow, deny, limits, ConfirmSelection.union(applying.map(i => this.rules[i].confirm)))
     if (this.byRuleSet.size >= MAX_VIEWS) this.byRuleSet.clear()
     this.byRuleSet.set(key, view)
     return view

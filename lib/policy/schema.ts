@@ -4,6 +4,40 @@
  */
 import { DURATION_SCHEMA } from '../base/duration.js'
 
+/** `confirm` of a policy rule or a curated endpoint (docs/policy.md › Confirmation). */
+const CONFIRM_SCHEMA = {
+  description: 'calls of these tools need a human\'s yes first: globs of tool names (catalogue or exposed), or { tools: globs, destructive: true } (tools whose destructiveHint is true, after overrides)',
+  oneOf: [
+    { type: 'array', items: { type: 'string', minLength: 1 } },
+    {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        tools: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'globs of tool names' },
+        destructive: { type: 'boolean', description: 'true: every tool whose annotations.destructiveHint is true, as the endpoint lists it' }
+      }
+    }
+  ]
+}
+
+/** `confirmation` (docs/policy.md › Confirmation): how the gate asks. */
+export const CONFIRMATION_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  default: {},
+  description: 'how the human confirmation gate asks (docs/policy.md › Confirmation); which tools it gates is `confirm` on policy rules and curated endpoints',
+  properties: {
+    expiry: { ...DURATION_SCHEMA, default: '2m', description: 'how long a question, and the approval it yields, stays valid (ms)' },
+    redact: {
+      type: 'array',
+      items: { type: 'string', minLength: 1 },
+      default: ['*password*', '*passwd*', '*secret*', '*token*', '*apikey*', '*api_key*', '*api-key*', 'authorization', '*credential*', '*private_key*'],
+      description: 'globs of argument names (case-insensitive, at any depth) whose values the question shows as [redacted]; replaces the default list'
+    },
+    maxArgumentChars: { type: 'integer', minimum: 16, maximum: 100000, default: 1000, description: 'most characters of the arguments\' JSON the question shows (characters)' }
+  }
+}
+
 /** Globs per kind, for `policy` rules. */
 const KIND_GLOBS = {
   type: 'object',
@@ -55,7 +89,8 @@ export const POLICY_SCHEMA = {
             required: ['calls', 'per'],
             description: 'calls per window, counted per (principal, tool) for the tools this rule allows',
             properties: { calls: { type: 'integer', minimum: 1 }, per: { ...DURATION_SCHEMA, description: 'window (ms or duration string)' } }
-          }
+          },
+          confirm: CONFIRM_SCHEMA
         }
       }
     }
@@ -107,7 +142,8 @@ export const SERVERS_SCHEMA = {
         }
       },
       defaults: { type: 'object', additionalProperties: { type: 'object' }, description: 'per catalogue tool name: arguments filled in when the client leaves them out (and dropped from required)' },
-      discovery: DISCOVERY_SCHEMA
+      discovery: DISCOVERY_SCHEMA,
+      confirm: CONFIRM_SCHEMA
     }
   }
 }

@@ -181,6 +181,22 @@ export class Visibility {
   }
 
   /**
+   * Whether a call of the tool called `exposed` here (catalogue name `catalogue`) needs a human's
+   * yes first (docs/policy.md › Confirmation): the caller's policy rules or the endpoint select it
+   * by glob, or by `destructiveHint` as this endpoint lists the tool. Without any `confirm` it
+   * costs two property reads. Never throws.
+   */
+  needsConfirmation (exposed: string, catalogue: string, registry: UpstreamRegistry): boolean {
+    const byPolicy = this.policy?.confirm
+    const byServer = this.server?.confirm
+    const policyAny = byPolicy !== undefined && byPolicy.any
+    const serverAny = byServer !== undefined && byServer.any
+    if (!policyAny && !serverAny) return false
+    const tool = (policyAny && byPolicy.destructive) || (serverAny && byServer.destructive) ? this.findTool(exposed, registry) : undefined
+    return (policyAny && byPolicy.selects(catalogue, exposed, tool)) || (serverAny && byServer.selects(catalogue, exposed, tool))
+  }
+
+  /**
    * The tool called `exposed` as a direct `tools/call` of it finds it here (its inputSchema decides the
    * Mcp-Param-* headers), or undefined when it is not visible or does not exist. In search mode the
    * two meta-tools' names are the meta-tools.

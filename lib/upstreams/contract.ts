@@ -164,7 +164,10 @@ export interface UpstreamCallOptions {
 export interface UpstreamHeaderRequest {
   /** The upstream's configured name. */
   upstream: string
-  /** {@link UpstreamCallOptions.principal} of the call, as the dispatcher passed it. */
+  /**
+   * {@link UpstreamCallOptions.principal} of the call, as the dispatcher passed it; on an isolated
+   * instance's own traffic, the latest caller it served (its key is `instanceKey`).
+   */
   principal: unknown
   /** true on the one retry after the upstream answered 401 to the headers of the first try. */
   afterUnauthorized: boolean
@@ -175,6 +178,11 @@ export interface UpstreamHeaderRequest {
   own?: boolean
   /** On that retry: the 401's `WWW-Authenticate` value, when it had one. */
   challenge?: string
+  /**
+   * The isolated instance whose traffic this is (isolation.ts instanceKeyOf: the principal's key
+   * for a per-principal upstream), on an instance's own traffic too: whose credentials to send there.
+   */
+  instanceKey?: string
 }
 
 /**
@@ -257,6 +265,23 @@ export interface UpstreamRegistry extends EventEmitter {
    */
   setCatalogueGate? (gate: CatalogueGate | undefined): void
 
+  /**
+   * One list of the `oauth-user` upstreams as principal `principalKey` sees them (docs/upstreams.md ›
+   * Upstream identity): its own instances' catalogues, tool and prompt names prefixed; empty before
+   * it consented. Optional.
+   */
+  personalList? (principalKey: string, kind: ListKind | 'resourceTemplates'): JsonObject[]
+  /** The `oauth-user` upstream whose catalogue for `principalKey` lists `uri` (or a template matching it); undefined when none. Optional. */
+  personalResourceOwner? (principalKey: string, uri: string): string | undefined
+  /**
+   * The `oauth-user` upstream whose namespace (`<prefix>__…`) holds `name`, and the name without the
+   * prefix; undefined for any other name. Such a name is routed there whether listed or not. Optional.
+   */
+  personalRoute? (name: string): { upstream: string, name: string } | undefined
+  /** Opens principal `principalKey`'s connection to an `oauth-user` upstream (after its consent) and announces its lists. Never rejects. */
+  openPersonal? (upstream: string, principalKey: string): Promise<void>
+  /** Closes that connection and forgets its catalogue (the grant went). Never rejects. */
+  closePersonal? (upstream: string, principalKey: string): Promise<void>
   /** Merged, prefixed lists, in config order. Tool objects are verbatim but for `name`. */
   tools (): JsonObject[]
   prompts (): JsonObject[]

@@ -25,6 +25,7 @@ import { issuerMetadataUrls } from '../auth/oauth-metadata.js'
 import type { Principal } from '../auth/principal.js'
 import type { UpstreamAuthConfig, UpstreamConfig } from './config.js'
 import type { UpstreamHeaderProvider, UpstreamHeaderRequest } from './contract.js'
+import { createIdJagProvider } from './id-jag.js'
 
 /** The credentials of one upstream. */
 export interface UpstreamCredentials {
@@ -166,7 +167,10 @@ function subjectKeyOf (token: Secret): string {
 export function createUpstreamHeaderProvider (upstreams: Record<string, UpstreamConfig>, logger: Pick<Logger, 'info' | 'warn'>, env: NodeJS.ProcessEnv = process.env): UpstreamHeaderProvider | undefined {
   const credentials = new Map<string, UpstreamCredentials>()
   for (const [name, config] of Object.entries(upstreams)) {
-    if ('url' in config && config.auth !== undefined) credentials.set(name, createUpstreamAuthProvider(name, config.auth, logger, env))
+    if (!('url' in config) || config.auth === undefined || config.auth.type === 'oauth-user') continue
+    // `oauth-user` tokens are each caller's own (lib/upstreams/user-grants.ts).
+    // `id-jag` (Enterprise-Managed Authorization) lives in its own module, lib/upstreams/id-jag.ts.
+    credentials.set(name, config.auth.type === 'id-jag' ? createIdJagProvider(name, config.url, config.auth, logger, env, createUpstreamAuthProvider) : createUpstreamAuthProvider(name, config.auth, logger, env))
   }
   if (credentials.size === 0) return undefined
   return async function upstreamCredentials (request) {

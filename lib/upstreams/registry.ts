@@ -359,7 +359,8 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   async callUpstream (name: string, method: string, params: JsonObject, options: UpstreamCallOptions): Promise<JsonObject> {
     const upstream = this.byName(name)
     if (upstream === undefined) throw new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${name} is not configured on this replica`)
-    const tool = method === 'tools/call' ? upstream.lists().tools.find(t => t.name === params.name) : undefined
+    const lists = upstream.personal && options.principalKey !== undefined ? upstream.personalLists(options.principalKey) : upstream.lists()
+    const tool = method === 'tools/call' ? lists.tools.find(t => t.name === params.name) : undefined
     return await upstream.forwardedCall(method, params, options, tool)
   }
 
@@ -446,6 +447,11 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   capabilities (): JsonObject {
     const merged: Record<string, JsonObject> = {}
     for (const upstream of this.upstreams) {
+      // An `oauth-user` upstream's lists reach each caller after consent, announced by list_changed.
+      if (upstream.personal) {
+        for (const key of ['tools', 'prompts', 'resources']) merged[key] = { ...merged[key], listChanged: true }
+        continue
+      }
       const caps = upstream.serverCapabilities()
       if (caps === undefined) continue
       for (const key of ['tools', 'prompts', 'resources', 'completions', 'logging']) {
@@ -585,6 +591,47 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   }
 
   /** The upstream configured as `name`, if any. */
+  personalList (principalKey: string, kind: ListKind | 'resourceTemplates'): JsonObject[] {
+    const items: JsonObject[] = []
+    for (const upstream of this.upstreams) {
+      if (!upstream.personal) continue
+      const prefix = this.prefixes.get(upstream) ?? ''
+      for (const item of upstream.personalLists(principalKey)[kind]) {
+        if (kind === 'tools' || kind === 'prompts') {
+          if (typeof item.name === 'string') items.push({ ...item, name: prefixed(prefix, item.name) })
+        } else items.push(item)
+      }
+    }
+    return items
+  }
+
+  personalResourceOwner (principalKey: string, uri: string): string | undefined {
+    for (const upstream of this.upstreams) {
+      if (!upstream.personal) continue
+      const lists = upstream.personalLists(principalKey)
+      if (lists.resources.some(item => item.uri === uri)) return upstream.name
+      if (lists.resourceTemplates.some(item => typeof item.uriTemplate === 'string' && compileUriTemplate(item.uriTemplate).test(uri))) return upstream.name
+    }
+    return undefined
+  }
+
+  personalRoute (name: string): { upstream: string, name: string } | undefined {
+    for (const upstream of this.upstreams) {
+      if (!upstream.personal) continue
+      const prefix = (this.prefixes.get(upstream) ?? '') + PREFIX_SEPARATOR
+      if (name.startsWith(prefix) && name.length > prefix.length) return { upstream: upstream.name, name: name.slice(prefix.length) }
+    }
+    return undefined
+  }
+
+  async openPersonal (upstream: string, principalKey: string): Promise<void> {
+    await this.byName(upstream)?.openPersonal(principalKey)
+  }
+
+  async closePersonal (upstream: string, principalKey: string): Promise<void> {
+    await this.byName(upstream)?.closePersonal(principalKey)
+  }
+
   private byName (name: string): Upstream | undefined {
     return this.upstreams.find(upstream => upstream.name === name)
   }
