@@ -1,5 +1,5 @@
 /**
- * Scenario 21, in process (docs/policy.md › Integrity): what pinned definitions (quarantine) cost a
+ * Scenario 24, in process (docs/policy.md › Integrity): what pinned definitions (quarantine) cost a
  * `tools/list` and a `tools/call`, against pinning off. Two real registries, each with its own echo
  * fixture child (stdio), and two real Dispatchers; one registry has the integrity gate (memory
  * store), the other none. Both run the same requests, alternately, round by round, so machine load
@@ -96,7 +96,7 @@ export async function integrityCost (requests = 2_000): Promise<IntegrityFigures
 /** One line of the report. */
 export function integrityLine (f: IntegrityFigures): string {
   const fmt = (value: number): string => value.toFixed(1)
-  return `integrity in process (21; quarantine, memory store, fixture over stdio; ${f.requests} requests × 5 rounds, alternating, median CPU µs of mcpx's side): ` +
+  return `integrity in process (24; quarantine, memory store, fixture over stdio; ${f.requests} requests × 5 rounds, alternating, median CPU µs of mcpx's side): ` +
     `tools/list ${fmt(f.listOffUs)} off, ${fmt(f.listOnUs)} on; tools/call ${fmt(f.callOffUs)} off, ${fmt(f.callOnUs)} on; ` +
     `one rebuild of the three lists ${fmt(f.rebuildOffUs)} off, ${fmt(f.rebuildOnUs)} on`
 }

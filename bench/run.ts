@@ -37,7 +37,15 @@
  *                  a search endpoint's tools/list plus one search_tools answer; search_tools p50/p99;
  *                  index build time for 2,000 tools; tools/call CPU on a list-mode endpoint with and
  *                  without discovery configured elsewhere
- *  21 integrity    pinned definitions (quarantine) against off, in process (bench/integrity.ts):
+ *  21 forwarding ceiling  the least a Fastify gateway must do to put the v1 stdio server of 8–10 on
+ *                  HTTP (bench/forward-server.ts: one route, fresh id, one shared child, reply
+ *                  matched by id); the modern tools/call of 3 through it
+ *  22 mcpx modern  the modern tools/call of 3 on scenario 8's daemon (→ the v1 server); 8/21 and
+ *                  22/21 are mcpx against the forwarding ceiling in both eras, log line and metrics on
+ *  23 bytes/call   bytes allocated per call inside the server (bench/alloc.ts: V8 sampling heap
+ *                  profiler, freed objects included), for 21, 22 and 8's call, one call at a time
+ *                  and with 16 connections
+ *  24 integrity    pinned definitions (quarantine) against off, in process (bench/integrity.ts):
  *                  CPU µs per tools/list and per tools/call, and per rebuild of the lists
  *
  * The load generator (autocannon, or the stdio client) runs in this process; every server runs in
@@ -71,6 +79,7 @@ import { gateCost, type GateFigures } from './gate.js'
 import { callStatsCost, type CallStatsFigures } from './call-stats.js'
 import { fiftyRules, policyCost, type PolicyFigures } from './policy.js'
 import { discoveryCost, type DiscoveryFigures } from './discovery.js'
+import { ALLOC_METHOD, allocPerCall, type AllocFigure } from './alloc.js'
 import { integrityCost, integrityLine, type IntegrityFigures } from './integrity.js'
 
 const USAGE = `usage: npm run bench -- [options]   (or node dist/bench/run.js [options])
@@ -139,6 +148,7 @@ const FIXTURE = path('../test/fixtures/echo-upstream.js')
 const CEILING = path('./ceiling-server.js')
 const PEER = path('./peer-server.js')
 const V1_UPSTREAM = path('./v1-stdio-upstream.js')
+const FORWARD = path('./forward-server.js')
 const SUPERGATEWAY = path('../../node_modules/supergateway/dist/index.js')
 const MCP_PROXY = path('../../node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs')
 const LOG_DIR = mkdtempSync(join(tmpdir(), 'mcpx-bench-'))
@@ -362,11 +372,24 @@ async function legacySessionScenario (n: number, label: string, child: Child, po
 
 async function scenarioPeerProxies (): Promise<void> {
   const upstreamCommand = [NODE, V1_UPSTREAM]
-  if (wanted(8)) {
+  if (wanted(21)) {
+    const { child, port } = await startListening('21-forward', FORWARD, ['--', ...upstreamCommand])
+    try {
+      await sanity('forwarding ceiling', port, MODERN_HEADERS, MODERN_BODY)
+      rows.set(21, await httpLoad({ ...base, serverPgid: child.pid, scenario: '21 forwarding ceiling → v1 server (stdio)', url: `http://127.0.0.1:${port}/mcp`, headers: MODERN_HEADERS, body: MODERN_BODY }))
+    } finally { await child.stop() }
+  }
+  if (wanted(8) || wanted(22)) {
     const port = await freePort()
     const config = writeConfig('mcpx-v1-upstream', port, { command: NODE, args: [V1_UPSTREAM] }, { maxSessions: 1000 })
-    const child = await startDaemon('8-mcpx-daemon-v1', config, port)
-    try { await legacySessionScenario(8, '8 mcpx legacy (sessions) → v1 server (stdio)', child, port) } finally { await child.stop() }
+    const child = await startDaemon('8-22-mcpx-daemon-v1', config, port)
+    try {
+      if (wanted(8)) await legacySessionScenario(8, '8 mcpx legacy (sessions) → v1 server (stdio)', child, port)
+      if (wanted(22)) {
+        await sanity('mcpx modern → v1', port, MODERN_HEADERS, MODERN_BODY)
+        rows.set(22, await httpLoad({ ...base, serverPgid: child.pid, scenario: '22 mcpx modern → v1 server (stdio)', url: `http://127.0.0.1:${port}/mcp`, headers: MODERN_HEADERS, body: MODERN_BODY }))
+      }
+    } finally { await child.stop() }
   }
   if (wanted(9)) {
     const port = await freePort()
@@ -400,6 +423,15 @@ async function scenarioMemory (): Promise<void> {
   try {
     memory = await measureMemory({ pid: child.pid, port, sessions: SESSIONS, streams: STREAMS, warmupSessions, concurrency: 16, settleMs: QUICK ? 500 : 1500 })
   } finally { await child.stop() }
+}
+
+const allocs: AllocFigure[] = []
+/** 23: bytes allocated per call inside the server (bench/alloc.ts), the forwarding ceiling and mcpx in both eras. */
+async function scenarioAlloc (): Promise<void> {
+  const calls = QUICK ? 1000 : 3000
+  for (const connections of [1, 16]) {
+    for (const target of ['forward', 'modern', 'legacy'] as const) allocs.push(await allocPerCall(target, calls, calls, connections))
+  }
 }
 
 let instances: InstanceFigures | undefined
@@ -452,19 +484,31 @@ function report (startedAt: Date, elapsedS: number): string {
   ratio(5, 2, 'mcpx → HTTP upstream vs that peer served directly')
   ratio(8, 9, 'mcpx legacy sessions vs supergateway, same v1 stdio upstream')
   ratio(8, 10, 'mcpx legacy sessions vs mcp-proxy, same v1 stdio upstream')
+  ratio(8, 21, 'mcpx legacy sessions vs the forwarding ceiling, same v1 stdio upstream')
+  ratio(22, 21, 'mcpx modern vs the forwarding ceiling, same v1 stdio upstream')
   for (const line of notServed) lines.push(`not measured: ${line}`)
   const goal = (label: string, value: number | undefined, test: (v: number) => boolean, want: string): string =>
     `  ${label}: ${value === undefined ? 'n/a' : fmt(value)} (goal ${want}${value === undefined ? '' : test(value) ? ', met' : ', not met'})`
   const r = (n: number): Row | undefined => rows.get(n)
   const quotient = (a: number | undefined, b: number | undefined): number | undefined => a === undefined || b === undefined || b === 0 ? undefined : a / b
-  if (r(3) !== undefined || r(5) !== undefined || r(8) !== undefined) {
+  if (r(3) !== undefined || r(5) !== undefined || r(8) !== undefined || r(21) !== undefined) {
     lines.push('')
     lines.push('goals, ratios from this run:')
     lines.push(goal('3/1 req/s (mcpx modern, share of the ceiling)', quotient(r(3)?.rps, r(1)?.rps), v => v >= 0.25, '≥ 0.25'))
     lines.push(goal('3/1 server CPU per request', quotient(r(3)?.serverCpuUs, r(1)?.serverCpuUs), v => v <= 3.5, '≤ 3.5×'))
-    lines.push(goal('5/2 req/s (mcpx → HTTP peer, against the peer served directly)', quotient(r(5)?.rps, r(2)?.rps), v => v >= 0.6, '≥ 0.6'))
-    lines.push(goal('8/9 req/s (against supergateway)', quotient(r(8)?.rps, r(9)?.rps), v => v >= 3, '≥ 3'))
-    lines.push(goal('8/10 req/s (against mcp-proxy)', quotient(r(8)?.rps, r(10)?.rps), v => v >= 3, '≥ 3'))
+    lines.push(goal('5/2 req/s (mcpx → HTTP peer, against the peer served directly)', quotient(r(5)?.rps, r(2)?.rps), v => v >= 0.9, '≥ 0.9'))
+    lines.push(goal('8/9 req/s (against supergateway)', quotient(r(8)?.rps, r(9)?.rps), v => v >= 4, '≥ 4'))
+    lines.push(goal('8/10 req/s (against mcp-proxy)', quotient(r(8)?.rps, r(10)?.rps), v => v >= 4, '≥ 4'))
+    lines.push(goal('8/21 server CPU per request (mcpx legacy, against the forwarding ceiling)', quotient(r(8)?.serverCpuUs, r(21)?.serverCpuUs), v => v <= 1.75, '≤ 1.75×'))
+    lines.push(goal('22/21 server CPU per request (mcpx 2026-07-28, against the forwarding ceiling)', quotient(r(22)?.serverCpuUs, r(21)?.serverCpuUs), v => v <= 1.75, '≤ 1.75×'))
+    lines.push(goal('8/21 req/s (mcpx legacy, share of the forwarding ceiling)', quotient(r(8)?.rps, r(21)?.rps), v => v >= 0.7, '≥ 0.7'))
+    lines.push(goal('22/21 req/s (mcpx 2026-07-28, share of the forwarding ceiling)', quotient(r(22)?.rps, r(21)?.rps), v => v >= 0.7, '≥ 0.7'))
+  }
+  if (allocs.length > 0) {
+    lines.push('')
+    lines.push(`bytes allocated per call (23): ${ALLOC_METHOD}:`)
+    for (const a of allocs) lines.push(`  ${a.target === 'forward' ? 'forwarding ceiling (21)' : a.target === 'modern' ? 'mcpx 2026-07-28 (22)' : 'mcpx legacy session (8)'}, ${a.connections === 1 ? 'calls one at a time' : `${a.connections} connections`}: ${Math.round(a.bytesPerCall).toLocaleString('en-US')} bytes/call (${a.calls} calls)`)
+    for (const modern of allocs.filter(a => a.target === 'modern')) lines.push(goal(`bytes per modern call, KB (${modern.connections} connection${modern.connections === 1 ? '' : 's'})`, modern.bytesPerCall / 1000, v => v <= 12, '≤ 12 KB'))
   }
   ratio(12, 11, 'OAuth JWT vs static token')
   ratio(13, 3, 'tracing on vs off (the default), same call')
@@ -623,7 +667,7 @@ async function main (): Promise<number> {
   if (wanted(5)) await scenarioHttpUpstream()
   if (wanted(6)) await scenarioStdio()
   if (wanted(7)) await scenarioMemory()
-  if (wanted(8) || wanted(9) || wanted(10)) await scenarioPeerProxies()
+  if (wanted(8) || wanted(9) || wanted(10) || wanted(21) || wanted(22)) await scenarioPeerProxies()
   if (wanted(11) || wanted(12) || wanted(19)) await scenarioAuth()
   if (wanted(13)) await scenarioTracing()
   if (wanted(14)) await scenarioGate()
@@ -631,7 +675,8 @@ async function main (): Promise<number> {
   if (wanted(17)) await scenarioCallStats()
   if (wanted(18)) await scenarioInstances()
   if (wanted(20)) await scenarioDiscovery()
-  if (wanted(21)) await scenarioIntegrity()
+  if (wanted(23)) await scenarioAlloc()
+  if (wanted(24)) await scenarioIntegrity()
   const text = report(startedAt, (performance.now() - t0) / 1000)
   process.stdout.write(text + '\n')
   if (flags.out !== undefined) writeFileSync(flags.out, text + '\n')

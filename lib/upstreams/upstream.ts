@@ -313,7 +313,8 @@ export class Upstream implements ConnectionHost {
    * With `options.task` (2025-11-25 tasks) the result may be a CreateTaskResult (`{ task }`).
    * @returns the raw result object. Rejects with UpstreamRpcError.
    */
-  async callTool (name: string, args: JsonObject | undefined, options: UpstreamCallOptions, tool?: JsonObject): Promise<JsonObject> {
+  callTool (name: string, args: JsonObject | undefined, options: UpstreamCallOptions, tool?: JsonObject): Promise<JsonObject> {
+    // Not async itself (nothing below throws; {@link call} is): one frame and one promise fewer per call.
     const params: JsonObject = { name }
     if (args !== undefined) params.arguments = args
     // A 2025-11-25 task-augmented call (options.task): forwarded only to an upstream that declared
@@ -321,7 +322,7 @@ export class Upstream implements ConnectionHost {
     // (basic/utilities/tasks.mdx, Task Support and Handling 1). The tool's own execution.taskSupport
     // is the upstream's to enforce.
     if (options.task !== undefined && this.legacyTasks() !== undefined) params.task = options.task
-    return await this.call('tools/call', params, options, tool)
+    return this.call('tools/call', params, options, tool)
   }
 
   /**
@@ -569,12 +570,22 @@ export class Upstream implements ConnectionHost {
     return link
   }
 
-  /** Sends one call on the connection it takes (holding a slot). */
-  private async send (method: string, params: JsonObject, options: UpstreamCallOptions, timeoutMs: number, tool?: JsonObject): Promise<JsonObject> {
-    let link = this.primaryLink()
+  /**
+   * Sends one call on the connection it takes (holding a slot). Not async itself on the common path
+   * (the primary link's call is returned as it is); throws UpstreamRpcError synchronously when the
+   * upstream is not ready, which {@link call} awaits inside its try, as it would a rejection.
+   */
+  private send (method: string, params: JsonObject, options: UpstreamCallOptions, timeoutMs: number, tool?: JsonObject): Promise<JsonObject> {
+    const link = this.primaryLink()
     if (options.era === 'legacy' && link.era === 'modern' && this.legacyConnectionEnabled && LEGACY_ROUTED_METHODS.has(method)) {
-      link = await this.legacyLink(method, options.signal) ?? link
+      return this.sendOnLegacyLink(link, method, params, options, timeoutMs, tool)
     }
+    return link.call(method, params, options, timeoutMs, tool, false, this.timing)
+  }
+
+  /** {@link send} for a legacy-era call to a modern upstream: on the legacy connection when it has one, else on `primary`. */
+  private async sendOnLegacyLink (primary: Link, method: string, params: JsonObject, options: UpstreamCallOptions, timeoutMs: number, tool?: JsonObject): Promise<JsonObject> {
+    const link = await this.legacyLink(method, options.signal) ?? primary
     return await link.call(method, params, options, timeoutMs, tool, false, this.timing)
   }
 

@@ -45,3 +45,25 @@ t.test('confirm/http/revision-without-elicitation-refused', async t => {
   t.equal(reply.statusCode, 200)
   t.match(reply.json(), { id: 7, result: { isError: true, content: [{ type: 'text', text: /cannot be asked.*2025-03-26 has no elicitation/ }] } })
 })
+
+// Tool search's call_tool is the inner tool's tools/call (docs/discovery.md › Policy first): the gate
+// asks about the inner tool, and the retry, sent again as call_tool, forwards it once.
+t.test('confirm/http/call-tool-of-a-gated-tool-is-gated', async t => {
+  const search = await build(t, { discovery: { mode: 'search' }, policy: { default: 'allow', rules: [{ confirm: ['echo'] }] }, confirmation: { expiry: '1m' } })
+  const callTool = async (id: number, extra: Record<string, unknown> = {}): Promise<{ status: number, json: any }> => { // eslint-disable-line @typescript-eslint/no-explicit-any
+    const reply = await search.inject({
+      method: 'POST',
+      url: '/mcp',
+      headers: modernHeaders('tools/call', 'call_tool', { accept: 'application/json' }),
+      payload: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'call_tool', arguments: { name: 'echo', arguments: { text: 'via search' } }, ...extra, _meta: modernMeta({ elicitation: {} }) } })
+    })
+    return { status: reply.statusCode, json: reply.json() }
+  }
+  const first = await callTool(1)
+  t.match(first.json, { id: 1, result: { resultType: 'input_required', inputRequests: { mcpx_confirm: { params: { message: /"echo"[\s\S]*"text":"via search"/ } } }, requestState: String } }, 'the inner tool is gated')
+  const state = first.json.result.requestState as string
+  const yes = await callTool(2, { inputResponses: { mcpx_confirm: { action: 'accept', content: { confirm: true } } }, requestState: state })
+  t.match(yes.json, { id: 2, result: { resultType: 'complete', content: [{ type: 'text', text: 'via search' }] } }, 'accepted: forwarded')
+  const replay = await callTool(3, { inputResponses: { mcpx_confirm: { action: 'accept', content: { confirm: true } } }, requestState: state })
+  t.match(replay.json, { id: 3, error: { code: -32_602, message: /already used/ } }, 'single use through call_tool too')
+})

@@ -29,10 +29,6 @@ t.test('identity-upstream/config/prefix-and-isolation', async t => {
   t.throws(() => loadConfig({ auth: TOKENS, upstreams: { me: { url: 'https://me.example/mcp', auth } } }), { message: /upstreams\.me\.prefix: required for an "oauth-user" upstream/ })
   t.throws(() => loadConfig({ auth: TOKENS, upstreams: { me: { url: 'https://me.example/mcp', prefix: 'me', isolation: 'shared', auth } } }), { message: /upstreams\.me\.isolation: an "oauth-user" upstream is "per-principal"/ })
   t.equal(loadConfig({ auth: TOKENS, upstreams: { me: { url: 'https://me.example/mcp', prefix: 'me', isolation: 'per-principal', auth } } }).upstreams.me.isolation, 'per-principal')
-  const jag = { type: 'id-jag', clientId: 'mcpx', authorizationServer: 'https://as.example', idp: { clientId: 'mcpx-idp' } }
-  t.throws(() => loadConfig({ auth: TOKENS, upstreams: { w: { url: 'https://w.example/mcp', prefix: 'w', auth: jag } } }), { message: /upstreams\.w\.auth: type "id-jag" needs auth\.oauth/ }, 'id-jag exchanges the caller\'s OAuth token')
-  t.throws(() => loadConfig({ auth: { oauth: { issuer: 'https://login.example', resource: 'https://mcp.example/mcp' } }, upstreams: { w: { url: 'https://w.example/mcp', auth: jag } } }), { message: /upstreams\.w\.prefix: required for an "id-jag" upstream/ })
-  t.equal(loadConfig({ auth: { oauth: { issuer: 'https://login.example', resource: 'https://mcp.example/mcp' } }, upstreams: { w: { url: 'https://w.example/mcp', prefix: 'w', auth: jag } } }).upstreams.w.isolation, 'per-principal')
   t.equal(callbackBeside('https://mcp.example/mcp'), 'https://mcp.example/oauth/callback')
   t.equal(callbackBeside('https://host.example/tools/mcp'), 'https://host.example/tools/oauth/callback', 'under a plugin prefix')
 })
