@@ -31,6 +31,7 @@ import { isPersonal } from './lib/upstreams/config.js'
 import type { UpstreamHeaderProvider } from './lib/upstreams/contract.js'
 import { createRegistry, startUpstreams } from './lib/upstreams/registry.js'
 import type { UpstreamRegistry } from './lib/upstreams/contract.js'
+import type { Integrity } from './lib/policy/integrity.js'
 import { createMetrics, type McpxMetrics } from './lib/ops/metrics.js'
 import originPlugin from './plugins/origin.js'
 import corsPlugin from './plugins/cors.js'
@@ -54,6 +55,8 @@ declare module 'fastify' {
      * the daemon's reload calls it). @returns the keys it could not apply live.
      */
     mcpxApplyAccess: (next: McpxConfig) => string[]
+    /** Pinned definitions of this mcpx (lib/policy/integrity.ts), when any upstream is pinned; the daemon's admin API approves through it. */
+    mcpxIntegrity: () => Integrity | undefined
     /** The authenticator of `/mcp` (lib/auth/authenticate.ts); the daemon's admin check reuses its OAuth verifier. */
     mcpxAuthenticator: Authenticator
     /** The grants of the `oauth-user` upstreams (lib/upstreams/user-grants.ts); set only when one is configured. The daemon's admin API revokes through it. */
@@ -81,7 +84,7 @@ interface ScopeOptions { config: McpxConfig, registry: UpstreamRegistry, metrics
  * Filled in by the scope once its core exists: how a reload reaches the dispatcher inside it, and
  * whether a curated endpoint is configured now (for mcpx-auth and the endpoints' RFC 9728 metadata).
  */
-interface AccessHandle { apply: (next: McpxConfig) => string[], hasEndpoint: (name: string) => boolean }
+interface AccessHandle { apply: (next: McpxConfig) => string[], hasEndpoint: (name: string) => boolean, integrity: () => Integrity | undefined }
 
 /**
  * The encapsulated scope: request log and stream tracking first (so refused requests are logged
@@ -97,6 +100,8 @@ const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fa
   // The one registry handle of this scope: fastify.mcp.registry (instrumented), read by every plugin and route below.
   await fastify.register(upstreamsPlugin, { registry, config, closeRegistry: false, metrics, ...(grants !== undefined ? { grants } : {}) })
   access.apply = next => fastify.mcp.applyAccess(next)
+  const integrity = fastify.mcp.integrity
+  access.integrity = () => integrity
   const dispatcher = fastify.mcp.dispatcher
   access.hasEndpoint = name => dispatcher.hasEndpoint(name)
   await fastify.register(eraPlugin)
@@ -166,9 +171,10 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
   fastify.decorate('mcpxMetrics', metrics)
   // The scope's own prefix is `<prefix>/mcp`: @fastify/cors adds an `OPTIONS <prefix>*` route, and
   // this keeps it (and every mcpx hook) off the host app's other routes.
-  const access: AccessHandle = { apply: () => ['policy', 'servers', 'discovery'], hasEndpoint: () => false }
+  const access: AccessHandle = { apply: () => ['policy', 'servers', 'discovery'], hasEndpoint: () => false, integrity: () => undefined }
   fastify.decorate('mcpxApplyAccess', (next: McpxConfig) => access.apply(next))
   fastify.decorate('mcpxAuthenticator', authenticator)
+  fastify.decorate('mcpxIntegrity', () => access.integrity())
   await fastify.register(mcpxScope, { prefix: mountPath, config, registry: metrics.instrument(registry), metrics, authenticator, access, grants })
   if (grants !== undefined) await fastify.register(oauthCallbackRoutes, { prefix: opts.prefix ?? '', grants })
   if (authenticator.oauth !== undefined) {

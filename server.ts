@@ -29,6 +29,8 @@ import { resolveConfig } from './lib/config/load.js'
 import type { McpxConfig } from './lib/config/types.js'
 import type { Socket } from 'node:net'
 import statusRoutes from './routes/status/index.js'
+import integrityRoutes from './routes/admin/integrity.js'
+import { createHash } from 'node:crypto'
 import { collectStatus } from './lib/ops/status-model.js'
 
 /** How often idle keep-alive connections are closed while shutting down, ms. */
@@ -232,8 +234,15 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
   app.decorate('mcpxReloader', reloader)
   // GET /status and /status.json: as /metrics.
   const startedAt = new Date()
+  const who = async (request: FastifyRequest): Promise<string> => {
+    // The status page's forms: a local reader has no credential; they are named by their address.
+    if (request.headers.authorization === undefined) return `local:${request.ip}`
+    return await adminWho(request.headers.authorization, verifyAdmin, adminOAuth)
+  }
   await app.register(statusRoutes, {
     guard: opsRoute.onRequest,
+    integrity: () => app.mcpxIntegrity(),
+    who,
     collect: () => collectStatus({
       registry: app.upstreams,
       upstreamConfigs: () => reloader.current.upstreams,
@@ -243,7 +252,8 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
         loadedAt: reloader.loadedAt,
         ...(reloader.last !== undefined ? { lastReload: { at: reloader.last.at, trigger: reloader.last.trigger, ok: reloader.last.ok, kept: reloader.last.ok ? reloader.last.kept : [] } } : {})
       }),
-      startedAt
+      startedAt,
+      integrity: () => app.mcpxIntegrity()
     })
   })
   // POST /admin/reload: an admin credential always (accessChecks).
@@ -252,6 +262,13 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
     if (!result.ok) return await reply.code(reloadStatus(false)).send({ status: 'refused', reason: result.reason })
     const { added, removed, restarted, unchanged, restartToApply, kept } = result
     return await reply.send({ status: 'applied', added, removed, restarted, unchanged, restartToApply, kept })
+  })
+  // /admin/integrity: an admin credential always, as /admin/reload. Who approved is audited as the admin
+  // token's fingerprint (first 12 hex of its SHA-256) or the OAuth principal, never the credential.
+  await app.register(integrityRoutes, {
+    guard: guardWith(checks.admin),
+    integrity: () => app.mcpxIntegrity(),
+    who: async request => await adminWho(request.headers.authorization, verifyAdmin, adminOAuth)
   })
   // The grants of `oauth-user` upstreams (docs/upstreams.md › Upstream identity): listed (never a
   // token) and revoked by an operator; an admin credential always (accessChecks).
@@ -273,6 +290,17 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
     })
   }
   return app
+}
+
+/** Who an admin request came from, for the audit trail: `admin-token:<12 hex of SHA-256>`, `oauth:<issuer>#<subject>`, else `admin`. Never throws. */
+async function adminWho (authorization: string | undefined, verify: BearerVerifier, oauth: Authenticator | undefined): Promise<string> {
+  const token = authorization?.match(/^Bearer\s+(\S+)\s*$/i)?.[1]
+  if (token !== undefined && verify(authorization) === 'ok') return `admin-token:${createHash('sha256').update(token).digest('hex').slice(0, 12)}`
+  if (oauth !== undefined) {
+    const verdict = await oauth.authenticate(authorization)
+    if (verdict.kind === 'ok' && verdict.principal.kind === 'oauth') return `oauth:${verdict.principal.issuer}#${verdict.principal.subject}`
+  }
+  return 'admin'
 }
 
 /** Options of {@link buildDaemon} and {@link runDaemon}. */

@@ -45,6 +45,8 @@
  *  23 bytes/call   bytes allocated per call inside the server (bench/alloc.ts: V8 sampling heap
  *                  profiler, freed objects included), for 21, 22 and 8's call, one call at a time
  *                  and with 16 connections
+ *  24 integrity    pinned definitions (quarantine) against off, in process (bench/integrity.ts):
+ *                  CPU µs per tools/list and per tools/call, and per rebuild of the lists
  *
  * The load generator (autocannon, or the stdio client) runs in this process; every server runs in
  * its own child process (its own process group, its output in a log file under the run's temp
@@ -78,6 +80,7 @@ import { callStatsCost, type CallStatsFigures } from './call-stats.js'
 import { fiftyRules, policyCost, type PolicyFigures } from './policy.js'
 import { discoveryCost, type DiscoveryFigures } from './discovery.js'
 import { ALLOC_METHOD, allocPerCall, type AllocFigure } from './alloc.js'
+import { integrityCost, integrityLine, type IntegrityFigures } from './integrity.js'
 
 const USAGE = `usage: npm run bench -- [options]   (or node dist/bench/run.js [options])
   --quick                 short runs (about 2 minutes in all)
@@ -563,6 +566,10 @@ function report (startedAt: Date, elapsedS: number): string {
     lines.push(`instances (18): ${instances.instances} per-session instances of the fixture (stdio, isolation "per-session"), started in ${instances.startSeconds.toFixed(1)} s; ` +
       `RSS per instance child ${mib(instances.childRssMeanBytes)} mean, ${mib(instances.childRssMaxBytes)} max; daemon growth ${(instances.daemonBytesPerInstance / 1024).toFixed(0)} KiB per instance; errors ${instances.errors}`)
   }
+  if (integrity !== undefined) {
+    lines.push('')
+    lines.push(integrityLine(integrity))
+  }
   lines.push('')
   lines.push(`logs: ${LOG_DIR}`)
   return lines.join('\n')
@@ -637,6 +644,11 @@ async function scenarioGate (): Promise<void> {
   gate = await gateCost(QUICK ? 1_000_000 : 5_000_000, QUICK ? 10_000 : 50_000)
 }
 
+let integrity: IntegrityFigures | undefined
+async function scenarioIntegrity (): Promise<void> {
+  integrity = await integrityCost(QUICK ? 500 : 2_000)
+}
+
 let callStats: CallStatsFigures | undefined
 let discovery: DiscoveryFigures | undefined
 async function scenarioDiscovery (): Promise<void> {
@@ -664,6 +676,7 @@ async function main (): Promise<number> {
   if (wanted(18)) await scenarioInstances()
   if (wanted(20)) await scenarioDiscovery()
   if (wanted(23)) await scenarioAlloc()
+  if (wanted(24)) await scenarioIntegrity()
   const text = report(startedAt, (performance.now() - t0) / 1000)
   process.stdout.write(text + '\n')
   if (flags.out !== undefined) writeFileSync(flags.out, text + '\n')

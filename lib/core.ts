@@ -19,6 +19,9 @@ import { createAuditTrail, type AuditFailure, type AuditTrail } from './policy/a
 import { createRateLimiter, type RateLimiter } from './policy/rate-limit.js'
 import { createLedger } from './policy/confirm.js'
 import type { JsonObject } from './protocol/jsonrpc.js'
+import { Integrity, modesOf, pinsAnything } from './policy/integrity.js'
+import { createPinStore } from './policy/pin-store.js'
+import type { ChangeKind, PinnedKind } from './policy/pin-store.js'
 import type { UpstreamRegistry } from './upstreams/contract.js'
 
 /** What {@link createCore} builds. */
@@ -35,6 +38,11 @@ export interface Core {
   readonly registry: UpstreamRegistry
   /** The audit trail, when `audit` is configured. */
   readonly audit: AuditTrail | undefined
+  /**
+   * Pinned definitions (lib/policy/integrity.ts), when `integrity.pin` or an upstream's is not `off`:
+   * the registry's catalogue gate, and what the admin API approves through.
+   */
+  readonly integrity: Integrity | undefined
   /** The rate limiter, when a policy rule has a `rateLimit`: in memory, or Redis when `sessions.store` is `redis`. */
   readonly rateLimiter: RateLimiter | undefined
   /**
@@ -61,6 +69,8 @@ export interface CoreOptions {
   stdio?: boolean
   /** Counts a call refused by a rate limit, or for want of its store (lib/ops/metrics rateLimitRefused). */
   onRateLimited?: (reason: 'limited' | 'unavailable') => void
+  /** Counts a changed definition (lib/ops/metrics integrityChanged). */
+  onIntegrityChange?: (upstream: string, kind: PinnedKind, change: ChangeKind, action: 'served' | 'hidden') => void
   /** The grants of the `oauth-user` upstreams (lib/upstreams/user-grants.ts), when any is configured. */
   grants?: UserGrants
 }
@@ -105,6 +115,19 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
     ledger: () => createLedger(config.sessions, logger),
     ...(options.grants !== undefined ? { consent: consentGate(options.grants, audit) } : {})
   })
+  // Pinned definitions: the registry's gate, installed before the hub listens (the first judgement's
+  // list_changed concerns nobody yet). Without any pinned upstream there is no gate and no cost.
+  const modes = modesOf(config)
+  const integrity = pinsAnything(modes)
+    ? new Integrity({
+      logger,
+      store: createPinStore(config, logger),
+      modes,
+      ...(audit !== undefined ? { audit: event => { audit.recordIntegrity(event) } } : {}),
+      ...(options.onIntegrityChange !== undefined ? { onChange: options.onIntegrityChange } : {})
+    })
+    : undefined
+  if (integrity !== undefined) registry.setCatalogueGate?.(integrity)
   const hub = new NotificationHub(registry)
   const unwireGrants = options.grants === undefined ? () => {} : wireGrants(options.grants, registry, hub, audit)
   // 2025-11-25 task status (docs/wire.md › Tasks): to the session that created the task through mcpx,
@@ -123,10 +146,16 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
     serverInfo: SERVER_INFO,
     registry,
     audit,
+    integrity,
     rateLimiter,
     applyAccess (next) {
       const nextPolicy = compilePolicy(next.policy)
       const notApplied: string[] = []
+      // Modes apply live; a first pinned upstream (no gate yet) or another store needs a restart.
+      const nextModes = modesOf(next)
+      if (integrity !== undefined) integrity.configure(nextModes)
+      else if (pinsAnything(nextModes)) notApplied.push('integrity')
+      if (next.integrity.store !== config.integrity.store && integrity !== undefined) notApplied.push('integrity.store')
       if (nextPolicy?.hasLimits === true && rateLimiter === undefined) notApplied.push('policy')
       else runningPolicy = nextPolicy
       dispatcher.setAccess(runningPolicy, next.servers === undefined ? undefined : new Servers(next.servers), toolSearchOf(next.discovery))
@@ -141,8 +170,9 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
       registry.off('task_status', onTaskStatus)
       unwireGrants()
       hub.close()
+      if (integrity !== undefined) registry.setCatalogueGate?.(undefined)
       dispatcher.close()
-      await Promise.all([audit?.close(), rateLimiter?.close(), dispatcher.confirm.close()])
+      await Promise.all([audit?.close(), rateLimiter?.close(), dispatcher.confirm.close(), integrity?.close()])
     }
   }
 }

@@ -27,7 +27,7 @@ export interface UpstreamsPluginOptions {
   /** Close the registry (kill children) when the instance closes. Default true. */
   closeRegistry?: boolean
   /** Counts lost audit lines and rate-limit refusals; default: not counted. */
-  metrics?: Pick<McpxMetrics, 'auditFailed' | 'auditLinesLost' | 'rateLimitRefused'>
+  metrics?: Pick<McpxMetrics, 'auditFailed' | 'auditLinesLost' | 'rateLimitRefused' | 'integrityChanged'>
   /** The grants of the `oauth-user` upstreams (lib/upstreams/user-grants.ts), when any is configured. */
   grants?: UserGrants
 }
@@ -39,7 +39,8 @@ export default fp<UpstreamsPluginOptions>(async function mcpxUpstreams (fastify,
       ? {
           onAuditFailure: reason => { metrics.auditFailed(reason) },
           onAuditLinesLost: (reason, lines) => { metrics.auditLinesLost(reason, lines) },
-          onRateLimited: reason => { metrics.rateLimitRefused(reason) }
+          onRateLimited: reason => { metrics.rateLimitRefused(reason) },
+          onIntegrityChange: (upstream, kind, change, action) => { metrics.integrityChanged(upstream, kind, change, action) }
         }
       : {}),
     ...(opts.grants !== undefined ? { grants: opts.grants } : {})

@@ -69,6 +69,15 @@ export const SLOW_ONLY: readonly string[] = [
   'identity-upstream/replicas/grants-shared-through-redis',
   'identity-upstream/audit/consent-events',
   'identity-upstream/secrets/none-in-logs',
+  // test/e2e/integrity.test.ts
+  'integrity/quarantine/changed-definition-hidden-until-approved',
+  'integrity/quarantine/rename-reported-as-rename',
+  'integrity/store/pins-survive-a-restart',
+  'integrity/serve/changed-definition-hidden-until-approved-from-the-cli',
+  'integrity/redis/replicas-agree-on-pins-and-approvals',
+  'integrity/warn/changed-definition-served-and-audited',
+  'integrity/status/approve-from-the-page-in-chromium',
+  'integrity/discovery/quarantined-tool-absent-from-search',
   // test/e2e/oauth.test.ts
   'auth/oauth/protected-resource-metadata-both-forms',
   'auth/oauth/401-challenge-every-method-and-era',

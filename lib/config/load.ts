@@ -165,6 +165,10 @@ export function loadConfig (raw: unknown): McpxConfig {
   if (c.admin.scopes.length > 0 && oauth === undefined) {
     throw new McpxError('MCPX_ERR_CONFIG', 'mcpx: invalid config:\n  admin.scopes: needs auth.oauth (the scopes are those of an OAuth access token)')
   }
+  if (c.integrity.store !== undefined && c.sessions.store === 'redis') {
+    // One place for the pins: replicas sharing Redis must agree, a file per replica would not (docs/policy.md › Integrity).
+    throw new McpxError('MCPX_ERR_CONFIG', 'mcpx: invalid config:\n  integrity.store: not with sessions.store "redis" (the pins then live in Redis, shared by every replica); remove one')
+  }
   const serverIssues = serversProblems(c.servers ?? {})
   if (serverIssues.length > 0) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: invalid config:\n${serverIssues.map(p => '  ' + p).join('\n')}`)
   c.policy?.rules.forEach((rule, i) => {

@@ -192,6 +192,16 @@ export const CONFIG_SCHEMA = {
         arguments: { enum: ['none', 'keys', 'full'], default: 'none', description: 'none: no arguments; keys: their names (argumentKeys); full: the arguments themselves' }
       }
     },
+    integrity: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      description: 'pinned tool definitions (docs/policy.md › Integrity): a definition that changes after it was first seen is warned about or quarantined',
+      properties: {
+        pin: { enum: ['off', 'warn', 'quarantine'], default: 'off', description: 'off: nothing is pinned; warn: a changed definition is served, logged, counted and audited; quarantine: it is hidden until an operator approves it (each upstream\'s integrity.pin wins)' },
+        store: { type: 'string', minLength: 1, description: 'file holding the pins (written atomically); with sessions.store "redis" the pins live in Redis instead; neither: in memory, until a restart' }
+      }
+    },
     servers: SERVERS_SCHEMA,
     discovery: DISCOVERY_SCHEMA,
     confirmation: CONFIRMATION_SCHEMA,

@@ -101,6 +101,11 @@ export interface McpxMetrics {
   configReloaded: (trigger: string, outcome: 'applied' | 'refused') => void
   /** Counts one call refused by a rate limit (`limited`) or for want of its store (`unavailable`). Never throws. */
   rateLimitRefused: (reason: 'limited' | 'unavailable') => void
+  /**
+   * Counts one changed definition of a pinned upstream (lib/policy/integrity.ts), once per definition:
+   * kind tool | prompt | template, change changed | new | renamed, action served (warn) | hidden (quarantine). Never throws.
+   */
+  integrityChanged: (upstream: string, kind: string, change: string, action: 'served' | 'hidden') => void
 }
 
 /**
@@ -263,6 +268,12 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
     labelNames: ['reason'] as const,
     registers
   })
+  const integrityChanges = new Counter({
+    name: 'mcpx_integrity_changes_total',
+    help: 'Definitions of pinned upstreams that differ from their pin (docs/policy.md › Integrity), once per definition: by upstream, kind, change (changed, new, renamed) and action (served, hidden)',
+    labelNames: ['upstream', 'kind', 'change', 'action'] as const,
+    registers
+  })
   const reloads = new Counter({
     name: 'mcpx_config_reloads_total',
     help: 'Config reloads (SIGHUP, --watch, POST /admin/reload), by trigger and outcome: applied or refused',
@@ -417,6 +428,7 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
     auditFailed (reason) { auditFailures.inc({ reason }) },
     auditLinesLost (reason, lines) { auditLinesLost.inc({ reason }, lines) },
     configReloaded (trigger, outcome) { reloads.inc({ trigger, outcome }) },
-    rateLimitRefused (reason) { rateLimitRefusals.inc({ reason }) }
+    rateLimitRefused (reason) { rateLimitRefusals.inc({ reason }) },
+    integrityChanged (upstream, kind, change, action) { integrityChanges.inc({ upstream, kind, change, action }) }
   }
 }

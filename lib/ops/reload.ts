@@ -25,6 +25,7 @@ import { isDeepStrictEqual } from 'node:util'
 import type { McpxConfig } from '../config/types.js'
 import type { Logger } from '../telemetry/log.js'
 import type { KeptUpstream, ReconcileSummary, UpstreamRegistry } from '../upstreams/contract.js'
+import { modesOf } from '../policy/integrity.js'
 
 /** What asked for a reload; logged and counted. */
 export type ReloadTrigger = 'SIGHUP' | 'watch' | 'admin'
@@ -61,7 +62,7 @@ export interface ReloaderOptions {
 }
 
 /** The keys besides `upstreams` a reload applies live when the face gives {@link ReloaderOptions.applyAccess}. */
-const ACCESS_KEYS = new Set(['policy', 'servers', 'discovery', 'confirmation'])
+const ACCESS_KEYS = new Set(['policy', 'servers', 'discovery', 'confirmation', 'integrity'])
 /** The `transport` keys a reload applies live with {@link ReloaderOptions.applyAccess}. */
 const LIVE_TRANSPORT_KEYS = new Set(['pageSize'])
 
@@ -141,11 +142,14 @@ export class Reloader {
     const upstreams = { ...next.upstreams }
     for (const { name } of kept) if (Object.hasOwn(this.current.upstreams, name)) upstreams[name] = this.current.upstreams[name]
     const running: McpxConfig = { ...this.current, upstreams }
-    const accessChanged = differs('policy') || differs('servers') || differs('discovery') || differs('confirmation') || pageSizeChanged
+    // integrity: the top-level key, or an upstream's own integrity.pin (which restarts nothing: lib/upstreams/registry.ts sameConnection).
+    const pinsChanged = !isDeepStrictEqual(modesOf(this.current), modesOf(next)) || differs('integrity')
+    const accessChanged = differs('policy') || differs('servers') || differs('discovery') || differs('confirmation') || pageSizeChanged || pinsChanged
     if (applyAccess !== undefined && accessChanged) {
       const notApplied = applyAccess(next)
+      for (const key of notApplied) if (!ACCESS_KEYS.has(key)) restartToApply.push(key)
       for (const key of ACCESS_KEYS) {
-        if (notApplied.includes(key)) { if (differs(key)) restartToApply.push(key); continue }
+        if (notApplied.includes(key)) { if (differs(key) || (key === 'integrity' && pinsChanged)) restartToApply.push(key); continue }
         ;(running as unknown as Record<string, unknown>)[key] = (next as unknown as Record<string, unknown>)[key]
       }
       if (pageSizeChanged) running.transport = { ...running.transport, pageSize: next.transport.pageSize }

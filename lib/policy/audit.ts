@@ -73,6 +73,29 @@ export interface AuditEvent {
 }
 
 /**
+ * A pinned definition's event (lib/policy/integrity.ts; docs/policy.md › Integrity): a line with
+ * `event` instead of `method`. `principal` is who approved or rejected (never a credential).
+ */
+export interface IntegrityAuditEvent {
+  event: 'definition_changed' | 'possible_shadowing' | 'definition_approved' | 'definition_rejected'
+  upstream: string
+  kind: 'tool' | 'prompt' | 'template'
+  /** The upstream's own name of the item. */
+  name: string
+  /** SHA-256 (hex) of the definition seen, approved or rejected. */
+  hash?: string
+  /** SHA-256 of the definition pinned before. */
+  pinnedHash?: string
+  /** definition_changed: how it differs (`changed`, `new`, `renamed`), and what mcpx did (`served`, `hidden`). */
+  change?: string
+  action?: 'served' | 'hidden'
+  renamedFrom?: string
+  /** possible_shadowing: the upstreams whose item it copies, and by what (`name`, `description`). */
+  shadows?: Array<{ upstream: string, by: 'name' | 'description' }>
+  principal?: string
+}
+
+/**
  * A grant of an `oauth-user` upstream asked for, given or taken (docs/upstreams.md › Upstream
  * identity): `consent_required` (a call met no grant; the caller was sent the consent link),
  * `consent_granted` (the callback stored the grant), `consent_revoked` (the operator revoked it, or a
@@ -181,6 +204,15 @@ export class AuditTrail {
     if (sessionId !== undefined) line.session = sessionHash(sessionId)
     if (args !== undefined && this.config.arguments === 'keys') line.argumentKeys = Object.keys(args)
     if (args !== undefined && this.config.arguments === 'full') line.arguments = args
+    this.enqueue(line)
+  }
+
+  /** Writes one integrity line (`time`, then the event's keys). Never throws, never blocks on the disk. */
+  recordIntegrity (event: IntegrityAuditEvent): void {
+    this.enqueue({ time: new Date().toISOString(), ...event })
+  }
+
+  private enqueue (line: Record<string, unknown>): void {
     if (this.broken || this.ended) { this.lost('write', 1); return }
     const text = JSON.stringify(line) + '\n'
     const bytes = Buffer.byteLength(text)

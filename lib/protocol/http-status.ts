@@ -359,6 +359,22 @@ export function reloadStatus (applied: boolean): number {
   return applied ? 200 : 422
 }
 
+/**
+ * `POST /admin/integrity/approve` and `/reject` (docs/policy.md › Integrity › Approving): 200 done,
+ * 400 a body without upstream, name and hash (or a bad kind), 404 no such item or pending change,
+ * 409 stale (the definition seen now has another hash than the one approved: RFC 9110 §15.5.10
+ * Conflict), 503 the pin store failed or integrity is off. The body is a report, not a JSON-RPC error. Never throws.
+ */
+export function integrityStatus (outcome: 'done' | 'invalid' | 'unknown' | 'stale' | 'unavailable'): number {
+  switch (outcome) {
+    case 'done': return 200
+    case 'invalid': return 400
+    case 'unknown': return 404
+    case 'stale': return 409
+    case 'unavailable': return 503
+  }
+}
+
 /** /readyz: 200 when every upstream is ready, else 503 (docs/operating.md). */
 export function readinessStatus (ready: boolean): number {
   return ready ? 200 : 503

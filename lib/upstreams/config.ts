@@ -39,7 +39,14 @@ const UPSTREAM_COMMON = {
       'per principal for 2026-07-28 traffic. per-principal: one instance per caller identity'
   },
   maxInstances: { type: 'integer', minimum: 1, description: 'most instances of an isolated upstream at once; past it a call is refused (503 over HTTP)' },
-  idleTimeout: { ...DURATION_SCHEMA, description: 'an isolated instance unused this long is stopped (ms)' }
+  idleTimeout: { ...DURATION_SCHEMA, description: 'an isolated instance unused this long is stopped (ms)' },
+  integrity: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['pin'],
+    description: 'this upstream\'s pinned definitions (docs/policy.md › Integrity), over the top-level integrity.pin',
+    properties: { pin: { enum: ['off', 'warn', 'quarantine'], description: 'off: not pinned; warn: a changed definition is served, logged and audited; quarantine: it is hidden until approved' } }
+  }
 } as const
 
 /**
@@ -154,6 +161,8 @@ export interface UpstreamCommonConfig {
   resetTimeoutOnProgress?: boolean
   /** Bound of a whole call (ms), progress or not; default none. */
   maxTotalTimeout?: number
+  /** Pinned definitions of this upstream (lib/policy/integrity.ts); default the top-level `integrity.pin`. */
+  integrity?: { pin: 'off' | 'warn' | 'quarantine' }
   /** Default `shared` (one connection for every caller). */
   isolation?: UpstreamIsolation
   /** Most instances of an isolated upstream at once (default 16); past it a call is refused. */

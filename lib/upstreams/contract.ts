@@ -62,6 +62,22 @@ export interface UpstreamEvents {
   instanceEvent?: (event: InstanceEvent) => void
 }
 
+/** A list the registry lets a {@link CatalogueGate} judge: tools, prompts, or resource templates. */
+export type GatedList = 'tools' | 'prompts' | 'resourceTemplates'
+
+/**
+ * A judge of the merged catalogue (lib/policy/integrity.ts: pinned definitions): on every rebuild of
+ * a list, the registry hands it every upstream's own items (unprefixed, as the upstream listed them,
+ * config order; `ready` false while it is connecting or down, when it lists nothing) and leaves out of the merged list, the routes and `findTool` every item it returns.
+ * A left-out item is absent for every caller, exactly as a name no upstream lists. Must not throw.
+ */
+export interface CatalogueGate {
+  /** The items of `list` to leave out (by identity; empty: none). */
+  hidden: (list: GatedList, lists: ReadonlyArray<{ upstream: string, ready: boolean, items: readonly JsonObject[] }>) => ReadonlySet<JsonObject>
+  /** Set by the registry: the gate calls it when its decisions may have changed (the lists are then rebuilt and judged again). */
+  changed?: () => void
+}
+
 /** The logger methods the upstream layer uses: a pino Logger, or Fastify's `log`, fits. */
 export type UpstreamLogger = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>
 
@@ -241,6 +257,13 @@ export interface UpstreamRegistry extends EventEmitter {
   upstreamNames?: () => readonly string[]
   /** Each upstream's calls in flight and queued, and what its bounds refused (metrics). Optional for test doubles. */
   loads?: () => UpstreamLoad[]
+
+  /**
+   * Installs (or, undefined, removes) the gate every list rebuild asks (see {@link CatalogueGate});
+   * the lists are rebuilt and judged at once, and 'list_changed' emitted where they changed.
+   * Optional: a registry without it serves every item.
+   */
+  setCatalogueGate? (gate: CatalogueGate | undefined): void
 
   /**
    * One list of the `oauth-user` upstreams as principal `principalKey` sees them (docs/upstreams.md ›

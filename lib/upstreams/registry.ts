@@ -30,7 +30,7 @@ import { compileUriTemplate, type UriTemplateMatcher } from '../protocol/uri-tem
 import { DIRECTORY_READ, SKILLS_EXTENSION, SKILLS_GET, SKILL_SCHEME, namespaceSkill, namespaceSkillUri, skillRootOf, skillsCapabilityOf } from '../protocol/skills.js'
 import type { CallStats } from './call-stats.js'
 import type { InstanceOwner } from './isolation.js'
-import type { UpstreamHeaderProvider, UpstreamLogger, UpstreamCallOptions, UpstreamRegistry, ReconcileOptions, ReconcileSummary } from './contract.js'
+import type { UpstreamHeaderProvider, UpstreamLogger, UpstreamCallOptions, UpstreamRegistry, ReconcileOptions, ReconcileSummary, CatalogueGate } from './contract.js'
 import type { UpstreamConfig } from './config.js'
 import type { UpstreamLoad, UpstreamStatus, CatalogueCounts, UpstreamCallStats, NameCollision } from './status.js'
 
@@ -75,6 +75,16 @@ function prefixed (prefix: string, name: string): string {
   return prefix === '' ? name : `${prefix}${PREFIX_SEPARATOR}${name}`
 }
 
+/**
+ * Whether two configs of one upstream connect alike: deep-equal but for `integrity`, which the
+ * catalogue gate reads (lib/policy/integrity.ts), so a change of pin mode alone never restarts it.
+ */
+function sameConnection (a: UpstreamConfig, b: UpstreamConfig): boolean {
+  const { integrity: _a, ...left } = a
+  const { integrity: _b, ...right } = b
+  return isDeepStrictEqual(left, right)
+}
+
 class Registry extends EventEmitter implements UpstreamRegistry {
   private readonly upstreams: Upstream[] = []
   /** upstreamNames(), made on first use and after a reload changed the upstreams. */
@@ -109,6 +119,8 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   private readonly pending = new Set<Upstream>()
   /** Set by close(): a reload's new instance that becomes ready later is closed, not switched to. */
   private closing = false
+  /** The gate each rebuild asks which items to leave out (lib/policy/integrity.ts), if any. */
+  private gate: CatalogueGate | undefined
 
   constructor (config: Record<string, UpstreamConfig>, private readonly options: RegistryOptions) {
     super()
@@ -174,7 +186,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     const replacing: Array<{ old: Upstream, fresh: Upstream }> = []
     for (const [name, upstreamConfig] of Object.entries(config)) {
       const old = running.get(name)
-      if (old !== undefined && isDeepStrictEqual(old.config, upstreamConfig)) {
+      if (old !== undefined && sameConnection(old.config, upstreamConfig)) {
         next.push(old)
         summary.unchanged.push(name)
         continue
@@ -258,6 +270,19 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     await old.close()
     logger.info({ upstream: old.name, state: state.state, ...(state.pid !== undefined ? { pid: state.pid } : {}) }, `upstream ${old.name} switched to its new config`)
     return undefined
+  }
+
+  setCatalogueGate (gate: CatalogueGate | undefined): void {
+    if (this.gate !== undefined) this.gate.changed = undefined
+    this.gate = gate
+    if (gate !== undefined) gate.changed = () => { if (this.gate === gate) for (const kind of ['tools', 'prompts', 'resources'] as const) this.rebuild(kind) }
+    for (const kind of ['tools', 'prompts', 'resources'] as const) this.rebuild(kind)
+  }
+
+  /** The gate's verdict on one list: the items to leave out (none without a gate). */
+  private hiddenOf (list: 'tools' | 'prompts' | 'resourceTemplates'): ReadonlySet<JsonObject> | undefined {
+    if (this.gate === undefined) return undefined
+    return this.gate.hidden(list, this.upstreams.map(upstream => ({ upstream: upstream.name, ready: upstream.status().state === 'ready', items: upstream.lists()[list] })))
   }
 
   /** Per upstream (config order): how many tools, prompts, resources, templates and skills (when any) it lists now (0 unless ready). */
@@ -637,10 +662,11 @@ class Registry extends EventEmitter implements UpstreamRegistry {
       const routes = new Map<string, Route>()
       const merged: JsonObject[] = []
       const collisions: NameCollision[] = []
+      const hidden = this.hiddenOf(kind)
       for (const upstream of this.upstreams) {
         const prefix = this.prefixes.get(upstream) ?? ''
         for (const item of upstream.lists()[kind]) {
-          if (typeof item.name !== 'string') continue
+          if (typeof item.name !== 'string' || hidden?.has(item) === true) continue
           const name = prefixed(prefix, item.name)
           const owner = routes.get(name)
           if (owner !== undefined) {
@@ -668,6 +694,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     const templates: JsonObject[] = []
     const collisions = new Map<string, NameCollision>()
     const previous = this.resourceCollisions
+    const hiddenTemplates = this.hiddenOf('resourceTemplates')
     // Warned when new since the last rebuild, or on a re-list an upstream announced.
     const collide = (key: string, message: string, fields: { kind: string, uri?: string, uriTemplate?: string, kept: string, dropped: string }): void => {
       collisions.set(key, { kind: fields.uri !== undefined ? 'resource' : 'template', name: fields.uri ?? fields.uriTemplate ?? '', kept: fields.kept, dropped: fields.dropped })
@@ -695,7 +722,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
         resources.push(item)
       }
       for (const listed of lists.resourceTemplates) {
-        if (typeof listed.uriTemplate !== 'string') continue
+        if (typeof listed.uriTemplate !== 'string' || hiddenTemplates?.has(listed) === true) continue
         const uriTemplate = skillPrefix === '' ? listed.uriTemplate : namespaceSkillUri(skillPrefix, listed.uriTemplate)
         const item = uriTemplate === listed.uriTemplate ? listed : { ...listed, uriTemplate }
         const owner = templateRoutes.find(route => route.uriTemplate === uriTemplate)
