@@ -108,6 +108,7 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
     discovery: toolSearchOf(config.discovery), // tool search on /mcp and plain mcpx serve (docs/discovery.md)
     audit,
     pageSize: config.transport.pageSize, // paged catalogues (lib/dispatch/paging.ts)
+    listTtlMs: config.transport.catalogueTtl, // ttlMs of the modern results a client may cache (lib/dispatch/shape.ts)
     ...(rateLimiter !== undefined ? { rateLimiter } : {}),
     ...(options.onRateLimited !== undefined ? { onRateLimited: options.onRateLimited } : {}),
     // the human confirmation gate: its settings, and the ledger of spent approvals (made on first use: Redis with sessions.store "redis")

@@ -133,6 +133,7 @@ export function loadConfig (raw: unknown): McpxConfig {
   c.daemon.shutdownTimeout = parseDuration(c.daemon.shutdownTimeout, 'daemon.shutdownTimeout')
   c.daemon.trustProxy.forEach(checkTrustedProxy)
   c.transport.sseKeepAlive = parseDuration(c.transport.sseKeepAlive, 'transport.sseKeepAlive')
+  c.transport.catalogueTtl = parseDuration(c.transport.catalogueTtl, 'transport.catalogueTtl')
   c.transport.stdioDrain = parseDuration(c.transport.stdioDrain, 'transport.stdioDrain')
   c.transport.sessionIdleTimeout = parseDuration(c.transport.sessionIdleTimeout, 'transport.sessionIdleTimeout')
   c.transport.headersTimeout = parseDuration(c.transport.headersTimeout, 'transport.headersTimeout')

@@ -60,6 +60,7 @@ export const CONFIG_SCHEMA = {
         headersTimeout: { ...DURATION_SCHEMA, default: '10s', description: 'daemon: a connection that sends no complete request head within this (ms) is closed, with 408 when any byte came (0 disables)' },
         bodyTimeout: { ...DURATION_SCHEMA, default: '30s', description: 'daemon: a request body not complete within this (ms) after the head\'s bound gets 408 (0 disables)' },
         keepAliveTimeout: { ...DURATION_SCHEMA, default: '72s', description: 'daemon: an idle keep-alive connection closes after this (ms); above the 60 s idle timeout of nginx and common load balancers, so the proxy closes first' },
+        catalogueTtl: { ...DURATION_SCHEMA, default: '0', description: 'the ttlMs (ms) of the 2026-07-28 results mcpx builds itself and that a client may cache (server/discover and the four lists, skills/list): how long a client may reuse one before asking again (0, the default: immediately stale; a list_changed always invalidates it)' },
         pageSize: { type: 'integer', minimum: 0, maximum: MAX_PAGE_SIZE, default: 0, description: 'items per page of tools/list, prompts/list, resources/list and resources/templates/list (0, the default: no paging, whole lists); cursors are opaque, valid on every replica, and survive catalogue changes unless the last item they served is gone (then -32602: list again)' }
       }
     },

@@ -49,6 +49,8 @@ export interface McpxConfig {
     keepAliveTimeout: number
     /** items per page of the four list methods, 0…10 000; 0 = no paging (lib/dispatch/paging.ts). */
     pageSize: number
+    /** ms: `ttlMs` of the modern cacheable results mcpx builds (lib/dispatch/shape.ts); 0 = immediately stale. */
+    catalogueTtl: number
   }
   auth: AuthConfig
   /** Operator tokens for POST /admin/reload and remote /status; read by lib/auth/tokens loadAdminTokens. */

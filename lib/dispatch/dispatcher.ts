@@ -259,6 +259,16 @@ export class Dispatcher {
     return response
   }
 
+  /**
+   * `cacheScope` of this caller's cacheable results (2026-07-28 server/utilities/caching.mdx):
+   * `private` when a policy applies (what a caller sees depends on who they are), when `oauth-user`
+   * upstreams list per caller, or when an upstream answers per caller (isolated, or reached with the
+   * caller's identity); `public` otherwise, curated endpoints included (the same for every caller).
+   */
+  private scopeOf (view: Visibility): 'public' | 'private' {
+    return view.policy !== undefined || this.deps.consent !== undefined || this.registry.answersDependOnCaller?.() === true ? 'private' : 'public'
+  }
+
   /** Step 4: the era's envelope, then the method's result shaped for the era, or the error it raised. */
   private async answer (request: JsonRpcRequest, ctx: DispatchContext, view: Visibility, via: Via | undefined): Promise<JsonRpcResponse> {
     const rejected = checkEnvelope(request, ctx.era)
@@ -269,7 +279,7 @@ export class Dispatcher {
         const required = this.mrtr.takeMissing(ctx) ?? missingCapabilities(result, ctx.clientCapabilities)
         if (required !== undefined) return missingCapabilityError(request.id, required)
       }
-      return successResponse(request.id, ctx.era === 'modern' ? shapeModern(request.method, result, this.serverInfo, this.listTtlMs) : shapeLegacy(result))
+      return successResponse(request.id, ctx.era === 'modern' ? shapeModern(request.method, result, this.serverInfo, this.listTtlMs, this.scopeOf(view)) : shapeLegacy(result))
     } catch (err) {
       const required = ctx.era === 'modern' ? this.mrtr.takeMissing(ctx) : undefined
       if (required !== undefined) return missingCapabilityError(request.id, required)

@@ -21,16 +21,22 @@ const MODERN_RESULT_KEYS = ['resultType', 'ttlMs', 'cacheScope'] as const
 
 /**
  * A result as a modern client gets it (DIGEST §6f): `resultType` (default `complete`); on a
- * cacheable method's complete result `ttlMs` (default `ttlMs`, in ms) and `cacheScope` (default
- * `public`) unless the result set valid ones; `_meta` serverInfo. Returns a new object (the input
- * is not changed). Never throws.
+ * cacheable method's complete result `ttlMs` (default `ttlMs`, in ms) unless the result set one,
+ * and `cacheScope`: `private` when `scope` says the answer depends on who asked (a shared cache must
+ * not hand it to another user, 2026-07-28 server/utilities/caching.mdx), else the result's own
+ * valid one, else `public`; `_meta` serverInfo. Returns a new object (the input is not changed).
+ * Never throws.
+ * @param scope `private` when what this caller sees may differ from what another caller sees
+ *        (a policy, a per-caller upstream); `server/discover` is the same for everyone and stays
+ *        `public` unless its result says otherwise
  */
-export function shapeModern (method: string, result: JsonObject, serverInfo: ServerInfo, ttlMs: number): JsonObject {
+export function shapeModern (method: string, result: JsonObject, serverInfo: ServerInfo, ttlMs: number, scope: 'public' | 'private' = 'public'): JsonObject {
   const shaped: JsonObject = { ...result }
   if (typeof shaped.resultType !== 'string') shaped.resultType = 'complete'
   if (shaped.resultType === 'complete' && CACHEABLE.has(method)) {
     if (typeof shaped.ttlMs !== 'number') shaped.ttlMs = ttlMs
-    if (shaped.cacheScope !== 'public' && shaped.cacheScope !== 'private') shaped.cacheScope = 'public'
+    if (scope === 'private' && method !== 'server/discover') shaped.cacheScope = 'private'
+    else if (shaped.cacheScope !== 'public' && shaped.cacheScope !== 'private') shaped.cacheScope = 'public'
   }
   const meta = isObject(shaped._meta) ? { ...shaped._meta } : {}
   meta[META_SERVER_INFO] = serverInfo

@@ -257,6 +257,11 @@ export interface UpstreamRegistry extends EventEmitter {
   upstreamNames?: () => readonly string[]
   /** Each upstream's calls in flight and queued, and what its bounds refused (metrics). Optional for test doubles. */
   loads?: () => UpstreamLoad[]
+  /**
+   * Whether some upstream may answer one caller differently from another (isolated, or reached with the
+   * caller's identity): then mcpx's cacheable 2026-07-28 results are `cacheScope: "private"`. Optional for test doubles (false).
+   */
+  answersDependOnCaller?: () => boolean
 
   /**
    * Installs (or, undefined, removes) the gate every list rebuild asks (see {@link CatalogueGate});

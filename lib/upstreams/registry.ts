@@ -153,7 +153,18 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   private assignPrefixes (): void {
     this.prefixes.clear()
     for (const upstream of this.upstreams) this.prefixes.set(upstream, upstream.config.prefix ?? (this.upstreams.length === 1 ? '' : upstream.name))
+    this.callerDependent = this.upstreams.some(upstream => answersDependOnCaller(upstream.config))
   }
+
+  private callerDependent = false
+
+  /**
+   * Whether some upstream may answer one caller differently from another: it is isolated
+   * (`per-session`, `per-principal`) or reached with the caller's own identity (`token_exchange`,
+   * `id-jag`, `oauth-user`). Then what mcpx serves from it is `cacheScope: "private"` on 2026-07-28
+   * (server/utilities/caching.mdx: a public result may be shared between users). Follows reloads.
+   */
+  answersDependOnCaller (): boolean { return this.callerDependent }
 
   /**
    * Hot reload: makes the running set match `config` (docs/operating.md › Reloading the config).
@@ -852,4 +863,11 @@ export async function startUpstreams (registry: UpstreamRegistry, logger: Upstre
  */
 export function createRegistry (upstreams: Record<string, UpstreamConfig>, options: RegistryOptions): UpstreamRegistry {
   return new Registry(upstreams, options)
+}
+
+/** Whether one upstream's answers may depend on the caller (see UpstreamRegistry.answersDependOnCaller). */
+function answersDependOnCaller (config: UpstreamConfig): boolean {
+  if (config.isolation !== undefined && config.isolation !== 'shared') return true
+  const type = 'url' in config ? config.auth?.type : undefined
+  return type === 'token_exchange' || type === 'id-jag' || type === 'oauth-user'
 }
