@@ -21,11 +21,17 @@ import { loadConfig } from './lib/config/load.js'
 import type { McpxConfig, McpxConfigInput } from './lib/config/types.js'
 import { originPolicyFromConfig } from './lib/http/origin.js'
 import { createAuthenticator, type Authenticator } from './lib/auth/authenticate.js'
+import { createDpopReplayCache, type DpopReplayCache } from './lib/auth/dpop.js'
 import { PRM_WELL_KNOWN } from './lib/auth/oauth-metadata.js'
 import { createUpstreamHeaderProvider } from './lib/upstreams/credentials.js'
 import protectedResourceRoutes from './routes/oauth/protected-resource.js'
+import oauthCallbackRoutes from './routes/oauth/callback.js'
+import { UserGrants, createGrantStore } from './lib/upstreams/user-grants.js'
+import { isPersonal } from './lib/upstreams/config.js'
+import type { UpstreamHeaderProvider } from './lib/upstreams/contract.js'
 import { createRegistry, startUpstreams } from './lib/upstreams/registry.js'
 import type { UpstreamRegistry } from './lib/upstreams/contract.js'
+import type { Integrity } from './lib/policy/integrity.js'
 import { createMetrics, type McpxMetrics } from './lib/ops/metrics.js'
 import originPlugin from './plugins/origin.js'
 import corsPlugin from './plugins/cors.js'
@@ -49,8 +55,12 @@ declare module 'fastify' {
      * the daemon's reload calls it). @returns the keys it could not apply live.
      */
     mcpxApplyAccess: (next: McpxConfig) => string[]
+    /** Pinned definitions of this mcpx (lib/policy/integrity.ts), when any upstream is pinned; the daemon's admin API approves through it. */
+    mcpxIntegrity: () => Integrity | undefined
     /** The authenticator of `/mcp` (lib/auth/authenticate.ts); the daemon's admin check reuses its OAuth verifier. */
     mcpxAuthenticator: Authenticator
+    /** The grants of the `oauth-user` upstreams (lib/upstreams/user-grants.ts); set only when one is configured. The daemon's admin API revokes through it. */
+    mcpxGrants?: UserGrants
   }
 }
 
@@ -68,19 +78,19 @@ export type McpxOptions = McpxConfigInput & {
 /** Keys Fastify itself puts into register options; they are not mcpx config. */
 const FASTIFY_KEYS = new Set(['prefix', 'logLevel', 'logSerializers', 'registry'])
 
-interface ScopeOptions { config: McpxConfig, registry: UpstreamRegistry, metrics: McpxMetrics, authenticator: Authenticator, access: AccessHandle }
+interface ScopeOptions { config: McpxConfig, registry: UpstreamRegistry, metrics: McpxMetrics, authenticator: Authenticator, access: AccessHandle, grants: UserGrants | undefined }
 
 /**
  * Filled in by the scope once its core exists: how a reload reaches the dispatcher inside it, and
  * whether a curated endpoint is configured now (for mcpx-auth and the endpoints' RFC 9728 metadata).
  */
-interface AccessHandle { apply: (next: McpxConfig) => string[], hasEndpoint: (name: string) => boolean }
+interface AccessHandle { apply: (next: McpxConfig) => string[], hasEndpoint: (name: string) => boolean, integrity: () => Integrity | undefined }
 
 /**
  * The encapsulated scope: request log and stream tracking first (so refused requests are logged
  * too), then plugins in wire order (origin, CORS, auth, era, modern headers, legacy sessions), then routes.
  */
-const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fastify, { config, registry, metrics, authenticator, access }) {
+const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fastify, { config, registry, metrics, authenticator, access, grants }) {
   const policy = originPolicyFromConfig(config)
   await fastify.register(requestLogPlugin, { metrics })
   await fastify.register(streamsPlugin, { maxStreams: config.transport.maxGetStreams })
@@ -88,8 +98,10 @@ const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fa
   await fastify.register(corsPlugin, { policy })
   await fastify.register(authPlugin, { authenticator, hasEndpoint: name => access.hasEndpoint(name) })
   // The one registry handle of this scope: fastify.mcp.registry (instrumented), read by every plugin and route below.
-  await fastify.register(upstreamsPlugin, { registry, config, closeRegistry: false, metrics })
+  await fastify.register(upstreamsPlugin, { registry, config, closeRegistry: false, metrics, ...(grants !== undefined ? { grants } : {}) })
   access.apply = next => fastify.mcp.applyAccess(next)
+  const integrity = fastify.mcp.integrity
+  access.integrity = () => integrity
   const dispatcher = fastify.mcp.dispatcher
   access.hasEndpoint = name => dispatcher.hasEndpoint(name)
   await fastify.register(eraPlugin)
@@ -127,13 +139,26 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
   for (const [key, value] of Object.entries(opts ?? {})) if (!FASTIFY_KEYS.has(key)) raw[key] = value
   const config = loadConfig(raw)
   // Tokens and secrets are read here, before any upstream starts: a bad source fails registration.
-  const authenticator = createAuthenticator(config.auth, { logger: fastify.log.child({ component: 'auth' }) })
+  const authLog = fastify.log.child({ component: 'auth' })
+  // DPoP proofs' jti (docs/authentication.md › DPoP): in Redis under sessions.store "redis", so a proof
+  // accepted by one replica is refused by all; made on the first proof to check, closed with the app.
+  let dpopReplay: DpopReplayCache | undefined
+  const authenticator = createAuthenticator(config.auth, { logger: authLog, dpopReplay: () => (dpopReplay ??= createDpopReplayCache(config.sessions, authLog)) })
+  fastify.addHook('onClose', async function closeDpopReplay () { await dpopReplay?.close() })
   const mountPath = `${opts.prefix ?? ''}/mcp`
   let registry = opts.registry
+  // Each caller's own identity toward `oauth-user` upstreams (docs/upstreams.md › Upstream identity).
+  const grants = Object.values(config.upstreams).some(isPersonal)
+    ? new UserGrants(config.upstreams, { logger: fastify.log.child({ component: 'upstream-identity' }), store: createGrantStore(config.sessions), ...(config.auth.oauth !== undefined ? { frontDoorResource: config.auth.oauth.resource } : {}) })
+    : undefined
+  if (grants !== undefined) {
+    fastify.decorate('mcpxGrants', grants)
+    fastify.addHook('onClose', async function closeGrants () { await grants.close() })
+  }
   if (registry === undefined) {
     const upstreamLog = fastify.log.child({ component: 'upstreams' })
     // mcpx's own credentials to HTTP upstreams with an `auth` (docs/authentication.md › Upstream credentials), through the registry's header seam.
-    const headerProvider = createUpstreamHeaderProvider(config.upstreams, upstreamLog)
+    const headerProvider = withGrants(createUpstreamHeaderProvider(config.upstreams, upstreamLog), grants)
     const owned = createRegistry(config.upstreams, { logger: upstreamLog, defaultTimeoutMs: config.upstreamTimeout, streamBufferBytes: config.transport.streamBufferBytes, ...(headerProvider !== undefined ? { headerProvider } : {}) })
     registry = owned
     fastify.addHook('onClose', async function closeUpstreams () { await owned.close() })
@@ -146,15 +171,25 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
   fastify.decorate('mcpxMetrics', metrics)
   // The scope's own prefix is `<prefix>/mcp`: @fastify/cors adds an `OPTIONS <prefix>*` route, and
   // this keeps it (and every mcpx hook) off the host app's other routes.
-  const access: AccessHandle = { apply: () => ['policy', 'servers'], hasEndpoint: () => false }
+  const access: AccessHandle = { apply: () => ['policy', 'servers', 'discovery'], hasEndpoint: () => false, integrity: () => undefined }
   fastify.decorate('mcpxApplyAccess', (next: McpxConfig) => access.apply(next))
   fastify.decorate('mcpxAuthenticator', authenticator)
-  await fastify.register(mcpxScope, { prefix: mountPath, config, registry: metrics.instrument(registry), metrics, authenticator, access })
+  fastify.decorate('mcpxIntegrity', () => access.integrity())
+  await fastify.register(mcpxScope, { prefix: mountPath, config, registry: metrics.instrument(registry), metrics, authenticator, access, grants })
+  if (grants !== undefined) await fastify.register(oauthCallbackRoutes, { prefix: opts.prefix ?? '', grants })
   if (authenticator.oauth !== undefined) {
     // RFC 9728 metadata, outside the /mcp scope (no token, no MCP hooks), in its own scope.
     await fastify.register(protectedResourceRoutes, { prefix: PRM_WELL_KNOWN, oauth: authenticator.oauth, mountPath, policy: originPolicyFromConfig(config), hasEndpoint: name => access.hasEndpoint(name) })
   }
 }, { name: 'mcpx', fastify: '5.x' })
+
+/** The header seam with the `oauth-user` upstreams' bearers beside mcpx's own credentials (each answers for its own upstreams). */
+function withGrants (own: UpstreamHeaderProvider | undefined, grants: UserGrants | undefined): UpstreamHeaderProvider | undefined {
+  if (grants === undefined) return own
+  const personal = grants.headerProvider()
+  if (own === undefined) return personal
+  return async request => grants.has(request.upstream) ? await personal(request) : await own(request)
+}
 
 export default mcpx
 export { mcpx }

@@ -6,6 +6,8 @@
  *   mcpx check  [--config F]           validate the config and probe every upstream
  *   mcpx tools  [--config F] [--json]  print the merged tool catalogue a client would see
  *   mcpx call NAME [--args JSON]       make one tool call through the configured upstreams
+ *   mcpx integrity list|approve|reject list and decide changed definitions of pinned upstreams
+ *   mcpx revoke PRINCIPAL [--upstream U] revoke a principal's upstream grants on the running daemon
  * Config resolution: --config, else MCPX_CONFIG, else ./mcpx.config.json, else the embedded default.
  *
  * Arguments are parsed by `node:util` parseArgs in strict mode (no dependency; Node ≥ 20 ships it):
@@ -73,6 +75,29 @@ const COMMANDS: Record<string, Command> = {
     summary: 'make one tool call through the configured upstreams and print its result',
     usage: 'mcpx call NAME [options]',
     options: { ...COMMON, ...WAIT, args: { type: 'string', value: 'JSON', help: 'the tool\'s arguments, a JSON object (default {})' } },
+    positionals: 1
+  },
+  integrity: {
+    summary: 'list, approve or reject changed definitions of pinned upstreams (the daemon\'s admin API, or a store file)',
+    usage: 'mcpx integrity list | approve UPSTREAM NAME | reject UPSTREAM NAME [options]',
+    options: {
+      ...COMMON,
+      url: { type: 'string', value: 'URL', help: 'the daemon (default http://<daemon.address>); the admin token is read from MCPX_ADMIN_TOKEN' },
+      store: { type: 'string', value: 'FILE', help: 'work on this pin store file instead of a daemon (mcpx serve watches it)' },
+      kind: { type: 'string', value: 'KIND', help: 'tool, prompt or template (default tool)' },
+      hash: { type: 'string', value: 'SHA256', help: 'the definition decided on (default: the one waiting now, printed)' },
+      json: { type: 'boolean', help: 'print the answer as JSON' }
+    },
+    positionals: -1
+  },
+  revoke: {
+    summary: 'revoke a principal\'s grants to oauth-user upstreams on the running daemon (DELETE /admin/grants; exit 1 if it held none)',
+    usage: 'mcpx revoke PRINCIPAL [options]',
+    options: {
+      ...COMMON,
+      upstream: { type: 'string', value: 'NAME', help: 'only its grant for this upstream (default: all of its grants)' },
+      url: { type: 'string', value: 'URL', help: 'the daemon (default http://<daemon.address>, a wildcard address read as loopback)' }
+    },
     positionals: 1
   }
 }
@@ -171,6 +196,69 @@ async function call (config: McpxConfig, values: Record<string, unknown>, name: 
   }
 }
 
+/** One entry of GET /admin/integrity (lib/policy/integrity.ts IntegrityEntry), as the CLI prints it. */
+interface IntegrityRow { upstream: string, kind: string, name: string, state: string, mode?: string, hidden?: boolean, hash: string, renamedFrom?: string, shadows?: Array<{ upstream: string, by: string }>, pinned?: { hash: string } }
+
+async function integrity (config: McpxConfig, values: Record<string, unknown>, positionals: string[]): Promise<number> {
+  const [action, upstream, item] = positionals
+  if (action === 'list' ? positionals.length !== 1 : !((action === 'approve' || action === 'reject') && positionals.length === 3)) {
+    throw new UsageError('expects `list`, `approve UPSTREAM NAME` or `reject UPSTREAM NAME`')
+  }
+  const kind = (values.kind as string | undefined) ?? 'tool'
+  if (!['tool', 'prompt', 'template'].includes(kind)) throw new UsageError(`--kind ${JSON.stringify(kind)}: must be tool, prompt or template`)
+  const store = values.store as string | undefined
+  const { integrityOffline, integrityOnline } = await import('./lib/ops/integrity-cli.js')
+  const answer = store !== undefined
+    ? await integrityOffline(store, config, { action, upstream, kind, name: item, hash: values.hash as string | undefined })
+    : await integrityOnline(values.url as string | undefined ?? daemonUrl(config.daemon.address), process.env.MCPX_ADMIN_TOKEN, { action, upstream, kind, name: item, hash: values.hash as string | undefined })
+  if (answer.error !== undefined) { process.stderr.write(`mcpx integrity: ${answer.error}\n`); return 1 }
+  if (values.json === true) process.stdout.write(JSON.stringify(answer.body, null, 2) + '\n')
+  else if (action === 'list') {
+    const rows = (answer.body as { entries: IntegrityRow[] }).entries
+    process.stdout.write(formatTable(['UPSTREAM', 'KIND', 'NAME', 'STATE', 'HIDDEN', 'HASH', 'NOTE'], rows.map(r => [r.upstream, r.kind, r.name, r.state, r.hidden === true ? 'yes' : 'no', r.hash.slice(0, 16),
+      [r.renamedFrom !== undefined ? `renamed from ${r.renamedFrom}` : '', r.pinned !== undefined ? `pinned ${r.pinned.hash.slice(0, 16)}` : '', ...(r.shadows ?? []).map(s => `copies the ${s.by} of ${s.upstream}`)].filter(n => n !== '').join('; ')])))
+  } else {
+    const body = answer.body as { status: string, hash: string }
+    process.stdout.write(`${body.status} ${kind} ${item} of upstream ${upstream}: ${body.hash}\n`)
+  }
+  return 0
+}
+
+/** The daemon's base URL from daemon.address (a wildcard bind is reached on loopback). */
+function daemonUrl (address: string): string {
+  const host = address.replace(/^0\.0\.0\.0:/, '127.0.0.1:').replace(/^\[::\]:/, '[::1]:')
+  return `http://${host}`
+}
+
+/**
+ * `mcpx revoke PRINCIPAL`: asks the running daemon to revoke that principal's grants
+ * (docs/upstreams.md › Tokens: the vault, refresh and revocation), with the config's first admin
+ * token (admin.tokens, tokensFile or tokensEnv), or MCPX_ADMIN_TOKEN. Prints what went.
+ * @returns 0 when a grant went, 1 when it held none or the daemon refused (its answer on stderr)
+ */
+async function revoke (config: McpxConfig, values: Record<string, unknown>, principal: string): Promise<number> {
+  const { loadAdminTokens } = await import('./lib/auth/tokens.js')
+  const token = process.env.MCPX_ADMIN_TOKEN ?? loadAdminTokens(config.admin)[0]
+  if (token === undefined) throw new UsageError('needs an admin token: admin.tokens in the config, or MCPX_ADMIN_TOKEN')
+  const address = config.daemon.address.replace(/^0\.0\.0\.0:/, '127.0.0.1:').replace(/^\[::\]:/, '[::1]:')
+  const base = (values.url as string | undefined) ?? `http://${address}`
+  const query = new URLSearchParams({ principal, ...(values.upstream !== undefined ? { upstream: values.upstream as string } : {}) })
+  let response: Response
+  try {
+    response = await fetch(`${base}/admin/grants?${query.toString()}`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(15_000) })
+  } catch (err) {
+    process.stderr.write(`mcpx revoke: cannot reach the daemon at ${base}: ${(err as Error).message}\n`)
+    return 1
+  }
+  const body = await response.json().catch(() => ({})) as { revoked?: Array<{ principal: string, upstream: string }>, error?: string }
+  if (response.status === 200 && body.revoked !== undefined) {
+    for (const grant of body.revoked) process.stdout.write(`revoked ${grant.principal} ${grant.upstream}\n`)
+    return 0
+  }
+  process.stderr.write(response.status === 404 ? `mcpx revoke: ${principal} holds no grant${values.upstream !== undefined ? ` for ${String(values.upstream)}` : ''}\n` : `mcpx revoke: the daemon answered ${response.status}${body.error !== undefined ? `: ${body.error}` : ''}\n`)
+  return 1
+}
+
 async function main (argv: string[]): Promise<number> {
   const [name, ...rest] = argv
   if (name === undefined) { process.stderr.write(globalUsage()); return USAGE_EXIT }
@@ -184,9 +272,9 @@ async function main (argv: string[]): Promise<number> {
   let positionals: string[]
   try {
     const options = Object.fromEntries(Object.entries(command.options).map(([flag, o]) => [flag, { type: o.type, ...(o.short !== undefined ? { short: o.short } : {}) }]))
-    ;({ values, positionals } = parseArgs({ args: rest, options, strict: true, allowPositionals: command.positionals > 0 }))
+    ;({ values, positionals } = parseArgs({ args: rest, options, strict: true, allowPositionals: command.positionals !== 0 }))
     if (values.help === true) { process.stdout.write(commandUsage(name)); return 0 }
-    if (positionals.length !== command.positionals) throw new UsageError(`expects ${command.usage.replace(/ \[options\]$/, '')}`)
+    if (command.positionals >= 0 && positionals.length !== command.positionals) throw new UsageError(`expects ${command.usage.replace(/ \[options\]$/, '')}`)
   } catch (err) {
     process.stderr.write(`mcpx ${name}: ${(err as Error).message}\n${commandUsage(name)}`)
     return USAGE_EXIT
@@ -213,6 +301,8 @@ async function main (argv: string[]): Promise<number> {
         await tracing.stopTracing() // flushes the spans still batched
       }
     }
+    if (name === 'integrity') return await integrity(config, values, positionals)
+    if (name === 'revoke') return await revoke(config, values, positionals[0])
     if (name === 'check') return await check(config, values)
     if (name === 'tools') return await tools(config, values)
     return await call(config, values, positionals[0])

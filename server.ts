@@ -29,6 +29,8 @@ import { resolveConfig } from './lib/config/load.js'
 import type { McpxConfig } from './lib/config/types.js'
 import type { Socket } from 'node:net'
 import statusRoutes from './routes/status/index.js'
+import integrityRoutes from './routes/admin/integrity.js'
+import { createHash } from 'node:crypto'
 import { collectStatus } from './lib/ops/status-model.js'
 
 /** How often idle keep-alive connections are closed while shutting down, ms. */
@@ -232,8 +234,15 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
   app.decorate('mcpxReloader', reloader)
   // GET /status and /status.json: as /metrics.
   const startedAt = new Date()
+  const who = async (request: FastifyRequest): Promise<string> => {
+    // The status page's forms: a local reader has no credential; they are named by their address.
+    if (request.headers.authorization === undefined) return `local:${request.ip}`
+    return await adminWho(request.headers.authorization, verifyAdmin, adminOAuth)
+  }
   await app.register(statusRoutes, {
     guard: opsRoute.onRequest,
+    integrity: () => app.mcpxIntegrity(),
+    who,
     collect: () => collectStatus({
       registry: app.upstreams,
       upstreamConfigs: () => reloader.current.upstreams,
@@ -243,7 +252,8 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
         loadedAt: reloader.loadedAt,
         ...(reloader.last !== undefined ? { lastReload: { at: reloader.last.at, trigger: reloader.last.trigger, ok: reloader.last.ok, kept: reloader.last.ok ? reloader.last.kept : [] } } : {})
       }),
-      startedAt
+      startedAt,
+      integrity: () => app.mcpxIntegrity()
     })
   })
   // POST /admin/reload: an admin credential always (accessChecks).
@@ -253,7 +263,44 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
     const { added, removed, restarted, unchanged, restartToApply, kept } = result
     return await reply.send({ status: 'applied', added, removed, restarted, unchanged, restartToApply, kept })
   })
+  // /admin/integrity: an admin credential always, as /admin/reload. Who approved is audited as the admin
+  // token's fingerprint (first 12 hex of its SHA-256) or the OAuth principal, never the credential.
+  await app.register(integrityRoutes, {
+    guard: guardWith(checks.admin),
+    integrity: () => app.mcpxIntegrity(),
+    who: async request => await adminWho(request.headers.authorization, verifyAdmin, adminOAuth)
+  })
+  // The grants of `oauth-user` upstreams (docs/upstreams.md › Upstream identity): listed (never a
+  // token) and revoked by an operator; an admin credential always (accessChecks).
+  const grants = app.mcpxGrants
+  if (grants !== undefined) {
+    app.get('/admin/grants', { logLevel: 'warn', onRequest: guardWith(checks.admin) }, async function adminGrants (_request, reply) {
+      return await reply.header('cache-control', 'no-store').send({
+        grants: (await grants.list()).map(g => ({ principal: g.principal ?? 'unknown', upstream: g.upstream, refreshable: g.refreshable, ...(g.expiresAtMs !== undefined ? { expiresAt: new Date(g.expiresAtMs).toISOString() } : {}) }))
+      })
+    })
+    app.delete('/admin/grants', { logLevel: 'warn', onRequest: guardWith(checks.admin) }, async function adminRevokeGrants (request, reply) {
+      const query = request.query as Record<string, unknown>
+      if (typeof query.principal !== 'string' || query.principal === '' || (query.upstream !== undefined && typeof query.upstream !== 'string')) {
+        return await reply.code(400).send({ error: 'give principal (e.g. token:alice or oauth:<issuer>#<subject>) and optionally upstream, once each' })
+      }
+      const revoked = await grants.revokePrincipal(query.principal, query.upstream as string | undefined)
+      app.log.info({ principal: query.principal, upstream: query.upstream, revoked: revoked.length }, 'upstream grants revoked by an operator')
+      return await reply.code(revoked.length > 0 ? 200 : 404).send({ revoked })
+    })
+  }
   return app
+}
+
+/** Who an admin request came from, for the audit trail: `admin-token:<12 hex of SHA-256>`, `oauth:<issuer>#<subject>`, else `admin`. Never throws. */
+async function adminWho (authorization: string | undefined, verify: BearerVerifier, oauth: Authenticator | undefined): Promise<string> {
+  const token = authorization?.match(/^Bearer\s+(\S+)\s*$/i)?.[1]
+  if (token !== undefined && verify(authorization) === 'ok') return `admin-token:${createHash('sha256').update(token).digest('hex').slice(0, 12)}`
+  if (oauth !== undefined) {
+    const verdict = await oauth.authenticate(authorization)
+    if (verdict.kind === 'ok' && verdict.principal.kind === 'oauth') return `oauth:${verdict.principal.issuer}#${verdict.principal.subject}`
+  }
+  return 'admin'
 }
 
 /** Options of {@link buildDaemon} and {@link runDaemon}. */

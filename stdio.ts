@@ -14,6 +14,9 @@ import { Reloader } from './lib/ops/reload.js'
 import { createCore } from './lib/core.js'
 import { startStdioServer } from './lib/stdio/server.js'
 import { createRegistry, startUpstreams } from './lib/upstreams/registry.js'
+import { isPersonal } from './lib/upstreams/config.js'
+import { UserGrants, redirectUris } from './lib/upstreams/user-grants.js'
+import { listenForConsent } from './lib/stdio/consent-listener.js'
 
 /**
  * Serves MCP on process.stdin/process.stdout until stdin ends or SIGTERM/SIGINT arrives.
@@ -40,9 +43,22 @@ export async function runStdio (config: McpxConfig, logger: Logger, io: { input:
     logger.error({ server: endpoint, configured: Object.keys(config.servers ?? {}) }, 'no such curated server in config.servers')
     return 2
   }
-  const registry = createRegistry(config.upstreams, { logger, defaultTimeoutMs: config.upstreamTimeout, streamBufferBytes: config.transport.streamBufferBytes })
+  // Each caller's own identity toward `oauth-user` upstreams (docs/upstreams.md › Upstream identity):
+  // here the one local caller, whose consent comes back to a loopback listener of this process.
+  let grants: UserGrants | undefined
+  let consentListener: { close: () => Promise<void> } | undefined
+  if (Object.values(config.upstreams).some(isPersonal)) {
+    try {
+      grants = new UserGrants(config.upstreams, { logger })
+      consentListener = await listenForConsent(grants, redirectUris(config.upstreams), logger)
+    } catch (err) {
+      logger.error({ err }, 'cannot receive upstream consent callbacks')
+      return 1
+    }
+  }
+  const registry = createRegistry(config.upstreams, { logger, defaultTimeoutMs: config.upstreamTimeout, streamBufferBytes: config.transport.streamBufferBytes, ...(grants !== undefined ? { headerProvider: grants.headerProvider() } : {}) })
   // The audit trail never writes to stdout here (createCore refuses an audit.file that is stdout).
-  const core = createCore(config, registry, logger, { stdio: true })
+  const core = createCore(config, registry, logger, { stdio: true, ...(grants !== undefined ? { grants } : {}) })
   const { dispatcher, hub } = core
   let exitCode = 0
   // Signals are handled from the start: one during the upstream start wait must still reap the
@@ -101,6 +117,8 @@ export async function runStdio (config: McpxConfig, logger: Logger, io: { input:
   process.off('SIGINT', onSignal)
   process.off('SIGHUP', onSighup)
   await core.close()
+  await consentListener?.close()
+  await grants?.close()
   try {
     await registry.close()
   } catch (err) {

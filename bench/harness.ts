@@ -264,6 +264,8 @@ export interface LoadOptions {
   check: BodyCheck
   /** Per-connection headers (e.g. one legacy session per connection), by connection index. */
   headersFor?: (connection: number) => Record<string, string>
+  /** Per-request headers (e.g. a fresh DPoP proof), merged over `headers`; called once per request sent. */
+  headersPerRequest?: () => Record<string, string>
   /** Process group of the server under load: its CPU time per request is reported. */
   serverPgid?: number
   /** Check every n-th body in full (JSON parse + echo text). Default 50. */
@@ -320,6 +322,10 @@ async function autocannonRun (options: LoadOptions, durationS: number, samples: 
     body: options.body,
     // A per-connection header (a legacy session) is set once, when the connection's client is built.
     setupClient: options.headersFor === undefined ? undefined : (client) => { client.setHeaders(options.headersFor?.(connection++) ?? {}) },
+    // autocannon rebuilds a request that has a setupRequest for every send: a new object, never the shared defaults.
+    requests: options.headersPerRequest === undefined
+      ? undefined
+      : [{ setupRequest: (request: { headers?: Record<string, string> }) => ({ ...request, headers: { ...request.headers, ...options.headersPerRequest?.() } }) }],
     verifyBody: (body: string) => {
       const ok = options.check(body, ++seen % sampleEvery === 0)
       if (!ok) badBodies++

@@ -30,6 +30,23 @@
  *                  in process: ns per call and whether it allocates
  *  18 instances    RSS per per-session instance of the fixture (isolation "per-session"):
  *                  each instance child's RSS, and the daemon's own growth per instance
+ *  19 DPoP         as 12 on the same daemon, the OAuth JWT DPoP-bound (cnf.jkt) and sent with
+ *                  `Authorization: DPoP` and a fresh ES256 proof per request (made before the load):
+ *                  19−12 is what checking a proof costs the server, per request
+ *  20 tool search  in process (bench/discovery.ts): tools/list bytes of the 1,024-tool catalogue against
+ *                  a search endpoint's tools/list plus one search_tools answer; search_tools p50/p99;
+ *                  index build time for 2,000 tools; tools/call CPU on a list-mode endpoint with and
+ *                  without discovery configured elsewhere
+ *  21 forwarding ceiling  the least a Fastify gateway must do to put the v1 stdio server of 8–10 on
+ *                  HTTP (bench/forward-server.ts: one route, fresh id, one shared child, reply
+ *                  matched by id); the modern tools/call of 3 through it
+ *  22 mcpx modern  the modern tools/call of 3 on scenario 8's daemon (→ the v1 server); 8/21 and
+ *                  22/21 are mcpx against the forwarding ceiling in both eras, log line and metrics on
+ *  23 bytes/call   bytes allocated per call inside the server (bench/alloc.ts: V8 sampling heap
+ *                  profiler, freed objects included), for 21, 22 and 8's call, one call at a time
+ *                  and with 16 connections
+ *  24 integrity    pinned definitions (quarantine) against off, in process (bench/integrity.ts):
+ *                  CPU µs per tools/list and per tools/call, and per rebuild of the lists
  *
  * The load generator (autocannon, or the stdio client) runs in this process; every server runs in
  * its own child process (its own process group, its output in a log file under the run's temp
@@ -54,13 +71,16 @@ import { stdioLoad } from './stdio-load.js'
 import { measureMemory, type MemoryFigures } from './memory.js'
 import { measureInstances, type InstanceFigures } from './instances.js'
 import { INITIALIZED_BODY, INITIALIZE_BODY, LEGACY_BODY, MODERN_BODY, MODERN_HEADERS, legacyHeaders } from './wire.js'
-import { startBenchIssuer, verificationCostUs } from './auth.js'
+import { dpopLoad, startBenchIssuer, verificationCostUs } from './auth.js'
 import { createServer } from 'node:http'
 import { once } from 'node:events'
 import { activeTracing, httpTraceIn } from '../lib/telemetry/trace.js'
 import { gateCost, type GateFigures } from './gate.js'
 import { callStatsCost, type CallStatsFigures } from './call-stats.js'
 import { fiftyRules, policyCost, type PolicyFigures } from './policy.js'
+import { discoveryCost, type DiscoveryFigures } from './discovery.js'
+import { ALLOC_METHOD, allocPerCall, type AllocFigure } from './alloc.js'
+import { integrityCost, integrityLine, type IntegrityFigures } from './integrity.js'
 
 const USAGE = `usage: npm run bench -- [options]   (or node dist/bench/run.js [options])
   --quick                 short runs (about 2 minutes in all)
@@ -128,6 +148,7 @@ const FIXTURE = path('../test/fixtures/echo-upstream.js')
 const CEILING = path('./ceiling-server.js')
 const PEER = path('./peer-server.js')
 const V1_UPSTREAM = path('./v1-stdio-upstream.js')
+const FORWARD = path('./forward-server.js')
 const SUPERGATEWAY = path('../../node_modules/supergateway/dist/index.js')
 const MCP_PROXY = path('../../node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs')
 const LOG_DIR = mkdtempSync(join(tmpdir(), 'mcpx-bench-'))
@@ -248,7 +269,7 @@ async function scenarioHttpUpstream (): Promise<void> {
   } finally { await upstream.child.stop() }
 }
 
-/** 11 and 12: one daemon with a static token and OAuth; the same modern call with each credential. */
+/** 11, 12 and 19: one daemon with a static token and OAuth; the same modern call with each credential (19: a DPoP-bound JWT and a proof per request). */
 async function scenarioAuth (): Promise<void> {
   const port = await freePort()
   const resource = `http://127.0.0.1:${port}/mcp`
@@ -257,7 +278,8 @@ async function scenarioAuth (): Promise<void> {
   process.env.MCPX_BENCH_STATIC_TOKEN = staticToken
   const config = writeConfig('mcpx-auth', port, STDIO_UPSTREAM, {}, {
     tokens: [{ name: 'bench', tokenEnv: 'MCPX_BENCH_STATIC_TOKEN' }],
-    oauth: { issuer: issuer.issuer, resource, jwksUri: issuer.jwksUri, requiredScopes: ['mcp:tools'] }
+    // dpopProofMaxAge covers the whole run: scenario 19's proofs are all made before its load.
+    oauth: { issuer: issuer.issuer, resource, jwksUri: issuer.jwksUri, requiredScopes: ['mcp:tools'], dpopProofMaxAge: '10m' }
   })
   const child = await startDaemon('11-12-mcpx-auth', config, port)
   const url = `http://127.0.0.1:${port}/mcp`
@@ -267,6 +289,14 @@ async function scenarioAuth (): Promise<void> {
       const headers = { ...MODERN_HEADERS, authorization: `Bearer ${token}` }
       await sanity(label, port, headers, MODERN_BODY)
       rows.set(n, await httpLoad({ ...base, serverPgid: child.pid, scenario: label, url, headers, body: MODERN_BODY }))
+    }
+    if (wanted(19)) {
+      // One proof per request: as many as the run could send at 5,000 req/s (autocannon on 2 cores sends fewer).
+      const dpop = await dpopLoad(issuer, url, (WARMUP_S + DURATION_S) * 5_000 + 1)
+      const label = '19 mcpx modern, OAuth JWT + DPoP proof'
+      const headers = { ...MODERN_HEADERS, authorization: `DPoP ${dpop.token}` }
+      await sanity(label, port, { ...headers, dpop: dpop.next() }, MODERN_BODY)
+      rows.set(19, await httpLoad({ ...base, serverPgid: child.pid, scenario: label, url, headers, headersPerRequest: () => ({ dpop: dpop.next() }), body: MODERN_BODY, note: `${dpop.size} proofs, one per request` }))
     }
     if (wanted(12)) jwtValidation = await verificationCostUs(issuer, resource)
   } finally {
@@ -342,11 +372,24 @@ async function legacySessionScenario (n: number, label: string, child: Child, po
 
 async function scenarioPeerProxies (): Promise<void> {
   const upstreamCommand = [NODE, V1_UPSTREAM]
-  if (wanted(8)) {
+  if (wanted(21)) {
+    const { child, port } = await startListening('21-forward', FORWARD, ['--', ...upstreamCommand])
+    try {
+      await sanity('forwarding ceiling', port, MODERN_HEADERS, MODERN_BODY)
+      rows.set(21, await httpLoad({ ...base, serverPgid: child.pid, scenario: '21 forwarding ceiling → v1 server (stdio)', url: `http://127.0.0.1:${port}/mcp`, headers: MODERN_HEADERS, body: MODERN_BODY }))
+    } finally { await child.stop() }
+  }
+  if (wanted(8) || wanted(22)) {
     const port = await freePort()
     const config = writeConfig('mcpx-v1-upstream', port, { command: NODE, args: [V1_UPSTREAM] }, { maxSessions: 1000 })
-    const child = await startDaemon('8-mcpx-daemon-v1', config, port)
-    try { await legacySessionScenario(8, '8 mcpx legacy (sessions) → v1 server (stdio)', child, port) } finally { await child.stop() }
+    const child = await startDaemon('8-22-mcpx-daemon-v1', config, port)
+    try {
+      if (wanted(8)) await legacySessionScenario(8, '8 mcpx legacy (sessions) → v1 server (stdio)', child, port)
+      if (wanted(22)) {
+        await sanity('mcpx modern → v1', port, MODERN_HEADERS, MODERN_BODY)
+        rows.set(22, await httpLoad({ ...base, serverPgid: child.pid, scenario: '22 mcpx modern → v1 server (stdio)', url: `http://127.0.0.1:${port}/mcp`, headers: MODERN_HEADERS, body: MODERN_BODY }))
+      }
+    } finally { await child.stop() }
   }
   if (wanted(9)) {
     const port = await freePort()
@@ -380,6 +423,15 @@ async function scenarioMemory (): Promise<void> {
   try {
     memory = await measureMemory({ pid: child.pid, port, sessions: SESSIONS, streams: STREAMS, warmupSessions, concurrency: 16, settleMs: QUICK ? 500 : 1500 })
   } finally { await child.stop() }
+}
+
+const allocs: AllocFigure[] = []
+/** 23: bytes allocated per call inside the server (bench/alloc.ts), the forwarding ceiling and mcpx in both eras. */
+async function scenarioAlloc (): Promise<void> {
+  const calls = QUICK ? 1000 : 3000
+  for (const connections of [1, 16]) {
+    for (const target of ['forward', 'modern', 'legacy'] as const) allocs.push(await allocPerCall(target, calls, calls, connections))
+  }
 }
 
 let instances: InstanceFigures | undefined
@@ -432,19 +484,31 @@ function report (startedAt: Date, elapsedS: number): string {
   ratio(5, 2, 'mcpx → HTTP upstream vs that peer served directly')
   ratio(8, 9, 'mcpx legacy sessions vs supergateway, same v1 stdio upstream')
   ratio(8, 10, 'mcpx legacy sessions vs mcp-proxy, same v1 stdio upstream')
+  ratio(8, 21, 'mcpx legacy sessions vs the forwarding ceiling, same v1 stdio upstream')
+  ratio(22, 21, 'mcpx modern vs the forwarding ceiling, same v1 stdio upstream')
   for (const line of notServed) lines.push(`not measured: ${line}`)
   const goal = (label: string, value: number | undefined, test: (v: number) => boolean, want: string): string =>
     `  ${label}: ${value === undefined ? 'n/a' : fmt(value)} (goal ${want}${value === undefined ? '' : test(value) ? ', met' : ', not met'})`
   const r = (n: number): Row | undefined => rows.get(n)
   const quotient = (a: number | undefined, b: number | undefined): number | undefined => a === undefined || b === undefined || b === 0 ? undefined : a / b
-  if (r(3) !== undefined || r(5) !== undefined || r(8) !== undefined) {
+  if (r(3) !== undefined || r(5) !== undefined || r(8) !== undefined || r(21) !== undefined) {
     lines.push('')
     lines.push('goals, ratios from this run:')
     lines.push(goal('3/1 req/s (mcpx modern, share of the ceiling)', quotient(r(3)?.rps, r(1)?.rps), v => v >= 0.25, '≥ 0.25'))
     lines.push(goal('3/1 server CPU per request', quotient(r(3)?.serverCpuUs, r(1)?.serverCpuUs), v => v <= 3.5, '≤ 3.5×'))
-    lines.push(goal('5/2 req/s (mcpx → HTTP peer, against the peer served directly)', quotient(r(5)?.rps, r(2)?.rps), v => v >= 0.6, '≥ 0.6'))
-    lines.push(goal('8/9 req/s (against supergateway)', quotient(r(8)?.rps, r(9)?.rps), v => v >= 3, '≥ 3'))
-    lines.push(goal('8/10 req/s (against mcp-proxy)', quotient(r(8)?.rps, r(10)?.rps), v => v >= 3, '≥ 3'))
+    lines.push(goal('5/2 req/s (mcpx → HTTP peer, against the peer served directly)', quotient(r(5)?.rps, r(2)?.rps), v => v >= 0.9, '≥ 0.9'))
+    lines.push(goal('8/9 req/s (against supergateway)', quotient(r(8)?.rps, r(9)?.rps), v => v >= 4, '≥ 4'))
+    lines.push(goal('8/10 req/s (against mcp-proxy)', quotient(r(8)?.rps, r(10)?.rps), v => v >= 4, '≥ 4'))
+    lines.push(goal('8/21 server CPU per request (mcpx legacy, against the forwarding ceiling)', quotient(r(8)?.serverCpuUs, r(21)?.serverCpuUs), v => v <= 1.75, '≤ 1.75×'))
+    lines.push(goal('22/21 server CPU per request (mcpx 2026-07-28, against the forwarding ceiling)', quotient(r(22)?.serverCpuUs, r(21)?.serverCpuUs), v => v <= 1.75, '≤ 1.75×'))
+    lines.push(goal('8/21 req/s (mcpx legacy, share of the forwarding ceiling)', quotient(r(8)?.rps, r(21)?.rps), v => v >= 0.7, '≥ 0.7'))
+    lines.push(goal('22/21 req/s (mcpx 2026-07-28, share of the forwarding ceiling)', quotient(r(22)?.rps, r(21)?.rps), v => v >= 0.7, '≥ 0.7'))
+  }
+  if (allocs.length > 0) {
+    lines.push('')
+    lines.push(`bytes allocated per call (23): ${ALLOC_METHOD}:`)
+    for (const a of allocs) lines.push(`  ${a.target === 'forward' ? 'forwarding ceiling (21)' : a.target === 'modern' ? 'mcpx 2026-07-28 (22)' : 'mcpx legacy session (8)'}, ${a.connections === 1 ? 'calls one at a time' : `${a.connections} connections`}: ${Math.round(a.bytesPerCall).toLocaleString('en-US')} bytes/call (${a.calls} calls)`)
+    for (const modern of allocs.filter(a => a.target === 'modern')) lines.push(goal(`bytes per modern call, KB (${modern.connections} connection${modern.connections === 1 ? '' : 's'})`, modern.bytesPerCall / 1000, v => v <= 12, '≤ 12 KB'))
   }
   ratio(12, 11, 'OAuth JWT vs static token')
   ratio(13, 3, 'tracing on vs off (the default), same call')
@@ -465,6 +529,8 @@ function report (startedAt: Date, elapsedS: number): string {
   const r11 = rows.get(11)
   const r12 = rows.get(12)
   if (r11?.serverCpuUs !== undefined && r12?.serverCpuUs !== undefined) lines.push(`auth (12−11): an OAuth JWT costs ${fmt(r12.serverCpuUs - r11.serverCpuUs, 0)} µs more server CPU per request than a static token`)
+  const r19 = rows.get(19)
+  if (r12?.serverCpuUs !== undefined && r19?.serverCpuUs !== undefined) lines.push(`DPoP (19−12): a DPoP proof (ES256, jose, replay cache in memory) costs ${fmt(r19.serverCpuUs - r12.serverCpuUs, 0)} µs more server CPU per request than the same JWT as a plain bearer token (${fmt(r12.serverCpuUs, 0)} → ${fmt(r19.serverCpuUs, 0)} µs/req)`)
   if (jwtValidation !== undefined) lines.push(`auth: mcpx's JWT validation alone (RS256, cached JWKS, in process, CPU µs per request; target ≤ 40): ${fmt(jwtValidation.firstUs, 1)} for a token's first request (signature), ${fmt(jwtValidation.repeatUs, 1)} for its later ones (verdict cache)`)
   if (gate !== undefined) {
     lines.push('')
@@ -478,6 +544,18 @@ function report (startedAt: Date, elapsedS: number): string {
       `${callStats.calls} calls × 5 rounds), of which record alone ${fmt(callStats.recordNs, 1)} ns; ${callStats.gcs} garbage collections in the window, ` +
       `where 16 bytes allocated per call would cause about ${Math.round(callStats.calls * 10 * 16 / (16 * 1024 * 1024))}; one snapshot (per upstream, per page view) ${fmt(callStats.snapshotUs, 1)} µs`)
   }
+  if (discovery !== undefined) {
+    const d = discovery
+    lines.push('')
+    lines.push(`tool search (20, in process): tools/list of ${d.tools} tools ${(d.listBytes / 1024).toFixed(1)} KiB; search endpoint tools/list + one search_tools answer (8 results) ` +
+      `${(d.searchBytes / 1024).toFixed(1)} KiB (${(d.listBytes / d.searchBytes).toFixed(0)}× less)`)
+    lines.push(`tool search (20): search_tools over ${d.tools} tools, index warm: p50 ${fmt(d.p50Ms, 2)} ms, p99 ${fmt(d.p99Ms, 2)} ms (${d.searches} calls through Dispatcher.handle); ` +
+      `first search (builds the index) ${fmt(d.firstSearchMs, 1)} ms`)
+    lines.push(`tool search (20): index build for 2,000 tools ${fmt(d.build2000Ms, 1)} ms CPU (median of 5; the first build in the process, cold JIT, ${fmt(d.build2000FirstMs, 1)} ms); ` +
+      `in-place update after a list_changed (every tool a new object, ${d.changedTools} changed) ${fmt(d.update2000Ms, 1)} ms CPU`)
+    lines.push(`tool search (20): tools/call on a list-mode endpoint ${fmt(d.callOffUs, 2)} µs CPU per call without discovery configured, ${fmt(d.callOnUs, 2)} µs with /mcp and another endpoint in search mode ` +
+      `(${d.calls} calls × 5 alternating rounds, median)`)
+  }
   if (memory !== undefined) {
     lines.push('')
     lines.push(`memory (7): daemon RSS ${mib(memory.baselineRssBytes)} → ${mib(memory.afterSessionsRssBytes)} after ${memory.sessions} idle legacy sessions (minted in ${memory.mintSeconds.toFixed(1)} s) → ${mib(memory.afterStreamsRssBytes)} after ${memory.streams} open GET streams; errors ${memory.errors}`)
@@ -487,6 +565,10 @@ function report (startedAt: Date, elapsedS: number): string {
     lines.push('')
     lines.push(`instances (18): ${instances.instances} per-session instances of the fixture (stdio, isolation "per-session"), started in ${instances.startSeconds.toFixed(1)} s; ` +
       `RSS per instance child ${mib(instances.childRssMeanBytes)} mean, ${mib(instances.childRssMaxBytes)} max; daemon growth ${(instances.daemonBytesPerInstance / 1024).toFixed(0)} KiB per instance; errors ${instances.errors}`)
+  }
+  if (integrity !== undefined) {
+    lines.push('')
+    lines.push(integrityLine(integrity))
   }
   lines.push('')
   lines.push(`logs: ${LOG_DIR}`)
@@ -562,7 +644,16 @@ async function scenarioGate (): Promise<void> {
   gate = await gateCost(QUICK ? 1_000_000 : 5_000_000, QUICK ? 10_000 : 50_000)
 }
 
+let integrity: IntegrityFigures | undefined
+async function scenarioIntegrity (): Promise<void> {
+  integrity = await integrityCost(QUICK ? 500 : 2_000)
+}
+
 let callStats: CallStatsFigures | undefined
+let discovery: DiscoveryFigures | undefined
+async function scenarioDiscovery (): Promise<void> {
+  discovery = await discoveryCost(QUICK ? 500 : 2_000, QUICK ? 5_000 : 20_000)
+}
 async function scenarioCallStats (): Promise<void> {
   callStats = await callStatsCost(QUICK ? 1_000_000 : 5_000_000)
 }
@@ -576,13 +667,16 @@ async function main (): Promise<number> {
   if (wanted(5)) await scenarioHttpUpstream()
   if (wanted(6)) await scenarioStdio()
   if (wanted(7)) await scenarioMemory()
-  if (wanted(8) || wanted(9) || wanted(10)) await scenarioPeerProxies()
-  if (wanted(11) || wanted(12)) await scenarioAuth()
+  if (wanted(8) || wanted(9) || wanted(10) || wanted(21) || wanted(22)) await scenarioPeerProxies()
+  if (wanted(11) || wanted(12) || wanted(19)) await scenarioAuth()
   if (wanted(13)) await scenarioTracing()
   if (wanted(14)) await scenarioGate()
   if (wanted(15) || wanted(16)) await scenarioPolicy()
   if (wanted(17)) await scenarioCallStats()
   if (wanted(18)) await scenarioInstances()
+  if (wanted(20)) await scenarioDiscovery()
+  if (wanted(23)) await scenarioAlloc()
+  if (wanted(24)) await scenarioIntegrity()
   const text = report(startedAt, (performance.now() - t0) / 1000)
   process.stdout.write(text + '\n')
   if (flags.out !== undefined) writeFileSync(flags.out, text + '\n')

@@ -8,13 +8,20 @@ import type { McpxConfig } from './config/types.js'
 import type { Logger } from './telemetry/log.js'
 import { Dispatcher, type ServerInfo } from './dispatch/dispatcher.js'
 import { NotificationHub } from './connection/notify-hub.js'
-import { StateSealer } from './dispatch/mrtr.js'
+import { ELICITATION_COMPLETE, StateSealer } from './dispatch/mrtr.js'
+import type { ConsentGate } from './dispatch/consent.js'
+import type { UserGrants } from './upstreams/user-grants.js'
 import { SERVER_INFO } from './base/version.js'
 import { compilePolicy } from './policy/rules.js'
 import { Servers } from './policy/endpoints.js'
+import { toolSearchOf } from './policy/discovery.js'
 import { createAuditTrail, type AuditFailure, type AuditTrail } from './policy/audit.js'
 import { createRateLimiter, type RateLimiter } from './policy/rate-limit.js'
+import { createLedger } from './policy/confirm.js'
 import type { JsonObject } from './protocol/jsonrpc.js'
+import { Integrity, modesOf, pinsAnything } from './policy/integrity.js'
+import { createPinStore } from './policy/pin-store.js'
+import type { ChangeKind, PinnedKind } from './policy/pin-store.js'
 import type { UpstreamRegistry } from './upstreams/contract.js'
 
 /** What {@link createCore} builds. */
@@ -31,10 +38,15 @@ export interface Core {
   readonly registry: UpstreamRegistry
   /** The audit trail, when `audit` is configured. */
   readonly audit: AuditTrail | undefined
+  /**
+   * Pinned definitions (lib/policy/integrity.ts), when `integrity.pin` or an upstream's is not `off`:
+   * the registry's catalogue gate, and what the admin API approves through.
+   */
+  readonly integrity: Integrity | undefined
   /** The rate limiter, when a policy rule has a `rateLimit`: in memory, or Redis when `sessions.store` is `redis`. */
   readonly rateLimiter: RateLimiter | undefined
   /**
-   * A reload's `policy` and `servers` (hot reload of per-caller policy and curated endpoints): compiled and swapped in
+   * A reload's `policy`, `servers` and `discovery` (hot reload of per-caller policy and curated endpoints): compiled and swapped in
    * (dispatcher.setAccess) for requests that start from now; then list_changed is offered for every
    * list, so a client whose view changed is told (the hub sends it where the view's list changed).
    * A policy that needs a rate limiter this core was built without (its first `rateLimit`) is not
@@ -57,6 +69,10 @@ export interface CoreOptions {
   stdio?: boolean
   /** Counts a call refused by a rate limit, or for want of its store (lib/ops/metrics rateLimitRefused). */
   onRateLimited?: (reason: 'limited' | 'unavailable') => void
+  /** Counts a changed definition (lib/ops/metrics integrityChanged). */
+  onIntegrityChange?: (upstream: string, kind: PinnedKind, change: ChangeKind, action: 'served' | 'hidden') => void
+  /** The grants of the `oauth-user` upstreams (lib/upstreams/user-grants.ts), when any is configured. */
+  grants?: UserGrants
 }
 
 /**
@@ -89,12 +105,31 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
     // policy and curated endpoints; a reload swaps both with dispatcher.setAccess
     policy,
     servers: config.servers === undefined ? undefined : new Servers(config.servers),
+    discovery: toolSearchOf(config.discovery), // tool search on /mcp and plain mcpx serve (docs/discovery.md)
     audit,
     pageSize: config.transport.pageSize, // paged catalogues (lib/dispatch/paging.ts)
     ...(rateLimiter !== undefined ? { rateLimiter } : {}),
-    ...(options.onRateLimited !== undefined ? { onRateLimited: options.onRateLimited } : {})
+    ...(options.onRateLimited !== undefined ? { onRateLimited: options.onRateLimited } : {}),
+    // the human confirmation gate: its settings, and the ledger of spent approvals (made on first use: Redis with sessions.store "redis")
+    confirmation: config.confirmation,
+    ledger: () => createLedger(config.sessions, logger),
+    ...(options.grants !== undefined ? { consent: consentGate(options.grants, audit) } : {})
   })
+  // Pinned definitions: the registry's gate, installed before the hub listens (the first judgement's
+  // list_changed concerns nobody yet). Without any pinned upstream there is no gate and no cost.
+  const modes = modesOf(config)
+  const integrity = pinsAnything(modes)
+    ? new Integrity({
+      logger,
+      store: createPinStore(config, logger),
+      modes,
+      ...(audit !== undefined ? { audit: event => { audit.recordIntegrity(event) } } : {}),
+      ...(options.onIntegrityChange !== undefined ? { onChange: options.onIntegrityChange } : {})
+    })
+    : undefined
+  if (integrity !== undefined) registry.setCatalogueGate?.(integrity)
   const hub = new NotificationHub(registry)
+  const unwireGrants = options.grants === undefined ? () => {} : wireGrants(options.grants, registry, hub, audit)
   // 2025-11-25 task status (docs/wire.md › Tasks): to the session that created the task through mcpx,
   // and no other; one mcpx did not create (or created for a sessionless POST, or whose session has
   // no stream here) is dropped and counted (mcpx_upstream_unrouted_total{kind="task"}).
@@ -111,14 +146,21 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
     serverInfo: SERVER_INFO,
     registry,
     audit,
+    integrity,
     rateLimiter,
     applyAccess (next) {
       const nextPolicy = compilePolicy(next.policy)
       const notApplied: string[] = []
+      // Modes apply live; a first pinned upstream (no gate yet) or another store needs a restart.
+      const nextModes = modesOf(next)
+      if (integrity !== undefined) integrity.configure(nextModes)
+      else if (pinsAnything(nextModes)) notApplied.push('integrity')
+      if (next.integrity.store !== config.integrity.store && integrity !== undefined) notApplied.push('integrity.store')
       if (nextPolicy?.hasLimits === true && rateLimiter === undefined) notApplied.push('policy')
       else runningPolicy = nextPolicy
-      dispatcher.setAccess(runningPolicy, next.servers === undefined ? undefined : new Servers(next.servers))
+      dispatcher.setAccess(runningPolicy, next.servers === undefined ? undefined : new Servers(next.servers), toolSearchOf(next.discovery))
       dispatcher.setPageSize(next.transport.pageSize)
+      dispatcher.confirm.setSettings(next.confirmation)
       // Open streams follow the new access rules too; the list_changed below then reaches each one whose view changed.
       hub.refreshViews()
       for (const kind of ['tools', 'prompts', 'resources'] as const) registry.emit('list_changed', kind)
@@ -126,9 +168,46 @@ export function createCore (config: McpxConfig, registry: UpstreamRegistry, logg
     },
     async close () {
       registry.off('task_status', onTaskStatus)
+      unwireGrants()
       hub.close()
+      if (integrity !== undefined) registry.setCatalogueGate?.(undefined)
       dispatcher.close()
-      await Promise.all([audit?.close(), rateLimiter?.close()])
+      await Promise.all([audit?.close(), rateLimiter?.close(), dispatcher.confirm.close(), integrity?.close()])
     }
   }
+}
+
+/** The dispatcher's view of the grants: UserGrants, plus the audit trail's `consent_required`. */
+function consentGate (grants: UserGrants, audit: AuditTrail | undefined): ConsentGate {
+  return {
+    holds: async (principalKey, upstream) => await grants.holds(principalKey, upstream),
+    consentLink: async (principal, upstream) => await grants.consentLink(principal, upstream),
+    onConsentRequired: event => audit?.record({ event: 'consent_required', principal: event.principal, upstream: event.upstream })
+  }
+}
+
+/**
+ * What a grant given or taken changes (docs/upstreams.md › Upstream identity): granted, the
+ * principal's connection opens and its listeners get list_changed, and its legacy listeners
+ * `notifications/elicitation/complete`; taken, that connection closes. Both audited.
+ * @returns the function that unwires it
+ */
+function wireGrants (grants: UserGrants, registry: UpstreamRegistry, hub: NotificationHub, audit: AuditTrail | undefined): () => void {
+  // Events another replica saw (`remote`, a shared Redis store) were audited there; here they open or
+  // close this replica's connection for that principal and reach its listeners on this replica.
+  const granted = (event: { upstream: string, principalKey: string, principalId: string, elicitationId: string, remote?: boolean }): void => {
+    if (event.remote !== true) audit?.record({ event: 'consent_granted', principal: event.principalId, upstream: event.upstream })
+    // The connection first (its lists reach the caller with list_changed), then the completion: a
+    // client that lists or retries on it sees the upstream's items.
+    void Promise.resolve(registry.openPersonal?.(event.upstream, event.principalKey)).then(() => {
+      hub.toPrincipal(event.principalKey, { jsonrpc: '2.0', method: ELICITATION_COMPLETE, params: { elicitationId: event.elicitationId } })
+    })
+  }
+  const revoked = (event: { upstream: string, principalKey: string, principalId?: string, reason: string, remote?: boolean }): void => {
+    if (event.remote !== true) audit?.record({ event: 'consent_revoked', principal: event.principalId ?? 'unknown', upstream: event.upstream, reason: event.reason })
+    void registry.closePersonal?.(event.upstream, event.principalKey)
+  }
+  grants.on('granted', granted)
+  grants.on('revoked', revoked)
+  return () => { grants.off('granted', granted); grants.off('revoked', revoked) }
 }

@@ -4,7 +4,8 @@
  * after it reads the header for identity (only lib/auth/principal bindingKeyOf hashes it, with auth off). A refusal is sent as lib/auth/authenticate built it (a row of the refusal table, through
  * plugins/send-refusal): 401 with
  * `WWW-Authenticate` (and `resource_metadata` with OAuth), or 403 for missing scopes, with an id-less
- * JSON-RPC body. OPTIONS passes: a CORS preflight carries no Authorization (mcpx-cors has normally
+ * JSON-RPC body. With `Authorization: DPoP`, the request's `DPoP` header, method and URL go along for
+ * the proof (RFC 9449; lib/auth/dpop.ts). OPTIONS passes: a CORS preflight carries no Authorization (mcpx-cors has normally
  * answered it already). With no authentication configured, no hook is added at all.
  *
  * Register it after mcpx-origin and mcpx-cors (checked through `dependencies`): a refused Origin is
@@ -13,6 +14,7 @@
  * session lookup (mcpx-legacy-sessions, preHandler): no token is 401, never 404.
  */
 import fp from 'fastify-plugin'
+import type { FastifyRequest } from 'fastify'
 import type { Principal } from '../lib/auth/principal.js'
 import { createAuthenticator, type Authenticator } from '../lib/auth/authenticate.js'
 import { loadConfig } from '../lib/config/load.js'
@@ -39,6 +41,16 @@ export interface AuthOptions {
   hasEndpoint?: (name: string) => boolean
 }
 
+/**
+ * The URL the client used, without the query, as a DPoP proof's `htu` names it (RFC 9449 §4.3):
+ * Fastify's `protocol` and `host`, which follow X-Forwarded-Proto and X-Forwarded-Host only from a
+ * proxy daemon.trustProxy lists, and the request path.
+ */
+function requestUrl (request: FastifyRequest): string {
+  const query = request.url.indexOf('?')
+  return `${request.protocol}://${request.host}${query < 0 ? request.url : request.url.slice(0, query)}`
+}
+
 export default fp<AuthOptions>(async function mcpxAuth (fastify, opts) {
   let authenticator = opts?.authenticator
   if (authenticator === undefined) {
@@ -53,7 +65,11 @@ export default fp<AuthOptions>(async function mcpxAuth (fastify, opts) {
     if (request.method === 'OPTIONS') return
     // An unknown name is /mcp's (its 404 comes after the token check), so only configured names reach the authenticator.
     const endpoint = endpointOf(request)
-    const outcome = await authenticate(request.headers.authorization, endpoint !== undefined && hasEndpoint(endpoint) ? endpoint : undefined)
+    const outcome = await authenticate(request.headers.authorization, endpoint !== undefined && hasEndpoint(endpoint) ? endpoint : undefined, {
+      proof: request.headers.dpop,
+      method: request.method,
+      url: () => requestUrl(request)
+    })
     if (outcome.kind === 'ok') {
       request.mcpPrincipal = outcome.principal
       return

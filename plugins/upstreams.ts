@@ -7,6 +7,7 @@
  */
 import fp from 'fastify-plugin'
 import { createCore, type Core } from '../lib/core.js'
+import type { UserGrants } from '../lib/upstreams/user-grants.js'
 import type { McpxConfig } from '../lib/config/types.js'
 import type { UpstreamRegistry } from '../lib/upstreams/contract.js'
 import type { McpxMetrics } from '../lib/ops/metrics.js'
@@ -26,18 +27,24 @@ export interface UpstreamsPluginOptions {
   /** Close the registry (kill children) when the instance closes. Default true. */
   closeRegistry?: boolean
   /** Counts lost audit lines and rate-limit refusals; default: not counted. */
-  metrics?: Pick<McpxMetrics, 'auditFailed' | 'auditLinesLost' | 'rateLimitRefused'>
+  metrics?: Pick<McpxMetrics, 'auditFailed' | 'auditLinesLost' | 'rateLimitRefused' | 'integrityChanged'>
+  /** The grants of the `oauth-user` upstreams (lib/upstreams/user-grants.ts), when any is configured. */
+  grants?: UserGrants
 }
 
 export default fp<UpstreamsPluginOptions>(async function mcpxUpstreams (fastify, opts) {
   const metrics = opts.metrics
-  const core = createCore(opts.config, opts.registry, fastify.log, metrics !== undefined
-    ? {
-        onAuditFailure: reason => { metrics.auditFailed(reason) },
-        onAuditLinesLost: (reason, lines) => { metrics.auditLinesLost(reason, lines) },
-        onRateLimited: reason => { metrics.rateLimitRefused(reason) }
-      }
-    : {})
+  const core = createCore(opts.config, opts.registry, fastify.log, {
+    ...(metrics !== undefined
+      ? {
+          onAuditFailure: reason => { metrics.auditFailed(reason) },
+          onAuditLinesLost: (reason, lines) => { metrics.auditLinesLost(reason, lines) },
+          onRateLimited: reason => { metrics.rateLimitRefused(reason) },
+          onIntegrityChange: (upstream, kind, change, action) => { metrics.integrityChanged(upstream, kind, change, action) }
+        }
+      : {}),
+    ...(opts.grants !== undefined ? { grants: opts.grants } : {})
+  })
   fastify.decorate('mcp', core)
   fastify.addHook('onClose', async function stopUpstreams () {
     await core.close()

@@ -40,6 +40,44 @@ export const QUICK: Tier = {
  * (a new id only the slow tier cites) or leaves it (a quick-tier test now cites it: delete it here).
  */
 export const SLOW_ONLY: readonly string[] = [
+  // test/e2e/dpop.test.ts: real daemons, a real authorization server, replicas on Redis
+  'auth/dpop/daemon-accepts-bound-token-with-proof',
+  'auth/dpop/daemon-refuses-bound-token-as-bearer',
+  'auth/dpop/daemon-refuses-two-dpop-header-fields',
+  'auth/dpop/replay-refused-across-replicas',
+  // test/e2e/id-jag.test.ts: a real daemon, a real enterprise IdP and a real upstream authorization server
+  'identity-upstream/id-jag/per-principal-upstream-token',
+  'identity-upstream/id-jag/cached-until-expiry',
+  'identity-upstream/id-jag/new-subject-token-new-exchange',
+  'identity-upstream/id-jag/idp-refusal-is-a-clear-error',
+  'identity-upstream/id-jag/idp-down-is-a-clear-error',
+  'identity-upstream/id-jag/as-down-is-a-clear-error',
+  'identity-upstream/id-jag/401-redeems-again-once',
+  'identity-upstream/id-jag/no-secret-in-logs',
+  // test/e2e/identity-upstream.test.ts
+  'identity-upstream/consent/legacy-url-elicitation-then-retry',
+  'identity-upstream/consent/state-single-use',
+  'identity-upstream/stdio/consent-then-retry',
+  'identity-upstream/consent/prompts-and-resources-as-the-caller',
+  'identity-upstream/consent/modern-input-required-then-retry',
+  'identity-upstream/consent/official-v2-client-url-elicitation-then-retry',
+  'identity-upstream/consent/without-url-capability-names-the-url',
+  'identity-upstream/connections/two-principals-two-identities',
+  'identity-upstream/refresh/after-upstream-401',
+  'identity-upstream/revocation/admin-api',
+  'identity-upstream/revocation/cli',
+  'identity-upstream/replicas/grants-shared-through-redis',
+  'identity-upstream/audit/consent-events',
+  'identity-upstream/secrets/none-in-logs',
+  // test/e2e/integrity.test.ts
+  'integrity/quarantine/changed-definition-hidden-until-approved',
+  'integrity/quarantine/rename-reported-as-rename',
+  'integrity/store/pins-survive-a-restart',
+  'integrity/serve/changed-definition-hidden-until-approved-from-the-cli',
+  'integrity/redis/replicas-agree-on-pins-and-approvals',
+  'integrity/warn/changed-definition-served-and-audited',
+  'integrity/status/approve-from-the-page-in-chromium',
+  'integrity/discovery/quarantined-tool-absent-from-search',
   // test/e2e/oauth.test.ts
   'auth/oauth/protected-resource-metadata-both-forms',
   'auth/oauth/401-challenge-every-method-and-era',
@@ -83,7 +121,41 @@ export const SLOW_ONLY: readonly string[] = [
   'policy/templates/daemon-hides-expansions-in-both-eras',
   'policy/templates/serve-hides-expansions-in-both-eras',
   // test/e2e/servers.test.ts
-  'servers/templates/a-template-decides-its-expansions'
+  'servers/templates/a-template-decides-its-expansions',
+  // test/e2e/discovery.test.ts
+  'discovery/list/two-meta-tools-in-both-eras',
+  'discovery/call/call-tool-answers-as-tools-call',
+  'discovery/headers/call-tool-needs-no-inner-mcp-param',
+  'discovery/clients/official-v1-and-v2-clients-search-and-call-with-questions',
+  'discovery/golden/reference-servers-top-results',
+  'discovery/audit/inner-call-audited-with-via',
+  'discovery/fresh/index-follows-list-changed',
+  'discovery/serve/stdio-server-endpoint-in-search-mode',
+  // test/e2e/skills.test.ts
+  'skills/wire/extension-declared-in-both-eras',
+  'skills/list/merged-namespaced-first-wins-paged',
+  'skills/routing/get-directory-and-files-reach-the-owner',
+  'skills/digests/file-bytes-match-listed-digests',
+  'skills/client/official-v2-skills-client-verifies-through-mcpx',
+  'skills/client/official-v1-client-in-a-legacy-session',
+  'skills/upstreams/refresh-on-resources-list-changed',
+  'skills/stdio/serve-serves-skills-in-both-eras',
+  'skills/policy/hidden-skill-absent-byte-for-byte',
+  'skills/servers/curated-endpoint-skills-rule',
+  // test/e2e/confirm.test.ts
+  'confirm/modern/accept-forwards-decline-does-not',
+  'confirm/modern/replayed-approval-refused',
+  'confirm/modern/tampered-state-refused',
+  'confirm/modern/expired-approval-refused',
+  'confirm/modern/client-without-elicitation-refused',
+  'confirm/legacy/client-without-elicitation-refused',
+  'confirm/legacy/unanswered-question-expires',
+  'confirm/select/arguments-redacted-and-truncated',
+  'confirm/select/destructive-hint-after-overrides',
+  'confirm/clients/v1-elicitation-accepts-and-declines',
+  'confirm/clients/v2-input-required-accepts-and-declines',
+  'confirm/audit/confirmed-and-declined-with-time',
+  'confirm/serve/both-eras-accept-decline-refuse',
 ]
 
 /** Whether the source file `file` (relative to test/, e.g. `e2e/stdio.test.ts`) is in `tier`. */

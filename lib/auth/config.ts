@@ -32,8 +32,15 @@ export interface OAuthConfig {
   jwksUri?: string
   requiredScopes: string[]
   scopesSupported?: string[]
-  introspection?: { url: string, clientId: string, clientSecretEnv?: string, clientSecretFile?: string }
+  /** `knowsOnlyThisResource` (default false): an active answer without `aud` is taken as issued for this resource. */
+  introspection?: { url: string, clientId: string, clientSecretEnv?: string, clientSecretFile?: string, knowsOnlyThisResource: boolean }
   clockTolerance: number
   jwksCooldown: number
   resourceName: string
+  /** RFC 9449 DPoP at the front door (docs/authentication.md › DPoP); undefined: `allowed`. */
+  dpop?: 'off' | 'allowed' | 'required'
+  /** JWS algorithms a DPoP proof may use (asymmetric only); undefined: lib/auth/dpop DPOP_ALGORITHMS. */
+  dpopSigningAlgs?: string[]
+  /** How old a DPoP proof's `iat` may be, ms; undefined: 60 000. */
+  dpopProofMaxAge?: number
 }

@@ -20,6 +20,10 @@ export interface ProtectedResourceMetadata {
   scopes_supported?: string[]
   bearer_methods_supported: ['header']
   resource_name?: string
+  /** RFC 9728 §2: the JWS algorithms of DPoP proofs mcpx accepts (served under `auth.oauth.dpop: "required"`). */
+  dpop_signing_alg_values_supported?: string[]
+  /** RFC 9728 §2: true under `auth.oauth.dpop: "required"` (absent means false). */
+  dpop_bound_access_tokens_required?: true
 }
 
 /**
@@ -69,14 +73,19 @@ export function endpointMetadataPaths (mountPath: string, resource: string): str
   return [...new Set([PRM_WELL_KNOWN + mountPath, PRM_WELL_KNOWN + new URL(resource).pathname.replace(/\/$/, '')])]
 }
 
-/** The PRM document (RFC 9728 §2) for one configured resource. Never throws. */
-export function protectedResourceMetadata (options: { resource: string, issuer: string, scopesSupported?: readonly string[], resourceName?: string }): ProtectedResourceMetadata {
+/**
+ * The PRM document (RFC 9728 §2) for one configured resource. Never throws.
+ * @param options.dpopRequired the proof algorithms, when every token must be DPoP-bound
+ *        (`dpop_bound_access_tokens_required`, `dpop_signing_alg_values_supported`); undefined: neither is served
+ */
+export function protectedResourceMetadata (options: { resource: string, issuer: string, scopesSupported?: readonly string[], resourceName?: string, dpopRequired?: readonly string[] }): ProtectedResourceMetadata {
   return {
     resource: options.resource,
     authorization_servers: [options.issuer],
     ...(options.scopesSupported !== undefined && options.scopesSupported.length > 0 ? { scopes_supported: [...options.scopesSupported] } : {}),
     bearer_methods_supported: ['header'],
-    ...(options.resourceName !== undefined ? { resource_name: options.resourceName } : {})
+    ...(options.resourceName !== undefined ? { resource_name: options.resourceName } : {}),
+    ...(options.dpopRequired !== undefined ? { dpop_signing_alg_values_supported: [...options.dpopRequired], dpop_bound_access_tokens_required: true as const } : {})
   }
 }
 

@@ -7,7 +7,8 @@
  * `JWT` or none), `iss`, `aud` (one of the configured audiences, or, on a curated endpoint, its own
  * resource URL: checked on every request, a remembered verdict too), `exp`/`nbf` with the clock
  * tolerance, and a subject. Any other token is introspected (RFC 7662) when introspection is
- * configured, else refused. The verdict never carries token text.
+ * configured, else refused; an active answer must name one of the audiences too, unless the operator
+ * says the endpoint knows this resource's tokens only. The verdict never carries token text.
  */
 import { errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose'
 import type { Logger } from '../telemetry/log.js'
@@ -52,8 +53,13 @@ export interface OAuthVerifierOptions {
   clockToleranceMs: number
   /** Least time between two key fetches prompted by an unknown `kid`, ms. */
   jwksCooldownMs: number
-  /** RFC 7662 introspection for opaque tokens. */
-  introspection?: { url: string, clientId: string, clientSecret: Secret }
+  /**
+   * RFC 7662 introspection for opaque tokens. `knowsOnlyThisResource` (default false): the endpoint
+   * knows tokens for this resource only, so an active answer without `aud` is taken as issued for it;
+   * otherwise such an answer is refused (`audience`), as a token must be issued for this resource
+   * (RFC 8707 §2, MCP authorization › Token Handling).
+   */
+  introspection?: { url: string, clientId: string, clientSecret: Secret, knowsOnlyThisResource?: boolean }
   /** Timeout of each call to the authorization server, ms. Default 5000. */
   timeoutMs?: number
   logger: Logger
@@ -75,7 +81,7 @@ const INTROSPECTION_CACHE_MS = 60_000
 /**
  * An accepted token: its verdict, and the audiences it names (`aud`), checked against each request's
  * accepted audiences (they differ by endpoint); undefined: it names none (an introspection answer
- * without `aud`), so any endpoint accepts it.
+ * without `aud`, admitted only under `introspection.knowsOnlyThisResource`), so any endpoint accepts it.
  */
 interface Accepted { verdict: TokenVerdict, audiences: readonly string[] | undefined }
 
@@ -249,6 +255,9 @@ export class OAuthVerifier {
     if (body.active !== true) return { kind: 'invalid', reason: 'inactive' }
     if (body.iss !== undefined && body.iss !== this.#options.issuer) return { kind: 'invalid', reason: 'issuer' }
     const aud = audiencesOf(body.aud)
+    // No `aud`: the token may be for any resource the authorization server serves; it is for this one
+    // only when the operator says the endpoint knows no other (introspection.knowsOnlyThisResource).
+    if (aud === undefined && this.#options.introspection?.knowsOnlyThisResource !== true) return { kind: 'invalid', reason: 'audience' }
     if (aud !== undefined && !aud.some(a => audience.includes(a))) return { kind: 'invalid', reason: 'audience' }
     if (typeof body.exp === 'number' && body.exp * 1000 + tolerance <= now) return { kind: 'invalid', reason: 'expired' }
     if (typeof body.nbf === 'number' && body.nbf * 1000 - tolerance > now) return { kind: 'invalid', reason: 'notYetValid' }

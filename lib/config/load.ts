@@ -151,6 +151,8 @@ export function loadConfig (raw: unknown): McpxConfig {
   c.upstreamTimeout = parseDuration(c.upstreamTimeout, 'upstreamTimeout')
   c.mrtr.parkTimeout = parseDuration(c.mrtr.parkTimeout, 'mrtr.parkTimeout')
   c.mrtr.stateTtl = parseDuration(c.mrtr.stateTtl, 'mrtr.stateTtl')
+  c.confirmation.expiry = parseDuration(c.confirmation.expiry, 'confirmation.expiry')
+  if (c.confirmation.expiry <= 0) throw new McpxError('MCPX_ERR_CONFIG', 'mcpx: invalid config:\n  confirmation.expiry: must be more than 0 ms')
   const oauth = c.auth.oauth
   if (oauth !== undefined) {
     const issues = [['issuer', issuerProblem(oauth.issuer)], ['resource', resourceProblem(oauth.resource)]].filter(([, p]) => p !== undefined)
@@ -158,9 +160,14 @@ export function loadConfig (raw: unknown): McpxConfig {
     oauth.audience ??= [oauth.resource]
     oauth.clockTolerance = parseDuration(oauth.clockTolerance, 'auth.oauth.clockTolerance')
     oauth.jwksCooldown = parseDuration(oauth.jwksCooldown, 'auth.oauth.jwksCooldown')
+    if (oauth.dpopProofMaxAge !== undefined) oauth.dpopProofMaxAge = parseDuration(oauth.dpopProofMaxAge, 'auth.oauth.dpopProofMaxAge')
   }
   if (c.admin.scopes.length > 0 && oauth === undefined) {
     throw new McpxError('MCPX_ERR_CONFIG', 'mcpx: invalid config:\n  admin.scopes: needs auth.oauth (the scopes are those of an OAuth access token)')
+  }
+  if (c.integrity.store !== undefined && c.sessions.store === 'redis') {
+    // One place for the pins: replicas sharing Redis must agree, a file per replica would not (docs/policy.md › Integrity).
+    throw new McpxError('MCPX_ERR_CONFIG', 'mcpx: invalid config:\n  integrity.store: not with sessions.store "redis" (the pins then live in Redis, shared by every replica); remove one')
   }
   const serverIssues = serversProblems(c.servers ?? {})
   if (serverIssues.length > 0) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: invalid config:\n${serverIssues.map(p => '  ' + p).join('\n')}`)
@@ -170,11 +177,35 @@ export function loadConfig (raw: unknown): McpxConfig {
     if (rule.rateLimit.per <= 0) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: invalid config:\n  policy.rules[${i}].rateLimit.per: must be more than 0 ms`)
   })
   for (const [name, upstream] of Object.entries(c.upstreams)) {
+    if ('url' in upstream && upstream.auth?.type === 'id-jag' && oauth === undefined) {
+      throw new McpxError('MCPX_ERR_CONFIG', `mcpx: invalid config:\n  upstreams.${name}.auth: type "id-jag" needs auth.oauth (the caller's OAuth access token is the identity assertion exchanged at the IdP)`)
+    }
     if (upstream.timeout !== undefined) upstream.timeout = parseDuration(upstream.timeout, `upstreams.${name}.timeout`)
     if (upstream.maxTotalTimeout !== undefined) upstream.maxTotalTimeout = parseDuration(upstream.maxTotalTimeout, `upstreams.${name}.maxTotalTimeout`)
     if (upstream.idleTimeout !== undefined) upstream.idleTimeout = parseDuration(upstream.idleTimeout, `upstreams.${name}.idleTimeout`)
+    const personal = personalProblems(name, upstream, c)
+    if (personal.length > 0) throw new McpxError('MCPX_ERR_CONFIG', `mcpx: invalid config:\n${personal.map(p => '  ' + p).join('\n')}`)
   }
   return c
+}
+
+/**
+ * What an `oauth-user` upstream needs (docs/upstreams.md › Upstream identity): a user at the front door
+ * (`auth.oauth` or `auth.tokens`: a per-user token needs a user), an explicit `prefix` (its names are
+ * known before a caller's first listing), per-principal connections (set when `isolation` is absent),
+ * and a callback URL (`redirectUri`, or `auth.oauth.resource` to derive it from). Fills in `isolation`.
+ * @returns one line per problem, each naming its field; empty when none (or another auth type)
+ */
+function personalProblems (name: string, upstream: McpxConfig['upstreams'][string], c: McpxConfig): string[] {
+  if (!('url' in upstream) || upstream.auth?.type !== 'oauth-user') return []
+  const where = `upstreams.${name}`
+  const problems: string[] = []
+  if (c.auth.oauth === undefined && (c.auth.tokens ?? []).length === 0) problems.push(`${where}.auth: type "oauth-user" needs auth.oauth or auth.tokens (a per-user token needs a user at the front door)`)
+  if (upstream.prefix === undefined || upstream.prefix === '') problems.push(`${where}.prefix: required for an "oauth-user" upstream (its tool names must be known before a caller's first listing)`)
+  if (upstream.isolation !== undefined && upstream.isolation !== 'per-principal') problems.push(`${where}.isolation: an "oauth-user" upstream is "per-principal" (each caller's connection carries that caller's token), not "${upstream.isolation}"`)
+  if (upstream.auth.redirectUri === undefined && c.auth.oauth === undefined) problems.push(`${where}.auth.redirectUri: required without auth.oauth.resource (mcpx's public /oauth/callback URL)`)
+  upstream.isolation = 'per-principal'
+  return problems
 }
 
 const require = createRequire(import.meta.url)

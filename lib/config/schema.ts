@@ -7,7 +7,7 @@
 import { DURATION_SCHEMA } from '../base/duration.js'
 import { REDIS_TARGET_SCHEMA } from '../base/redis.js'
 import { UPSTREAMS_SCHEMA } from '../upstreams/config.js'
-import { POLICY_SCHEMA, SERVERS_SCHEMA } from '../policy/schema.js'
+import { CONFIRMATION_SCHEMA, DISCOVERY_SCHEMA, POLICY_SCHEMA, SERVERS_SCHEMA } from '../policy/schema.js'
 
 /** Largest `transport.pageSize` the config accepts (items per page of the four list methods). */
 export const MAX_PAGE_SIZE = 10_000
@@ -109,12 +109,33 @@ export const CONFIG_SCHEMA = {
                 url: { type: 'string', pattern: '^https?://' },
                 clientId: { type: 'string', minLength: 1 },
                 clientSecretEnv: { type: 'string', minLength: 1, description: 'environment variable holding the client secret' },
-                clientSecretFile: { type: 'string', minLength: 1, description: 'file whose first line is the client secret' }
+                clientSecretFile: { type: 'string', minLength: 1, description: 'file whose first line is the client secret' },
+                knowsOnlyThisResource: {
+                  type: 'boolean',
+                  default: false,
+                  description: 'the introspection endpoint knows tokens for this resource only: an active token whose answer has no aud is taken as issued for it. ' +
+                    'Default false: such a token is refused (401 invalid_token), since a token must be issued for this resource'
+                }
               }
             },
             clockTolerance: { ...DURATION_SCHEMA, default: '30s', description: 'allowed clock skew for exp/nbf (ms or duration string)' },
             jwksCooldown: { ...DURATION_SCHEMA, default: '30s', description: 'least time between two key fetches prompted by an unknown kid (ms)' },
-            resourceName: { type: 'string', default: 'mcpx', description: 'resource_name of the metadata' }
+            resourceName: { type: 'string', default: 'mcpx', description: 'resource_name of the metadata' },
+            dpop: {
+              // No `default` here (nor for dpopSigningAlgs, dpopProofMaxAge): a loaded auth.oauth keeps its
+              // earlier shape; lib/auth/authenticate applies the defaults the descriptions state.
+              enum: ['off', 'allowed', 'required'],
+              description: 'RFC 9449 DPoP: "allowed" (default) checks a DPoP proof on every request made with a DPoP-bound token (cnf.jkt) and refuses such a token sent as Bearer; ' +
+                '"required" also refuses OAuth tokens that are not DPoP-bound; "off" treats the DPoP scheme as unsupported'
+            },
+            dpopSigningAlgs: {
+              type: 'array',
+              items: { enum: ['ES256', 'ES384', 'ES512', 'PS256', 'PS384', 'PS512', 'RS256', 'RS384', 'RS512', 'EdDSA', 'Ed25519'] },
+              minItems: 1,
+              uniqueItems: true,
+              description: 'JWS algorithms a DPoP proof may use (asymmetric only), listed in the algs of DPoP challenges; default all of these'
+            },
+            dpopProofMaxAge: { ...DURATION_SCHEMA, description: 'how old a DPoP proof\'s iat may be (ms or duration string; default 60s); one issued more than clockTolerance in the future is refused too' }
           }
         }
       }
@@ -171,7 +192,19 @@ export const CONFIG_SCHEMA = {
         arguments: { enum: ['none', 'keys', 'full'], default: 'none', description: 'none: no arguments; keys: their names (argumentKeys); full: the arguments themselves' }
       }
     },
+    integrity: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      description: 'pinned tool definitions (docs/policy.md › Integrity): a definition that changes after it was first seen is warned about or quarantined',
+      properties: {
+        pin: { enum: ['off', 'warn', 'quarantine'], default: 'off', description: 'off: nothing is pinned; warn: a changed definition is served, logged, counted and audited; quarantine: it is hidden until an operator approves it (each upstream\'s integrity.pin wins)' },
+        store: { type: 'string', minLength: 1, description: 'file holding the pins (written atomically); with sessions.store "redis" the pins live in Redis instead; neither: in memory, until a restart' }
+      }
+    },
     servers: SERVERS_SCHEMA,
+    discovery: DISCOVERY_SCHEMA,
+    confirmation: CONFIRMATION_SCHEMA,
     upstreams: UPSTREAMS_SCHEMA
   }
 } as const

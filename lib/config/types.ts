@@ -9,6 +9,9 @@ import type { RedisTarget } from '../base/redis.js'
 import type { PolicyConfig } from '../policy/rules.js'
 import type { AuditConfig } from '../policy/audit.js'
 import type { ServerConfig } from '../policy/endpoints.js'
+import type { IntegrityConfig } from '../policy/integrity.js'
+import type { DiscoveryConfig } from '../policy/discovery.js'
+import type { ConfirmationConfig } from '../policy/confirm.js'
 
 /** mcpx's configuration after validation; durations are ms. */
 export interface McpxConfig {
@@ -59,8 +62,14 @@ export interface McpxConfig {
   policy?: PolicyConfig
   /** The audit trail (lib/policy/audit.ts). */
   audit?: AuditConfig
+  /** Pinned definitions (lib/policy/integrity.ts); after loading always set (`pin` default `off`). */
+  integrity: IntegrityConfig
   /** Curated endpoints by name (lib/policy/endpoints.ts). */
   servers?: Record<string, ServerConfig>
+  /** Tool search for `/mcp` and plain `mcpx serve` (lib/policy/discovery.ts); absent: `"mode": "list"`. Curated endpoints have their own (`servers.<name>.discovery`). */
+  discovery?: DiscoveryConfig
+  /** How the human confirmation gate asks (lib/policy/confirm.ts); `expiry` in ms after loading. */
+  confirmation: ConfirmationConfig
   /** Keyed by upstream name; insertion order is config order. */
   upstreams: Record<string, UpstreamConfig>
 }

@@ -164,6 +164,22 @@ export class NotificationHub {
     return sent
   }
 
+  /**
+   * Delivers a notification to the legacy listeners (GET streams, the stdio client) whose calls
+   * serve principal `principalKey` (2025-11-25 `notifications/elicitation/complete` of a consent it
+   * gave: docs/upstreams.md › Upstream identity). 2026-07-28 listeners get nothing: that revision
+   * has no such notification. @returns whether one took it. Never throws.
+   */
+  toPrincipal (principalKey: string, notification: JsonRpcNotification): boolean {
+    let sent = false
+    for (const listener of this.listeners) {
+      if (listener.session === undefined || listener.instanceOwner?.principalKey !== principalKey) continue
+      listener.send(notification)
+      sent = true
+    }
+    return sent
+  }
+
   /** Adds a listener; returns the function that removes it. */
   add (listener: HubListener): () => void {
     this.listeners.add(listener)

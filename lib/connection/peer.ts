@@ -336,14 +336,17 @@ export function initializedState (request: JsonRpcRequest, response: JsonRpcResp
 export function modernContext (meta: Readonly<Record<string, unknown>> | undefined, signal: CancelSignal, notify: DispatchContext['notify'], principal?: string): DispatchContext {
   const version = meta?.[META_PROTOCOL_VERSION]
   const capabilities = meta?.[META_CLIENT_CAPABILITIES]
-  return {
+  // Built field by field, not with conditional spreads: no throwaway objects per request, and the
+  // same own keys (notify and principal only when given).
+  const ctx: DispatchContext = {
     era: 'modern',
     revision: typeof version === 'string' ? version : FIRST_MODERN_REVISION,
     clientCapabilities: isObject(capabilities) ? capabilities : {},
-    signal,
-    ...(notify !== undefined ? { notify } : {}),
-    ...(principal !== undefined ? { principal } : {})
+    signal
   }
+  if (notify !== undefined) ctx.notify = notify
+  if (principal !== undefined) ctx.principal = principal
+  return ctx
 }
 
 // ---- batches ------------------------------------------------------------------------------------

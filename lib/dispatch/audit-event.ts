@@ -9,6 +9,7 @@ import type { AuditEvent, AuditOutcome } from '../policy/audit.js'
 import type { Visibility } from '../policy/visibility.js'
 import type { UpstreamRegistry } from '../upstreams/contract.js'
 import type { DispatchContext } from './context.js'
+import type { ConfirmationRecord } from './confirm-gate.js'
 
 /** Methods audited whatever their outcome (docs/policy.md › Audit); any other only when denied or rate-limited. */
 const AUDITED = new Set(['tools/call', 'prompts/get', 'resources/read'])
@@ -18,8 +19,11 @@ const AUDITED = new Set(['tools/call', 'prompts/get', 'resources/read'])
  * neither its method nor its outcome is audited. Never throws.
  * @param view the caller's view the request was answered under: a tool's upstream is named through the endpoint's rename
  * @param denied whether the response answered a hidden thing (outcome `denied`)
+ * @param via `'call_tool'` when `request` is the inner tools/call of a tool-search `call_tool` (docs/discovery.md): recorded as `via`
+ * @param confirmation what the confirmation gate decided for it (lib/dispatch/confirm-gate.ts); a
+ *        declined call's outcome is `declined`, and the line carries `confirmation` and `confirmMs`
  */
-export function auditEventOf (registry: UpstreamRegistry, request: JsonRpcRequest, ctx: DispatchContext, view: Visibility, response: JsonRpcResponse, denied: boolean, ms: number): AuditEvent | undefined {
+export function auditEventOf (registry: UpstreamRegistry, request: JsonRpcRequest, ctx: DispatchContext, view: Visibility, response: JsonRpcResponse, denied: boolean, ms: number, via?: 'call_tool', confirmation?: ConfirmationRecord): AuditEvent | undefined {
   const method = request.method
   let outcome: AuditOutcome
   let code: number | undefined
@@ -27,7 +31,7 @@ export function auditEventOf (registry: UpstreamRegistry, request: JsonRpcReques
     outcome = denied ? 'denied' : refusedAs(response) === 'rateLimited' ? 'rate_limited' : 'error'
     if (outcome === 'error') code = response.error.code
   } else {
-    outcome = response.result.isError === true ? 'tool_error' : 'ok'
+    outcome = confirmation?.outcome === 'declined' ? 'declined' : response.result.isError === true ? 'tool_error' : 'ok'
   }
   if (!AUDITED.has(method) && outcome !== 'denied' && outcome !== 'rate_limited') return undefined
   const params = isObject(request.params) ? request.params : {}
@@ -46,10 +50,13 @@ export function auditEventOf (registry: UpstreamRegistry, request: JsonRpcReques
     ...(ctx.sessionId !== undefined ? { sessionId: ctx.sessionId } : {}),
     method,
     ...(name !== undefined ? { name } : {}),
+    ...(via !== undefined ? { via } : {}),
     ...(owner !== undefined ? { upstream: owner.upstream, upstreamName: owner.name } : {}),
     outcome,
     ...(code !== undefined ? { code } : {}),
     durationMs: Math.round(ms * 1000) / 1000,
+    ...(confirmation !== undefined ? { confirmation: confirmation.outcome } : {}),
+    ...(confirmation?.ms !== undefined ? { confirmMs: confirmation.ms } : {}),
     requestId: request.id,
     ...(args !== undefined ? { arguments: args } : {})
   }

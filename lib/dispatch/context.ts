@@ -74,6 +74,12 @@ export interface DispatchContext {
   endpoint?: string
   /** Legacy only: resource subscriptions of this connection/session (resources/subscribe adds, unsubscribe removes). */
   subscriptions?: SubscriptionSet
+  /**
+   * Set by the confirmation gate (lib/dispatch/confirm-gate.ts) on a 2026-07-28 call a human confirmed:
+   * the arguments' hash, which the MRTR bridge seals into the call's later states, so a retry can
+   * only repeat the confirmed arguments. Undefined otherwise.
+   */
+  confirmedArguments?: string
   /** Set by the face only when tracing is on (lib/telemetry/trace.ts): transport, HTTP traceparent, session. */
   traceIn?: TraceIn
   /** Set by the dispatcher only when tracing is on: the request's span, parent of its upstream calls. */

@@ -3,8 +3,9 @@
  * (Streamable HTTP or stdio) and era carried it. Transports own framing, sessions,
  * cancellation bookkeeping and streams; this module owns where in a request each rule applies.
  *
- * A request goes through one pipeline, a named step each: trace ({@link Dispatcher.handle}) →
- * the caller's view, decided once ({@link Dispatcher.viewOf}) → audit → the era's envelope
+ * A request goes through one pipeline, a named step each: the caller's view, decided once
+ * ({@link Dispatcher.viewOf}; on a tool-search endpoint a `call_tool` becomes the `tools/call` of its
+ * inner tool here, lib/dispatch/methods/discovery.ts) → trace ({@link Dispatcher.handle}) → audit → the era's envelope
  * (lib/dispatch/envelope.ts) → the method's handler (the table in lib/dispatch/methods/) → era
  * shaping (lib/dispatch/shape.ts, DIGEST §6f) → error mapping. What a rule means lives elsewhere
  * (policy: lib/policy/rules.ts and visibility.ts, rate limits: lib/policy/rate-limit.ts, paging:
@@ -25,6 +26,7 @@ import type { RateLimiter } from '../policy/rate-limit.js'
 import type { AuditTrail } from '../policy/audit.js'
 import { CuratedServer, type Servers } from '../policy/endpoints.js'
 import { Visibility } from '../policy/visibility.js'
+import type { ToolSearch } from '../policy/discovery.js'
 import type { DispatchContext, ServerInfo } from './context.js'
 import { callOptions } from './call-options.js'
 import { checkEnvelope, checkModernEnvelope, type EnvelopeCheck } from './envelope.js'
@@ -33,7 +35,11 @@ import { HiddenError, RefusedError } from './errors.js'
 import { auditEventOf } from './audit-event.js'
 import { MrtrBridge, StateSealer, missingCapabilities, missingCapabilityError } from './mrtr.js'
 import { Tasks } from './tasks.js'
+import { ConfirmGate } from './confirm-gate.js'
+import { MemoryLedger, type ApprovalLedger, type ConfirmationConfig } from '../policy/confirm.js'
 import { METHODS, type MethodDeps } from './methods/index.js'
+import { innerCallOf, type Via } from './methods/discovery.js'
+import type { ConsentGate } from './consent.js'
 import { capabilitiesOf, discoverResult, initializeResult } from './methods/lifecycle.js'
 
 export type { DispatchContext, ServerInfo } from './context.js'
@@ -58,6 +64,8 @@ export interface DispatcherOptions {
   policy?: Policy
   /** The curated endpoints (lib/policy/endpoints.ts); undefined: none. */
   servers?: Servers
+  /** Tool search on `/mcp` and plain `mcpx serve` (top-level `discovery` in `"mode": "search"`, lib/policy/discovery.ts); undefined: list mode. */
+  discovery?: ToolSearch
   /** The audit trail (lib/policy/audit.ts); undefined: none. */
   audit?: AuditTrail
   /** Items per page of the four list methods (`transport.pageSize`, lib/dispatch/paging.ts); default 0: no paging. */
@@ -69,7 +77,16 @@ export interface DispatcherOptions {
   rateLimiter?: RateLimiter
   /** Called once per call refused by a rate limit (`limited`) or for want of its store (`unavailable`); lib/ops/metrics counts them. Must not throw. */
   onRateLimited?: (reason: 'limited' | 'unavailable') => void
+  /** How the confirmation gate asks (config `confirmation`); default: 2 min expiry, no redaction, 1000 characters of arguments. */
+  confirmation?: ConfirmationConfig
+  /** Makes the ledger of spent approvals on first use (lib/policy/confirm.ts createLedger); default: in memory. */
+  ledger?: () => ApprovalLedger
+  /** The grants of the `oauth-user` upstreams (lib/dispatch/consent.ts); undefined: none configured. */
+  consent?: ConsentGate
 }
+
+/** The gate's settings when none are given (lib/policy/schema.ts CONFIRMATION_SCHEMA has the config's defaults). */
+const DEFAULT_CONFIRMATION: ConfirmationConfig = { expiry: 120_000, redact: [], maxArgumentChars: 1000 }
 
 /** An endpoint a request names that is not configured (a reload removed it): nothing is exposed (fail closed). */
 const NO_SERVER = new CuratedServer('', {})
@@ -89,6 +106,8 @@ export class Dispatcher {
   private policy: Policy | undefined
   /** The curated endpoints; undefined: none configured. */
   private servers: Servers | undefined
+  /** Tool search on the whole catalogue's endpoint (`/mcp`, plain `mcpx serve`); undefined: list mode (no per-request cost). */
+  private discovery: ToolSearch | undefined
   /** The audit trail; undefined: none configured (no per-request cost). */
   private readonly audit: AuditTrail | undefined
   /** Responses that answered a denial (for the audit trail's outcome); never looked at without a trail. */
@@ -97,6 +116,8 @@ export class Dispatcher {
   private readonly deps: MethodDeps
   /** The task methods of both eras, ids and book (lib/dispatch/tasks.ts); lib/core relays status notifications through it. */
   readonly tasks: Tasks
+  /** The human confirmation gate on tools/call (lib/dispatch/confirm-gate.ts); lib/core swaps its settings on reload. */
+  readonly confirm: ConfirmGate
 
   constructor (options: DispatcherOptions) {
     this.registry = options.registry
@@ -105,6 +126,7 @@ export class Dispatcher {
     this.listTtlMs = options.listTtlMs ?? 0
     this.policy = options.policy
     this.servers = options.servers
+    this.discovery = options.discovery
     this.audit = options.audit
     const sealer = options.sealer ?? new StateSealer()
     const optionsFor = (request: JsonRpcRequest, ctx: DispatchContext): UpstreamCallOptions => callOptions(request, ctx, this.mrtr)
@@ -116,26 +138,31 @@ export class Dispatcher {
       logger: options.logger,
       callOptions: optionsFor
     })
+    this.confirm = new ConfirmGate(sealer, options.confirmation ?? DEFAULT_CONFIRMATION, options.ledger ?? (() => new MemoryLedger()))
     this.deps = {
       registry: this.registry,
       serverInfo: this.serverInfo,
       mrtr: this.mrtr,
       tasks: this.tasks,
+      confirm: this.confirm,
       pageSize: options.pageSize ?? 0,
       rateLimiter: options.rateLimiter,
       onRateLimited: options.onRateLimited,
+      consent: options.consent,
       callOptions: optionsFor
     }
   }
 
   /**
-   * Swaps the per-caller policy and the curated endpoints (a config reload compiles new ones:
-   * lib/policy/rules compilePolicy, lib/policy/endpoints Servers). Requests already running keep the view they
-   * started with. undefined: everything allowed / no curated endpoints.
+   * Swaps the per-caller policy, the curated endpoints and the whole catalogue's tool search (a config
+   * reload compiles new ones: lib/policy/rules compilePolicy, lib/policy/endpoints Servers,
+   * lib/policy/discovery toolSearchOf). Requests already running keep the view they started with.
+   * undefined: everything allowed / no curated endpoints / list mode.
    */
-  setAccess (policy: Policy | undefined, servers: Servers | undefined): void {
+  setAccess (policy: Policy | undefined, servers: Servers | undefined, discovery?: ToolSearch): void {
     this.policy = policy
     this.servers = servers
+    this.discovery = discovery
   }
 
   /**
@@ -150,13 +177,14 @@ export class Dispatcher {
 
   /**
    * What the request's caller sees on its endpoint, or undefined when neither a policy nor a
-   * curated endpoint applies (everything visible: the old path, at no cost). The one place
+   * curated endpoint nor tool search applies (everything visible: the old path, at no cost). The one place
    * visibility is decided. An endpoint that is not configured exposes nothing. Never throws.
    */
   visibilityOf (ctx: Pick<DispatchContext, 'caller' | 'endpoint'>): Visibility | undefined {
     const view = this.policy?.viewOf(ctx.caller, ctx.endpoint ?? WHOLE_CATALOGUE)
     const server = ctx.endpoint === undefined ? undefined : this.servers?.get(ctx.endpoint) ?? NO_SERVER
-    return view === undefined && server === undefined ? undefined : new Visibility(view, server, this.registry)
+    const search = server === undefined ? this.discovery : server.search
+    return view === undefined && server === undefined && search === undefined ? undefined : new Visibility(view, server, this.registry, search)
   }
 
   /** {@link visibilityOf}, with Visibility.ALL (the null view) where that is undefined. Never throws. */
@@ -177,7 +205,7 @@ export class Dispatcher {
   /** Number of calls parked on a question, for metrics and tests. */
   get parkedCalls (): number { return this.mrtr.parkedCalls }
 
-  /** Cancels every parked call upstream (shutdown). */
+  /** Cancels every parked call upstream (shutdown). The confirmation ledger is closed by its owner (lib/core: `confirm.close()`). */
   close (): void { this.mrtr.close() }
 
   /** The capabilities mcpx declares (lib/dispatch/methods/lifecycle.ts capabilitiesOf). */
@@ -193,42 +221,50 @@ export class Dispatcher {
   discoverResult (): JsonObject { return discoverResult(this.registry) }
 
   /**
-   * Answers one request in the given context. Step 1: a span for it when tracing is on.
+   * Answers one request in the given context. Step 1: the caller's view, decided once for the
+   * request (the handler and the audit line read the same one). On a tool-search endpoint, a
+   * well-formed `tools/call` of `call_tool` goes on from here as the `tools/call` of its inner tool
+   * (lib/dispatch/methods/discovery.ts innerCallOf), so every later step (trace, audit, rate limits,
+   * the gates, MRTR, Tasks) applies to the inner call as to a direct one. Step 2: a span for it when
+   * tracing is on.
    * @returns the response (success or error). Never rejects.
    */
   handle (request: JsonRpcRequest, ctx: DispatchContext): Promise<JsonRpcResponse> {
+    const view = this.viewOf(ctx)
+    let via: Via | undefined
+    // List mode (the default): one property read.
+    if (view.search !== undefined && request.method === 'tools/call') {
+      const inner = innerCallOf(request)
+      if (inner !== undefined) { request = inner; via = 'call_tool' }
+    }
     // Tracing off (the default): one module variable read and no extra promise (lib/telemetry/trace.ts).
     const tracing = activeTracing()
-    if (tracing === undefined) return this.audited(request, ctx)
-    return tracing.request(request, ctx.era, ctx.revision, ctx.traceIn, trace => { ctx.trace = trace }, async () => await this.audited(request, ctx))
+    if (tracing === undefined) return this.audited(request, ctx, view, via)
+    const traced = request
+    return tracing.request(traced, ctx.era, ctx.revision, ctx.traceIn, trace => { ctx.trace = trace }, async () => await this.audited(traced, ctx, view, via))
   }
 
-  /**
-   * Step 2: the caller's view, decided once for the request (the handler and the audit line read
-   * the same one), then {@link answer}, plus its audit line when a trail is configured; no extra
-   * promise without one.
-   */
-  private audited (request: JsonRpcRequest, ctx: DispatchContext): Promise<JsonRpcResponse> {
-    const view = this.viewOf(ctx)
+  /** Step 3: {@link answer}, plus its audit line when a trail is configured; no extra promise without one. */
+  private audited (request: JsonRpcRequest, ctx: DispatchContext, view: Visibility, via: Via | undefined): Promise<JsonRpcResponse> {
     const audit = this.audit
-    if (audit === undefined) return this.answer(request, ctx, view)
-    return this.answerAudited(audit, request, ctx, view)
+    if (audit === undefined) return this.answer(request, ctx, view, via)
+    return this.answerAudited(audit, request, ctx, view, via)
   }
 
-  private async answerAudited (audit: AuditTrail, request: JsonRpcRequest, ctx: DispatchContext, view: Visibility): Promise<JsonRpcResponse> {
+  private async answerAudited (audit: AuditTrail, request: JsonRpcRequest, ctx: DispatchContext, view: Visibility, via: Via | undefined): Promise<JsonRpcResponse> {
     const started = performance.now()
-    const response = await this.answer(request, ctx, view)
-    const event = auditEventOf(this.registry, request, ctx, view, response, this.denials.has(response), performance.now() - started)
+    const response = await this.answer(request, ctx, view, via)
+    const event = auditEventOf(this.registry, request, ctx, view, response, this.denials.has(response), performance.now() - started, via, this.confirm.recordOf(ctx))
     if (event !== undefined) audit.record(event)
     return response
   }
 
-  /** Step 3: the era's envelope, then the method's result shaped for the era, or the error it raised. */
-  private async answer (request: JsonRpcRequest, ctx: DispatchContext, view: Visibility): Promise<JsonRpcResponse> {
+  /** Step 4: the era's envelope, then the method's result shaped for the era, or the error it raised. */
+  private async answer (request: JsonRpcRequest, ctx: DispatchContext, view: Visibility, via: Via | undefined): Promise<JsonRpcResponse> {
     const rejected = checkEnvelope(request, ctx.era)
     if (rejected !== undefined) return rejected
     try {
-      const result = await this.run(request, ctx, view)
+      const result = await this.run(request, ctx, view, via)
       if (ctx.era === 'modern') {
         const required = this.mrtr.takeMissing(ctx) ?? missingCapabilities(result, ctx.clientCapabilities)
         if (required !== undefined) return missingCapabilityError(request.id, required)
@@ -241,14 +277,18 @@ export class Dispatcher {
     }
   }
 
-  /** Step 4: the method's handler (lib/dispatch/methods/index.ts), under the caller's view. */
-  private async run (request: JsonRpcRequest, ctx: DispatchContext, view: Visibility): Promise<JsonObject> {
+  /**
+   * Step 5: the method's handler (lib/dispatch/methods/index.ts), under the caller's view. Not async
+   * itself (the handler's promise is returned as it is: a frame and a promise fewer per request);
+   * throws UpstreamRpcError -32601 for an unknown method, which {@link answer} catches as it would a rejection.
+   */
+  private run (request: JsonRpcRequest, ctx: DispatchContext, view: Visibility, via: Via | undefined): JsonObject | Promise<JsonObject> {
     const handler = METHODS.get(request.method)
     if (handler === undefined) throw new UpstreamRpcError(METHOD_NOT_FOUND, `Method not found: ${request.method}`)
-    return await handler({ request, params: request.params ?? {}, ctx, view, deps: this.deps })
+    return handler({ request, params: request.params ?? {}, ctx, view, deps: this.deps, via })
   }
 
-  /** Step 5: a thrown error as the JSON-RPC error response, marked as a refusal where it is one. */
+  /** Step 6: a thrown error as the JSON-RPC error response, marked as a refusal where it is one. */
   private errorFor (request: JsonRpcRequest, ctx: DispatchContext, err: unknown): JsonRpcResponse {
     if (err instanceof UpstreamRpcError) {
       // Resource-not-found is -32002 in the legacy revisions and -32602 in 2026-07-28 (server/resources.mdx).

@@ -36,8 +36,8 @@ import { Cancellation, type Canceller } from '../base/cancel.js'
  * original request again (2025-11-25 client/elicitation.mdx: retry once the elicitation is done).
  */
 export interface StatePayload {
-  /** 'park' | 'wrap' | 'again' */
-  k: 'park' | 'wrap' | 'again'
+  /** 'park' | 'wrap' | 'again', or 'confirm': the confirmation gate's question (lib/dispatch/confirm-gate.ts) */
+  k: 'park' | 'wrap' | 'again' | 'confirm'
   /** originating method */
   m: string
   /** originating tool/prompt name or resource URI */
@@ -52,7 +52,15 @@ export interface StatePayload {
   u?: string
   /** the principal the state was issued to (lib/auth/principal.ts Principal.key), when the caller had one */
   a?: string
-  /** a nonce, so two states are never equal */
+  /**
+   * SHA-256 of the arguments a human confirmed (lib/policy/confirm.ts argumentsHash): on the
+   * gate's question (k = 'confirm'), and on every state of a call forwarded after a confirmation,
+   * so its retries may only repeat those arguments
+   */
+  h?: string
+  /** when the gate's question was asked, ms since epoch (k = 'confirm'): the audit line's time the user took */
+  t?: number
+  /** a nonce, so two states are never equal; the gate's ledger spends it once */
   x: string
 }
 
@@ -133,7 +141,8 @@ export class ParkedCall {
   progress: { onProgress: ((p: { progress: number, total?: number, message?: string }) => void) | undefined } | undefined
   /** Aborting it cancels the upstream call. */
   readonly controller: Canceller
-  private readonly queue: ParkedEvent[] = []
+  /** Events no leg was waiting for, oldest first; made on the first such event (most calls have none). */
+  private queue: ParkedEvent[] | undefined
   private waiter: ((event: ParkedEvent) => void) | undefined
   private timer: NodeJS.Timeout | undefined
   private questions = 0
@@ -149,14 +158,14 @@ export class ParkedCall {
   /** Feeds an event (from the upstream side). */
   push (event: ParkedEvent): void {
     const waiter = this.waiter
-    if (waiter !== undefined) { this.waiter = undefined; waiter(event) } else this.queue.push(event)
+    if (waiter !== undefined) { this.waiter = undefined; waiter(event) } else (this.queue ??= []).push(event)
   }
 
-  /** The next event; resolves at once when one is queued. */
-  async next (): Promise<ParkedEvent> {
-    const queued = this.queue.shift()
-    if (queued !== undefined) return queued
-    return await new Promise(resolve => { this.waiter = resolve })
+  /** The next event; resolves at once when one is queued. Not async itself: one promise per wait, not two. */
+  next (): Promise<ParkedEvent> {
+    const queued = this.queue?.shift()
+    if (queued !== undefined) return Promise.resolve(queued)
+    return new Promise(resolve => { this.waiter = resolve })
   }
 
   /** A fresh key for the next question (`q1`, `q2`, …). */
@@ -262,8 +271,13 @@ export class MrtrBridge {
    * The three methods that may need client input (DIGEST §6f: only tools/call, prompts/get and
    * resources/read return input_required), bridged across eras.
    */
-  async call (request: JsonRpcRequest, ctx: DispatchContext, name: string, invoke: (options: UpstreamCallOptions) => Promise<JsonObject>): Promise<JsonObject> {
-    if (ctx.era === 'modern') return await this.modern(request, ctx, name, invoke)
+  call (request: JsonRpcRequest, ctx: DispatchContext, name: string, invoke: (options: UpstreamCallOptions) => Promise<JsonObject>): Promise<JsonObject> {
+    // Not async itself: each era's path is one async frame, not two (a frame and a promise fewer per call).
+    return ctx.era === 'modern' ? this.modern(request, ctx, name, invoke) : this.legacy(request, ctx, invoke)
+  }
+
+  /** A legacy client's call (see {@link call}). */
+  private async legacy (request: JsonRpcRequest, ctx: DispatchContext, invoke: (options: UpstreamCallOptions) => Promise<JsonObject>): Promise<JsonObject> {
     // Legacy client: a modern upstream's input_required becomes real questions on the client's
     // stream (under ids mcpx mints, capability-checked by onQuestion), then an upstream retry
     // with inputResponses and the upstream's own requestState. The client sees one call.
@@ -305,11 +319,22 @@ export class MrtrBridge {
     return result
   }
 
-  /** Modern client: a fresh call, a retry continuing a parked call, or a retry of a modern upstream's own input_required. */
-  private async modern (request: JsonRpcRequest, ctx: DispatchContext, name: string, invoke: (options: UpstreamCallOptions) => Promise<JsonObject>): Promise<JsonObject> {
+  /**
+   * Modern client: a fresh call, a retry continuing a parked call, or a retry of a modern upstream's
+   * own input_required. Not async itself (never throws): a fresh call costs no frame of its own here.
+   */
+  private modern (request: JsonRpcRequest, ctx: DispatchContext, name: string, invoke: (options: UpstreamCallOptions) => Promise<JsonObject>): Promise<JsonObject> {
     const params = request.params ?? {}
+    if (params.requestState !== undefined) return this.retry(request, ctx, name, invoke, params)
+    // A first call may carry inputResponses (a server that sends no requestState gets none back,
+    // mrtr.mdx): the upstream reads them, and ignores what it does not recognise.
+    return this.fresh(request, ctx, name, invoke, params.inputResponses === undefined ? undefined : isObject(params.inputResponses) ? params.inputResponses : {})
+  }
+
+  /** A modern retry that names a requestState (see {@link modern}). */
+  private async retry (request: JsonRpcRequest, ctx: DispatchContext, name: string, invoke: (options: UpstreamCallOptions) => Promise<JsonObject>, params: JsonObject): Promise<JsonObject> {
     const inputResponses = isObject(params.inputResponses) ? params.inputResponses : {}
-    if (params.requestState !== undefined) {
+    {
       const opened = this.options.sealer.open(params.requestState)
       if (!opened.ok) throw new UpstreamRpcError(INVALID_PARAMS, `Invalid params: requestState is ${opened.reason === 'expired' ? 'expired' : 'not one mcpx issued (tampered or malformed)'}`)
       const state = opened.payload
@@ -318,7 +343,7 @@ export class MrtrBridge {
       if (state.k === 'wrap') {
         const extraParams: JsonObject = { inputResponses }
         if (state.u !== undefined) extraParams.requestState = state.u
-        return await this.fromModernUpstream(request.method, name, await invoke({ ...this.options.callOptions(request, ctx), extraParams }), ctx)
+        return this.fromModernUpstream(request.method, name, await invoke({ ...this.options.callOptions(request, ctx), extraParams }), ctx)
       }
       // The retry after a -32042 (URL-mode elicitation done out of band, or not): the original
       // request again, as a fresh call; the legacy upstream knows no inputResponses and decides.
@@ -339,13 +364,13 @@ export class MrtrBridge {
       pending.answer(answer)
       return await this.drive(parked, request, ctx)
     }
-    // A first call may carry inputResponses (a server that sends no requestState gets none back,
-    // mrtr.mdx): the upstream reads them, and ignores what it does not recognise.
-    return await this.fresh(request, ctx, name, invoke, params.inputResponses !== undefined ? inputResponses : undefined)
   }
 
-  /** A modern client's call that continues nothing of mcpx's: it may park on a legacy upstream's question. */
-  private async fresh (request: JsonRpcRequest, ctx: DispatchContext, name: string, invoke: (options: UpstreamCallOptions) => Promise<JsonObject>, inputResponses: JsonObject | undefined): Promise<JsonObject> {
+  /**
+   * A modern client's call that continues nothing of mcpx's: it may park on a legacy upstream's
+   * question. Not async itself (nothing here throws): the call's one frame is {@link drive}'s.
+   */
+  private fresh (request: JsonRpcRequest, ctx: DispatchContext, name: string, invoke: (options: UpstreamCallOptions) => Promise<JsonObject>, inputResponses: JsonObject | undefined): Promise<JsonObject> {
     const parked = new ParkedCall(request.method, name, ctx.controller)
     const options = this.options.callOptions(request, ctx)
     if (inputResponses !== undefined) options.extraParams = { inputResponses }
@@ -358,7 +383,7 @@ export class MrtrBridge {
       parked.push({ kind: 'question', question, answer: resolve, refuse: reject })
     })
     invoke(options).then(result => parked.push({ kind: 'result', result }), (error: unknown) => parked.push({ kind: 'error', error }))
-    return await this.drive(parked, request, ctx, false)
+    return this.drive(parked, request, ctx, false)
   }
 
   /**
@@ -377,7 +402,7 @@ export class MrtrBridge {
     try {
       for (;;) {
         const event = await parked.next()
-        if (event.kind === 'result') { this.forget(parked); return await this.fromModernUpstream(parked.method, parked.name, event.result, ctx) }
+        if (event.kind === 'result') { this.forget(parked); return this.fromModernUpstream(parked.method, parked.name, event.result, ctx) }
         if (event.kind === 'error') {
           this.forget(parked)
           const elicitations = urlElicitationsRequired(event.error)
@@ -436,9 +461,9 @@ export class MrtrBridge {
   /**
    * A modern client's view of an upstream result. A modern upstream's input_required passes
    * through with its requestState wrapped in mcpx's, so the retry reaches the same upstream with
-   * the state intact.
+   * the state intact. Synchronous (it awaits nothing): no promise per call.
    */
-  private async fromModernUpstream (method: string, name: string, result: JsonObject, ctx: DispatchContext): Promise<JsonObject> {
+  private fromModernUpstream (method: string, name: string, result: JsonObject, ctx: DispatchContext): JsonObject {
     if (result.resultType !== 'input_required') return result
     // Inputs the client declared no capability for become -32021 in handle() (missingCapabilities).
     const wrapped: JsonObject = { resultType: 'input_required' }
@@ -448,7 +473,12 @@ export class MrtrBridge {
   }
 
   private seal (payload: Omit<StatePayload, 'x' | 'exp' | 'a'>, ctx: DispatchContext): string {
-    return this.options.sealer.seal({ ...payload, exp: Date.now() + this.options.stateTtlMs, ...(ctx.principal !== undefined ? { a: ctx.principal } : {}) })
+    return this.options.sealer.seal({
+      ...payload,
+      exp: Date.now() + this.options.stateTtlMs,
+      ...(ctx.principal !== undefined ? { a: ctx.principal } : {}),
+      ...(ctx.confirmedArguments !== undefined ? { h: ctx.confirmedArguments } : {})
+    })
   }
 }
 

@@ -19,12 +19,12 @@
  */
 import { INVALID_PARAMS, UpstreamRpcError, type JsonObject } from '../protocol/jsonrpc.js'
 
-/** The four paged lists, by their result key. */
-export type PagedList = 'tools' | 'prompts' | 'resources' | 'resourceTemplates'
+/** The paged lists, by their result key (`skills`: the Skills extension's `skills/list`, SEP-2640, keyed by `SKILL.md` URI). */
+export type PagedList = 'tools' | 'prompts' | 'resources' | 'resourceTemplates' | 'skills'
 
 /** The field that names an item of each list (unique within a merged list). */
 const KEY_FIELD: Readonly<Record<PagedList, 'name' | 'uri' | 'uriTemplate'>> = {
-  tools: 'name', prompts: 'name', resources: 'uri', resourceTemplates: 'uriTemplate'
+  tools: 'name', prompts: 'name', resources: 'uri', resourceTemplates: 'uriTemplate', skills: 'uri'
 }
 
 /** A cursor longer than this (characters) is malformed: mcpx never issues one (keys are bounded by what upstreams send). */

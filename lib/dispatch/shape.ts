@@ -8,8 +8,13 @@ import { isObject, type JsonObject } from '../protocol/jsonrpc.js'
 import { META_SERVER_INFO } from '../protocol/inbound.js'
 import type { ServerInfo } from './context.js'
 
-/** Methods whose modern `complete` results carry `ttlMs` and `cacheScope` (2026-07-28 caching.mdx; DIGEST A20). */
-const CACHEABLE = new Set(['server/discover', 'tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read'])
+/**
+ * Methods whose modern `complete` results carry `ttlMs` and `cacheScope` (2026-07-28 caching.mdx; DIGEST A20),
+ * and the Skills extension's three (SEP-2640: `ListSkillsResult`, `GetSkillResult`, `ReadResourceDirectoryResult`
+ * require both on 2026-07-28).
+ */
+const CACHEABLE = new Set(['server/discover', 'tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read',
+  'skills/list', 'skills/get', 'resources/directory/read'])
 
 /** Fields a modern result carries that a legacy client must not see. */
 const MODERN_RESULT_KEYS = ['resultType', 'ttlMs', 'cacheScope'] as const

@@ -106,19 +106,33 @@ const ACCEPTED = 202
 class Responder implements MessageSink {
   private stream: SseStream | undefined
   private done = false
-  private readonly overflowHandlers: Array<() => void> = []
+  /** Made on the first {@link onOverflow} (a batch's members register; a single request does not). */
+  private overflowHandlers: Array<() => void> | undefined
 
-  constructor (private readonly channel: PostChannel, private readonly headers: Record<string, string> = {}) {}
+  /** @param headers extra headers of the reply; undefined (the common case) allocates nothing */
+  constructor (private readonly channel: PostChannel, private readonly headers?: Record<string, string>) {}
 
   /**
    * Runs `fn` when the reply's SSE stream is ended past transport.streamBufferMaxBytes (lib/connection/flow.ts):
    * the request it carries is cancelled upstream.
    */
-  onOverflow (fn: () => void): void { this.overflowHandlers.push(fn) }
+  onOverflow (fn: () => void): void { (this.overflowHandlers ??= []).push(fn) }
+
+  /** The session request whose call {@link cancelOnOverflow} cancels if the stream overflows; undefined: none. */
+  private overflowEntry: InFlight | undefined
+
+  /**
+   * Cancels `entry` upstream (marked cancelled: its reply is withheld) when the reply's SSE stream
+   * is ended past transport.streamBufferMaxBytes: {@link onOverflow} with no closure or array
+   * made unless the reply becomes a stream.
+   */
+  cancelOnOverflow (entry: InFlight): void { this.overflowEntry = entry }
 
   private open (): SseStream {
     const stream = this.channel.sse(this.headers)
-    for (const fn of this.overflowHandlers) stream.onOverflow(fn)
+    const entry = this.overflowEntry
+    if (entry !== undefined) stream.onOverflow(() => { entry.cancelled = true; entry.controller.abort(new Error('reply stream ended past transport.streamBufferMaxBytes')) })
+    if (this.overflowHandlers !== undefined) for (const fn of this.overflowHandlers) stream.onOverflow(fn)
     this.stream = stream
     return stream
   }
@@ -369,10 +383,7 @@ export class HttpExchange {
       // Seed: in a session a dropped connection is not a cancellation; notifications/cancelled is.
       entry = session.peer.track(request.id) ?? untracked(request)
       // But a reply stream ended past its hard limit (lib/connection/flow.ts) can no longer carry the answer: cancel upstream.
-      if (batch === undefined) {
-        const overflowed = entry
-        responder.onOverflow(() => { overflowed.cancelled = true; overflowed.controller.abort(new Error('reply stream ended past transport.streamBufferMaxBytes')) })
-      }
+      if (batch === undefined) responder.cancelOnOverflow(entry)
     } else {
       // Without a session no cancellation could ever reach the request, so the disconnect is the signal.
       entry = untracked(request)
@@ -380,10 +391,10 @@ export class HttpExchange {
     }
     batch?.add(entry)
     const peer = session?.peer ?? this.sessionless
-    const route = this.questionRoute(session, responder)
     const ctx: DispatchContext = peer.legacyContext(entry.controller.signal, revision, {
       notify: scopedNotify(entry, responder),
-      ask: async (question, signal) => await peer.ask(question, signal, route),
+      // The question's route is made when a question is asked (most calls ask none); it is stateless.
+      ask: async (question, signal) => await peer.ask(question, signal, this.questionRoute(session, responder)),
       subscriptions: session === undefined ? undefined : deps.sessions.subscriptionsOf(session)
     })
     if (channel.caller !== undefined) ctx.caller = channel.caller // per-caller upstream credentials

@@ -37,7 +37,7 @@
  * lib/ imports nothing from Fastify.
  */
 import { Registry, Counter, Gauge, Histogram } from 'prom-client'
-import type { UpstreamRegistry, UpstreamCallOptions } from '../upstreams/contract.js'
+import type { UpstreamRegistry } from '../upstreams/contract.js'
 import type { JsonObject } from '../protocol/jsonrpc.js'
 import type { FlowDrop, FlowStream } from '../connection/flow.js'
 
@@ -46,6 +46,7 @@ export const COUNTED_METHODS: ReadonlySet<string> = new Set([
   'initialize', 'ping', 'server/discover', 'logging/setLevel', 'completion/complete', 'subscriptions/listen',
   'tools/list', 'tools/call', 'prompts/list', 'prompts/get',
   'resources/list', 'resources/templates/list', 'resources/read', 'resources/subscribe', 'resources/unsubscribe',
+  'skills/list', 'skills/get', 'resources/directory/read',
   'notifications/initialized', 'notifications/cancelled', 'notifications/progress', 'notifications/roots/list_changed'
 ])
 
@@ -100,6 +101,11 @@ export interface McpxMetrics {
   configReloaded: (trigger: string, outcome: 'applied' | 'refused') => void
   /** Counts one call refused by a rate limit (`limited`) or for want of its store (`unavailable`). Never throws. */
   rateLimitRefused: (reason: 'limited' | 'unavailable') => void
+  /**
+   * Counts one changed definition of a pinned upstream (lib/policy/integrity.ts), once per definition:
+   * kind tool | prompt | template, change changed | new | renamed, action served (warn) | hidden (quarantine). Never throws.
+   */
+  integrityChanged: (upstream: string, kind: string, change: string, action: 'served' | 'hidden') => void
 }
 
 /**
@@ -262,6 +268,12 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
     labelNames: ['reason'] as const,
     registers
   })
+  const integrityChanges = new Counter({
+    name: 'mcpx_integrity_changes_total',
+    help: 'Definitions of pinned upstreams that differ from their pin (docs/policy.md › Integrity), once per definition: by upstream, kind, change (changed, new, renamed) and action (served, hidden)',
+    labelNames: ['upstream', 'kind', 'change', 'action'] as const,
+    registers
+  })
   const reloads = new Counter({
     name: 'mcpx_config_reloads_total',
     help: 'Config reloads (SIGHUP, --watch, POST /admin/reload), by trigger and outcome: applied or refused',
@@ -345,18 +357,31 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
     collect () { for (const u of loads()) this.inc({ upstream: u.name }, loadDelta(u.name, 'oversized', u.oversized)) }
   })
 
-  function timed<A extends unknown[]> (target: UpstreamRegistry, operation: Timed, call: (...args: A) => Promise<JsonObject>, routeOf: (...args: A) => readonly ['tool' | 'prompt' | 'resource', string | undefined]) {
-    return async function timedCall (...args: A): Promise<JsonObject> {
+  /**
+   * Wraps one of the registry's routed calls (at most three arguments: callTool(name, args, options),
+   * getPrompt(name, args, options), readResource(uri, options), complete(params, options)) to time it.
+   * Per call it allocates no argument array, no route tuple and no label object: the label sets
+   * are made once per upstream and outcome (bounded by the configured upstreams, as prom-client's own
+   * label sets are).
+   */
+  function timed (target: UpstreamRegistry, operation: Timed, call: (a: any, b: any, c: any) => Promise<JsonObject>, kindOf: (a: any) => 'tool' | 'prompt' | 'resource', nameOf: (a: any) => string | undefined) {
+    const labelSets = new Map<string, { ok: { upstream: string, operation: Timed, outcome: 'ok' }, error: { upstream: string, operation: Timed, outcome: 'error' } }>()
+    const labelsOf = (upstream: string, failed: boolean): { upstream: string, operation: Timed, outcome: 'ok' | 'error' } => {
+      let sets = labelSets.get(upstream)
+      if (sets === undefined) labelSets.set(upstream, sets = { ok: { upstream, operation, outcome: 'ok' }, error: { upstream, operation, outcome: 'error' } })
+      return failed ? sets.error : sets.ok
+    }
+    return async function timedCall (a: unknown, b: unknown, c: unknown): Promise<JsonObject> {
       const startMs = performance.now()
-      let outcome = 'ok'
+      let failed = false
       try {
-        return await call.apply(target, args)
+        return await call.call(target, a, b, c)
       } catch (err) {
-        outcome = 'error'
+        failed = true
         throw err
       } finally {
         const seconds = (performance.now() - startMs) / 1000
-        upstreamSeconds.observe({ upstream: upstreamOf(target, ...routeOf(...args)) ?? 'unknown', operation, outcome }, seconds)
+        upstreamSeconds.observe(labelsOf(upstreamOf(target, kindOf(a), nameOf(a)) ?? 'unknown', failed), seconds)
       }
     }
   }
@@ -371,14 +396,14 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
       // The timed methods, then every other method once bound to the registry: one Map lookup per
       // method read (the request path reads several per call); other properties are read live.
       const methods = new Map<PropertyKey, unknown>([
-        ['callTool', timed(target, 'callTool', target.callTool, (name: string) => ['tool', name] as const)],
-        ['getPrompt', timed(target, 'getPrompt', target.getPrompt, (name: string) => ['prompt', name] as const)],
-        ['readResource', timed(target, 'readResource', target.readResource, (uri: string) => ['resource', uri] as const)],
-        ['complete', timed(target, 'complete', target.complete, (params: JsonObject, _options: UpstreamCallOptions) => {
-          // completion/complete's ref names a prompt (ref/prompt) or a resource template's URI (ref/resource).
+        ['callTool', timed(target, 'callTool', target.callTool, () => 'tool', (name: string) => name)],
+        ['getPrompt', timed(target, 'getPrompt', target.getPrompt, () => 'prompt', (name: string) => name)],
+        ['readResource', timed(target, 'readResource', target.readResource, () => 'resource', (uri: string) => uri)],
+        // completion/complete's ref names a prompt (ref/prompt) or a resource template's URI (ref/resource).
+        ['complete', timed(target, 'complete', target.complete, (params: JsonObject) => (params.ref as { type?: unknown } | undefined)?.type === 'ref/resource' ? 'resource' : 'prompt', (params: JsonObject) => {
           const ref = params.ref as { type?: unknown, name?: unknown, uri?: unknown } | undefined
-          if (ref?.type === 'ref/resource') return ['resource', typeof ref.uri === 'string' ? ref.uri : undefined] as const
-          return ['prompt', typeof ref?.name === 'string' ? ref.name : undefined] as const
+          const name = ref?.type === 'ref/resource' ? ref.uri : ref?.name
+          return typeof name === 'string' ? name : undefined
         })]
       ])
       return new Proxy(target, {
@@ -403,6 +428,7 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
     auditFailed (reason) { auditFailures.inc({ reason }) },
     auditLinesLost (reason, lines) { auditLinesLost.inc({ reason }, lines) },
     configReloaded (trigger, outcome) { reloads.inc({ trigger, outcome }) },
-    rateLimitRefused (reason) { rateLimitRefusals.inc({ reason }) }
+    rateLimitRefused (reason) { rateLimitRefusals.inc({ reason }) },
+    integrityChanged (upstream, kind, change, action) { integrityChanges.inc({ upstream, kind, change, action }) }
   }
 }

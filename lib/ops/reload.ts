@@ -12,7 +12,7 @@
  *
  * Refused (one error line; the running config stays): a config that cannot be read or is invalid,
  * a change of `daemon.address` (the listening socket is not moved), a change to an upstream's
- * `auth` (its credentials are read once, at start). `policy`, `servers` and
+ * `auth` (its credentials are read once, at start). `policy`, `servers`, `discovery`, `confirmation` and
  * `transport.pageSize` are applied live when the face gives `applyAccess` (the daemon
  * and `mcpx serve` do): requests that start after the reload see them. Other keys outside
  * `upstreams` (the rest of transport, auth, sessions…) are not applied live: the reload goes ahead
@@ -25,6 +25,7 @@ import { isDeepStrictEqual } from 'node:util'
 import type { McpxConfig } from '../config/types.js'
 import type { Logger } from '../telemetry/log.js'
 import type { KeptUpstream, ReconcileSummary, UpstreamRegistry } from '../upstreams/contract.js'
+import { modesOf } from '../policy/integrity.js'
 
 /** What asked for a reload; logged and counted. */
 export type ReloadTrigger = 'SIGHUP' | 'watch' | 'admin'
@@ -48,7 +49,7 @@ export interface ReloaderOptions {
   /** Called after every reload, applied or refused (a metric). Must not throw. */
   onReload?: (result: ReloadResult) => void
   /**
-   * Applies `policy`, `servers` and `transport.pageSize` live (lib/core.ts Core.applyAccess);
+   * Applies `policy`, `servers`, `discovery` and `transport.pageSize` live (lib/core.ts Core.applyAccess);
    * returns the keys it could not apply. Absent: those keys too are "restart to apply".
    */
   applyAccess?: (next: McpxConfig) => string[]
@@ -61,7 +62,7 @@ export interface ReloaderOptions {
 }
 
 /** The keys besides `upstreams` a reload applies live when the face gives {@link ReloaderOptions.applyAccess}. */
-const ACCESS_KEYS = new Set(['policy', 'servers'])
+const ACCESS_KEYS = new Set(['policy', 'servers', 'discovery', 'confirmation', 'integrity'])
 /** The `transport` keys a reload applies live with {@link ReloaderOptions.applyAccess}. */
 const LIVE_TRANSPORT_KEYS = new Set(['pageSize'])
 
@@ -141,11 +142,14 @@ export class Reloader {
     const upstreams = { ...next.upstreams }
     for (const { name } of kept) if (Object.hasOwn(this.current.upstreams, name)) upstreams[name] = this.current.upstreams[name]
     const running: McpxConfig = { ...this.current, upstreams }
-    const accessChanged = differs('policy') || differs('servers') || pageSizeChanged
+    // integrity: the top-level key, or an upstream's own integrity.pin (which restarts nothing: lib/upstreams/registry.ts sameConnection).
+    const pinsChanged = !isDeepStrictEqual(modesOf(this.current), modesOf(next)) || differs('integrity')
+    const accessChanged = differs('policy') || differs('servers') || differs('discovery') || differs('confirmation') || pageSizeChanged || pinsChanged
     if (applyAccess !== undefined && accessChanged) {
       const notApplied = applyAccess(next)
+      for (const key of notApplied) if (!ACCESS_KEYS.has(key)) restartToApply.push(key)
       for (const key of ACCESS_KEYS) {
-        if (notApplied.includes(key)) { if (differs(key)) restartToApply.push(key); continue }
+        if (notApplied.includes(key)) { if (differs(key) || (key === 'integrity' && pinsChanged)) restartToApply.push(key); continue }
         ;(running as unknown as Record<string, unknown>)[key] = (next as unknown as Record<string, unknown>)[key]
       }
       if (pageSizeChanged) running.transport = { ...running.transport, pageSize: next.transport.pageSize }

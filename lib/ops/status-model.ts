@@ -11,6 +11,7 @@
  * is copied. A kept upstream's reason (its new instance's failed start) is shown, redacted, as a
  * down upstream's `lastError` is.
  */
+import type { Integrity, IntegrityEntry } from '../policy/integrity.js'
 import { SERVER_VERSION } from '../base/version.js'
 import { redactText, redactUrl } from '../base/redact.js'
 import { WINDOW_SECONDS, type CallWindow } from '../upstreams/call-stats.js'
@@ -42,6 +43,8 @@ export interface UpstreamReport {
   prompts: number
   resources: number
   resourceTemplates: number
+  /** Skills it lists (the Skills extension; docs/skills.md); absent when none. */
+  skills?: number
   /** Callers' calls since the upstream was configured, and how many failed. */
   calls: number
   errors: number
@@ -81,6 +84,11 @@ export interface StatusReport {
   upstreams: UpstreamReport[]
   /** Names and URIs two upstreams claim: the later one's is left out. */
   collisions: NameCollision[]
+  /**
+   * Pinned definitions (lib/policy/integrity.ts), when any upstream is pinned: where the pins live,
+   * how many items are hidden, and every item of the pinned upstreams with its pin state.
+   */
+  integrity?: { store: string, quarantined: number, entries: IntegrityEntry[] }
 }
 
 /** Where {@link collectStatus} reads from; every function is called once per report. */
@@ -94,6 +102,8 @@ export interface StatusSources {
   config: () => { source: string, loadedAt: Date, lastReload?: { at: Date, trigger: string, ok: boolean, kept?: Array<{ name: string, reason: string }> } }
   /** When this process started serving. */
   startedAt: Date
+  /** The integrity gate, when any upstream is pinned. */
+  integrity?: () => Integrity | undefined
 }
 
 /**
@@ -131,6 +141,7 @@ export function collectStatus (sources: StatusSources, now = new Date()): Status
       prompts: count?.prompts ?? 0,
       resources: count?.resources ?? 0,
       resourceTemplates: count?.resourceTemplates ?? 0,
+      ...(count?.skills !== undefined && count.skills > 0 ? { skills: count.skills } : {}),
       calls: stat?.calls ?? 0,
       errors: stat?.errors ?? 0,
       inFlight: load?.inFlight ?? 0,
@@ -157,6 +168,8 @@ export function collectStatus (sources: StatusSources, now = new Date()): Status
     upstreams,
     collisions: registry.collisions?.() ?? []
   }
+  const integrity = sources.integrity?.()
+  if (integrity !== undefined) report.integrity = { store: redactText(integrity.where), quarantined: integrity.quarantined(), entries: integrity.entries() }
   if (config.lastReload !== undefined) {
     const { at, trigger, ok, kept = [] } = config.lastReload
     report.config.lastReload = { at: at.toISOString(), trigger, outcome: ok ? 'applied' : 'refused', kept: kept.map(k => ({ name: k.name, reason: redactText(k.reason) })) }

@@ -12,6 +12,7 @@
  */
 import { createHash } from 'node:crypto'
 import type { StatusReport, UpstreamReport } from './status-model.js'
+import type { IntegrityEntry } from '../policy/integrity.js'
 
 /** How often the page refreshes itself, ms. */
 export const STATUS_REFRESH_MS = 5_000
@@ -27,6 +28,9 @@ table{border-collapse:collapse;width:100%}th,td{border-bottom:1px solid var(--li
 th{font-weight:600;white-space:nowrap}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}td.n,td[data-field=revision]{white-space:nowrap}
 code{font-size:.9em;overflow-wrap:anywhere}.err{color:var(--bad);overflow-wrap:anywhere;max-width:30rem}
 .state{font-weight:600}.state-ready{color:var(--ok)}.state-down,.state-closed{color:var(--bad)}.state-connecting{color:var(--warn)}
+.pin-pinned{color:var(--ok)}.pin-changed,.pin-new,.pin-renamed,.pin-rejected{color:var(--bad);font-weight:600}
+.defs{display:grid;grid-template-columns:1fr 1fr;gap:.5rem}.defs pre{margin:0;padding:.4rem;border:1px solid var(--line);white-space:pre-wrap;overflow-wrap:anywhere;max-height:20rem;overflow:auto}
+form.decide{display:inline-block;margin:.3rem .5rem 0 0}
 `
 
 // Refreshes <main> from the page's own URL (same origin, same credentials), never through innerHTML.
@@ -70,7 +74,8 @@ export const STATUS_PAGE_CSP = [
   "connect-src 'self'",
   'img-src data:',
   "base-uri 'none'",
-  "form-action 'none'",
+  // The integrity forms (approve, reject) post to this origin only (routes/status: CSRF token and same-origin check).
+  "form-action 'self'",
   "frame-ancestors 'none'"
 ].join('; ')
 
@@ -115,7 +120,7 @@ function upstreamRow (u: UpstreamReport): string {
     `<td data-field="lastError" class="err">${errors.length > 0 ? escapeHtml(errors.join('; ')) : '–'}</td>` +
     `<td data-field="tools" class="n">${u.tools}</td>` +
     `<td data-field="prompts" class="n">${u.prompts}</td>` +
-    `<td data-field="resources" class="n">${u.resources}${u.resourceTemplates > 0 ? ` <span class="muted">+${u.resourceTemplates} templates</span>` : ''}</td>` +
+    `<td data-field="resources" class="n">${u.resources}${u.resourceTemplates > 0 ? ` <span class="muted">+${u.resourceTemplates} templates</span>` : ''}${u.skills !== undefined ? ` <span class="muted">+${u.skills} skills</span>` : ''}</td>` +
     `<td data-field="calls" class="n">${u.calls}</td>` +
     `<td data-field="errors" class="n">${u.errors}</td>` +
     `<td data-field="windowCalls" class="n">${u.window.calls}</td>` +
@@ -124,11 +129,43 @@ function upstreamRow (u: UpstreamReport): string {
     '</tr>'
 }
 
+/** One item of a pinned upstream; a change also gets its old and new definitions side by side, and the decision forms. */
+function integrityRow (e: IntegrityEntry, csrf: string | undefined): string {
+  const id = `${e.upstream}/${e.kind}/${e.name}`
+  const note = [e.renamedFrom !== undefined ? `renamed from ${e.renamedFrom}` : '', ...(e.shadows ?? []).map(s => `copies the ${s.by} of ${s.upstream}'s`), e.seenHere ? '' : 'seen by another replica'].filter(n => n !== '').join('; ')
+  let row = `<tr data-pin="${escapeHtml(id)}">${td(e.upstream)}${td(e.kind)}<td><code>${escapeHtml(e.name)}</code></td>` +
+    `<td data-field="pin" class="pin-${escapeHtml(e.state)}">${escapeHtml(e.state)}</td>${td(e.hidden ? 'hidden' : 'served')}<td><code>${escapeHtml(e.hash.slice(0, 16))}</code></td>${td(note === '' ? '–' : note)}</tr>`
+  if (e.state === 'pinned') return row
+  const decide = (action: 'approve' | 'reject', label: string): string => csrf === undefined
+    ? ''
+    : `<form class="decide" method="post" action="status/integrity"><input type="hidden" name="action" value="${action}">` +
+      `<input type="hidden" name="upstream" value="${escapeHtml(e.upstream)}"><input type="hidden" name="kind" value="${escapeHtml(e.kind)}">` +
+      `<input type="hidden" name="name" value="${escapeHtml(e.name)}"><input type="hidden" name="hash" value="${escapeHtml(e.hash)}">` +
+      `<input type="hidden" name="csrf" value="${escapeHtml(csrf)}"><button type="submit" data-decide="${action}">${label}</button></form>`
+  row += `<tr data-change="${escapeHtml(id)}"><td colspan="7"><div class="defs">` +
+    `<div><strong>Pinned</strong>${e.pinned !== undefined ? ` <span class="muted">${escapeHtml(e.pinned.hash.slice(0, 16))}, by ${escapeHtml(e.pinned.by)}</span><pre data-def="pinned">${escapeHtml(JSON.stringify(e.pinned.definition, null, 2))}</pre>` : '<p class="muted">none (a new item)</p>'}</div>` +
+    `<div><strong>Now</strong> <span class="muted">${escapeHtml(e.hash.slice(0, 16))}</span><pre data-def="now">${escapeHtml(JSON.stringify(e.definition, null, 2))}</pre></div>` +
+    `</div>${decide('approve', 'Approve this definition')}${decide('reject', 'Reject')}</td></tr>`
+  return row
+}
+
+/** The catalogue integrity section (when any upstream is pinned). */
+function integritySection (report: StatusReport, csrf: string | undefined): string {
+  const integrity = report.integrity
+  if (integrity === undefined) return ''
+  return `<h2>Catalogue integrity <span class="muted">(${integrity.quarantined} hidden; pins in ${escapeHtml(integrity.store)})</span></h2>` +
+    (integrity.entries.length === 0
+      ? '<p class="muted" id="no-pins">No pinned upstream lists anything yet.</p>'
+      : '<table id="integrity"><thead><tr><th>Upstream</th><th>Kind</th><th>Name</th><th>Pin</th><th>Served</th><th>Hash</th><th>Note</th></tr></thead><tbody>' +
+        integrity.entries.map(e => integrityRow(e, csrf)).join('') + '</tbody></table>')
+}
+
 /**
  * The page for a report.
+ * @param options.csrf the token the integrity forms carry (routes/status); absent: no forms
  * @returns a complete HTML document (UTF-8), to be sent with {@link STATUS_PAGE_HEADERS}. Never throws.
  */
-export function renderStatusPage (report: StatusReport): string {
+export function renderStatusPage (report: StatusReport, options: { csrf?: string } = {}): string {
   const minutes = report.windowSeconds / 60
   const reload = report.config.lastReload
   const collisions = report.collisions.length === 0
@@ -160,6 +197,7 @@ export function renderStatusPage (report: StatusReport): string {
     report.upstreams.map(upstreamRow).join('') +
     '</tbody></table>' +
     '<h2>Name collisions</h2>' + collisions +
+    integritySection(report, options.csrf) +
     '</main>' +
     `<footer><p class="muted">The same data as JSON: <a href="status.json">status.json</a>. Calls and errors count since each upstream was configured; p50 and p99 cover the last ${minutes} minutes (within 6.25 %).</p></footer>` +
     `<script>${SCRIPT}</script>` +

@@ -22,9 +22,11 @@
  * Line keys: `time` (ISO 8601), `principal` (`oauth:<issuer>#<subject>`, `token:<name>`, `local`,
  * or `anonymous`; never a credential), `endpoint` (`/mcp` or `/mcp/<name>`), `era`, `revision`,
  * `session` (first 128 bits of SHA-256 of the legacy session id, hex; absent without a session),
- * `method`, `name` (as exposed; the URI for resources), `upstream` and `upstreamName` (the
+ * `method`, `name` (as exposed; the URI for resources), `via` (`call_tool` for the inner call of a
+ * tool-search endpoint's call_tool, docs/discovery.md), `upstream` and `upstreamName` (the
  * upstream's own name of the thing), `outcome` (`ok`, `tool_error`, `error`, `denied`,
- * `rate_limited`), `code` (JSON-RPC code, for `error`), `durationMs`, `requestId`, and, by
+ * `rate_limited`, `declined`: the user declined the confirmation), `code` (JSON-RPC code, for `error`),
+ * `durationMs`, `confirmation` and `confirmMs` (a gated call: lib/dispatch/confirm-gate.ts), `requestId`, and, by
  * `arguments`: nothing (`none`), `argumentKeys` (`keys`), or `arguments` itself (`full`).
  */
 import { createHash } from 'node:crypto'
@@ -43,7 +45,7 @@ export interface AuditConfig {
 }
 
 /** Outcomes a line can record. */
-export type AuditOutcome = 'ok' | 'tool_error' | 'error' | 'denied' | 'rate_limited'
+export type AuditOutcome = 'ok' | 'tool_error' | 'error' | 'denied' | 'rate_limited' | 'declined'
 
 /** What the dispatcher knows of one audited request. */
 export interface AuditEvent {
@@ -54,14 +56,57 @@ export interface AuditEvent {
   sessionId?: string
   method: string
   name?: string
+  /** `call_tool` when the call came through a tool-search endpoint's call_tool (docs/discovery.md); `name` is then the inner tool's. */
+  via?: string
   upstream?: string
   upstreamName?: string
   outcome: AuditOutcome
   code?: number
   durationMs: number
+  /** What the confirmation gate decided (docs/policy.md › Confirmation): `asked`, `confirmed`, `declined`, `refused`; absent when not gated. */
+  confirmation?: 'asked' | 'confirmed' | 'declined' | 'refused'
+  /** The time the user took to answer the gate's question, ms. */
+  confirmMs?: number
   /** The request's id as sent (a big number kept as raw text serialises as a number). */
   requestId: RequestId
   arguments?: Record<string, unknown>
+}
+
+/**
+ * A pinned definition's event (lib/policy/integrity.ts; docs/policy.md › Integrity): a line with
+ * `event` instead of `method`. `principal` is who approved or rejected (never a credential).
+ */
+export interface IntegrityAuditEvent {
+  event: 'definition_changed' | 'possible_shadowing' | 'definition_approved' | 'definition_rejected'
+  upstream: string
+  kind: 'tool' | 'prompt' | 'template'
+  /** The upstream's own name of the item. */
+  name: string
+  /** SHA-256 (hex) of the definition seen, approved or rejected. */
+  hash?: string
+  /** SHA-256 of the definition pinned before. */
+  pinnedHash?: string
+  /** definition_changed: how it differs (`changed`, `new`, `renamed`), and what mcpx did (`served`, `hidden`). */
+  change?: string
+  action?: 'served' | 'hidden'
+  renamedFrom?: string
+  /** possible_shadowing: the upstreams whose item it copies, and by what (`name`, `description`). */
+  shadows?: Array<{ upstream: string, by: 'name' | 'description' }>
+  principal?: string
+}
+
+/**
+ * A grant of an `oauth-user` upstream asked for, given or taken (docs/upstreams.md › Upstream
+ * identity): `consent_required` (a call met no grant; the caller was sent the consent link),
+ * `consent_granted` (the callback stored the grant), `consent_revoked` (the operator revoked it, or a
+ * refresh failed: `reason`). Never a token, code or link.
+ */
+export interface ConsentAuditEvent {
+  event: 'consent_required' | 'consent_granted' | 'consent_revoked'
+  principal: string
+  upstream: string
+  /** consent_revoked: `operator`, `refresh_failed`, `unauthorized` or `expired`. */
+  reason?: string
 }
 
 /**
@@ -153,12 +198,21 @@ export class AuditTrail {
   }
 
   /** Writes one line. Never throws, never blocks on the disk. */
-  record (event: AuditEvent): void {
-    const { sessionId, arguments: args, ...rest } = event
+  record (event: AuditEvent | ConsentAuditEvent): void {
+    const { sessionId, arguments: args, ...rest } = event as AuditEvent & { sessionId?: string, arguments?: Record<string, unknown> }
     const line: Record<string, unknown> = { time: new Date().toISOString(), ...rest }
     if (sessionId !== undefined) line.session = sessionHash(sessionId)
     if (args !== undefined && this.config.arguments === 'keys') line.argumentKeys = Object.keys(args)
     if (args !== undefined && this.config.arguments === 'full') line.arguments = args
+    this.enqueue(line)
+  }
+
+  /** Writes one integrity line (`time`, then the event's keys). Never throws, never blocks on the disk. */
+  recordIntegrity (event: IntegrityAuditEvent): void {
+    this.enqueue({ time: new Date().toISOString(), ...event })
+  }
+
+  private enqueue (line: Record<string, unknown>): void {
     if (this.broken || this.ended) { this.lost('write', 1); return }
     const text = JSON.stringify(line) + '\n'
     const bytes = Buffer.byteLength(text)

@@ -7,17 +7,22 @@
  * - `tools`/`prompts`/`resources`: `allow`/`deny` globs (lib/policy/rules.ts GlobAccess) on catalogue
  *   names (resources: URIs and uriTemplates; a concrete URI also by the templates it expands); deny
  *   wins; an absent `allow` exposes nothing of the kind.
+ * - `skills`: `allow`/`deny` globs on the URI of a skill's `SKILL.md` as `/mcp` lists it (SEP-2640).
  * - `rename` (tools): catalogue name → exposed name. The client sees and calls only the exposed
  *   name; the catalogue name is unknown on this endpoint.
  * - `override` (tools): replaces `description`, `title` and `annotations` in `tools/list`.
  * - `defaults` (tools): arguments filled in when the client leaves them out, and dropped from the
  *   exposed inputSchema's `required`.
+ * - `discovery`: `"mode": "search"` lists the two tool-search meta-tools instead of the tools
+ *   (lib/policy/discovery.ts; docs/discovery.md › Tool search).
  *
  * Globs, policy rules and the keys of rename/override/defaults all use catalogue names, so one
  * rule covers a tool on every endpoint, whatever it is called there.
  */
 import { GlobAccess } from './rules.js'
+import { ConfirmSelection, type ConfirmConfig } from './confirm.js'
 import type { Expansions } from './expansions.js'
+import { toolSearchOf, type DiscoveryConfig, type ToolSearch } from './discovery.js'
 import type { JsonObject } from '../protocol/jsonrpc.js'
 
 /** allow/deny globs of one kind. */
@@ -31,9 +36,15 @@ export interface ServerConfig {
   tools?: ServerGlobs
   prompts?: ServerGlobs
   resources?: ServerGlobs
+  /** Skills (SEP-2640) by the URI of their `SKILL.md` as `/mcp` lists it. */
+  skills?: ServerGlobs
   rename?: Record<string, string>
   override?: Record<string, ToolOverride>
   defaults?: Record<string, JsonObject>
+  /** Tool search (docs/discovery.md › Tool search); absent: `"mode": "list"`. */
+  discovery?: DiscoveryConfig
+  /** Calls of these tools need a human's yes first (docs/policy.md › Confirmation; lib/policy/confirm.ts). */
+  confirm?: ConfirmConfig
 }
 
 /** A compiled allow/deny pair. */
@@ -46,6 +57,7 @@ export class CuratedServer {
   private readonly tools: GlobAccess
   private readonly prompts: GlobAccess
   private readonly resources: GlobAccess
+  private readonly skills: GlobAccess
   /** catalogue → exposed */
   private readonly renamed: ReadonlyMap<string, string>
   /** exposed → catalogue */
@@ -54,11 +66,18 @@ export class CuratedServer {
   private readonly defaults_: ReadonlyMap<string, JsonObject>
   private readonly exposed = new WeakMap<readonly JsonObject[], JsonObject[]>()
   private readonly filtered = new WeakMap<readonly JsonObject[], JsonObject[]>()
+  /** This endpoint's tool search; undefined in `"mode": "list"` (the default). */
+  readonly search: ToolSearch | undefined
+  /** The tools whose calls need a human's yes on this endpoint (ConfirmSelection.NONE: none). */
+  readonly confirm: ConfirmSelection
 
   constructor (readonly name: string, config: ServerConfig) {
+    this.search = toolSearchOf(config.discovery)
+    this.confirm = ConfirmSelection.union([config.confirm])
     this.tools = globsOf(config.tools)
     this.prompts = globsOf(config.prompts)
     this.resources = globsOf(config.resources)
+    this.skills = globsOf(config.skills)
     this.renamed = new Map(Object.entries(config.rename ?? {}))
     this.original = new Map(Object.entries(config.rename ?? {}).map(([from, to]) => [to, from]))
     this.override = new Map(Object.entries(config.override ?? {}))
@@ -83,6 +102,9 @@ export class CuratedServer {
 
   /** Whether the prompt `name` (catalogue name) is exposed here. */
   allowsPrompt (name: string): boolean { return this.prompts.test(name) }
+
+  /** Whether the skill whose `SKILL.md` is at `uri` (as `/mcp` lists it) is exposed here. */
+  allowsSkill (uri: string): boolean { return this.skills.test(uri) }
 
   /** Whether the resource (URI, or a template's uriTemplate) is exposed here, by its own name alone. */
   allowsResource (uri: string): boolean { return this.resources.test(uri) }
@@ -139,10 +161,10 @@ export class CuratedServer {
   }
 
   /** Prompts, resources or templates exposed here (no renames), cached per input array. */
-  filter (kind: 'prompts' | 'resources', items: readonly JsonObject[], key: 'name' | 'uri' | 'uriTemplate'): JsonObject[] {
+  filter (kind: 'prompts' | 'resources' | 'skills', items: readonly JsonObject[], key: 'name' | 'uri' | 'uriTemplate'): JsonObject[] {
     const cached = this.filtered.get(items)
     if (cached !== undefined) return cached
-    const globs = kind === 'prompts' ? this.prompts : this.resources
+    const globs = kind === 'prompts' ? this.prompts : kind === 'skills' ? this.skills : this.resources
     const out = items.filter(item => typeof item[key] === 'string' && globs.test(item[key]))
     this.filtered.set(items, out)
     return out

@@ -13,6 +13,7 @@
  * - `default: "allow"` adds an implicit first rule that allows everything to everyone (rules then
  *   only deny); `"deny"` (the default) adds nothing.
  *
+ * Skills (the Skills extension, SEP-2640) match by the URI of their `SKILL.md` as `/mcp` lists it.
  * Names are catalogue names (the prefixed names `/mcp` lists, before any rename); resources and
  * resource templates match by URI (template: its `uriTemplate` text), and a concrete URI also by the
  * uriTemplate of each catalogue template it expands (GlobAccess.testExpansion). Globs: `*` is any run of
@@ -25,11 +26,12 @@
  */
 import type { Principal } from '../auth/principal.js'
 import type { Expansions } from './expansions.js'
+import { ConfirmSelection, type ConfirmConfig } from './confirm.js'
 
 /** The kinds of things a policy governs. */
-export type PolicyKind = 'tools' | 'prompts' | 'resources'
+export type PolicyKind = 'tools' | 'prompts' | 'resources' | 'skills'
 
-/** Globs per kind (catalogue names; resources by URI). */
+/** Globs per kind (catalogue names; resources by URI; skills by their `SKILL.md` URI). */
 export type KindGlobs = Partial<Record<PolicyKind, string[]>>
 
 /** Who a rule is for (every key given must match). */
@@ -58,6 +60,8 @@ export interface PolicyRule {
   deny?: KindGlobs
   /** Counted per (principal, tool) for the tools this rule allows (docs/policy.md › Rate limits). */
   rateLimit?: RateLimitConfig
+  /** Calls of these tools need a human's yes first (docs/policy.md › Confirmation; lib/policy/confirm.ts). */
+  confirm?: ConfirmConfig
 }
 
 /** `policy` as loaded (lib/config/load.ts; `per` in ms). */
@@ -69,7 +73,7 @@ export interface PolicyConfig {
 /** The endpoint key of `/mcp` itself (and of `mcpx serve` without `--server`). */
 export const WHOLE_CATALOGUE = ''
 
-const KINDS: readonly PolicyKind[] = ['tools', 'prompts', 'resources']
+const KINDS: readonly PolicyKind[] = ['tools', 'prompts', 'resources', 'skills']
 
 /**
  * Compiles globs into one anchored RegExp (`*` any run, `?` one character), or null when the list
@@ -150,12 +154,16 @@ export class PolicyView {
   private readonly filtered = new WeakMap<readonly object[], unknown[]>()
   private readonly limitsByTool = new Map<string, readonly AppliedLimit[]>()
 
-  /** @param limits the rate limits of the applying rules (rule index, calls, per ms, the tools they allow) */
-  constructor (allow: Record<PolicyKind, string[]>, deny: Record<PolicyKind, string[]>, readonly limits: readonly AppliedLimit[]) {
+  /**
+   * @param limits the rate limits of the applying rules (rule index, calls, per ms, the tools they allow)
+   * @param confirm the tools the applying rules' `confirm` selects (ConfirmSelection.NONE: none)
+   */
+  constructor (allow: Record<PolicyKind, string[]>, deny: Record<PolicyKind, string[]>, readonly limits: readonly AppliedLimit[], readonly confirm: ConfirmSelection = ConfirmSelection.NONE) {
     this.kinds = {
       tools: new GlobAccess(allow.tools, deny.tools),
       prompts: new GlobAccess(allow.prompts, deny.prompts),
-      resources: new GlobAccess(allow.resources, deny.resources)
+      resources: new GlobAccess(allow.resources, deny.resources),
+      skills: new GlobAccess(allow.skills, deny.skills)
     }
   }
 
@@ -216,6 +224,7 @@ interface CompiledRule {
   deny: KindGlobs
   rateLimit: RateLimitConfig | undefined
   allowsTools: RegExp | null
+  confirm: ConfirmConfig | undefined
 }
 
 /** Most distinct rule combinations kept compiled; past it the cache starts over (bounded memory). */
@@ -273,14 +282,15 @@ export class Policy {
 
   constructor (config: PolicyConfig) {
     this.hasLimits = config.rules.some(rule => rule.rateLimit !== undefined)
-    const rules = config.default === 'allow' ? [{ allow: { tools: ['*'], prompts: ['*'], resources: ['*'] } } as PolicyRule, ...config.rules] : config.rules
+    const rules = config.default === 'allow' ? [{ allow: { tools: ['*'], prompts: ['*'], resources: ['*'], skills: ['*'] } } as PolicyRule, ...config.rules] : config.rules
     this.rules = rules.map(rule => ({
       principals: rule.principals,
       servers: rule.servers === undefined ? undefined : new Set(rule.servers),
       allow: rule.allow ?? {},
       deny: rule.deny ?? {},
       rateLimit: rule.rateLimit,
-      allowsTools: compileGlobs(rule.allow?.tools ?? [])
+      allowsTools: compileGlobs(rule.allow?.tools ?? []),
+      confirm: rule.confirm
     }))
   }
 
@@ -310,8 +320,8 @@ export class Policy {
     const key = applying.join(',')
     const cached = this.byRuleSet.get(key)
     if (cached !== undefined) return cached
-    const allow = { tools: [] as string[], prompts: [] as string[], resources: [] as string[] }
-    const deny = { tools: [] as string[], prompts: [] as string[], resources: [] as string[] }
+    const allow = { tools: [] as string[], prompts: [] as string[], resources: [] as string[], skills: [] as string[] }
+    const deny = { tools: [] as string[], prompts: [] as string[], resources: [] as string[], skills: [] as string[] }
     const limits: AppliedLimit[] = []
     for (const i of applying) {
       const rule = this.rules[i]
@@ -322,7 +332,7 @@ export class Policy {
       const limit = rule.rateLimit
       if (limit !== undefined) limits.push({ rule: i, id: `${i}:${limit.calls}/${limit.per}`, calls: limit.calls, per: limit.per, allows: rule.allowsTools })
     }
-    const view = new PolicyView(allow, deny, limits)
+    const view = new PolicyView(allow, deny, limits, ConfirmSelection.union(applying.map(i => this.rules[i].confirm)))
     if (this.byRuleSet.size >= MAX_VIEWS) this.byRuleSet.clear()
     this.byRuleSet.set(key, view)
     return view

@@ -20,8 +20,17 @@ import type { UpstreamRegistry } from '../upstreams/contract.js'
 import type { PolicyView } from './rules.js'
 import type { CuratedServer } from './endpoints.js'
 import { Expansions, expansionsOf } from './expansions.js'
+import type { ToolSearch } from './discovery.js'
 
 const fingerprints = new WeakMap<readonly JsonObject[], string>()
+
+/**
+ * `resources/list` as a view shows it, without the resources of skills it hides, per the view's
+ * filtered array (each such array is one view's: the policy's and the endpoint's caches make them).
+ */
+const withoutHiddenSkills = new WeakMap<readonly JsonObject[], JsonObject[]>()
+
+const NO_SKILLS: readonly JsonObject[] = Object.freeze([])
 
 function fingerprintOf (items: readonly JsonObject[]): string {
   let print = fingerprints.get(items)
@@ -43,13 +52,17 @@ export class Visibility {
   static readonly ALL = new Visibility(undefined, undefined)
 
   /**
-   * @param catalogue where the resource templates come from (the registry): read at each check, so a
-   *        long-lived view (a notification stream's) follows the catalogue. Absent: no templates.
+   * @param catalogue where the resource templates and the skills' owners of URIs come from (the
+   *        registry): read at each check, so a long-lived view (a notification stream's) follows the
+   *        catalogue. Absent: no templates, no skills.
+   * @param search the endpoint's tool search (lib/policy/discovery.ts), when it is in `"mode": "search"`:
+   *        tools/list then lists its two meta-tools, and {@link tools} is what they search and call
    */
   constructor (
     readonly policy: PolicyView | undefined,
     readonly server: CuratedServer | undefined,
-    private readonly catalogue?: Pick<UpstreamRegistry, 'resourceTemplates'>
+    private readonly catalogue?: Pick<UpstreamRegistry, 'resourceTemplates' | 'skills' | 'skillOwning'>,
+    readonly search?: ToolSearch
   ) {}
 
   /** The catalogue's templates, compiled (cached per templates array). */
@@ -57,7 +70,10 @@ export class Visibility {
     return this.catalogue === undefined ? Expansions.NONE : expansionsOf(this.catalogue.resourceTemplates())
   }
 
-  /** `tools/list` as this caller sees it on this endpoint. */
+  /**
+   * The tools this caller may find and call on this endpoint (policy, then the endpoint's curation):
+   * `tools/list` in list mode; in search mode what `search_tools` searches and `call_tool` calls.
+   */
   tools (items: readonly JsonObject[]): JsonObject[] {
     const allowed = this.policy === undefined ? items : this.policy.filter('tools', items, 'name')
     return this.server === undefined ? allowed as JsonObject[] : this.server.exposeTools(allowed)
@@ -81,7 +97,43 @@ export class Visibility {
     }
     const expansions = this.expansions()
     const allowed = this.policy === undefined ? items : this.policy.filterUris(items, expansions)
-    return this.server === undefined ? allowed as JsonObject[] : this.server.filterUris(allowed, expansions)
+    return this.hidingSkills(this.server === undefined ? allowed as JsonObject[] : this.server.filterUris(allowed, expansions))
+  }
+
+  /**
+   * `items` (a view's filtered `resources/list`) without the files of the skills this view hides: a
+   * hidden skill is absent from `resources/list` too. The items themselves when no upstream lists
+   * skills (one length check); cached per array otherwise.
+   */
+  private hidingSkills (items: JsonObject[]): JsonObject[] {
+    const catalogue = this.catalogue
+    if (catalogue?.skillOwning === undefined || (catalogue.skills?.() ?? NO_SKILLS).length === 0) return items
+    let out = withoutHiddenSkills.get(items)
+    if (out === undefined) {
+      out = items.filter(item => typeof item.uri !== 'string' || this.skillFile(item.uri))
+      withoutHiddenSkills.set(items, out)
+    }
+    return out
+  }
+
+  /** Whether `uri` is no listed skill's, or belongs to a skill this view shows (`registry.skillOwning`). */
+  private skillFile (uri: string): boolean {
+    const skill = this.catalogue?.skillOwning?.(uri)
+    return skill === undefined || this.skill(skill)
+  }
+
+  /** `skills/list` (SEP-2640): skills judged by their `SKILL.md` URI, by the policy and by the endpoint. */
+  skills (items: readonly JsonObject[]): JsonObject[] {
+    const allowed = this.policy === undefined ? items : this.policy.filter('skills', items, 'uri')
+    return this.server === undefined ? allowed as JsonObject[] : this.server.filter('skills', allowed, 'uri')
+  }
+
+  /**
+   * Whether the skill whose `SKILL.md` is at `uri` (as `/mcp` lists it) is visible: `skills/get`,
+   * `resources/directory/read` and `resources/read` of its files all ask this (a hidden skill is absent).
+   */
+  skill (uri: string): boolean {
+    return (this.server === undefined || this.server.allowsSkill(uri)) && (this.policy === undefined || this.policy.allows('skills', uri))
   }
 
   /** The catalogue name of the tool called `exposed` here, or undefined when it is hidden (or renamed away). */
@@ -100,12 +152,12 @@ export class Visibility {
    * Whether the concrete resource `uri` is visible (`resources/read`, `resources/subscribe`,
    * `resources/unsubscribe`, `notifications/resources/updated`): under its own name and the
    * uriTemplate of each catalogue template it expands, one of them allowed and none denied, by the
-   * endpoint and by the policy.
+   * endpoint and by the policy; and, when it is a file or folder of a listed skill, that skill visible.
    */
   resource (uri: string): boolean {
     if (this.policy === undefined && this.server === undefined) return true
     const templates = this.expansions().of(uri)
-    return (this.server === undefined || this.server.allowsUri(uri, templates)) && (this.policy === undefined || this.policy.allowsUri(uri, templates))
+    return (this.server === undefined || this.server.allowsUri(uri, templates)) && (this.policy === undefined || this.policy.allowsUri(uri, templates)) && this.skillFile(uri)
   }
 
   /** Whether the resource template `uriTemplate` is visible (by its own text). */
@@ -128,8 +180,30 @@ export class Visibility {
     return this.server === undefined ? args : this.server.argumentsFor(name, args)
   }
 
-  /** The tool called `exposed` as listed here, or undefined when it is not visible or does not exist. */
+  /**
+   * Whether a call of the tool called `exposed` here (catalogue name `catalogue`) needs a human's
+   * yes first (docs/policy.md › Confirmation): the caller's policy rules or the endpoint select it
+   * by glob, or by `destructiveHint` as this endpoint lists the tool. Without any `confirm` it
+   * costs two property reads. Never throws.
+   */
+  needsConfirmation (exposed: string, catalogue: string, registry: UpstreamRegistry): boolean {
+    const byPolicy = this.policy?.confirm
+    const byServer = this.server?.confirm
+    const policyAny = byPolicy !== undefined && byPolicy.any
+    const serverAny = byServer !== undefined && byServer.any
+    if (!policyAny && !serverAny) return false
+    const tool = (policyAny && byPolicy.destructive) || (serverAny && byServer.destructive) ? this.findTool(exposed, registry) : undefined
+    return (policyAny && byPolicy.selects(catalogue, exposed, tool)) || (serverAny && byServer.selects(catalogue, exposed, tool))
+  }
+
+  /**
+   * The tool called `exposed` as a direct `tools/call` of it finds it here (its inputSchema decides the
+   * Mcp-Param-* headers), or undefined when it is not visible or does not exist. In search mode the
+   * two meta-tools' names are the meta-tools.
+   */
   findTool (exposed: string, registry: UpstreamRegistry): JsonObject | undefined {
+    const meta = this.search?.metaTool(exposed)
+    if (meta !== undefined) return meta
     const name = this.tool(exposed)
     if (name === undefined) return undefined
     const item = registry.findTool(name)
@@ -143,7 +217,7 @@ export class Visibility {
    */
   seesCatalogue (kind: ListKind, key: string): boolean {
     switch (kind) {
-      case 'tools': return (this.server === undefined || this.server.allowsTool(key)) && (this.policy === undefined || this.policy.allows('tools', key))
+      case 'tools': return this.search === undefined && (this.server === undefined || this.server.allowsTool(key)) && (this.policy === undefined || this.policy.allows('tools', key))
       case 'prompts': return this.prompt(key)
       case 'resources': return this.resourceOrTemplate(key)
     }
@@ -153,14 +227,16 @@ export class Visibility {
   seesUri (uri: string): boolean { return this.resource(uri) }
 
   /**
-   * A fingerprint of the list of `kind` as seen here (resources: resources and templates), for
+   * A fingerprint of the list of `kind` as seen here (resources: resources, templates and skills), for
    * list_changed per view: it fires only when this changes. Cheap once computed (cached per array).
    */
   fingerprint (kind: ListKind, registry: UpstreamRegistry): string {
     switch (kind) {
       case 'tools': return fingerprintOf(this.tools(registry.tools()))
       case 'prompts': return fingerprintOf(this.prompts(registry.prompts()))
-      case 'resources': return fingerprintOf(this.resources(registry.resources(), 'uri')) + '\n' + fingerprintOf(this.resources(registry.resourceTemplates(), 'uriTemplate'))
+      case 'resources': return fingerprintOf(this.resources(registry.resources(), 'uri')) + '\n' + fingerprintOf(this.resources(registry.resourceTemplates(), 'uriTemplate')) +
+        // The Skills extension signals its changes with resources/list_changed (SEP-2640).
+        (registry.skills === undefined ? '' : '\n' + fingerprintOf(this.skills(registry.skills())))
     }
   }
 }

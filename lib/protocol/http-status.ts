@@ -117,6 +117,17 @@ export const REFUSALS = Object.freeze({
   /** A bearer token that is not accepted (RFC 6750 §3.1 `invalid_token`). */
   unauthorizedInvalid: { status: 401, code: INVALID_REQUEST, message: 'Unauthorized: invalid bearer token', wwwAuthenticate: 'Bearer error="invalid_token"' },
   /**
+   * A DPoP proof that is missing or not accepted, sent with a DPoP-bound access token (RFC 9449 §7.1,
+   * §12.2 `invalid_dpop_proof`). lib/auth/authenticate adds error_description, algs and resource_metadata.
+   */
+  unauthorizedDpop: { status: 401, code: INVALID_REQUEST, message: 'Unauthorized: invalid DPoP proof', wwwAuthenticate: 'DPoP error="invalid_dpop_proof"' },
+  /**
+   * A DPoP proof that passed every check but the replay check, because the replay cache cannot tell
+   * (Redis unreachable, or the memory cache full: docs/authentication.md › DPoP). Refused (fail closed)
+   * as a temporary condition, like the session store's 503.
+   */
+  dpopReplayUnavailable: { status: 503, code: INTERNAL_ERROR, message: 'Service Unavailable: DPoP proofs cannot be checked for replay now; retry later', retryAfterSeconds: STORE_RETRY_AFTER_SECONDS },
+  /**
    * A valid OAuth access token without auth.oauth.requiredScopes (RFC 6750 §3.1
    * insufficient_scope). lib/auth/authenticate adds the required scopes to the message and the challenge.
    */
@@ -346,6 +357,22 @@ export function frameworkRefusal (error: { code?: string, statusCode?: number, m
  */
 export function reloadStatus (applied: boolean): number {
   return applied ? 200 : 422
+}
+
+/**
+ * `POST /admin/integrity/approve` and `/reject` (docs/policy.md › Integrity › Approving): 200 done,
+ * 400 a body without upstream, name and hash (or a bad kind), 404 no such item or pending change,
+ * 409 stale (the definition seen now has another hash than the one approved: RFC 9110 §15.5.10
+ * Conflict), 503 the pin store failed or integrity is off. The body is a report, not a JSON-RPC error. Never throws.
+ */
+export function integrityStatus (outcome: 'done' | 'invalid' | 'unknown' | 'stale' | 'unavailable'): number {
+  switch (outcome) {
+    case 'done': return 200
+    case 'invalid': return 400
+    case 'unknown': return 404
+    case 'stale': return 409
+    case 'unavailable': return 503
+  }
 }
 
 /** /readyz: 200 when every upstream is ready, else 503 (docs/operating.md). */

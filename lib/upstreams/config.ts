@@ -39,14 +39,60 @@ const UPSTREAM_COMMON = {
       'per principal for 2026-07-28 traffic. per-principal: one instance per caller identity'
   },
   maxInstances: { type: 'integer', minimum: 1, description: 'most instances of an isolated upstream at once; past it a call is refused (503 over HTTP)' },
-  idleTimeout: { ...DURATION_SCHEMA, description: 'an isolated instance unused this long is stopped (ms)' }
+  idleTimeout: { ...DURATION_SCHEMA, description: 'an isolated instance unused this long is stopped (ms)' },
+  integrity: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['pin'],
+    description: 'this upstream\'s pinned definitions (docs/policy.md › Integrity), over the top-level integrity.pin',
+    properties: { pin: { enum: ['off', 'warn', 'quarantine'], description: 'off: not pinned; warn: a changed definition is served, logged and audited; quarantine: it is hidden until approved' } }
+  }
 } as const
+
+/**
+ * `upstreams.<name>.auth` of type `id-jag` (docs/authentication.md › Enterprise-managed authorization (ID-JAG);
+ * lib/upstreams/id-jag.ts): `idp` is the enterprise IdP and mcpx's client there; the other keys are the
+ * upstream's authorization server and mcpx's client there, as for the other types.
+ */
+const UPSTREAM_ID_JAG = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['type', 'clientId', 'idp'],
+  properties: {
+    type: { const: 'id-jag' },
+    idp: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['clientId'],
+      description: 'the enterprise IdP that issues the ID-JAG (RFC 8693 token exchange) and mcpx\'s client there',
+      properties: { issuer: UPSTREAM_CLIENT.issuer, tokenUrl: UPSTREAM_CLIENT.tokenUrl, clientId: UPSTREAM_CLIENT.clientId, clientSecretEnv: UPSTREAM_CLIENT.clientSecretEnv, clientSecretFile: UPSTREAM_CLIENT.clientSecretFile }
+    },
+    audience: { type: 'string', minLength: 1, description: 'the ID-JAG\'s audience: the issuer of the upstream\'s authorization server (default `issuer`)' },
+    ...UPSTREAM_CLIENT
+  }
+}
 
 /** `upstreams.<name>.auth`: mcpx's own credentials to an HTTP upstream. */
 const UPSTREAM_AUTH = {
   oneOf: [
+    UPSTREAM_ID_JAG,
     { type: 'object', additionalProperties: false, required: ['type', 'clientId'], properties: { type: { const: 'client_credentials' }, ...UPSTREAM_CLIENT } },
-    { type: 'object', additionalProperties: false, required: ['type', 'clientId'], properties: { type: { const: 'token_exchange' }, audience: { type: 'string', minLength: 1 }, ...UPSTREAM_CLIENT } }
+    { type: 'object', additionalProperties: false, required: ['type', 'clientId'], properties: { type: { const: 'token_exchange' }, audience: { type: 'string', minLength: 1 }, ...UPSTREAM_CLIENT } },
+    {
+      // Each caller's own identity toward the upstream (docs/upstreams.md › Upstream identity): authorization code with PKCE.
+      type: 'object',
+      additionalProperties: false,
+      required: ['type', 'clientId'],
+      properties: {
+        type: { const: 'oauth-user' },
+        clientId: { type: 'string', minLength: 1 },
+        clientSecretEnv: { type: 'string', minLength: 1, description: 'environment variable holding the client secret (none: a public client)' },
+        clientSecretFile: { type: 'string', minLength: 1, description: 'file whose first line is the client secret' },
+        scopes: { type: 'array', items: { type: 'string', pattern: '^[\\x21\\x23-\\x5b\\x5d-\\x7e]+$' }, description: 'scopes asked for at consent (RFC 6749 §3.3 scope-tokens)' },
+        authorizationServer: { type: 'string', pattern: '^https?://', description: 'issuer of the authorization server; default: discovered from the upstream (RFC 9728, then RFC 8414 / OIDC)' },
+        redirectUri: { type: 'string', pattern: '^https?://', description: 'mcpx\'s public /oauth/callback URL; default: beside auth.oauth.resource' }
+      }
+    }
   ]
 }
 
@@ -115,6 +161,8 @@ export interface UpstreamCommonConfig {
   resetTimeoutOnProgress?: boolean
   /** Bound of a whole call (ms), progress or not; default none. */
   maxTotalTimeout?: number
+  /** Pinned definitions of this upstream (lib/policy/integrity.ts); default the top-level `integrity.pin`. */
+  integrity?: { pin: 'off' | 'warn' | 'quarantine' }
   /** Default `shared` (one connection for every caller). */
   isolation?: UpstreamIsolation
   /** Most instances of an isolated upstream at once (default 16); past it a call is refused. */
@@ -149,7 +197,7 @@ export interface UpstreamLimitsConfig {
 /** One upstream as configured. */
 export type UpstreamConfig =
   | UpstreamCommonConfig & UpstreamLimitsConfig & { command: string, args?: string[], env?: Record<string, string>, cwd?: string }
-  | UpstreamCommonConfig & UpstreamLimitsConfig & { url: string, headers?: Record<string, string>, auth?: UpstreamAuthConfig }
+  | UpstreamCommonConfig & UpstreamLimitsConfig & { url: string, headers?: Record<string, string>, auth?: UpstreamAuthConfig | UserOAuthConfig | IdJagAuthConfig }
 
 /**
  * Whether a dual-era upstream gets its second, legacy connection for legacy-era calls
@@ -171,3 +219,51 @@ export type UpstreamAuthConfig = {
   scope?: string
   resource?: string
 } & ({ type: 'client_credentials' } | { type: 'token_exchange', audience?: string })
+
+/**
+ * `auth` of type `id-jag` (Enterprise-Managed Authorization): the caller's OAuth access token is
+ * exchanged at `idp` for an ID-JAG, redeemed at the upstream's authorization server (`issuer` or
+ * `tokenUrl`, `clientId`, the secret) for the upstream's access token. See lib/upstreams/id-jag.ts.
+ */
+export interface IdJagAuthConfig {
+  type: 'id-jag'
+  /** The enterprise IdP's token endpoint (`tokenUrl`, or discovered from `issuer`) and mcpx's client there. */
+  idp: { issuer?: string, tokenUrl?: string, clientId: string, clientSecretEnv?: string, clientSecretFile?: string }
+  /** The ID-JAG's `audience`: the upstream authorization server's issuer; default `issuer`. */
+  audience?: string
+  issuer?: string
+  tokenUrl?: string
+  clientId: string
+  clientSecretEnv?: string
+  clientSecretFile?: string
+  scope?: string
+  /** The upstream (RFC 8707); default the upstream's `url`. */
+  resource?: string
+}
+
+/**
+ * `auth` of an HTTP upstream whose callers each consent to it with their own identity
+ * (docs/upstreams.md › Upstream identity): OAuth 2.1 authorization code with PKCE (S256) and the
+ * RFC 8707 `resource` of the upstream; the tokens are kept per (principal, upstream).
+ */
+export interface UserOAuthConfig {
+  type: 'oauth-user'
+  clientId: string
+  /** Environment variable holding the client secret; with neither this nor the file, a public client. */
+  clientSecretEnv?: string
+  clientSecretFile?: string
+  /** Scopes asked for at consent; default none (the authorization server's default). */
+  scopes?: string[]
+  /** Issuer of the authorization server; default discovered from the upstream's 401 (RFC 9728, RFC 8414, OIDC). */
+  authorizationServer?: string
+  /** mcpx's public `/oauth/callback` URL; default derived from `auth.oauth.resource` (its `/mcp` replaced by `/oauth/callback`). */
+  redirectUri?: string
+}
+
+/**
+ * Whether an upstream acts as each caller (auth type `oauth-user`): no shared
+ * connection, a connection and a catalogue per caller.
+ */
+export function isPersonal (config: UpstreamConfig): boolean {
+  return 'url' in config && config.auth?.type === 'oauth-user'
+}

@@ -9,6 +9,7 @@
 import { createInterface } from 'node:readline'
 import { ProtocolError, SdkError, SdkErrorCode, type McpSubscription } from '@modelcontextprotocol/client'
 import { UPSTREAM_ERROR, isObject, UpstreamRpcError, type JsonObject, type ListKind } from '../protocol/jsonrpc.js'
+import { SKILLS_LIST, skillsCapabilityOf } from '../protocol/skills.js'
 import { createUpstreamClient } from './client.js'
 import type { HttpUpstreamTransport } from './http-transport.js'
 import { Link, type UnroutedKind } from './link.js'
@@ -33,7 +34,7 @@ export const MAX_LIST_PAGES = 100
 export const MAX_LIST_ITEMS = 10_000
 
 const LIST_KINDS: readonly ListKind[] = ['tools', 'prompts', 'resources']
-export const EMPTY_CATALOGUE: UpstreamCatalogue = Object.freeze({ tools: [], prompts: [], resources: [], resourceTemplates: [] }) as UpstreamCatalogue
+export const EMPTY_CATALOGUE: UpstreamCatalogue = Object.freeze({ tools: [], prompts: [], resources: [], resourceTemplates: [], skills: [] }) as UpstreamCatalogue
 
 /** What a connection needs from the upstream it belongs to (the facade, upstream.ts). */
 export interface ConnectionHost {
@@ -328,13 +329,22 @@ export class SupervisedConnection {
 
   private async listAll (link: Link): Promise<UpstreamCatalogue> {
     const caps = link.capabilities
-    const [tools, prompts, resources, resourceTemplates] = await Promise.all([
+    const [tools, prompts, resources, resourceTemplates, skills] = await Promise.all([
       caps.tools !== undefined ? this.listPages(link, 'tools/list', 'tools') : [],
       caps.prompts !== undefined ? this.listPages(link, 'prompts/list', 'prompts') : [],
       caps.resources !== undefined ? this.listPages(link, 'resources/list', 'resources') : [],
-      caps.resources !== undefined ? this.listPages(link, 'resources/templates/list', 'resourceTemplates') : []
+      caps.resources !== undefined ? this.listPages(link, 'resources/templates/list', 'resourceTemplates') : [],
+      this.listSkills(link)
     ])
-    return { tools, prompts, resources, resourceTemplates }
+    return { tools, prompts, resources, resourceTemplates, skills }
+  }
+
+  /**
+   * Its skills (SEP-2640 `skills/list`, every page), when it declares the Skills extension; else none,
+   * without a request. Bounded as every list ({@link listPages}).
+   */
+  private async listSkills (link: Link): Promise<JsonObject[]> {
+    return skillsCapabilityOf(link.capabilities) === undefined ? [] : await this.listPages(link, SKILLS_LIST, 'skills')
   }
 
   /**
@@ -379,11 +389,13 @@ export class SupervisedConnection {
         const prompts = await this.listPages(link, 'prompts/list', 'prompts')
         if (this.link === link) this.catalogue = { ...this.catalogue, prompts }
       } else {
-        const [resources, resourceTemplates] = await Promise.all([
+        // The Skills extension announces a change of its skills with resources/list_changed (SEP-2640).
+        const [resources, resourceTemplates, skills] = await Promise.all([
           this.listPages(link, 'resources/list', 'resources'),
-          this.listPages(link, 'resources/templates/list', 'resourceTemplates')
+          this.listPages(link, 'resources/templates/list', 'resourceTemplates'),
+          this.listSkills(link)
         ])
-        if (this.link === link) this.catalogue = { ...this.catalogue, resources, resourceTemplates }
+        if (this.link === link) this.catalogue = { ...this.catalogue, resources, resourceTemplates, skills }
       }
       if (this.link === link) this.host.events.catalogueChanged(kind, true)
     }

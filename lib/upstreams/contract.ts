@@ -24,6 +24,12 @@ export interface UpstreamCatalogue {
   prompts: JsonObject[]
   resources: JsonObject[]
   resourceTemplates: JsonObject[]
+  /**
+   * Its `skills/list` entries (SEP-2640), when it declares the Skills extension (lib/protocol/skills.ts);
+   * absent or empty otherwise. Re-listed with resources on its `resources/list_changed` (the
+   * extension's change signal).
+   */
+  skills?: JsonObject[]
 }
 
 /** Callbacks the registry gives each upstream. None may throw. */
@@ -54,6 +60,22 @@ export interface UpstreamEvents {
    * Optional for test doubles.
    */
   instanceEvent?: (event: InstanceEvent) => void
+}
+
+/** A list the registry lets a {@link CatalogueGate} judge: tools, prompts, or resource templates. */
+export type GatedList = 'tools' | 'prompts' | 'resourceTemplates'
+
+/**
+ * A judge of the merged catalogue (lib/policy/integrity.ts: pinned definitions): on every rebuild of
+ * a list, the registry hands it every upstream's own items (unprefixed, as the upstream listed them,
+ * config order; `ready` false while it is connecting or down, when it lists nothing) and leaves out of the merged list, the routes and `findTool` every item it returns.
+ * A left-out item is absent for every caller, exactly as a name no upstream lists. Must not throw.
+ */
+export interface CatalogueGate {
+  /** The items of `list` to leave out (by identity; empty: none). */
+  hidden: (list: GatedList, lists: ReadonlyArray<{ upstream: string, ready: boolean, items: readonly JsonObject[] }>) => ReadonlySet<JsonObject>
+  /** Set by the registry: the gate calls it when its decisions may have changed (the lists are then rebuilt and judged again). */
+  changed?: () => void
 }
 
 /** The logger methods the upstream layer uses: a pino Logger, or Fastify's `log`, fits. */
@@ -142,7 +164,10 @@ export interface UpstreamCallOptions {
 export interface UpstreamHeaderRequest {
   /** The upstream's configured name. */
   upstream: string
-  /** {@link UpstreamCallOptions.principal} of the call, as the dispatcher passed it. */
+  /**
+   * {@link UpstreamCallOptions.principal} of the call, as the dispatcher passed it; on an isolated
+   * instance's own traffic, the latest caller it served (its key is `instanceKey`).
+   */
   principal: unknown
   /** true on the one retry after the upstream answered 401 to the headers of the first try. */
   afterUnauthorized: boolean
@@ -153,6 +178,11 @@ export interface UpstreamHeaderRequest {
   own?: boolean
   /** On that retry: the 401's `WWW-Authenticate` value, when it had one. */
   challenge?: string
+  /**
+   * The isolated instance whose traffic this is (isolation.ts instanceKeyOf: the principal's key
+   * for a per-principal upstream), on an instance's own traffic too: whose credentials to send there.
+   */
+  instanceKey?: string
 }
 
 /**
@@ -228,11 +258,59 @@ export interface UpstreamRegistry extends EventEmitter {
   /** Each upstream's calls in flight and queued, and what its bounds refused (metrics). Optional for test doubles. */
   loads?: () => UpstreamLoad[]
 
+  /**
+   * Installs (or, undefined, removes) the gate every list rebuild asks (see {@link CatalogueGate});
+   * the lists are rebuilt and judged at once, and 'list_changed' emitted where they changed.
+   * Optional: a registry without it serves every item.
+   */
+  setCatalogueGate? (gate: CatalogueGate | undefined): void
+
+  /**
+   * One list of the `oauth-user` upstreams as principal `principalKey` sees them (docs/upstreams.md ›
+   * Upstream identity): its own instances' catalogues, tool and prompt names prefixed; empty before
+   * it consented. Optional.
+   */
+  personalList? (principalKey: string, kind: ListKind | 'resourceTemplates'): JsonObject[]
+  /** The `oauth-user` upstream whose catalogue for `principalKey` lists `uri` (or a template matching it); undefined when none. Optional. */
+  personalResourceOwner? (principalKey: string, uri: string): string | undefined
+  /**
+   * The `oauth-user` upstream whose namespace (`<prefix>__…`) holds `name`, and the name without the
+   * prefix; undefined for any other name. Such a name is routed there whether listed or not. Optional.
+   */
+  personalRoute? (name: string): { upstream: string, name: string } | undefined
+  /** Opens principal `principalKey`'s connection to an `oauth-user` upstream (after its consent) and announces its lists. Never rejects. */
+  openPersonal? (upstream: string, principalKey: string): Promise<void>
+  /** Closes that connection and forgets its catalogue (the grant went). Never rejects. */
+  closePersonal? (upstream: string, principalKey: string): Promise<void>
   /** Merged, prefixed lists, in config order. Tool objects are verbatim but for `name`. */
   tools (): JsonObject[]
   prompts (): JsonObject[]
   resources (): JsonObject[]
   resourceTemplates (): JsonObject[]
+  /**
+   * The merged skills (SEP-2640 `Skill` entries) of the upstreams that declare the Skills extension, in
+   * config order, `SKILL.md` and file URIs namespaced by the upstream's prefix (lib/protocol/skills.ts);
+   * digests, sizes and frontmatter verbatim. Optional: a registry without it serves no skills.
+   */
+  skills? (): JsonObject[]
+  /**
+   * The downstream `SKILL.md` URI of the listed skill `uri` belongs to (the manifest itself, a file
+   * or folder under the skill's root, or the root), or undefined. Optional.
+   */
+  skillOwning? (uri: string): string | undefined
+  /**
+   * `skills/get` of a listed skill by its downstream `SKILL.md` URI, sent to its upstream under the
+   * upstream's own URI; the result's `skill` comes back namespaced. Rejects with UpstreamRpcError:
+   * -32602 `No skill is served at <uri>` for a URI no upstream lists, else the upstream's own error. Optional.
+   */
+  getSkill? (uri: string, options: UpstreamCallOptions): Promise<JsonObject>
+  /**
+   * `resources/directory/read` of a listed skill's folder (or a folder under it), `cursor` passed to
+   * the upstream as is (it serves that folder; mcpx keeps no state). Children's URIs come back
+   * namespaced. Rejects with -32602 `<uri> is not a directory resource` for a URI under no listed
+   * skill, or whose upstream does not declare `directoryRead`. Optional.
+   */
+  readSkillDirectory? (uri: string, cursor: string | undefined, options: UpstreamCallOptions): Promise<JsonObject>
   /** The merged tool by downstream (prefixed) name, for the Mcp-Param-* checks. */
   findTool (name: string): JsonObject | undefined
   /**

@@ -4,8 +4,10 @@
  * - `client_credentials` (RFC 6749 §4.4): one token for mcpx, cached and refreshed before it
  *   expires (at 80 % of its lifetime, and at least 30 s before).
  * - `token_exchange` (RFC 8693): per caller, the caller's OAuth access token is exchanged for one
- *   meant for this upstream (`audience` / `resource`), cached per (principal, upstream) until it
- *   expires. Requests made outside any caller (initialize, lists, the GET stream) use a
+ *   meant for this upstream (`audience` / `resource`), cached per (subject token, upstream) until it
+ *   expires: a caller who presents another token (narrower scopes, a refresh) gets a new exchange, so
+ *   the upstream never acts on more than the token the caller holds now. The cache key is the
+ *   SHA-256 of the subject token (hex), never the token itself. Requests made outside any caller (initialize, lists, the GET stream) use a
  *   client-credentials token of the same client. A caller without an OAuth token gets a clear
  *   error for this upstream's tools only; other upstreams are unaffected.
  *
@@ -15,6 +17,7 @@
  * one fetched for the single retry. Errors name the upstream and the token endpoint's `error` code,
  * never a token. The caller's token goes only to the authorization server, never to the upstream.
  */
+import { createHash } from 'node:crypto'
 import { McpxError } from '../base/errors.js'
 import type { Logger } from '../telemetry/log.js'
 import { readSecret, Secret } from '../auth/secret.js'
@@ -22,6 +25,7 @@ import { issuerMetadataUrls } from '../auth/oauth-metadata.js'
 import type { Principal } from '../auth/principal.js'
 import type { UpstreamAuthConfig, UpstreamConfig } from './config.js'
 import type { UpstreamHeaderProvider, UpstreamHeaderRequest } from './contract.js'
+import { createIdJagProvider } from './id-jag.js'
 
 /** The credentials of one upstream. */
 export interface UpstreamCredentials {
@@ -39,7 +43,7 @@ const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange'
 const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token'
 /** Lifetime assumed when the token endpoint sends no `expires_in`, s. */
 const DEFAULT_EXPIRES_IN_S = 300
-/** Most exchanged tokens kept per upstream (oldest dropped first). */
+/** Most exchanged tokens kept per upstream (oldest dropped first: the next request with its subject token exchanges it again). */
 const MAX_CACHED = 10_000
 /** Timeout of one call to the token endpoint, ms. */
 const TOKEN_TIMEOUT_MS = 10_000
@@ -97,14 +101,17 @@ export function createUpstreamAuthProvider (upstream: string, auth: UpstreamAuth
     return form
   }
 
-  /** The cache key and subject token of one request: mcpx itself (key ''), or the caller. */
+  /**
+   * The cache key and subject token of one request: mcpx itself (key ''), or the caller's token, keyed
+   * by its SHA-256 (hex; a token is never a key): the exchange follows the token, not the principal.
+   */
   function whoFor (request: Pick<UpstreamHeaderRequest, 'principal' | 'own'>): { key: string, subject?: Secret } {
     if (auth.type === 'client_credentials' || request.own === true) return { key: '' } // handshake, lists, streams: mcpx itself
     const caller = request.principal as Principal | undefined
     if (caller?.kind !== 'oauth' || caller.token === undefined) {
       throw new Error(`upstream ${upstream} needs the caller's OAuth access token (token exchange), and this caller (${caller?.id ?? 'anonymous'}) has none`)
     }
-    return { key: caller.key, subject: caller.token }
+    return { key: subjectKeyOf(caller.token), subject: caller.token }
   }
 
   async function fresh (key: string, subject: Secret | undefined): Promise<Secret> {
@@ -140,6 +147,16 @@ export function createUpstreamAuthProvider (upstream: string, auth: UpstreamAuth
   }
 }
 
+/** Digests of subject tokens, by token object: a principal (and its token) lives as long as its verdict is remembered, so one hash per token. */
+const SUBJECT_KEYS = new WeakMap<Secret, string>()
+
+/** The exchange cache's key of a subject token: SHA-256 of its text, hex (64 characters). Never throws. */
+function subjectKeyOf (token: Secret): string {
+  let key = SUBJECT_KEYS.get(token)
+  if (key === undefined) SUBJECT_KEYS.set(token, key = createHash('sha256').update(token.reveal(), 'utf8').digest('hex'))
+  return key
+}
+
 /**
  * The header provider for every HTTP upstream that has an `auth` (registry option
  * `headerProvider`); undefined when none has. Reads every client secret now.
@@ -150,7 +167,10 @@ export function createUpstreamAuthProvider (upstream: string, auth: UpstreamAuth
 export function createUpstreamHeaderProvider (upstreams: Record<string, UpstreamConfig>, logger: Pick<Logger, 'info' | 'warn'>, env: NodeJS.ProcessEnv = process.env): UpstreamHeaderProvider | undefined {
   const credentials = new Map<string, UpstreamCredentials>()
   for (const [name, config] of Object.entries(upstreams)) {
-    if ('url' in config && config.auth !== undefined) credentials.set(name, createUpstreamAuthProvider(name, config.auth, logger, env))
+    if (!('url' in config) || config.auth === undefined || config.auth.type === 'oauth-user') continue
+    // `oauth-user` tokens are each caller's own (lib/upstreams/user-grants.ts).
+    // `id-jag` (Enterprise-Managed Authorization) lives in its own module, lib/upstreams/id-jag.ts.
+    credentials.set(name, config.auth.type === 'id-jag' ? createIdJagProvider(name, config.url, config.auth, logger, env, createUpstreamAuthProvider) : createUpstreamAuthProvider(name, config.auth, logger, env))
   }
   if (credentials.size === 0) return undefined
   return async function upstreamCredentials (request) {

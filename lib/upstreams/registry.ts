@@ -6,7 +6,9 @@
  * Names: each upstream has a prefix. By default there is none when one upstream is configured,
  * and the upstream's name when there are several; an explicit `prefix` wins (`""` = none). A
  * prefixed name is `<prefix>__<name>` (e.g. `everything__echo`). Tool and prompt names are
- * prefixed; resource URIs never are. A name (or URI) claimed twice keeps the first upstream in
+ * prefixed; resource URIs are not, but for the `skill://` URIs of an upstream that declares the Skills
+ * extension (SEP-2640), which get the prefix as a leading segment (lib/protocol/skills.ts; its skills are
+ * merged with the resources, `rebuildSkills`). A name (or URI) claimed twice keeps the first upstream in
  * config order; the other is dropped with a warning naming both. A tool or prompt name collision
  * is warned once; a resource URI or template collision is warned whenever it appears (at start,
  * when an upstream comes back) and again on every re-list an upstream announces, since a client
@@ -25,9 +27,10 @@ import { INVALID_PARAMS, RESOURCE_NOT_FOUND, UPSTREAM_ERROR, isObject, UpstreamR
 import { Upstream } from './upstream.js'
 import { TASKS_EXTENSION, declaresTasks } from '../protocol/tasks.js'
 import { compileUriTemplate, type UriTemplateMatcher } from '../protocol/uri-template.js'
+import { DIRECTORY_READ, SKILLS_EXTENSION, SKILLS_GET, SKILL_SCHEME, namespaceSkill, namespaceSkillUri, skillRootOf, skillsCapabilityOf } from '../protocol/skills.js'
 import type { CallStats } from './call-stats.js'
 import type { InstanceOwner } from './isolation.js'
-import type { UpstreamHeaderProvider, UpstreamLogger, UpstreamCallOptions, UpstreamRegistry, ReconcileOptions, ReconcileSummary } from './contract.js'
+import type { UpstreamHeaderProvider, UpstreamLogger, UpstreamCallOptions, UpstreamRegistry, ReconcileOptions, ReconcileSummary, CatalogueGate } from './contract.js'
 import type { UpstreamConfig } from './config.js'
 import type { UpstreamLoad, UpstreamStatus, CatalogueCounts, UpstreamCallStats, NameCollision } from './status.js'
 
@@ -61,10 +64,25 @@ export interface RegistryOptions {
 
 interface Route { upstream: Upstream, name: string, item: JsonObject }
 interface TemplateRoute { upstream: Upstream, uriTemplate: string, pattern: UriTemplateMatcher }
+/**
+ * A listed skill (SEP-2640): its upstream, its `SKILL.md` URI and root in both forms (downstream:
+ * as mcpx lists it; upstream: as its upstream serves it). A root ends with `/`.
+ */
+interface SkillRoute { upstream: Upstream, uri: string, root: string, upstreamRoot: string }
 
 /** The downstream name of an upstream item. */
 function prefixed (prefix: string, name: string): string {
   return prefix === '' ? name : `${prefix}${PREFIX_SEPARATOR}${name}`
+}
+
+/**
+ * Whether two configs of one upstream connect alike: deep-equal but for `integrity`, which the
+ * catalogue gate reads (lib/policy/integrity.ts), so a change of pin mode alone never restarts it.
+ */
+function sameConnection (a: UpstreamConfig, b: UpstreamConfig): boolean {
+  const { integrity: _a, ...left } = a
+  const { integrity: _b, ...right } = b
+  return isDeepStrictEqual(left, right)
 }
 
 class Registry extends EventEmitter implements UpstreamRegistry {
@@ -80,6 +98,16 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   private promptRoutes = new Map<string, Route>()
   private resourceRoutes = new Map<string, Upstream>()
   private templateRoutes: TemplateRoute[] = []
+  private skills_: JsonObject[] = []
+  /** Listed skills by downstream `SKILL.md` URI, and by downstream root (the first upstream's, on a collision). */
+  private skillRoutes = new Map<string, SkillRoute>()
+  private skillRoots = new Map<string, SkillRoute>()
+  /** The schemes (`skill://`, an upstream's own `baseUri` scheme) of the listed skills' roots: other URIs are no skill's at once. */
+  private skillSchemes: readonly string[] = []
+  /** The skill URI collisions of the last resources rebuild. */
+  private skillCollisions: NameCollision[] = []
+  /** Whether some ready upstream's `skill://` URIs are namespaced (it declares the extension and has a prefix). */
+  private namespacesSkills = false
   private readonly warned = new Set<string>()
   /** The resource URI and template collisions of the last resources rebuild (keys as warned). */
   private resourceCollisions = new Map<string, NameCollision>()
@@ -91,6 +119,8 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   private readonly pending = new Set<Upstream>()
   /** Set by close(): a reload's new instance that becomes ready later is closed, not switched to. */
   private closing = false
+  /** The gate each rebuild asks which items to leave out (lib/policy/integrity.ts), if any. */
+  private gate: CatalogueGate | undefined
 
   constructor (config: Record<string, UpstreamConfig>, private readonly options: RegistryOptions) {
     super()
@@ -156,7 +186,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     const replacing: Array<{ old: Upstream, fresh: Upstream }> = []
     for (const [name, upstreamConfig] of Object.entries(config)) {
       const old = running.get(name)
-      if (old !== undefined && isDeepStrictEqual(old.config, upstreamConfig)) {
+      if (old !== undefined && sameConnection(old.config, upstreamConfig)) {
         next.push(old)
         summary.unchanged.push(name)
         continue
@@ -242,11 +272,25 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     return undefined
   }
 
-  /** Per upstream (config order): how many tools, prompts, resources and templates it lists now (0 unless ready). */
+  setCatalogueGate (gate: CatalogueGate | undefined): void {
+    if (this.gate !== undefined) this.gate.changed = undefined
+    this.gate = gate
+    if (gate !== undefined) gate.changed = () => { if (this.gate === gate) for (const kind of ['tools', 'prompts', 'resources'] as const) this.rebuild(kind) }
+    for (const kind of ['tools', 'prompts', 'resources'] as const) this.rebuild(kind)
+  }
+
+  /** The gate's verdict on one list: the items to leave out (none without a gate). */
+  private hiddenOf (list: 'tools' | 'prompts' | 'resourceTemplates'): ReadonlySet<JsonObject> | undefined {
+    if (this.gate === undefined) return undefined
+    return this.gate.hidden(list, this.upstreams.map(upstream => ({ upstream: upstream.name, ready: upstream.status().state === 'ready', items: upstream.lists()[list] })))
+  }
+
+  /** Per upstream (config order): how many tools, prompts, resources, templates and skills (when any) it lists now (0 unless ready). */
   counts (): CatalogueCounts[] {
     return this.upstreams.map(upstream => {
       const lists = upstream.lists()
-      return { name: upstream.name, tools: lists.tools.length, prompts: lists.prompts.length, resources: lists.resources.length, resourceTemplates: lists.resourceTemplates.length }
+      const skills = lists.skills?.length ?? 0
+      return { name: upstream.name, tools: lists.tools.length, prompts: lists.prompts.length, resources: lists.resources.length, resourceTemplates: lists.resourceTemplates.length, ...(skills > 0 ? { skills } : {}) }
     })
   }
 
@@ -258,7 +302,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
 
   /** Names and URIs claimed by two upstreams now (the later one's dropped), tools and prompts first. */
   collisions (): NameCollision[] {
-    return [...this.nameCollisions.tools, ...this.nameCollisions.prompts, ...this.resourceCollisions.values()]
+    return [...this.nameCollisions.tools, ...this.nameCollisions.prompts, ...this.resourceCollisions.values(), ...this.skillCollisions]
   }
 
   async start (): Promise<void> {
@@ -315,7 +359,8 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   async callUpstream (name: string, method: string, params: JsonObject, options: UpstreamCallOptions): Promise<JsonObject> {
     const upstream = this.byName(name)
     if (upstream === undefined) throw new UpstreamRpcError(UPSTREAM_ERROR, `upstream ${name} is not configured on this replica`)
-    const tool = method === 'tools/call' ? upstream.lists().tools.find(t => t.name === params.name) : undefined
+    const lists = upstream.personal && options.principalKey !== undefined ? upstream.personalLists(options.principalKey) : upstream.lists()
+    const tool = method === 'tools/call' ? lists.tools.find(t => t.name === params.name) : undefined
     return await upstream.forwardedCall(method, params, options, tool)
   }
 
@@ -323,6 +368,68 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   prompts (): JsonObject[] { return this.prompts_ }
   resources (): JsonObject[] { return this.resources_ }
   resourceTemplates (): JsonObject[] { return this.templates_ }
+  skills (): JsonObject[] { return this.skills_ }
+
+  skillOwning (uri: string): string | undefined {
+    return this.skillRouteOf(uri)?.uri
+  }
+
+  async getSkill (uri: string, options: UpstreamCallOptions): Promise<JsonObject> {
+    const route = this.skillRoutes.get(uri)
+    if (route === undefined) throw unknownSkill(uri)
+    const result = await route.upstream.request(SKILLS_GET, { uri: this.upstreamSkillUri(route, uri) }, options)
+    const prefix = this.prefixes.get(route.upstream) ?? ''
+    return isObject(result.skill) && prefix !== '' ? { ...result, skill: namespaceSkill(prefix, result.skill) } : result
+  }
+
+  async readSkillDirectory (uri: string, cursor: string | undefined, options: UpstreamCallOptions): Promise<JsonObject> {
+    const route = this.skillRouteOf(uri)
+    if (route === undefined || skillsCapabilityOf(route.upstream.serverCapabilities())?.directoryRead !== true) throw notADirectory(uri)
+    const params: JsonObject = { uri: this.upstreamSkillUri(route, uri) }
+    if (cursor !== undefined) params.cursor = cursor
+    const result = await route.upstream.request(DIRECTORY_READ, params, options)
+    const prefix = this.prefixes.get(route.upstream) ?? ''
+    if (prefix === '' || !Array.isArray(result.resources)) return result
+    return { ...result, resources: result.resources.map(item => isObject(item) && typeof item.uri === 'string' ? { ...item, uri: namespaceSkillUri(prefix, item.uri) } : item) }
+  }
+
+  /**
+   * The listed skill a URI belongs to: its `SKILL.md`, a file or folder under its root, or the root
+   * itself without its trailing `/`. Walks the URI's `/` from the longest root down: O(depth). Never throws.
+   */
+  private skillRouteOf (uri: string): SkillRoute | undefined {
+    if (this.skillRoots.size === 0 || !this.skillSchemes.some(scheme => uri.startsWith(scheme))) return undefined
+    const whole = this.skillRoots.get(uri + '/')
+    if (whole !== undefined) return whole
+    for (let end = uri.lastIndexOf('/'); end > 0; end = uri.lastIndexOf('/', end - 1)) {
+      const route = this.skillRoots.get(uri.slice(0, end + 1))
+      if (route !== undefined) return route
+    }
+    return undefined
+  }
+
+  /** The upstream's form of a URI under `route`'s skill. */
+  private upstreamSkillUri (route: SkillRoute, uri: string): string {
+    return uri.startsWith(route.root) ? route.upstreamRoot + uri.slice(route.root.length) : route.upstreamRoot.slice(0, -1)
+  }
+
+  /**
+   * A `skill://` URI of an upstream whose skill URIs mcpx namespaces: under a listed skill, its
+   * route; else the upstream whose prefix is the URI's first segment (an unlisted file, a folder
+   * above the skills), in config order. Undefined for any other URI (routed as every resource).
+   */
+  private skillUpstreamOf (uri: string): { upstream: Upstream, uri: string, listed: boolean } | undefined {
+    const route = this.skillRouteOf(uri)
+    if (route !== undefined) return { upstream: route.upstream, uri: this.upstreamSkillUri(route, uri), listed: true }
+    if (!uri.startsWith(SKILL_SCHEME)) return undefined
+    for (const upstream of this.upstreams) {
+      const prefix = this.prefixes.get(upstream) ?? ''
+      if (prefix === '' || skillsCapabilityOf(upstream.serverCapabilities()) === undefined) continue
+      const root = `${SKILL_SCHEME}${prefix}/`
+      if (uri.startsWith(root)) return { upstream, uri: SKILL_SCHEME + uri.slice(root.length), listed: false }
+    }
+    return undefined
+  }
 
   findTool (name: string): JsonObject | undefined {
     return this.toolRoutes.get(name)?.item
@@ -340,6 +447,11 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   capabilities (): JsonObject {
     const merged: Record<string, JsonObject> = {}
     for (const upstream of this.upstreams) {
+      // An `oauth-user` upstream's lists reach each caller after consent, announced by list_changed.
+      if (upstream.personal) {
+        for (const key of ['tools', 'prompts', 'resources']) merged[key] = { ...merged[key], listChanged: true }
+        continue
+      }
       const caps = upstream.serverCapabilities()
       if (caps === undefined) continue
       for (const key of ['tools', 'prompts', 'resources', 'completions', 'logging']) {
@@ -351,7 +463,13 @@ class Registry extends EventEmitter implements UpstreamRegistry {
         if (key === 'resources' && value.subscribe === true) target.subscribe = true
       }
       // The Tasks extension (SEP-2663) is passed through: declared when any ready upstream declares it.
-      if (declaresTasks(caps)) merged.extensions = { [TASKS_EXTENSION]: {} }
+      if (declaresTasks(caps)) merged.extensions = { ...(merged.extensions ?? {}), [TASKS_EXTENSION]: {} }
+      // The Skills extension (SEP-2640) likewise; `directoryRead` when any of them serves directory reads.
+      const skills = skillsCapabilityOf(caps)
+      if (skills !== undefined) {
+        const declared = (merged.extensions as JsonObject | undefined)?.[SKILLS_EXTENSION] as JsonObject | undefined
+        merged.extensions = { ...(merged.extensions ?? {}), [SKILLS_EXTENSION]: skills.directoryRead === true || declared?.directoryRead === true ? { directoryRead: true } : {} }
+      }
     }
     return merged
   }
@@ -386,10 +504,11 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     return await owner.request(method, params, options)
   }
 
-  async callTool (name: string, args: JsonObject | undefined, options: UpstreamCallOptions): Promise<JsonObject> {
+  callTool (name: string, args: JsonObject | undefined, options: UpstreamCallOptions): Promise<JsonObject> {
+    // Not async itself (one frame and one promise fewer per call); an absent tool still rejects, never throws.
     const route = this.toolRoutes.get(name)
-    if (route === undefined) throw this.absent('tool', name)
-    return await route.upstream.callTool(route.name, args, options, route.item)
+    if (route === undefined) return Promise.reject(this.absent('tool', name))
+    return route.upstream.callTool(route.name, args, options, route.item)
   }
 
   async getPrompt (name: string, args: Record<string, string> | undefined, options: UpstreamCallOptions): Promise<JsonObject> {
@@ -401,6 +520,20 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   }
 
   async readResource (uri: string, options: UpstreamCallOptions): Promise<JsonObject> {
+    // A namespaced skill file (SEP-2640): read by its upstream's own URI, answered with ours.
+    const skill = this.skillRoots.size === 0 && !this.namespacesSkills ? undefined : this.skillUpstreamOf(uri)
+    if (skill !== undefined) {
+      try {
+        return namespacedContents(await skill.upstream.request('resources/read', { uri: skill.uri }, options), this.prefixes.get(skill.upstream) ?? '')
+      } catch (error) {
+        // Under no listed skill, the upstream's "not found" (its own URI, its own code) is answered as
+        // mcpx's own for a URI no upstream serves: what a hidden skill's file gets (hidden looks absent).
+        if (!skill.listed && error instanceof UpstreamRpcError && (error.code === RESOURCE_NOT_FOUND || error.code === INVALID_PARAMS)) {
+          throw new UpstreamRpcError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`, { uri })
+        }
+        throw error
+      }
+    }
     const upstream = this.ownerOfUri(uri)
     if (upstream === undefined) throw new UpstreamRpcError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`, { uri })
     return await upstream.request('resources/read', { uri }, options)
@@ -459,6 +592,47 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   }
 
   /** The upstream configured as `name`, if any. */
+  personalList (principalKey: string, kind: ListKind | 'resourceTemplates'): JsonObject[] {
+    const items: JsonObject[] = []
+    for (const upstream of this.upstreams) {
+      if (!upstream.personal) continue
+      const prefix = this.prefixes.get(upstream) ?? ''
+      for (const item of upstream.personalLists(principalKey)[kind]) {
+        if (kind === 'tools' || kind === 'prompts') {
+          if (typeof item.name === 'string') items.push({ ...item, name: prefixed(prefix, item.name) })
+        } else items.push(item)
+      }
+    }
+    return items
+  }
+
+  personalResourceOwner (principalKey: string, uri: string): string | undefined {
+    for (const upstream of this.upstreams) {
+      if (!upstream.personal) continue
+      const lists = upstream.personalLists(principalKey)
+      if (lists.resources.some(item => item.uri === uri)) return upstream.name
+      if (lists.resourceTemplates.some(item => typeof item.uriTemplate === 'string' && compileUriTemplate(item.uriTemplate).test(uri))) return upstream.name
+    }
+    return undefined
+  }
+
+  personalRoute (name: string): { upstream: string, name: string } | undefined {
+    for (const upstream of this.upstreams) {
+      if (!upstream.personal) continue
+      const prefix = (this.prefixes.get(upstream) ?? '') + PREFIX_SEPARATOR
+      if (name.startsWith(prefix) && name.length > prefix.length) return { upstream: upstream.name, name: name.slice(prefix.length) }
+    }
+    return undefined
+  }
+
+  async openPersonal (upstream: string, principalKey: string): Promise<void> {
+    await this.byName(upstream)?.openPersonal(principalKey)
+  }
+
+  async closePersonal (upstream: string, principalKey: string): Promise<void> {
+    await this.byName(upstream)?.closePersonal(principalKey)
+  }
+
   private byName (name: string): Upstream | undefined {
     return this.upstreams.find(upstream => upstream.name === name)
   }
@@ -488,10 +662,11 @@ class Registry extends EventEmitter implements UpstreamRegistry {
       const routes = new Map<string, Route>()
       const merged: JsonObject[] = []
       const collisions: NameCollision[] = []
+      const hidden = this.hiddenOf(kind)
       for (const upstream of this.upstreams) {
         const prefix = this.prefixes.get(upstream) ?? ''
         for (const item of upstream.lists()[kind]) {
-          if (typeof item.name !== 'string') continue
+          if (typeof item.name !== 'string' || hidden?.has(item) === true) continue
           const name = prefixed(prefix, item.name)
           const owner = routes.get(name)
           if (owner !== undefined) {
@@ -519,29 +694,37 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     const templates: JsonObject[] = []
     const collisions = new Map<string, NameCollision>()
     const previous = this.resourceCollisions
+    const hiddenTemplates = this.hiddenOf('resourceTemplates')
     // Warned when new since the last rebuild, or on a re-list an upstream announced.
     const collide = (key: string, message: string, fields: { kind: string, uri?: string, uriTemplate?: string, kept: string, dropped: string }): void => {
       collisions.set(key, { kind: fields.uri !== undefined ? 'resource' : 'template', name: fields.uri ?? fields.uriTemplate ?? '', kept: fields.kept, dropped: fields.dropped })
       if (announced || !previous.has(key)) this.options.logger.warn(fields, message)
     }
+    let namespacesSkills = false
     for (const upstream of this.upstreams) {
       const lists = upstream.lists()
-      for (const item of lists.resources) {
-        if (typeof item.uri !== 'string') continue
-        const owner = resourceRoutes.get(item.uri)
+      // An upstream that declares the Skills extension has its skill:// resources and templates namespaced (see rebuildSkills).
+      const skillPrefix = skillsCapabilityOf(upstream.serverCapabilities()) === undefined ? '' : this.prefixes.get(upstream) ?? ''
+      if (skillPrefix !== '') namespacesSkills = true
+      for (const listed of lists.resources) {
+        if (typeof listed.uri !== 'string') continue
+        const uri = skillPrefix === '' ? listed.uri : namespaceSkillUri(skillPrefix, listed.uri)
+        const item = uri === listed.uri ? listed : { ...listed, uri }
+        const owner = resourceRoutes.get(uri)
         if (owner !== undefined) {
           if (owner !== upstream) {
-            collide(`resource\0${item.uri}\0${upstream.name}`, `resource URI collision: ${item.uri} of upstream ${upstream.name} dropped, ${owner.name} keeps it`,
-              { kind: 'resources', uri: item.uri, kept: owner.name, dropped: upstream.name })
+            collide(`resource\0${uri}\0${upstream.name}`, `resource URI collision: ${uri} of upstream ${upstream.name} dropped, ${owner.name} keeps it`,
+              { kind: 'resources', uri, kept: owner.name, dropped: upstream.name })
           }
           continue
         }
-        resourceRoutes.set(item.uri, upstream)
+        resourceRoutes.set(uri, upstream)
         resources.push(item)
       }
-      for (const item of lists.resourceTemplates) {
-        if (typeof item.uriTemplate !== 'string') continue
-        const uriTemplate = item.uriTemplate
+      for (const listed of lists.resourceTemplates) {
+        if (typeof listed.uriTemplate !== 'string' || hiddenTemplates?.has(listed) === true) continue
+        const uriTemplate = skillPrefix === '' ? listed.uriTemplate : namespaceSkillUri(skillPrefix, listed.uriTemplate)
+        const item = uriTemplate === listed.uriTemplate ? listed : { ...listed, uriTemplate }
         const owner = templateRoutes.find(route => route.uriTemplate === uriTemplate)
         if (owner !== undefined) {
           if (owner.upstream !== upstream) {
@@ -555,13 +738,76 @@ class Registry extends EventEmitter implements UpstreamRegistry {
       }
     }
     this.resourceCollisions = collisions
-    const before = JSON.stringify([this.resources_, this.templates_])
+    this.namespacesSkills = namespacesSkills
+    const before = JSON.stringify([this.resources_, this.templates_, this.skills_])
     this.resources_ = resources
     this.templates_ = templates
     this.resourceRoutes = resourceRoutes
     this.templateRoutes = templateRoutes
-    if (announced || before !== JSON.stringify([resources, templates])) this.emit('list_changed', 'resources')
+    this.rebuildSkills(announced)
+    if (announced || before !== JSON.stringify([resources, templates, this.skills_])) this.emit('list_changed', 'resources')
   }
+
+  /**
+   * Rebuilds the merged skills (SEP-2640) with the resources (the extension signals its changes with
+   * `resources/list_changed`): each upstream's entries in config order, URIs namespaced by its
+   * prefix (lib/protocol/skills.ts), the first upstream keeping a `SKILL.md` URI two claim (the other's
+   * skill dropped, warned as resource URI collisions are: when new, or on a re-list an upstream announced).
+   */
+  private rebuildSkills (announced: boolean): void {
+    const routes = new Map<string, SkillRoute>()
+    const roots = new Map<string, SkillRoute>()
+    const skills: JsonObject[] = []
+    const collisions: NameCollision[] = []
+    const previous = new Set(this.skillCollisions.map(c => `${c.name}\0${c.dropped}`))
+    for (const upstream of this.upstreams) {
+      const listed = upstream.lists().skills
+      if (listed === undefined || listed.length === 0) continue
+      const prefix = this.prefixes.get(upstream) ?? ''
+      for (const entry of listed) {
+        if (typeof entry.uri !== 'string') continue
+        const upstreamRoot = skillRootOf(entry.uri)
+        if (upstreamRoot === undefined) continue
+        const item = namespaceSkill(prefix, entry)
+        const uri = item.uri as string
+        const owner = routes.get(uri)
+        if (owner !== undefined) {
+          if (owner.upstream !== upstream) {
+            collisions.push({ kind: 'skill', name: uri, kept: owner.upstream.name, dropped: upstream.name })
+            if (announced || !previous.has(`${uri}\0${upstream.name}`)) {
+              this.options.logger.warn({ kind: 'skills', uri, kept: owner.upstream.name, dropped: upstream.name }, `skill URI collision: ${uri} of upstream ${upstream.name} dropped, ${owner.upstream.name} keeps it`)
+            }
+          }
+          continue
+        }
+        const route: SkillRoute = { upstream, uri, root: skillRootOf(uri) as string, upstreamRoot }
+        routes.set(uri, route)
+        if (!roots.has(route.root)) roots.set(route.root, route)
+        skills.push(item)
+      }
+    }
+    this.skills_ = skills
+    this.skillRoutes = routes
+    this.skillRoots = roots
+    this.skillSchemes = [...new Set([...roots.keys()].map(root => root.slice(0, root.indexOf('://') + 3)))]
+    this.skillCollisions = collisions
+  }
+}
+
+/** The answer for a `skills/get` of a URI no upstream lists (the SDK server's words, SEP-2640). */
+function unknownSkill (uri: string): UpstreamRpcError {
+  return new UpstreamRpcError(INVALID_PARAMS, `No skill is served at ${uri}`)
+}
+
+/** The answer for a `resources/directory/read` of a URI that is no listed skill's folder (the SDK server's words). */
+function notADirectory (uri: string): UpstreamRpcError {
+  return new UpstreamRpcError(INVALID_PARAMS, `${uri} is not a directory resource`)
+}
+
+/** A skill file's `resources/read` result with each content's `skill://` URI in the downstream form (`prefix` as its first segment). */
+function namespacedContents (result: JsonObject, prefix: string): JsonObject {
+  if (prefix === '' || !Array.isArray(result.contents)) return result
+  return { ...result, contents: result.contents.map(item => isObject(item) && typeof item.uri === 'string' ? { ...item, uri: namespaceSkillUri(prefix, item.uri) } : item) }
 }
 
 /**

@@ -71,7 +71,7 @@ export type UpstreamCallStats = { name: string } & CallStatsSnapshot
  * the first in config order (`kept`) serves it, the other's (`dropped`) is left out of the catalogue.
  */
 export interface NameCollision {
-  kind: 'tool' | 'prompt' | 'resource' | 'template'
+  kind: 'tool' | 'prompt' | 'resource' | 'template' | 'skill'
   /** The downstream name, the URI, or the URI template. */
   name: string
   kept: string
@@ -85,4 +85,6 @@ export interface CatalogueCounts {
   prompts: number
   resources: number
   resourceTemplates: number
+  /** Skills it lists (the Skills extension, SEP-2640); absent when none. */
+  skills?: number
 }

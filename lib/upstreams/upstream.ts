@@ -13,7 +13,7 @@ import { EMPTY_CATALOGUE, SupervisedConnection, type ConnectionHost, type Connec
 import { CallGate } from './gate.js'
 import { CallStats } from './call-stats.js'
 import type { CallTiming, Link, UnroutedKind } from './link.js'
-import { DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED, DEFAULT_STREAM_BUFFER_BYTES, wantsLegacyConnection, type UpstreamConfig } from './config.js'
+import { DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED, DEFAULT_STREAM_BUFFER_BYTES, isPersonal, wantsLegacyConnection, type UpstreamConfig } from './config.js'
 import { InstancesExhaustedError } from './errors.js'
 import { instanceKeyOf, type InstanceOwner } from './isolation.js'
 import type { UpstreamLoad, UpstreamStatus } from './status.js'
@@ -41,6 +41,8 @@ interface Instance {
   idleTimer: NodeJS.Timeout | undefined
   /** Set when stopped: its connection never restarts. */
   stopped: { value: boolean }
+  /** The latest caller it served (UpstreamCallOptions.principal): its own traffic's `principal` for the header provider (an `oauth-user` instance's own traffic carries that caller's grant). */
+  caller: { value: unknown }
 }
 
 /** Options of one upstream. */
@@ -94,6 +96,10 @@ export class Upstream implements ConnectionHost {
   private readonly ownerSubscriptions = new Map<string, Map<string, number>>()
   /** Callers' calls, errors and latency window (the status page; call-stats.ts). */
   readonly stats: CallStats
+  /** `auth.type` is `oauth-user`: no shared connection, a catalogue per principal (config.ts isPersonal). */
+  readonly personal: boolean
+  /** The last catalogue each principal's instance listed (oauth-user upstreams); dropped with the grant. */
+  private readonly personalCatalogues = new Map<string, UpstreamCatalogue>()
   /** Callers' calls not yet settled (queued, in flight, waiting for an instance or forwarded): what {@link drain} waits for. */
   private active = 0
   /** Set while {@link drain} waits: called when {@link active} drops to 0. */
@@ -109,6 +115,7 @@ export class Upstream implements ConnectionHost {
     this.legacy = new SupervisedConnection('legacy', this)
     this.gate = new CallGate(name, config.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, config.maxQueued ?? DEFAULT_MAX_QUEUED, options.logger)
     this.stats = options.stats ?? new CallStats()
+    this.personal = isPersonal(config)
   }
 
   get logger (): UpstreamLogger { return this.options.logger }
@@ -118,6 +125,9 @@ export class Upstream implements ConnectionHost {
 
   /** Connects once; resolves when that attempt ended (ready or down, retrying). Never rejects. */
   async start (): Promise<void> {
+    // An `oauth-user` upstream has no shared connection: mcpx cannot reach it as nobody. Each
+    // principal's instance opens with that principal's token (docs/upstreams.md › Upstream identity).
+    if (this.personal) return
     this.firstAttempt ??= this.primary.open()
     await this.firstAttempt
   }
@@ -192,7 +202,8 @@ export class Upstream implements ConnectionHost {
   /** What /readyz reports. Never throws. */
   status (): UpstreamStatus {
     const primary = this.primary
-    const state = primary.state as UpstreamStatus['state']
+    // An `oauth-user` upstream is ready to open its callers' connections as soon as it is configured.
+    const state = (this.personal && primary.state === 'connecting' ? 'ready' : primary.state) as UpstreamStatus['state']
     const status: UpstreamStatus = { name: this.name, state, restarts: primary.restarts }
     const link = primary.link
     if (state === 'ready' && link !== undefined) {
@@ -225,6 +236,39 @@ export class Upstream implements ConnectionHost {
   /** The raw lists; empty unless ready. */
   lists (): UpstreamCatalogue {
     return this.primary.state === 'ready' ? this.primary.catalogue : EMPTY_CATALOGUE
+  }
+
+  /**
+   * The catalogue of principal `key`'s own instance of an `oauth-user` upstream: its live lists while
+   * it runs, else the last it listed (an idle instance stops; its owner still sees its tools). Empty
+   * before its first listing.
+   */
+  personalLists (key: string): UpstreamCatalogue {
+    const connection = this.instances.get(key)?.connection
+    if (connection?.state === 'ready') this.personalCatalogues.set(key, connection.catalogue)
+    return this.personalCatalogues.get(key) ?? EMPTY_CATALOGUE
+  }
+
+  /**
+   * Opens principal `key`'s instance (after a consent, so the caller's catalogue holds the upstream's
+   * items at once) and tells that principal's listeners its lists changed. Never rejects: a failure
+   * is logged, and the caller's next call opens it again.
+   */
+  async openPersonal (key: string): Promise<void> {
+    try {
+      await this.instance(key)
+      this.personalLists(key)
+      for (const kind of ['tools', 'prompts', 'resources'] as const) this.options.events.instanceEvent?.({ upstream: this.name, isolation: 'per-principal', key, kind })
+    } catch (error) {
+      this.logger.warn({ upstream: this.name, err: error }, 'could not open a consented caller\'s connection; it opens on their next call')
+    }
+  }
+
+  /** Forgets principal `key`'s instance and catalogue (its grant went); resolves once it stopped. Never rejects. */
+  async closePersonal (key: string): Promise<void> {
+    this.personalCatalogues.delete(key)
+    await this.stopInstance(key)
+    for (const kind of ['tools', 'prompts', 'resources'] as const) this.options.events.instanceEvent?.({ upstream: this.name, isolation: 'per-principal', key, kind })
   }
 
   /** The server capabilities it announced, when ready. */
@@ -269,7 +313,8 @@ export class Upstream implements ConnectionHost {
    * With `options.task` (2025-11-25 tasks) the result may be a CreateTaskResult (`{ task }`).
    * @returns the raw result object. Rejects with UpstreamRpcError.
    */
-  async callTool (name: string, args: JsonObject | undefined, options: UpstreamCallOptions, tool?: JsonObject): Promise<JsonObject> {
+  callTool (name: string, args: JsonObject | undefined, options: UpstreamCallOptions, tool?: JsonObject): Promise<JsonObject> {
+    // Not async itself (nothing below throws; {@link call} is): one frame and one promise fewer per call.
     const params: JsonObject = { name }
     if (args !== undefined) params.arguments = args
     // A 2025-11-25 task-augmented call (options.task): forwarded only to an upstream that declared
@@ -277,7 +322,7 @@ export class Upstream implements ConnectionHost {
     // (basic/utilities/tasks.mdx, Task Support and Handling 1). The tool's own execution.taskSupport
     // is the upstream's to enforce.
     if (options.task !== undefined && this.legacyTasks() !== undefined) params.task = options.task
-    return await this.call('tools/call', params, options, tool)
+    return this.call('tools/call', params, options, tool)
   }
 
   /**
@@ -328,15 +373,17 @@ export class Upstream implements ConnectionHost {
    * The live instance for `key`, started on first use. Rejects with UpstreamRpcError
    * INSTANCES_EXHAUSTED past `maxInstances`, UPSTREAM_ERROR when it could not be started.
    */
-  private async instance (key: string): Promise<Instance> {
+  private async instance (key: string, caller?: unknown): Promise<Instance> {
     let instance = this.instances.get(key)
+    if (instance !== undefined && caller !== undefined) instance.caller.value = caller
     if (instance === undefined) {
       const max = this.config.maxInstances ?? DEFAULT_MAX_INSTANCES
       if (this.instances.size >= max) {
         throw new InstancesExhaustedError(`upstream ${this.name}: all ${max} isolated instances are in use (maxInstances); retry later`)
       }
       const stopped = { value: false }
-      instance = { key, connection: new SupervisedConnection('primary', this.instanceHost(key, stopped)), inFlight: 0, idleTimer: undefined, stopped }
+      const callerRef = { value: caller }
+      instance = { key, connection: new SupervisedConnection('primary', this.instanceHost(key, stopped, callerRef)), inFlight: 0, idleTimer: undefined, stopped, caller: callerRef }
       this.instances.set(key, instance)
       void instance.connection.open()
     }
@@ -355,17 +402,18 @@ export class Upstream implements ConnectionHost {
    * and its resource updates relayed to its owner alone (the registry's 'instance_event').
    * The merged catalogue stays the shared connection's.
    */
-  private instanceHost (key: string, stopped: { value: boolean }): ConnectionHost {
+  private instanceHost (key: string, stopped: { value: boolean }, caller: { value: unknown } = { value: undefined }): ConnectionHost {
     const upstream = this
     const isolation = this.config.isolation === 'per-principal' ? 'per-principal' : 'per-session'
     const relay = this.options.events.instanceEvent
     const name = this.name
+    const provider = this.headerProvider
     return {
       name: this.name,
       config: this.config,
       kind: this.kind,
       logger: this.logger,
-      headerProvider: this.headerProvider,
+      headerProvider: provider === undefined ? undefined : async request => await provider({ ...request, instanceKey: key, ...(request.principal === undefined && caller.value !== undefined ? { principal: caller.value } : {}) }),
       setupTimeoutMs: this.setupTimeoutMs,
       get subscriptions () { return new Set(upstream.ownerSubscriptions.get(key)?.keys()) },
       get closing () { return upstream.closing || stopped.value },
@@ -459,7 +507,7 @@ export class Upstream implements ConnectionHost {
   }
 
   private async callIsolated (key: string, method: string, params: JsonObject, options: UpstreamCallOptions, tool?: JsonObject): Promise<JsonObject> {
-    const instance = await this.instance(key)
+    const instance = await this.instance(key, options.principal)
     const link = instance.connection.link as Link
     instance.inFlight++
     try {
@@ -522,12 +570,22 @@ export class Upstream implements ConnectionHost {
     return link
   }
 
-  /** Sends one call on the connection it takes (holding a slot). */
-  private async send (method: string, params: JsonObject, options: UpstreamCallOptions, timeoutMs: number, tool?: JsonObject): Promise<JsonObject> {
-    let link = this.primaryLink()
+  /**
+   * Sends one call on the connection it takes (holding a slot). Not async itself on the common path
+   * (the primary link's call is returned as it is); throws UpstreamRpcError synchronously when the
+   * upstream is not ready, which {@link call} awaits inside its try, as it would a rejection.
+   */
+  private send (method: string, params: JsonObject, options: UpstreamCallOptions, timeoutMs: number, tool?: JsonObject): Promise<JsonObject> {
+    const link = this.primaryLink()
     if (options.era === 'legacy' && link.era === 'modern' && this.legacyConnectionEnabled && LEGACY_ROUTED_METHODS.has(method)) {
-      link = await this.legacyLink(method, options.signal) ?? link
+      return this.sendOnLegacyLink(link, method, params, options, timeoutMs, tool)
     }
+    return link.call(method, params, options, timeoutMs, tool, false, this.timing)
+  }
+
+  /** {@link send} for a legacy-era call to a modern upstream: on the legacy connection when it has one, else on `primary`. */
+  private async sendOnLegacyLink (primary: Link, method: string, params: JsonObject, options: UpstreamCallOptions, timeoutMs: number, tool?: JsonObject): Promise<JsonObject> {
+    const link = await this.legacyLink(method, options.signal) ?? primary
     return await link.call(method, params, options, timeoutMs, tool, false, this.timing)
   }
 

@@ -79,10 +79,11 @@ t.test('auth/upstream/token-exchange-per-caller', async t => {
   for (const call of calls) t.match(call, { aud: upstream.url, act: { sub: CLIENTS.gateway.clientId } }, 'its own audience, mcpx as the actor (RFC 8693 act)')
   t.equal(as.issued(TOKEN_EXCHANGE), 2, 'one exchange per caller, then the cache')
   t.notOk(upstream.seen.some(r => r.aud === s.resource), 'a caller\'s own token never reached the upstream')
-  // The same caller with a refreshed token is the same principal: the cached exchange is reused.
+  // The same caller with a new token is the same principal, but the exchange follows the token
+  // (docs/authentication.md › Upstream credentials): a new token is a new exchange.
   const aliceAgain = await as.clientCredentials(CLIENTS.alice, { resource: s.resource })
   t.equal((await callTool(s.base, 'protected__echo', aliceAgain)).status, 200)
-  t.equal(as.issued(TOKEN_EXCHANGE), 2, 'cached per (principal, upstream)')
+  t.equal(as.issued(TOKEN_EXCHANGE), 3, 'cached per (subject token, upstream)')
 })
 
 t.test('auth/upstream/caller-without-oauth-token', async t => {

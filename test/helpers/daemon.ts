@@ -65,9 +65,10 @@ export interface DaemonProcess {
  * `node <cli> daemon --config <file>` in `cwd` (or, with `configVia: 'env'`, `MCPX_CONFIG=<file>`); resolves once the "mcpx daemon ready" line is
  * logged. The child is killed (SIGKILL, by its own pid) at teardown if still running.
  */
-export async function startDaemon (t: Teardown, config: Record<string, unknown>, options: { cli?: string, cwd?: string, env?: NodeJS.ProcessEnv, configVia?: 'flag' | 'env', args?: string[], host?: string } = {}): Promise<DaemonProcess> {
+export async function startDaemon (t: Teardown, config: Record<string, unknown>, options: { cli?: string, cwd?: string, env?: NodeJS.ProcessEnv, configVia?: 'flag' | 'env', args?: string[], host?: string, port?: number } = {}): Promise<DaemonProcess> {
   const host = options.host ?? '127.0.0.1'
-  const port = await freePort(host)
+  // `port`: one the caller picked with freePort first, when its config must name the daemon's own URL.
+  const port = options.port ?? await freePort(host)
   const dir = mkdtempSync(join(tmpdir(), 'mcpx-daemon-'))
   const file = join(dir, 'mcpx.config.json')
   const daemon = (config.daemon ?? {}) as Record<string, unknown>

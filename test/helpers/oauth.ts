@@ -71,8 +71,10 @@ export async function newSigningKey (): Promise<SigningKey> {
 /**
  * Starts the authorization server; closed at teardown.
  * @param options.ttlSeconds access-token lifetime (default 600 s)
+ * @param options.dpop enable oidc-provider's `features.dPoP` (RFC 9449): a token request that carries a
+ *        `DPoP` proof gets a DPoP-bound token (`cnf.jkt`, `token_type: "DPoP"`); others are unchanged
  */
-export async function startAuthServer (t: Teardown, options: { ttlSeconds?: number } = {}): Promise<AuthServer> {
+export async function startAuthServer (t: Teardown, options: { ttlSeconds?: number, dpop?: boolean, clients?: Array<Record<string, unknown>> } = {}): Promise<AuthServer> {
   let handler: ((req: IncomingMessage, res: ServerResponse) => void) | undefined
   let isDown = false
   let jwksFetches = 0
@@ -95,7 +97,8 @@ export async function startAuthServer (t: Teardown, options: { ttlSeconds?: numb
         })),
         { client_id: CLIENTS.mcpx.clientId, client_secret: CLIENTS.mcpx.clientSecret, grant_types: [], redirect_uris: [], response_types: [] },
         { client_id: CLIENTS.gateway.clientId, client_secret: CLIENTS.gateway.clientSecret, grant_types: ['client_credentials', TOKEN_EXCHANGE], redirect_uris: [], response_types: [], scope: SCOPES.join(' ') },
-        { client_id: PUBLIC_CLIENT.clientId, token_endpoint_auth_method: 'none', redirect_uris: [PUBLIC_CLIENT.redirectUri], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], scope: ['openid', 'offline_access', ...SCOPES].join(' ') }
+        { client_id: PUBLIC_CLIENT.clientId, token_endpoint_auth_method: 'none', redirect_uris: [PUBLIC_CLIENT.redirectUri], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], scope: ['openid', 'offline_access', ...SCOPES].join(' ') },
+        ...(options.clients ?? [])
       ],
       jwks: { keys: keys.map(k => k.privateJwk) },
       scopes: ['openid', 'offline_access', ...SCOPES],
@@ -105,6 +108,7 @@ export async function startAuthServer (t: Teardown, options: { ttlSeconds?: numb
         devInteractions: { enabled: true },
         clientCredentials: { enabled: true },
         introspection: { enabled: true },
+        ...(options.dpop === true ? { dPoP: { enabled: true } } : {}),
         registration: { enabled: true },
         resourceIndicators: {
           enabled: true,
@@ -199,11 +203,11 @@ export async function startAuthServer (t: Teardown, options: { ttlSeconds?: numb
 /**
  * Plays the user at the authorization server: follows `authorizationUrl` through oidc-provider's
  * dev interactions (sign in as `login`, then consent), carrying its cookies, until the redirect
- * to the client's redirect URI.
+ * to the client's redirect URI (`redirectUri`, default the public client's).
  * @returns the `code` and `state` of that redirect, and all its parameters (`iss` too, RFC 9207)
  * @throws when the server answers something else (an error page, a loop)
  */
-export async function playUser (authorizationUrl: URL | string, login: string): Promise<{ code: string, state: string | null, params: URLSearchParams }> {
+export async function playUser (authorizationUrl: URL | string, login: string, redirectUri: string = PUBLIC_CLIENT.redirectUri): Promise<{ code: string, state: string | null, params: URLSearchParams, location: string }> {
   const cookies = new Map<string, string>()
   let url = new URL(authorizationUrl)
   let method = 'GET'
@@ -227,10 +231,10 @@ export async function playUser (authorizationUrl: URL | string, login: string): 
     if (response.status >= 300 && response.status < 400 && location !== null) {
       await response.body?.cancel()
       const next = new URL(location, url)
-      if (next.href.startsWith(PUBLIC_CLIENT.redirectUri)) {
+      if (next.href.startsWith(redirectUri)) {
         const code = next.searchParams.get('code')
         if (code === null) throw new Error(`redirected without a code: ${next.search}`)
-        return { code, state: next.searchParams.get('state'), params: next.searchParams }
+        return { code, state: next.searchParams.get('state'), params: next.searchParams, location: next.href }
       }
       url = next
       method = 'GET'

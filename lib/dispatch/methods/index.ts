@@ -9,6 +9,7 @@ import { listPrompts, listResourceTemplates, listResources, listTools } from './
 import type { MethodHandler } from './method.js'
 import { getPrompt } from './prompts.js'
 import { readResource, subscribe, unsubscribe } from './resources.js'
+import { getSkill, listSkills, readSkillDirectory } from './skills.js'
 import { taskMethod } from './tasks.js'
 import { callTool } from './tools.js'
 
@@ -34,5 +35,9 @@ export const METHODS: ReadonlyMap<string, MethodHandler> = new Map<string, Metho
   ['resources/read', readResource],
   ['completion/complete', complete],
   ['resources/subscribe', subscribe],
-  ['resources/unsubscribe', unsubscribe]
+  ['resources/unsubscribe', unsubscribe],
+  // The Skills extension (SEP-2640; lib/protocol/skills.ts).
+  ['skills/list', listSkills],
+  ['skills/get', getSkill],
+  ['resources/directory/read', readSkillDirectory]
 ])

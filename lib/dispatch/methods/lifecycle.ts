@@ -3,7 +3,8 @@
  * `logging/setLevel`, and modern `server/discover`.
  */
 import { SUPPORTED_REVISIONS, negotiateLegacy } from '../../protocol/revisions.js'
-import type { JsonObject } from '../../protocol/jsonrpc.js'
+import { isObject, type JsonObject } from '../../protocol/jsonrpc.js'
+import { SKILLS_EXTENSION } from '../../protocol/skills.js'
 import type { UpstreamRegistry } from '../../upstreams/contract.js'
 import type { Tasks } from '../tasks.js'
 import type { ServerInfo } from '../context.js'
@@ -33,7 +34,11 @@ export function initializeResult (deps: { registry: UpstreamRegistry, tasks: Tas
   // The Tasks extension is a 2026-07-28 one (SEP-2663): a legacy client is not offered it. A client
   // that negotiated 2025-11-25 is offered that revision's experimental `tasks` instead, when an
   // upstream that negotiated 2025-11-25 declares them (lib/dispatch/tasks.ts; docs/wire.md › Tasks).
-  const { extensions: _omit, ...capabilities } = capabilitiesOf(deps.registry)
+  // The Skills extension (SEP-2640) is era-neutral: declared to a legacy client too, under `extensions`
+  // as the server SDK declares it in an initialize result (the legacy schemas allow the extra key).
+  const { extensions, ...capabilities } = capabilitiesOf(deps.registry)
+  const skills = isObject(extensions) ? extensions[SKILLS_EXTENSION] : undefined
+  if (skills !== undefined) capabilities.extensions = { [SKILLS_EXTENSION]: skills }
   const tasks = deps.tasks.legacyCapability(revision)
   if (tasks !== undefined) capabilities.tasks = tasks
   return { protocolVersion: revision, capabilities, serverInfo: deps.serverInfo }

@@ -11,7 +11,9 @@ import type { RateLimiter } from '../../policy/rate-limit.js'
 import type { Visibility } from '../../policy/visibility.js'
 import type { DispatchContext, ServerInfo } from '../context.js'
 import type { MrtrBridge } from '../mrtr.js'
+import type { ConsentGate } from '../consent.js'
 import type { Tasks } from '../tasks.js'
+import type { ConfirmGate } from '../confirm-gate.js'
 
 /** The dispatcher's parts the handlers share: one object per dispatcher, built at construction. */
 export interface MethodDeps {
@@ -21,12 +23,16 @@ export interface MethodDeps {
   readonly mrtr: MrtrBridge
   /** The task methods of both eras (lib/dispatch/tasks.ts). */
   readonly tasks: Tasks
+  /** The human confirmation gate on tools/call (lib/dispatch/confirm-gate.ts). */
+  readonly confirm: ConfirmGate
   /** Items per page of the four list methods; 0: whole lists. A reload changes it (Dispatcher.setPageSize). */
   pageSize: number
   /** Counts calls against the policy's rate limits; undefined: none configured (a limit met without one refuses). */
   readonly rateLimiter: RateLimiter | undefined
   /** Told of each call refused by a rate limit or for want of its store. Must not throw. */
   readonly onRateLimited: ((reason: 'limited' | 'unavailable') => void) | undefined
+  /** The grants of the `oauth-user` upstreams (lib/dispatch/consent.ts); undefined: none configured. */
+  readonly consent: ConsentGate | undefined
   /** The options of an upstream call made for `request` (lib/dispatch/call-options.ts). Never throws. */
   callOptions: (request: JsonRpcRequest, ctx: DispatchContext) => UpstreamCallOptions
 }
@@ -44,6 +50,12 @@ export interface MethodCall {
    */
   view: Visibility
   deps: MethodDeps
+  /**
+   * `'call_tool'` when this `tools/call` is the inner call of a tool-search endpoint's `call_tool`
+   * (lib/dispatch/methods/discovery.ts): its name is then always a catalogue tool's, never a meta-tool's.
+   * Undefined for every direct request.
+   */
+  via?: 'call_tool' | undefined
 }
 
 /** A method's handler: the result before era shaping. Throws UpstreamRpcError for a JSON-RPC error. */

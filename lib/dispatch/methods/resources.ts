@@ -8,6 +8,7 @@ import { requireString } from '../../protocol/params.js'
 import { instanceOwnerOf } from '../call-options.js'
 import { HiddenError } from '../errors.js'
 import type { MethodCall } from './method.js'
+import { callPersonal } from '../consent.js'
 
 /** The error for a hidden resource: the registry's answer for a URI no upstream serves. */
 function hiddenResource (uri: string): UpstreamRpcError {
@@ -17,8 +18,12 @@ function hiddenResource (uri: string): UpstreamRpcError {
 /** `resources/read`. Throws -32602 for a missing uri, -32002 (modern: -32602, by the dispatcher) for a hidden or absent one. */
 export async function readResource ({ request, params, ctx, view, deps }: MethodCall): Promise<JsonObject> {
   const uri = requireString(params, 'uri')
+  // A URI the caller's own catalogue of an `oauth-user` upstream lists (lib/dispatch/consent.ts);
+  // before consent such a URI is not known (resources carry no namespace).
+  const personal = deps.consent === undefined || ctx.principal === undefined ? undefined : deps.registry.personalResourceOwner?.(ctx.principal, uri)
   return await deps.mrtr.call(request, ctx, uri, async options => {
     if (!view.resource(uri)) throw hiddenResource(uri)
+    if (personal !== undefined && deps.consent !== undefined) return await callPersonal(deps.consent, deps.registry, ctx, personal, 'resources/read', { uri }, options)
     return await deps.registry.readResource(uri, options)
   })
 }

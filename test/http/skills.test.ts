@@ -1,0 +1,84 @@
+/**
+ * The Skills extension (docs/skills.md; SEP-2640) through mcpx's HTTP face (`fastify.inject`), with real
+ * upstream processes: test/fixtures/skills-upstream as `alpha` (2026-07-28) and `beta` (legacy era, prefix
+ * "") behind one app with a curated endpoint, and, in a second app, the echo fixture, which does not
+ * declare the extension. The same rules through a real daemon and `mcpx serve`: test/e2e/skills.test.ts.
+ * Tests are named skills/<area>/<requirement>.
+ */
+import t from 'tap'
+import { fileURLToPath } from 'node:url'
+import type { FastifyInstance } from 'fastify'
+import { build, legacyHeaders, modernHeaders, modernMeta } from '../helpers/app.js'
+import { neutral } from '../helpers/policy.js'
+
+const SKILLS = fileURLToPath(new URL('../fixtures/skills-upstream.js', import.meta.url))
+const EXTENSION = 'io.modelcontextprotocol/skills'
+
+let nextId = 1
+
+/** One request in `era` on `url` (legacy: sessionless 2025-03-26); the status, raw body and parsed body. */
+async function rpc (app: FastifyInstance, era: 'modern' | 'legacy', method: string, params: Record<string, unknown> = {}, url = '/mcp'): Promise<{ id: number, status: number, text: string, body: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const id = nextId++
+  const modern = era === 'modern'
+  const res = await app.inject({
+    method: 'POST',
+    url,
+    headers: modern ? modernHeaders(method, method === 'resources/read' ? params.uri as string : undefined, { accept: 'application/json' }) : legacyHeaders({ 'mcp-protocol-version': '2025-03-26' }),
+    payload: { jsonrpc: '2.0', id, method, params: modern ? { ...params, _meta: modernMeta() } : params }
+  })
+  return { id, status: res.statusCode, text: res.body, body: res.json() }
+}
+
+t.test('skills/http/two-upstreams-behind-one-app', async t => {
+  const app = await build(t, {
+    upstreams: {
+      alpha: { command: process.execPath, args: [SKILLS, '--set', 'alpha'] },
+      beta: { command: process.execPath, args: [SKILLS, '--set', 'beta', '--legacy'], prefix: '' }
+    },
+    servers: { kit: { skills: { allow: ['*'], deny: ['*/deploy/*'] }, resources: { allow: ['*'] } } }
+  })
+
+  t.test('skills/http/methods-served-in-both-eras', async t => {
+    for (const era of ['modern', 'legacy'] as const) {
+      const list = await rpc(app, era, 'skills/list')
+      t.equal(list.status, 200)
+      t.same(list.body.result.skills.map((s: { uri: string }) => s.uri), ['skill://alpha/pdf/SKILL.md', 'skill://alpha/review/SKILL.md', 'skill://alpha/deploy/SKILL.md'], `${era}: merged, namespaced, first wins`)
+      t.equal('ttlMs' in list.body.result, era === 'modern', `${era}: ttlMs on 2026-07-28 only`)
+      const get = await rpc(app, era, 'skills/get', { uri: 'skill://alpha/review/SKILL.md' })
+      t.same(get.body.result.skill.resources.map((r: { uri: string }) => r.uri), ['skill://alpha/review/SKILL.md'], `${era}: skills/get, namespaced`)
+      const dir = await rpc(app, era, 'resources/directory/read', { uri: 'skill://alpha/pdf/references' })
+      t.same(dir.body.result.resources, [{ uri: 'skill://alpha/pdf/references/GUIDE.md', name: 'GUIDE.md', mimeType: 'text/markdown', size: 30 }], `${era}: directory read`)
+      const missing = await rpc(app, era, 'skills/get', {})
+      t.equal(missing.body.error.code, -32602, `${era}: skills/get without uri`)
+      const cursor = await rpc(app, era, 'skills/list', { cursor: 'not-a-cursor!' })
+      t.equal(cursor.body.error.code, -32602, `${era}: a cursor mcpx did not issue`)
+    }
+  })
+
+  t.test('skills/http/endpoint-hides-skill-as-unknown', async t => {
+    for (const era of ['modern', 'legacy'] as const) {
+      const list = await rpc(app, era, 'skills/list', {}, '/mcp/kit')
+      t.same(list.body.result.skills.map((s: { uri: string }) => s.uri), ['skill://alpha/pdf/SKILL.md', 'skill://alpha/review/SKILL.md'])
+      const hidden = await rpc(app, era, 'skills/get', { uri: 'skill://alpha/deploy/SKILL.md' }, '/mcp/kit')
+      const unknown = await rpc(app, era, 'skills/get', { uri: 'skill://alpha/none/SKILL.md' }, '/mcp/kit')
+      t.equal(hidden.status, unknown.status, `${era}: same status (${hidden.status})`)
+      t.equal(neutral(hidden.text, hidden.id, 'skill://alpha/deploy/SKILL.md'), neutral(unknown.text, unknown.id, 'skill://alpha/none/SKILL.md'), `${era}: same bytes`)
+      const file = await rpc(app, era, 'resources/read', { uri: 'skill://alpha/deploy/SKILL.md' }, '/mcp/kit')
+      const none = await rpc(app, era, 'resources/read', { uri: 'skill://alpha/none/SKILL.md' }, '/mcp/kit')
+      t.equal(neutral(file.text, file.id, 'skill://alpha/deploy/SKILL.md'), neutral(none.text, none.id, 'skill://alpha/none/SKILL.md'), `${era}: its file reads as a missing one`)
+    }
+  })
+})
+
+t.test('skills/http/no-extension-without-a-declaring-upstream', async t => {
+  const app = await build(t)
+  const discover = await rpc(app, 'modern', 'server/discover')
+  t.notOk(EXTENSION in (discover.body.result.capabilities.extensions ?? {}), 'not declared')
+  for (const era of ['modern', 'legacy'] as const) {
+    for (const method of ['skills/list', 'skills/get', 'resources/directory/read']) {
+      const reply = await rpc(app, era, method, { uri: 'skill://x/SKILL.md' })
+      t.same(reply.body.error, { code: -32601, message: `Method not found: ${method}` }, `${era} ${method}: -32601`)
+      t.equal(reply.status, era === 'modern' ? 404 : 200, `${era} ${method}: status`)
+    }
+  }
+})
