@@ -22,6 +22,11 @@ const OUTLIVE_MS = 6_000
 /** Generous bound for a peer to be cut (the bounds above are 1-3 s; the machine is loaded). */
 const CUT_BOUND_MS = 20_000
 
+// The peers' tests at once, on the one daemon: each waits out its own bound (1-6 s) on its own
+// connections. The last two read what all of them left (counters, log lines): unbuffered, tap runs
+// each alone once every test before it has ended.
+t.jobs = 5
+
 const daemon = await startDaemon(t, {
   transport: { headersTimeout: `${HEADERS_TIMEOUT_MS}ms`, bodyTimeout: `${BODY_TIMEOUT_MS}ms`, keepAliveTimeout: '1s', sseKeepAlive: '500ms' },
   upstreams: { fixture: fixtureCommand() }
@@ -126,7 +131,7 @@ t.test('all/limits/long-call-and-get-stream-outlive-timeouts', async t => {
   t.equal(await stream.ended, 'error', 'the stream ends only when the client leaves')
 })
 
-t.test('all/limits/connection-timeouts-counted', async t => {
+t.test('all/limits/connection-timeouts-counted', { buffered: false }, async t => {
   const text = await (await fetch(`${daemon.base}/metrics`)).text()
   const count = (kind: string): number => Number(new RegExp(`^mcpx_connection_timeouts_total\\{kind="${kind}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0)
   t.ok(count('silent') >= 500, `silent connections counted (${count('silent')})`)
@@ -134,7 +139,7 @@ t.test('all/limits/connection-timeouts-counted', async t => {
   t.ok(count('body') >= 1, `the trickled body counted (${count('body')})`)
 })
 
-t.test('all/limits/timeouts-leave-no-error-in-the-log', async t => {
+t.test('all/limits/timeouts-leave-no-error-in-the-log', { buffered: false }, async t => {
   const errors = daemon.lines.filter(line => typeof line.level === 'number' && line.level >= 50)
   t.same(errors, [], 'no error or fatal line was logged for the hostile peers')
 })

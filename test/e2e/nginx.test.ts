@@ -32,6 +32,8 @@ import { NGINX_SKIP, PUBLIC_HOST, SHIPPED_NGINX_CONF, requireNginx, startNginx, 
 const PROMPTLY_MS = 10_000
 
 /** tap's options for every test here: a skip (with the install command) when nginx is missing outside CI. */
+// Spread into a fresh object per test ({ ...skip }): tap keeps a test's options object as its own
+// (it writes the test's job id into it), so tests running at once must not share one.
 const skip = NGINX_SKIP === false ? {} : { skip: NGINX_SKIP }
 
 /** Starts the daemon with `config` (default: one fixture upstream), then nginx in front of it. */
@@ -46,15 +48,32 @@ async function behindNginx (t: Test, config: Record<string, unknown> = {}, optio
 }
 
 /**
+ * Three tests at a time: the cases with a daemon and nginx of their own share nothing (own ports,
+ * temp prefixes, fixture logs), and most of each is waiting on process starts, streams and
+ * nginx's log; the cases on the shared daemon take turns ({@link sharedBehindNginx}).
+ */
+t.jobs = 3
+
+/** The end of the last shared-daemon case to have begun (teardowns included): the next one's turn. */
+let sharedTurn: Promise<void> = Promise.resolve()
+
+/**
  * The default daemon (one fixture upstream, daemon.trustProxy naming nginx as docs/deployment.md ›
  * Client addresses asks) behind nginx, shared by the cases that need nothing of
  * their own config (the v1 and v2 clients, every location), which run one at a time: sessions
  * keep them apart, and each reads nginx's access log from where it began. Started on first use,
- * stopped when the file ends: three daemon, fixture and nginx starts fewer.
+ * stopped when the file ends: three daemon, fixture and nginx starts fewer. Call it first in the
+ * case: it waits until the case before on the shared daemon has ended, its teardowns included
+ * (the turn is released by this case's first teardown, which tap runs last).
  */
 let shared: ReturnType<typeof behindNginx> | undefined
-async function sharedBehindNginx (): Promise<{ daemon: DaemonProcess, nginx: NginxProcess, since: number }> {
+async function sharedBehindNginx (test: Test): Promise<{ daemon: DaemonProcess, nginx: NginxProcess, since: number }> {
   requireNginx()
+  const previous = sharedTurn
+  let release: () => void = () => {}
+  sharedTurn = new Promise(resolve => { release = resolve })
+  test.teardown(() => { release() })
+  await previous
   shared ??= behindNginx(t, { daemon: { trustProxy: ['127.0.0.1'] } })
   const { daemon, nginx } = await shared
   return { daemon, nginx, since: nginx.accessLog().length }
@@ -137,8 +156,8 @@ async function announceOnly (base: string, contentLength: number): Promise<{ sta
 
 /* ------------------------------------------------------------------- legacy 2025-11-25 */
 
-t.test('deploy/nginx/legacy-session-call-list-changed-delete', skip, async t => {
-  const { daemon, nginx, since } = await sharedBehindNginx()
+t.test('deploy/nginx/legacy-session-call-list-changed-delete', { ...skip }, async t => {
+  const { daemon, nginx, since } = await sharedBehindNginx(t)
   const transport = new TransportV1(new URL(`${nginx.base}/mcp`))
   const client = new ClientV1({ name: 'nginx-v1', version: '1.0.0' })
   t.teardown(async () => { await client.close() })
@@ -171,7 +190,7 @@ t.test('deploy/nginx/legacy-session-call-list-changed-delete', skip, async t => 
   t.equal(after.status, 404, 'the session is gone')
 })
 
-t.test('deploy/nginx/legacy-keep-alive-comments-not-buffered', skip, async t => {
+t.test('deploy/nginx/legacy-keep-alive-comments-not-buffered', { ...skip }, async t => {
   // A keep-alive every 200 ms; a buffering proxy would hold these 14-byte comments back for minutes.
   const { nginx } = await behindNginx(t, { transport: { sseKeepAlive: 200 } })
   const sid = await fetchSession(nginx.base, '2025-11-25')
@@ -193,8 +212,8 @@ t.test('deploy/nginx/legacy-keep-alive-comments-not-buffered', skip, async t => 
 
 /* ------------------------------------------------------------------------ 2026-07-28 */
 
-t.test('deploy/nginx/modern-tools-call-mirrored-headers', skip, async t => {
-  const { nginx } = await sharedBehindNginx()
+t.test('deploy/nginx/modern-tools-call-mirrored-headers', { ...skip }, async t => {
+  const { nginx } = await sharedBehindNginx(t)
   const client = new ClientV2({ name: 'nginx-v2', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } })
   await client.connect(new TransportV2(new URL(`${nginx.base}/mcp`)))
   t.teardown(async () => { await client.close() })
@@ -218,8 +237,8 @@ t.test('deploy/nginx/modern-tools-call-mirrored-headers', skip, async t => {
   t.match(noName.json, { id: 5, error: { code: -32_020 } }, 'a missing Mcp-Name too')
 })
 
-t.test('deploy/nginx/modern-subscriptions-listen', skip, async t => {
-  const { nginx } = await sharedBehindNginx()
+t.test('deploy/nginx/modern-subscriptions-listen', { ...skip }, async t => {
+  const { nginx } = await sharedBehindNginx(t)
   const client = new ClientV2({ name: 'nginx-v2-listen', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } })
   await client.connect(new TransportV2(new URL(`${nginx.base}/mcp`)))
   t.teardown(async () => { await client.close() })
@@ -237,7 +256,7 @@ t.test('deploy/nginx/modern-subscriptions-listen', skip, async t => {
 
 /* ------------------------------------------------------------------------- disconnect */
 
-t.test('deploy/nginx/disconnect-cancels-the-upstream-call', skip, async t => {
+t.test('deploy/nginx/disconnect-cancels-the-upstream-call', { ...skip }, async t => {
   const log = fixtureLogPath()
   // Keep-alive comments far apart: nginx must notice the client left by itself, not on a failed write.
   const { daemon, nginx } = await behindNginx(t, { transport: { sseKeepAlive: '10m' }, upstreams: { fixture: { ...fixtureCommand(), env: { FIXTURE_LOG: log } } } })
@@ -280,7 +299,7 @@ t.test('deploy/nginx/disconnect-cancels-the-upstream-call', skip, async t => {
 
 /* ----------------------------------------------------------------------------- Origin */
 
-t.test('deploy/nginx/origin-refused-until-allowed', skip, async t => {
+t.test('deploy/nginx/origin-refused-until-allowed', { ...skip }, async t => {
   const port = await freePort(PUBLIC_HOST)
   const origin = `http://${PUBLIC_HOST}:${port}`
   const initialize = JSON.stringify(initializeBody('2025-11-25'))
@@ -308,7 +327,7 @@ t.test('deploy/nginx/origin-refused-until-allowed', skip, async t => {
 
 /* ------------------------------------------------------------------------ body limits */
 
-t.test('deploy/nginx/body-limits-agree-json-413', skip, async t => {
+t.test('deploy/nginx/body-limits-agree-json-413', { ...skip }, async t => {
   const maxBodyBytes = CONFIG_SCHEMA.properties.transport.properties.maxBodyBytes.default
   const shipped = /^\s*client_max_body_size\s+(\d+)([kmg]?);/m.exec(readFileSync(SHIPPED_NGINX_CONF, 'utf8'))
   if (shipped === null) throw new Error('docker/nginx.conf sets no client_max_body_size')
@@ -358,8 +377,8 @@ t.test('deploy/nginx/body-limits-agree-json-413', skip, async t => {
 
 /* -------------------------------------------------------------------------- locations */
 
-t.test('deploy/nginx/every-location-reaches-mcpx', skip, async t => {
-  const { daemon, nginx, since } = await sharedBehindNginx()
+t.test('deploy/nginx/every-location-reaches-mcpx', { ...skip }, async t => {
+  const { daemon, nginx, since } = await sharedBehindNginx(t)
   const mcpxAddr = new URL(daemon.base).host
 
   // Proxied to mcpx, whatever mcpx answers (here, without auth.oauth, the metadata is its 404; with
@@ -418,7 +437,7 @@ t.test('deploy/nginx/every-location-reaches-mcpx', skip, async t => {
 
 /* ------------------------------------------------------------------------------ OAuth */
 
-t.test('deploy/nginx/oauth-metadata-challenge-and-sdk-flow', skip, async t => {
+t.test('deploy/nginx/oauth-metadata-challenge-and-sdk-flow', { ...skip }, async t => {
   // mcpx's auth.oauth.resource is the proxy's public URL (config, never guessed from Host).
   const as = await startAuthServer(t)
   const port = await freePort(PUBLIC_HOST)
@@ -452,7 +471,7 @@ t.test('deploy/nginx/oauth-metadata-challenge-and-sdk-flow', skip, async t => {
 
 /* ------------------------------------------------------------------- client addresses */
 
-t.test('deploy/nginx/trust-proxy-logs-the-client-address', skip, async t => {
+t.test('deploy/nginx/trust-proxy-logs-the-client-address', { ...skip }, async t => {
   // The client connects from 127.0.0.3; nginx reaches mcpx from 127.0.0.1 and appends 127.0.0.3 to
   // X-Forwarded-For, after whatever the client wrote there itself (a forged 203.0.113.7).
   const client = '127.0.0.3'

@@ -12,6 +12,10 @@ import { initializeBody, pollUntil, SseReader } from '../helpers/legacy.js'
 import { CLIENTS, SCOPES, newSigningKey, startAuthServer, type AuthServer } from '../helpers/oauth.js'
 import { INVALID_TOKEN_DESCRIPTIONS } from '../../lib/auth/verifier.js'
 
+// Two tests at a time: each has its own authorization server, mcpx and fixture (and key prefix),
+// and two of them wait out a token's expiry (2-3 s), which the others now overlap.
+t.jobs = 2
+
 const REQUIRED = ['mcp:tools']
 
 interface Served { base: string, resource: string, prm: string, app: FastifyInstance }

@@ -27,6 +27,11 @@ const HOSTILE_PATH = fileURLToPath(new URL('../fixtures/hostile-upstream.js', im
 
 type Test = Teardown
 
+// Three tests at a time: each starts its own `mcpx serve` (or runStdio on its own streams) with its
+// own fixture child and FIXTURE_LOG, and much of each is waiting on those processes. The cases
+// nested in one test share its child and run one at a time (a subtest's jobs are its own, 1).
+t.jobs = 3
+
 const MODERN = '2026-07-28'
 const META_VERSION = 'io.modelcontextprotocol/protocolVersion'
 const META_CAPS = 'io.modelcontextprotocol/clientCapabilities'

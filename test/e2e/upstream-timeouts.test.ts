@@ -17,6 +17,11 @@ function withProgress (seen: number[]): { signal: AbortSignal, onProgress: (p: {
   return { signal: new AbortController().signal, onProgress: p => { seen.push(p.progress) } }
 }
 
+// Every test at once: each has its own registry and fixture child, and each is almost all waiting
+// (a 2.5 s timeout, a 7.5 s call kept alive by progress, a 4 s and a 1 s total bound), so the file
+// takes about its longest wait instead of their sum.
+t.jobs = 5
+
 const TIMEOUT_MS = 2_500
 /** The slow tool: 15 progress steps 500 ms apart, 7.5 s in all (three times the timeout). */
 const SLOW = { ms: 7_500, steps: 15 }

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Teardown } from './app.js'
+import { exitOf } from './spawn.js'
 
 /** The compiled CLI of this checkout (dist/cli.js). */
 export const CLI_PATH = fileURLToPath(new URL('../../cli.js', import.meta.url))
@@ -52,7 +53,7 @@ export interface DaemonProcess {
   stderr: () => string
   /** The first line (from index `since`) matching; rejects after WAIT_MS. */
   waitForLine: (match: (line: Record<string, unknown>) => boolean, since?: number) => Promise<Record<string, unknown>>
-  /** Resolves with the exit code (or the signal name) once the child exited. */
+  /** Resolves with the exit code (or the signal name) once the child exited and its output was read (spawn.ts exitOf). */
   exited: Promise<number | string>
   /** The config file it was started with (a test may rewrite it and reload). */
   file: string
@@ -78,7 +79,7 @@ export async function startDaemon (t: Teardown, config: Record<string, unknown>,
     env: { ...process.env, MCPX_LOG_LEVEL: 'info', ...options.env, ...(viaEnv ? { MCPX_CONFIG: file } : {}) },
     stdio: ['ignore', 'pipe', 'pipe']
   })
-  const exited = new Promise<number | string>(resolve => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)))
+  const exited = exitOf(child).then(({ code, signal }) => code ?? signal ?? -1)
   t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
   const lines: Array<Record<string, unknown>> = []
   const events = new EventEmitter()

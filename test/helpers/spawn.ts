@@ -41,10 +41,27 @@ export interface ServeChild {
   stderr: () => string
   /** Closes the child's stdin (EOF). */
   end: () => void
-  /** Resolves when the child exits. */
+  /** Resolves when the child exited and its output was read ({@link exitOf}). */
   exited: Promise<{ code: number | null, signal: NodeJS.Signals | null }>
   /** The config file it was started with (a test may rewrite it and send SIGHUP). */
   file: string
+}
+
+/** After a child exited, how long its stdout and stderr may take to end before {@link exitOf} resolves anyway (ms). */
+export const DRAIN_AFTER_EXIT_MS = 5_000
+
+/**
+ * Resolves with how `child` ended once it exited AND its stdout and stderr ended, so that every
+ * line it wrote has been read: 'exit' alone may come before the last chunks of its pipes. Bounded:
+ * a grandchild that kept a pipe open does not hold it past {@link DRAIN_AFTER_EXIT_MS} after the exit.
+ */
+export async function exitOf (child: ChildProcess): Promise<{ code: number | null, signal: NodeJS.Signals | null }> {
+  return await new Promise(resolve => {
+    let timer: NodeJS.Timeout | undefined
+    const done = (code: number | null, signal: NodeJS.Signals | null): void => { clearTimeout(timer); resolve({ code, signal }) }
+    child.once('close', done)
+    child.once('exit', (code, signal) => { timer = setTimeout(() => done(code, signal), DRAIN_AFTER_EXIT_MS) })
+  })
 }
 
 /**
@@ -100,11 +117,9 @@ export function spawnServe (t: Teardown, options: { config: object, env?: Record
   child.stderr.on('data', (chunk: string) => { stderrText += chunk })
   child.stdin.on('error', () => {}) // EPIPE after the child exits is not the test's concern
 
-  const exited = new Promise<{ code: number | null, signal: NodeJS.Signals | null }>(resolve => {
-    child.once('exit', (code, signal) => {
-      resolve({ code, signal })
-      for (const wake of [...waiters]) wake()
-    })
+  const exited = exitOf(child).then(result => {
+    for (const wake of [...waiters]) wake()
+    return result
   })
 
   t.teardown(async () => {
@@ -114,7 +129,7 @@ export function spawnServe (t: Teardown, options: { config: object, env?: Record
     let timer: NodeJS.Timeout | undefined
     const killed = await Promise.race([exited.then(() => true), new Promise<boolean>(resolve => { timer = setTimeout(() => resolve(false), 5000) })])
     clearTimeout(timer)
-    if (!killed) { try { process.kill(pid, 'SIGKILL') } catch {} }
+    if (!killed && child.exitCode === null && child.signalCode === null) { try { process.kill(pid, 'SIGKILL') } catch {} }
   })
 
   const send = (message: object | string): void => {
