@@ -107,6 +107,23 @@ export function issuerMetadataUrls (issuer: string): string[] {
 }
 
 /**
+ * The `token_endpoint` of `issuer`, from the first of {@link issuerMetadataUrls} that answers 200
+ * with metadata whose `issuer` matches (RFC 8414 §3.3). Each fetch is bounded by `timeoutMs` (ms).
+ * @throws Error naming the issuer when no metadata names a token endpoint
+ */
+export async function discoverTokenEndpoint (issuer: string, timeoutMs: number): Promise<string> {
+  for (const url of issuerMetadataUrls(issuer)) {
+    try {
+      const response = await fetch(url, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(timeoutMs) })
+      if (response.status !== 200) { await response.body?.cancel(); continue }
+      const metadata = await response.json() as Record<string, unknown>
+      if (metadata.issuer === issuer && typeof metadata.token_endpoint === 'string') return metadata.token_endpoint
+    } catch {}
+  }
+  throw new Error(`no token_endpoint in the metadata of ${issuer}`)
+}
+
+/**
  * Why an issuer URL is not acceptable, or undefined when it is: it must be an absolute https URL
  * with no query or fragment (RFC 8414 §2), or http on a loopback host (development, tests). Never throws.
  */

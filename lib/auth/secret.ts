@@ -4,6 +4,7 @@
  * an error message or `/readyz` that embeds one by accident shows nothing. The value is read only
  * through {@link Secret.reveal}, at the one place it is sent (a header, a form body, a comparison).
  */
+import { createHash } from 'node:crypto'
 import { inspect } from 'node:util'
 import { readFileSync } from 'node:fs'
 import { McpxError } from '../base/errors.js'
@@ -64,4 +65,18 @@ export function readSecret (source: { env?: string, file?: string }, what: strin
     return new Secret(value)
   }
   throw new McpxError('MCPX_ERR_CONFIG', `mcpx: ${what} needs an environment variable or a file`)
+}
+
+/** Digests of secrets, by Secret object: a caller's token object lives as long as its verdict is remembered, so one hash per token. */
+const DIGESTS = new WeakMap<Secret, string>()
+
+/**
+ * SHA-256 of a secret's text, hex (64 characters): a key that stands for a token in a cache (the
+ * upstream token-exchange and ID-JAG caches) without the token ever being a key. Memoised per
+ * Secret object. Never throws.
+ */
+export function secretDigest (secret: Secret): string {
+  let digest = DIGESTS.get(secret)
+  if (digest === undefined) DIGESTS.set(secret, digest = createHash('sha256').update(secret.reveal(), 'utf8').digest('hex'))
+  return digest
 }

@@ -17,11 +17,10 @@
  * one fetched for the single retry. Errors name the upstream and the token endpoint's `error` code,
  * never a token. The caller's token goes only to the authorization server, never to the upstream.
  */
-import { createHash } from 'node:crypto'
 import { McpxError } from '../base/errors.js'
 import type { Logger } from '../telemetry/log.js'
-import { readSecret, Secret } from '../auth/secret.js'
-import { issuerMetadataUrls } from '../auth/oauth-metadata.js'
+import { readSecret, Secret, secretDigest } from '../auth/secret.js'
+import { discoverTokenEndpoint } from '../auth/oauth-metadata.js'
 import type { Principal } from '../auth/principal.js'
 import type { UpstreamAuthConfig, UpstreamConfig } from './config.js'
 import type { UpstreamHeaderProvider, UpstreamHeaderRequest } from './contract.js'
@@ -64,7 +63,7 @@ export function createUpstreamAuthProvider (upstream: string, auth: UpstreamAuth
 
   async function endpoint (): Promise<string> {
     if (auth.tokenUrl !== undefined) return auth.tokenUrl
-    tokenUrl ??= discoverTokenEndpoint(auth.issuer as string).catch(err => { tokenUrl = undefined; throw err })
+    tokenUrl ??= discoverTokenEndpoint(auth.issuer as string, TOKEN_TIMEOUT_MS).catch(err => { tokenUrl = undefined; throw err })
     return await tokenUrl
   }
 
@@ -111,7 +110,7 @@ export function createUpstreamAuthProvider (upstream: string, auth: UpstreamAuth
     if (caller?.kind !== 'oauth' || caller.token === undefined) {
       throw new Error(`upstream ${upstream} needs the caller's OAuth access token (token exchange), and this caller (${caller?.id ?? 'anonymous'}) has none`)
     }
-    return { key: subjectKeyOf(caller.token), subject: caller.token }
+    return { key: secretDigest(caller.token), subject: caller.token }
   }
 
   async function fresh (key: string, subject: Secret | undefined): Promise<Secret> {
@@ -147,16 +146,6 @@ export function createUpstreamAuthProvider (upstream: string, auth: UpstreamAuth
   }
 }
 
-/** Digests of subject tokens, by token object: a principal (and its token) lives as long as its verdict is remembered, so one hash per token. */
-const SUBJECT_KEYS = new WeakMap<Secret, string>()
-
-/** The exchange cache's key of a subject token: SHA-256 of its text, hex (64 characters). Never throws. */
-function subjectKeyOf (token: Secret): string {
-  let key = SUBJECT_KEYS.get(token)
-  if (key === undefined) SUBJECT_KEYS.set(token, key = createHash('sha256').update(token.reveal(), 'utf8').digest('hex'))
-  return key
-}
-
 /**
  * The header provider for every HTTP upstream that has an `auth` (registry option
  * `headerProvider`); undefined when none has. Reads every client secret now.
@@ -178,17 +167,4 @@ export function createUpstreamHeaderProvider (upstreams: Record<string, Upstream
     if (own === undefined) return undefined
     return { authorization: `Bearer ${await own.token(request)}` }
   }
-}
-
-/** The token endpoint from the issuer's RFC 8414 / OIDC metadata. */
-async function discoverTokenEndpoint (issuer: string): Promise<string> {
-  for (const url of issuerMetadataUrls(issuer)) {
-    try {
-      const response = await fetch(url, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(TOKEN_TIMEOUT_MS) })
-      if (response.status !== 200) { await response.body?.cancel(); continue }
-      const metadata = await response.json() as Record<string, unknown>
-      if (metadata.issuer === issuer && typeof metadata.token_endpoint === 'string') return metadata.token_endpoint
-    } catch {}
-  }
-  throw new Error(`no token_endpoint in the metadata of ${issuer}`)
 }

@@ -21,11 +21,10 @@
  * authorization server. Errors name the upstream, the endpoint and the OAuth `error` code, never a
  * token or a secret; both client secrets are {@link Secret}s.
  */
-import { createHash } from 'node:crypto'
 import { McpxError } from '../base/errors.js'
 import type { Logger } from '../telemetry/log.js'
-import { readSecret, Secret } from '../auth/secret.js'
-import { issuerMetadataUrls } from '../auth/oauth-metadata.js'
+import { readSecret, Secret, secretDigest } from '../auth/secret.js'
+import { discoverTokenEndpoint } from '../auth/oauth-metadata.js'
 import type { Principal } from '../auth/principal.js'
 import type { IdJagAuthConfig, UpstreamAuthConfig } from './config.js'
 import type { UpstreamHeaderRequest } from './contract.js'
@@ -77,7 +76,7 @@ class TokenClient {
 
   async #tokenUrl (): Promise<string> {
     if (this.client.tokenUrl !== undefined) return this.client.tokenUrl
-    this.#endpoint ??= discoverTokenEndpoint(this.client.issuer as string).catch(err => { this.#endpoint = undefined; throw err })
+    this.#endpoint ??= discoverTokenEndpoint(this.client.issuer as string, TOKEN_TIMEOUT_MS).catch(err => { this.#endpoint = undefined; throw err })
     return await this.#endpoint
   }
 
@@ -172,7 +171,7 @@ export function createIdJagProvider (upstream: string, url: string, auth: IdJagA
       if (caller?.kind !== 'oauth' || caller.token === undefined) {
         throw new Error(`upstream ${upstream} needs the caller's OAuth access token (enterprise-managed authorization, ID-JAG), and this caller (${caller?.id ?? 'anonymous'}) has none`)
       }
-      const key = subjectKeyOf(caller.token)
+      const key = secretDigest(caller.token)
       if (request.afterUnauthorized) {
         cache.delete(key)
         logger.info({ upstream }, 'upstream answered 401: redeeming a new ID-JAG and retrying once')
@@ -190,20 +189,3 @@ export function createIdJagProvider (upstream: string, url: string, auth: IdJagA
   }
 }
 
-/** The cache key of a subject token: SHA-256 of its text, hex. Never throws. */
-function subjectKeyOf (token: Secret): string {
-  return createHash('sha256').update(token.reveal(), 'utf8').digest('hex')
-}
-
-/** The token endpoint from the issuer's RFC 8414 / OIDC metadata; throws naming the issuer when none. */
-async function discoverTokenEndpoint (issuer: string): Promise<string> {
-  for (const url of issuerMetadataUrls(issuer)) {
-    try {
-      const response = await fetch(url, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(TOKEN_TIMEOUT_MS) })
-      if (response.status !== 200) { await response.body?.cancel(); continue }
-      const metadata = await response.json() as Record<string, unknown>
-      if (metadata.issuer === issuer && typeof metadata.token_endpoint === 'string') return metadata.token_endpoint
-    } catch {}
-  }
-  throw new Error(`no token_endpoint in the metadata of ${issuer}`)
-}
