@@ -209,36 +209,32 @@ export function wantsLegacyConnection (config: UpstreamConfig): boolean {
   return config.legacyConnection ?? !('command' in config)
 }
 
-/** `auth` of an HTTP upstream, as the config schema accepts it. */
-export type UpstreamAuthConfig = {
+/** mcpx's client at an upstream's authorization server (`issuer` or `tokenUrl`), as every OAuth `auth` type names it. */
+export interface UpstreamClientConfig {
   issuer?: string
   tokenUrl?: string
   clientId: string
   clientSecretEnv?: string
   clientSecretFile?: string
   scope?: string
+  /** The upstream (RFC 8707). */
   resource?: string
-} & ({ type: 'client_credentials' } | { type: 'token_exchange', audience?: string })
+}
+
+/** `auth` of an HTTP upstream, as the config schema accepts it. */
+export type UpstreamAuthConfig = UpstreamClientConfig & ({ type: 'client_credentials' } | { type: 'token_exchange', audience?: string })
 
 /**
  * `auth` of type `id-jag` (Enterprise-Managed Authorization): the caller's OAuth access token is
  * exchanged at `idp` for an ID-JAG, redeemed at the upstream's authorization server (`issuer` or
  * `tokenUrl`, `clientId`, the secret) for the upstream's access token. See lib/upstreams/id-jag.ts.
  */
-export interface IdJagAuthConfig {
+export interface IdJagAuthConfig extends UpstreamClientConfig {
   type: 'id-jag'
   /** The enterprise IdP's token endpoint (`tokenUrl`, or discovered from `issuer`) and mcpx's client there. */
-  idp: { issuer?: string, tokenUrl?: string, clientId: string, clientSecretEnv?: string, clientSecretFile?: string }
+  idp: Pick<UpstreamClientConfig, 'issuer' | 'tokenUrl' | 'clientId' | 'clientSecretEnv' | 'clientSecretFile'>
   /** The ID-JAG's `audience`: the upstream authorization server's issuer; default `issuer`. */
   audience?: string
-  issuer?: string
-  tokenUrl?: string
-  clientId: string
-  clientSecretEnv?: string
-  clientSecretFile?: string
-  scope?: string
-  /** The upstream (RFC 8707); default the upstream's `url`. */
-  resource?: string
 }
 
 /**
