@@ -30,7 +30,7 @@ import type { ToolSearch } from '../policy/discovery.js'
 import type { DispatchContext, ServerInfo } from './context.js'
 import { callOptions } from './call-options.js'
 import { checkEnvelope, checkModernEnvelope, type EnvelopeCheck } from './envelope.js'
-import { shapeLegacy, shapeModern } from './shape.js'
+import { isCacheable, shapeLegacy, shapeModern } from './shape.js'
 import { HiddenError, RefusedError } from './errors.js'
 import { auditEventOf } from './audit-event.js'
 import { MrtrBridge, StateSealer, missingCapabilities, missingCapabilityError } from './mrtr.js'
@@ -279,7 +279,7 @@ export class Dispatcher {
         const required = this.mrtr.takeMissing(ctx) ?? missingCapabilities(result, ctx.clientCapabilities)
         if (required !== undefined) return missingCapabilityError(request.id, required)
       }
-      return successResponse(request.id, ctx.era === 'modern' ? shapeModern(request.method, result, this.serverInfo, this.listTtlMs, this.scopeOf(view)) : shapeLegacy(result))
+      return successResponse(request.id, ctx.era === 'modern' ? shapeModern(request.method, result, this.serverInfo, this.listTtlMs, isCacheable(request.method) ? this.scopeOf(view) : 'public') : shapeLegacy(result))
     } catch (err) {
       const required = ctx.era === 'modern' ? this.mrtr.takeMissing(ctx) : undefined
       if (required !== undefined) return missingCapabilityError(request.id, required)

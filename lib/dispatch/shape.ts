@@ -16,6 +16,9 @@ import type { ServerInfo } from './context.js'
 const CACHEABLE = new Set(['server/discover', 'tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read',
   'skills/list', 'skills/get', 'resources/directory/read'])
 
+/** Whether `method`'s modern results carry `ttlMs` and `cacheScope` (DIGEST §6f). Never throws. */
+export function isCacheable (method: string): boolean { return CACHEABLE.has(method) }
+
 /** Fields a modern result carries that a legacy client must not see. */
 const MODERN_RESULT_KEYS = ['resultType', 'ttlMs', 'cacheScope'] as const
 
