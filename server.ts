@@ -332,6 +332,9 @@ export async function shutdown (app: FastifyInstance, shutdownTimeoutMs: number)
   try {
     await app.close()
     app.log.info('mcpx daemon stopped')
+    // The log is batched (lib/telemetry/log.ts batchedDestination): hand the last lines to the fd now,
+    // so they are written before the process ends, whatever exit hooks the environment lets pino install.
+    await new Promise<void>(resolve => { (app.log as FastifyBaseLogger & { flush: (cb: () => void) => void }).flush(() => { resolve() }) })
     return 0
   } catch (err) {
     app.log.error({ err }, 'shutdown failed')
