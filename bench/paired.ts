@@ -24,18 +24,33 @@ import { parseArgs } from 'node:util'
 import { echoCheck, fixtureDaemonConfig, freePort, httpLoad, killAll, loadAverage1m, postOnce, startChild, waitHttp, type Child, type Row } from './harness.js'
 import { MODERN_BODY, MODERN_HEADERS } from './wire.js'
 
-const { values: flags } = parseArgs({
-  options: {
-    other: { type: 'string' },
-    rounds: { type: 'string', default: '4' },
-    seconds: { type: 'string', default: '10' },
-    connections: { type: 'string', default: '16' },
-    'node-arg': { type: 'string', multiple: true, default: [] },
-    'other-node-arg': { type: 'string', multiple: true, default: [] }
-  },
-  strict: true
-})
-if (flags.other === undefined) throw new Error('paired: --other DIST_DIR is required')
+const USAGE = 'usage: node dist/bench/paired.js --other DIST_DIR [--rounds 4] [--seconds 10] [--connections 16] [--node-arg ARG]… [--other-node-arg ARG]…'
+
+/** The command line, or the usage on stderr and exit 2 for a bad one (`--help`: the usage on stdout, exit 0). */
+function readFlags (): { other: string, rounds: string, seconds: string, connections: string, 'node-arg': string[], 'other-node-arg': string[] } {
+  let values
+  try {
+    values = parseArgs({
+      options: {
+        other: { type: 'string' },
+        rounds: { type: 'string', default: '4' },
+        seconds: { type: 'string', default: '10' },
+        connections: { type: 'string', default: '16' },
+        'node-arg': { type: 'string', multiple: true, default: [] },
+        'other-node-arg': { type: 'string', multiple: true, default: [] },
+        help: { type: 'boolean', default: false }
+      },
+      strict: true
+    }).values
+  } catch (err) {
+    process.stderr.write(`paired: ${(err as Error).message}\n${USAGE}\n`)
+    process.exit(2)
+  }
+  if (values.help) { process.stdout.write(USAGE + '\n'); process.exit(0) }
+  if (values.other === undefined) { process.stderr.write(`paired: --other DIST_DIR is required\n${USAGE}\n`); process.exit(2) }
+  return { ...values, other: values.other }
+}
+const flags = readFlags()
 
 const NODE = process.execPath
 const LOG_DIR = mkdtempSync(join(tmpdir(), 'mcpx-paired-'))
