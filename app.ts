@@ -33,6 +33,7 @@ import { createRegistry, startUpstreams } from './lib/upstreams/registry.js'
 import type { UpstreamRegistry } from './lib/upstreams/contract.js'
 import type { Integrity } from './lib/policy/integrity.js'
 import { createMetrics, type McpxMetrics } from './lib/ops/metrics.js'
+import { createCore, type Core, type CoreOptions } from './lib/core.js'
 import originPlugin from './plugins/origin.js'
 import corsPlugin from './plugins/cors.js'
 import authPlugin from './plugins/auth.js'
@@ -78,32 +79,22 @@ export type McpxOptions = McpxConfigInput & {
 /** Keys Fastify itself puts into register options; they are not mcpx config. */
 const FASTIFY_KEYS = new Set(['prefix', 'logLevel', 'logSerializers', 'registry'])
 
-interface ScopeOptions { config: McpxConfig, registry: UpstreamRegistry, metrics: McpxMetrics, authenticator: Authenticator, access: AccessHandle, grants: UserGrants | undefined }
-
-/**
- * Filled in by the scope once its core exists: how a reload reaches the dispatcher inside it, and
- * whether a curated endpoint is configured now (for mcpx-auth and the endpoints' RFC 9728 metadata).
- */
-interface AccessHandle { apply: (next: McpxConfig) => string[], hasEndpoint: (name: string) => boolean, integrity: () => Integrity | undefined }
+interface ScopeOptions { config: McpxConfig, core: Core, metrics: McpxMetrics, authenticator: Authenticator }
 
 /**
  * The encapsulated scope: request log and stream tracking first (so refused requests are logged
  * too), then plugins in wire order (origin, CORS, auth, era, modern headers, legacy sessions), then routes.
+ * The core is built by the outer plugin (it is Fastify-free): the scope only serves it.
  */
-const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fastify, { config, registry, metrics, authenticator, access, grants }) {
+const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fastify, { config, core, metrics, authenticator }) {
   const policy = originPolicyFromConfig(config)
   await fastify.register(requestLogPlugin, { metrics })
   await fastify.register(streamsPlugin, { maxStreams: config.transport.maxGetStreams })
   await fastify.register(originPlugin, { policy })
   await fastify.register(corsPlugin, { policy })
-  await fastify.register(authPlugin, { authenticator, hasEndpoint: name => access.hasEndpoint(name) })
+  await fastify.register(authPlugin, { authenticator, hasEndpoint: name => core.dispatcher.hasEndpoint(name) })
   // The one registry handle of this scope: fastify.mcp.registry (instrumented), read by every plugin and route below.
-  await fastify.register(upstreamsPlugin, { registry, config, closeRegistry: false, metrics, ...(grants !== undefined ? { grants } : {}) })
-  access.apply = next => fastify.mcp.applyAccess(next)
-  const integrity = fastify.mcp.integrity
-  access.integrity = () => integrity
-  const dispatcher = fastify.mcp.dispatcher
-  access.hasEndpoint = name => dispatcher.hasEndpoint(name)
+  await fastify.register(upstreamsPlugin, { core })
   await fastify.register(eraPlugin)
   await fastify.register(modernHeadersPlugin)
   await fastify.register(legacySessionsPlugin, { idleTimeoutMs: config.transport.sessionIdleTimeout, maxSessions: config.transport.maxSessions, sessions: config.sessions })
@@ -169,19 +160,34 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
   fastify.decorate('upstreams', registry)
   const metrics = createMetrics(registry)
   fastify.decorate('mcpxMetrics', metrics)
+  // The transport-neutral core of /mcp (lib/core.ts), on the metrics-instrumented registry, built here
+  // (after the upstreams started, as before the scope) so that the host decorators below are its own.
+  // It stops before the registry it routes through (onClose hooks run last-added first).
+  const core = createCore(config, metrics.instrument(registry), fastify.log, coreOptions(metrics, grants))
+  fastify.addHook('onClose', async function stopCore () { await core.close() })
+  fastify.decorate('mcpxApplyAccess', core.applyAccess)
+  fastify.decorate('mcpxAuthenticator', authenticator)
+  fastify.decorate('mcpxIntegrity', () => core.integrity)
   // The scope's own prefix is `<prefix>/mcp`: @fastify/cors adds an `OPTIONS <prefix>*` route, and
   // this keeps it (and every mcpx hook) off the host app's other routes.
-  const access: AccessHandle = { apply: () => ['policy', 'servers', 'discovery'], hasEndpoint: () => false, integrity: () => undefined }
-  fastify.decorate('mcpxApplyAccess', (next: McpxConfig) => access.apply(next))
-  fastify.decorate('mcpxAuthenticator', authenticator)
-  fastify.decorate('mcpxIntegrity', () => access.integrity())
-  await fastify.register(mcpxScope, { prefix: mountPath, config, registry: metrics.instrument(registry), metrics, authenticator, access, grants })
+  await fastify.register(mcpxScope, { prefix: mountPath, config, core, metrics, authenticator })
   if (grants !== undefined) await fastify.register(oauthCallbackRoutes, { prefix: opts.prefix ?? '', grants })
   if (authenticator.oauth !== undefined) {
     // RFC 9728 metadata, outside the /mcp scope (no token, no MCP hooks), in its own scope.
-    await fastify.register(protectedResourceRoutes, { prefix: PRM_WELL_KNOWN, oauth: authenticator.oauth, mountPath, policy: originPolicyFromConfig(config), hasEndpoint: name => access.hasEndpoint(name) })
+    await fastify.register(protectedResourceRoutes, { prefix: PRM_WELL_KNOWN, oauth: authenticator.oauth, mountPath, policy: originPolicyFromConfig(config), hasEndpoint: name => core.dispatcher.hasEndpoint(name) })
   }
 }, { name: 'mcpx', fastify: '5.x' })
+
+/** The core's counters on this instance's metrics, and the `oauth-user` grants when any is configured. */
+function coreOptions (metrics: McpxMetrics, grants: UserGrants | undefined): CoreOptions {
+  return {
+    onAuditFailure: reason => { metrics.auditFailed(reason) },
+    onAuditLinesLost: (reason, lines) => { metrics.auditLinesLost(reason, lines) },
+    onRateLimited: reason => { metrics.rateLimitRefused(reason) },
+    onIntegrityChange: (upstream, kind, change, action) => { metrics.integrityChanged(upstream, kind, change, action) },
+    ...(grants !== undefined ? { grants } : {})
+  }
+}
 
 /** The header seam with the `oauth-user` upstreams' bearers beside mcpx's own credentials (each answers for its own upstreams). */
 function withGrants (own: UpstreamHeaderProvider | undefined, grants: UserGrants | undefined): UpstreamHeaderProvider | undefined {
