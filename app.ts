@@ -52,17 +52,27 @@ declare module 'fastify' {
     /** mcpx's Prometheus metrics (`await app.mcpxMetrics.registry.metrics()`); the daemon serves them at /metrics. */
     mcpxMetrics: McpxMetrics
     /**
-     * Applies a reloaded config's `policy`, `servers` and `transport.pageSize` to this mcpx (lib/core.ts Core.applyAccess;
-     * the daemon's reload calls it). @returns the keys it could not apply live.
+     * What the daemon (server.ts) reaches this mcpx through: the reload, the admin API and the admin
+     * checks. Not needed to embed mcpx; `upstreams` and `mcpxMetrics` are the embedder's decorators.
      */
-    mcpxApplyAccess: (next: McpxConfig) => string[]
-    /** Pinned definitions of this mcpx (lib/policy/integrity.ts), when any upstream is pinned; the daemon's admin API approves through it. */
-    mcpxIntegrity: () => Integrity | undefined
-    /** The authenticator of `/mcp` (lib/auth/authenticate.ts); the daemon's admin check reuses its OAuth verifier. */
-    mcpxAuthenticator: Authenticator
-    /** The grants of the `oauth-user` upstreams (lib/upstreams/user-grants.ts); set only when one is configured. The daemon's admin API revokes through it. */
-    mcpxGrants?: UserGrants
+    mcpx: McpxHandle
   }
+}
+
+/** The host decorator `mcpx`: parts of this mcpx's core (lib/core.ts) and front door that the daemon drives. */
+export interface McpxHandle {
+  /**
+   * Applies a reloaded config's `policy`, `servers`, `discovery`, `integrity` modes, `confirmation` and
+   * `transport.pageSize` to requests that start from now (lib/core.ts Core.applyAccess; the daemon's
+   * reload calls it). @returns the keys it could not apply live. Throws only for a config that did not pass loadConfig.
+   */
+  readonly applyAccess: (next: McpxConfig) => string[]
+  /** Pinned definitions (lib/policy/integrity.ts), when any upstream is pinned; the daemon's admin API approves through it. */
+  readonly integrity: Integrity | undefined
+  /** The authenticator of `/mcp` (lib/auth/authenticate.ts); the daemon's admin check reuses its OAuth verifier. */
+  readonly authenticator: Authenticator
+  /** The grants of the `oauth-user` upstreams (lib/upstreams/user-grants.ts), when one is configured; the daemon's admin API lists and revokes through them. */
+  readonly grants: UserGrants | undefined
 }
 
 /** mcpx's own name and version, as `serverInfo` (read once, lib/base/version). */
@@ -142,10 +152,7 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
   const grants = Object.values(config.upstreams).some(isPersonal)
     ? new UserGrants(config.upstreams, { logger: fastify.log.child({ component: 'upstream-identity' }), store: createGrantStore(config.sessions), ...(config.auth.oauth !== undefined ? { frontDoorResource: config.auth.oauth.resource } : {}) })
     : undefined
-  if (grants !== undefined) {
-    fastify.decorate('mcpxGrants', grants)
-    fastify.addHook('onClose', async function closeGrants () { await grants.close() })
-  }
+  if (grants !== undefined) fastify.addHook('onClose', async function closeGrants () { await grants.close() })
   if (registry === undefined) {
     const upstreamLog = fastify.log.child({ component: 'upstreams' })
     // mcpx's own credentials to HTTP upstreams with an `auth` (docs/authentication.md › Upstream credentials), through the registry's header seam.
@@ -161,13 +168,12 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
   const metrics = createMetrics(registry)
   fastify.decorate('mcpxMetrics', metrics)
   // The transport-neutral core of /mcp (lib/core.ts), on the metrics-instrumented registry, built here
-  // (after the upstreams started, as before the scope) so that the host decorators below are its own.
+  // (after the upstreams started, as before the scope) so that the host's `mcpx` decorator holds its own methods.
   // It stops before the registry it routes through (onClose hooks run last-added first).
   const core = createCore(config, metrics.instrument(registry), fastify.log, coreOptions(metrics, grants))
   fastify.addHook('onClose', async function stopCore () { await core.close() })
-  fastify.decorate('mcpxApplyAccess', core.applyAccess)
-  fastify.decorate('mcpxAuthenticator', authenticator)
-  fastify.decorate('mcpxIntegrity', () => core.integrity)
+  const handle: McpxHandle = { applyAccess: core.applyAccess, integrity: core.integrity, authenticator, grants }
+  fastify.decorate('mcpx', handle)
   // The scope's own prefix is `<prefix>/mcp`: @fastify/cors adds an `OPTIONS <prefix>*` route, and
   // this keeps it (and every mcpx hook) off the host app's other routes.
   await fastify.register(mcpxScope, { prefix: mountPath, config, core, metrics, authenticator })

@@ -188,7 +188,7 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
   // for auth.oauth.resource holding all of them opens the admin endpoints as an admin token does.
   // Its own authenticator, with admin.scopes as the required scopes, on the /mcp authenticator's
   // verifier: one JWKS cache, one verdict cache, one discovery.
-  const mcpVerifier = app.mcpxAuthenticator.oauth?.verifier
+  const mcpVerifier = app.mcpx.authenticator.oauth?.verifier
   const adminOAuth = config.admin.scopes.length > 0 && config.auth.oauth !== undefined
     ? createAuthenticator({ bearerTokens: [], allowUnauthenticated: false, oauth: { ...config.auth.oauth, requiredScopes: config.admin.scopes } },
       { logger: app.log.child({ component: 'admin-auth' }), ...(mcpVerifier !== undefined ? { verifier: mcpVerifier } : {}) })
@@ -227,7 +227,7 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
     logger: app.log,
     onReload: result => app.mcpxMetrics.configReloaded(result.trigger, result.ok ? 'applied' : 'refused'),
     // policy and servers, and transport.pageSize, apply live, to requests that start after the reload.
-    applyAccess: next => app.mcpxApplyAccess(next),
+    applyAccess: app.mcpx.applyAccess,
     // A restarted upstream's old instance finishes its calls for as long as a SIGTERM would give them.
     drainMs: config.daemon.shutdownTimeout
   })
@@ -241,7 +241,7 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
   }
   await app.register(statusRoutes, {
     guard: opsRoute.onRequest,
-    integrity: () => app.mcpxIntegrity(),
+    integrity: () => app.mcpx.integrity,
     who,
     collect: () => collectStatus({
       registry: app.upstreams,
@@ -253,7 +253,7 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
         ...(reloader.last !== undefined ? { lastReload: { at: reloader.last.at, trigger: reloader.last.trigger, ok: reloader.last.ok, kept: reloader.last.ok ? reloader.last.kept : [] } } : {})
       }),
       startedAt,
-      integrity: () => app.mcpxIntegrity()
+      integrity: () => app.mcpx.integrity
     })
   })
   // POST /admin/reload: an admin credential always (accessChecks).
@@ -267,12 +267,12 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
   // token's fingerprint (first 12 hex of its SHA-256) or the OAuth principal, never the credential.
   await app.register(integrityRoutes, {
     guard: guardWith(checks.admin),
-    integrity: () => app.mcpxIntegrity(),
+    integrity: () => app.mcpx.integrity,
     who: async request => await adminWho(request.headers.authorization, verifyAdmin, adminOAuth)
   })
   // The grants of `oauth-user` upstreams (docs/upstreams.md › Upstream identity): listed (never a
   // token) and revoked by an operator; an admin credential always (accessChecks).
-  const grants = app.mcpxGrants
+  const grants = app.mcpx.grants
   if (grants !== undefined) {
     app.get('/admin/grants', { logLevel: 'warn', onRequest: guardWith(checks.admin) }, async function adminGrants (_request, reply) {
       return await reply.header('cache-control', 'no-store').send({
