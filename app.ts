@@ -44,6 +44,7 @@ import legacySessionsPlugin from './plugins/legacy-sessions.js'
 import mcpRoutes from './routes/mcp/index.js'
 import requestLogPlugin from './plugins/request-log.js'
 import streamsPlugin from './plugins/streams.js'
+import sendRefusalPlugin from './plugins/send-refusal.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -98,6 +99,8 @@ interface ScopeOptions { config: McpxConfig, core: Core, metrics: McpxMetrics, a
  */
 const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fastify, { config, core, metrics, authenticator }) {
   const policy = originPolicyFromConfig(config)
+  // reply.sendRefusal, for every refusal below; in this scope, so a host app's replies are not decorated.
+  await fastify.register(sendRefusalPlugin)
   await fastify.register(requestLogPlugin, { metrics })
   await fastify.register(streamsPlugin, { maxStreams: config.transport.maxGetStreams })
   await fastify.register(originPlugin, { policy })

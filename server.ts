@@ -13,6 +13,7 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import { collectDefaultMetrics } from 'prom-client'
 import mcpx from './app.js'
+import sendRefusalPlugin from './plugins/send-refusal.js'
 import { pino } from 'pino'
 import { REDACTED_PATHS, batchedDestination, prettyStream, resolveLogOptions } from './lib/telemetry/log.js'
 import { loadBearerTokens, loadAdminTokens, assertSafeBind, createBearerVerifier, type BearerVerifier } from './lib/auth/tokens.js'
@@ -23,7 +24,6 @@ import { STATUS_CODES } from 'node:http'
 import { readinessStatus, refusal, reloadStatus, type Refusal } from './lib/protocol/http-status.js'
 import { FORWARDING_HEADERS, opsLocality, opsRefusalReason, type OpsPeer } from './lib/ops/access.js'
 import { createAuthenticator, type Authenticator } from './lib/auth/authenticate.js'
-import { sendRefusal } from './plugins/send-refusal.js'
 import { httpServerTimeouts } from './lib/config/derive.js'
 import { resolveConfig } from './lib/config/load.js'
 import type { McpxConfig } from './lib/config/types.js'
@@ -132,7 +132,7 @@ function accessChecks (verify: BearerVerifier, oauth: Authenticator | undefined,
 function guardWith (check: AccessCheck) {
   return async function guard (request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const refused = await check(request)
-    if (refused !== undefined) await sendRefusal(reply, refused)
+    if (refused !== undefined) await reply.sendRefusal(refused)
   }
 }
 
@@ -173,6 +173,8 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
   })
   // Set on the server itself: Fastify reads keepAliveTimeout 0 (off) as "use my 72 s default".
   app.server.keepAliveTimeout = keepAliveTimeout
+  // reply.sendRefusal for the operator routes' guards (and, inherited, for mcpx's /mcp scope).
+  await app.register(sendRefusalPlugin)
   try {
     await app.register(mcpx, config as unknown as Record<string, unknown>)
   } catch (err) {
