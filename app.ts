@@ -33,6 +33,7 @@ import { createRegistry, startUpstreams } from './lib/upstreams/registry.js'
 import type { UpstreamRegistry } from './lib/upstreams/contract.js'
 import type { Integrity } from './lib/policy/integrity.js'
 import { createMetrics, type McpxMetrics } from './lib/ops/metrics.js'
+import { createCore, type Core, type CoreOptions } from './lib/core.js'
 import originPlugin from './plugins/origin.js'
 import corsPlugin from './plugins/cors.js'
 import authPlugin from './plugins/auth.js'
@@ -43,6 +44,7 @@ import legacySessionsPlugin from './plugins/legacy-sessions.js'
 import mcpRoutes from './routes/mcp/index.js'
 import requestLogPlugin from './plugins/request-log.js'
 import streamsPlugin from './plugins/streams.js'
+import sendRefusalPlugin from './plugins/send-refusal.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -51,17 +53,27 @@ declare module 'fastify' {
     /** mcpx's Prometheus metrics (`await app.mcpxMetrics.registry.metrics()`); the daemon serves them at /metrics. */
     mcpxMetrics: McpxMetrics
     /**
-     * Applies a reloaded config's `policy`, `servers` and `transport.pageSize` to this mcpx (lib/core.ts Core.applyAccess;
-     * the daemon's reload calls it). @returns the keys it could not apply live.
+     * What the daemon (server.ts) reaches this mcpx through: the reload, the admin API and the admin
+     * checks. Not needed to embed mcpx; `upstreams` and `mcpxMetrics` are the embedder's decorators.
      */
-    mcpxApplyAccess: (next: McpxConfig) => string[]
-    /** Pinned definitions of this mcpx (lib/policy/integrity.ts), when any upstream is pinned; the daemon's admin API approves through it. */
-    mcpxIntegrity: () => Integrity | undefined
-    /** The authenticator of `/mcp` (lib/auth/authenticate.ts); the daemon's admin check reuses its OAuth verifier. */
-    mcpxAuthenticator: Authenticator
-    /** The grants of the `oauth-user` upstreams (lib/upstreams/user-grants.ts); set only when one is configured. The daemon's admin API revokes through it. */
-    mcpxGrants?: UserGrants
+    mcpx: McpxHandle
   }
+}
+
+/** The host decorator `mcpx`: parts of this mcpx's core (lib/core.ts) and front door that the daemon drives. */
+export interface McpxHandle {
+  /**
+   * Applies a reloaded config's `policy`, `servers`, `discovery`, `integrity` modes, `confirmation` and
+   * `transport.pageSize` to requests that start from now (lib/core.ts Core.applyAccess; the daemon's
+   * reload calls it). @returns the keys it could not apply live. Throws only for a config that did not pass loadConfig.
+   */
+  readonly applyAccess: (next: McpxConfig) => string[]
+  /** Pinned definitions (lib/policy/integrity.ts), when any upstream is pinned; the daemon's admin API approves through it. */
+  readonly integrity: Integrity | undefined
+  /** The authenticator of `/mcp` (lib/auth/authenticate.ts); the daemon's admin check reuses its OAuth verifier. */
+  readonly authenticator: Authenticator
+  /** The grants of the `oauth-user` upstreams (lib/upstreams/user-grants.ts), when one is configured; the daemon's admin API lists and revokes through them. */
+  readonly grants: UserGrants | undefined
 }
 
 /** mcpx's own name and version, as `serverInfo` (read once, lib/base/version). */
@@ -78,32 +90,24 @@ export type McpxOptions = McpxConfigInput & {
 /** Keys Fastify itself puts into register options; they are not mcpx config. */
 const FASTIFY_KEYS = new Set(['prefix', 'logLevel', 'logSerializers', 'registry'])
 
-interface ScopeOptions { config: McpxConfig, registry: UpstreamRegistry, metrics: McpxMetrics, authenticator: Authenticator, access: AccessHandle, grants: UserGrants | undefined }
-
-/**
- * Filled in by the scope once its core exists: how a reload reaches the dispatcher inside it, and
- * whether a curated endpoint is configured now (for mcpx-auth and the endpoints' RFC 9728 metadata).
- */
-interface AccessHandle { apply: (next: McpxConfig) => string[], hasEndpoint: (name: string) => boolean, integrity: () => Integrity | undefined }
+interface ScopeOptions { config: McpxConfig, core: Core, metrics: McpxMetrics, authenticator: Authenticator }
 
 /**
  * The encapsulated scope: request log and stream tracking first (so refused requests are logged
  * too), then plugins in wire order (origin, CORS, auth, era, modern headers, legacy sessions), then routes.
+ * The core is built by the outer plugin (it is Fastify-free): the scope only serves it.
  */
-const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fastify, { config, registry, metrics, authenticator, access, grants }) {
+const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fastify, { config, core, metrics, authenticator }) {
   const policy = originPolicyFromConfig(config)
+  // reply.sendRefusal, for every refusal below; in this scope, so a host app's replies are not decorated.
+  await fastify.register(sendRefusalPlugin)
   await fastify.register(requestLogPlugin, { metrics })
   await fastify.register(streamsPlugin, { maxStreams: config.transport.maxGetStreams })
   await fastify.register(originPlugin, { policy })
   await fastify.register(corsPlugin, { policy })
-  await fastify.register(authPlugin, { authenticator, hasEndpoint: name => access.hasEndpoint(name) })
+  await fastify.register(authPlugin, { authenticator, hasEndpoint: name => core.dispatcher.hasEndpoint(name) })
   // The one registry handle of this scope: fastify.mcp.registry (instrumented), read by every plugin and route below.
-  await fastify.register(upstreamsPlugin, { registry, config, closeRegistry: false, metrics, ...(grants !== undefined ? { grants } : {}) })
-  access.apply = next => fastify.mcp.applyAccess(next)
-  const integrity = fastify.mcp.integrity
-  access.integrity = () => integrity
-  const dispatcher = fastify.mcp.dispatcher
-  access.hasEndpoint = name => dispatcher.hasEndpoint(name)
+  await fastify.register(upstreamsPlugin, { core })
   await fastify.register(eraPlugin)
   await fastify.register(modernHeadersPlugin)
   await fastify.register(legacySessionsPlugin, { idleTimeoutMs: config.transport.sessionIdleTimeout, maxSessions: config.transport.maxSessions, sessions: config.sessions })
@@ -151,10 +155,7 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
   const grants = Object.values(config.upstreams).some(isPersonal)
     ? new UserGrants(config.upstreams, { logger: fastify.log.child({ component: 'upstream-identity' }), store: createGrantStore(config.sessions), ...(config.auth.oauth !== undefined ? { frontDoorResource: config.auth.oauth.resource } : {}) })
     : undefined
-  if (grants !== undefined) {
-    fastify.decorate('mcpxGrants', grants)
-    fastify.addHook('onClose', async function closeGrants () { await grants.close() })
-  }
+  if (grants !== undefined) fastify.addHook('onClose', async function closeGrants () { await grants.close() })
   if (registry === undefined) {
     const upstreamLog = fastify.log.child({ component: 'upstreams' })
     // mcpx's own credentials to HTTP upstreams with an `auth` (docs/authentication.md › Upstream credentials), through the registry's header seam.
@@ -169,19 +170,33 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
   fastify.decorate('upstreams', registry)
   const metrics = createMetrics(registry)
   fastify.decorate('mcpxMetrics', metrics)
+  // The transport-neutral core of /mcp (lib/core.ts), on the metrics-instrumented registry, built here
+  // (after the upstreams started, as before the scope) so that the host's `mcpx` decorator holds its own methods.
+  // It stops before the registry it routes through (onClose hooks run last-added first).
+  const core = createCore(config, metrics.instrument(registry), fastify.log, coreOptions(metrics, grants))
+  fastify.addHook('onClose', async function stopCore () { await core.close() })
+  const handle: McpxHandle = { applyAccess: core.applyAccess, integrity: core.integrity, authenticator, grants }
+  fastify.decorate('mcpx', handle)
   // The scope's own prefix is `<prefix>/mcp`: @fastify/cors adds an `OPTIONS <prefix>*` route, and
   // this keeps it (and every mcpx hook) off the host app's other routes.
-  const access: AccessHandle = { apply: () => ['policy', 'servers', 'discovery'], hasEndpoint: () => false, integrity: () => undefined }
-  fastify.decorate('mcpxApplyAccess', (next: McpxConfig) => access.apply(next))
-  fastify.decorate('mcpxAuthenticator', authenticator)
-  fastify.decorate('mcpxIntegrity', () => access.integrity())
-  await fastify.register(mcpxScope, { prefix: mountPath, config, registry: metrics.instrument(registry), metrics, authenticator, access, grants })
+  await fastify.register(mcpxScope, { prefix: mountPath, config, core, metrics, authenticator })
   if (grants !== undefined) await fastify.register(oauthCallbackRoutes, { prefix: opts.prefix ?? '', grants })
   if (authenticator.oauth !== undefined) {
     // RFC 9728 metadata, outside the /mcp scope (no token, no MCP hooks), in its own scope.
-    await fastify.register(protectedResourceRoutes, { prefix: PRM_WELL_KNOWN, oauth: authenticator.oauth, mountPath, policy: originPolicyFromConfig(config), hasEndpoint: name => access.hasEndpoint(name) })
+    await fastify.register(protectedResourceRoutes, { prefix: PRM_WELL_KNOWN, oauth: authenticator.oauth, mountPath, policy: originPolicyFromConfig(config), hasEndpoint: name => core.dispatcher.hasEndpoint(name) })
   }
 }, { name: 'mcpx', fastify: '5.x' })
+
+/** The core's counters on this instance's metrics, and the `oauth-user` grants when any is configured. */
+function coreOptions (metrics: McpxMetrics, grants: UserGrants | undefined): CoreOptions {
+  return {
+    onAuditFailure: reason => { metrics.auditFailed(reason) },
+    onAuditLinesLost: (reason, lines) => { metrics.auditLinesLost(reason, lines) },
+    onRateLimited: reason => { metrics.rateLimitRefused(reason) },
+    onIntegrityChange: (upstream, kind, change, action) => { metrics.integrityChanged(upstream, kind, change, action) },
+    ...(grants !== undefined ? { grants } : {})
+  }
+}
 
 /** The header seam with the `oauth-user` upstreams' bearers beside mcpx's own credentials (each answers for its own upstreams). */
 function withGrants (own: UpstreamHeaderProvider | undefined, grants: UserGrants | undefined): UpstreamHeaderProvider | undefined {

@@ -13,6 +13,7 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import { collectDefaultMetrics } from 'prom-client'
 import mcpx from './app.js'
+import sendRefusalPlugin from './plugins/send-refusal.js'
 import { pino } from 'pino'
 import { REDACTED_PATHS, batchedDestination, prettyStream, resolveLogOptions } from './lib/telemetry/log.js'
 import { loadBearerTokens, loadAdminTokens, assertSafeBind, createBearerVerifier, type BearerVerifier } from './lib/auth/tokens.js'
@@ -23,7 +24,6 @@ import { STATUS_CODES } from 'node:http'
 import { readinessStatus, refusal, reloadStatus, type Refusal } from './lib/protocol/http-status.js'
 import { FORWARDING_HEADERS, opsLocality, opsRefusalReason, type OpsPeer } from './lib/ops/access.js'
 import { createAuthenticator, type Authenticator } from './lib/auth/authenticate.js'
-import { sendRefusal } from './plugins/send-refusal.js'
 import { httpServerTimeouts } from './lib/config/derive.js'
 import { resolveConfig } from './lib/config/load.js'
 import type { McpxConfig } from './lib/config/types.js'
@@ -132,7 +132,7 @@ function accessChecks (verify: BearerVerifier, oauth: Authenticator | undefined,
 function guardWith (check: AccessCheck) {
   return async function guard (request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const refused = await check(request)
-    if (refused !== undefined) await sendRefusal(reply, refused)
+    if (refused !== undefined) await reply.sendRefusal(refused)
   }
 }
 
@@ -173,6 +173,8 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
   })
   // Set on the server itself: Fastify reads keepAliveTimeout 0 (off) as "use my 72 s default".
   app.server.keepAliveTimeout = keepAliveTimeout
+  // reply.sendRefusal for the operator routes' guards (and, inherited, for mcpx's /mcp scope).
+  await app.register(sendRefusalPlugin)
   try {
     await app.register(mcpx, config as unknown as Record<string, unknown>)
   } catch (err) {
@@ -188,7 +190,7 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
   // for auth.oauth.resource holding all of them opens the admin endpoints as an admin token does.
   // Its own authenticator, with admin.scopes as the required scopes, on the /mcp authenticator's
   // verifier: one JWKS cache, one verdict cache, one discovery.
-  const mcpVerifier = app.mcpxAuthenticator.oauth?.verifier
+  const mcpVerifier = app.mcpx.authenticator.oauth?.verifier
   const adminOAuth = config.admin.scopes.length > 0 && config.auth.oauth !== undefined
     ? createAuthenticator({ bearerTokens: [], allowUnauthenticated: false, oauth: { ...config.auth.oauth, requiredScopes: config.admin.scopes } },
       { logger: app.log.child({ component: 'admin-auth' }), ...(mcpVerifier !== undefined ? { verifier: mcpVerifier } : {}) })
@@ -227,7 +229,7 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
     logger: app.log,
     onReload: result => app.mcpxMetrics.configReloaded(result.trigger, result.ok ? 'applied' : 'refused'),
     // policy and servers, and transport.pageSize, apply live, to requests that start after the reload.
-    applyAccess: next => app.mcpxApplyAccess(next),
+    applyAccess: app.mcpx.applyAccess,
     // A restarted upstream's old instance finishes its calls for as long as a SIGTERM would give them.
     drainMs: config.daemon.shutdownTimeout
   })
@@ -241,7 +243,7 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
   }
   await app.register(statusRoutes, {
     guard: opsRoute.onRequest,
-    integrity: () => app.mcpxIntegrity(),
+    integrity: () => app.mcpx.integrity,
     who,
     collect: () => collectStatus({
       registry: app.upstreams,
@@ -253,7 +255,7 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
         ...(reloader.last !== undefined ? { lastReload: { at: reloader.last.at, trigger: reloader.last.trigger, ok: reloader.last.ok, kept: reloader.last.ok ? reloader.last.kept : [] } } : {})
       }),
       startedAt,
-      integrity: () => app.mcpxIntegrity()
+      integrity: () => app.mcpx.integrity
     })
   })
   // POST /admin/reload: an admin credential always (accessChecks).
@@ -267,12 +269,12 @@ export async function buildDaemon (config: McpxConfig, options: DaemonOptions = 
   // token's fingerprint (first 12 hex of its SHA-256) or the OAuth principal, never the credential.
   await app.register(integrityRoutes, {
     guard: guardWith(checks.admin),
-    integrity: () => app.mcpxIntegrity(),
+    integrity: () => app.mcpx.integrity,
     who: async request => await adminWho(request.headers.authorization, verifyAdmin, adminOAuth)
   })
   // The grants of `oauth-user` upstreams (docs/upstreams.md › Upstream identity): listed (never a
   // token) and revoked by an operator; an admin credential always (accessChecks).
-  const grants = app.mcpxGrants
+  const grants = app.mcpx.grants
   if (grants !== undefined) {
     app.get('/admin/grants', { logLevel: 'warn', onRequest: guardWith(checks.admin) }, async function adminGrants (_request, reply) {
       return await reply.header('cache-control', 'no-store').send({

@@ -1,7 +1,8 @@
 /**
- * The transport-neutral core both faces stand on, built in one place: the daemon (plugins/upstreams,
- * via app.ts) and `mcpx serve` (stdio.ts). Pure of Fastify. The registry's lifetime stays with its
- * owner (the registry is shared with host apps and tests); the core only stops what it made.
+ * The transport-neutral core both faces stand on, built in one place: the daemon (app.ts, which hands
+ * it to the /mcp scope through plugins/upstreams) and `mcpx serve` (stdio.ts). Pure of Fastify. The
+ * registry's lifetime stays with its owner (the registry is shared with host apps and tests); the core
+ * only stops what it made.
  */
 import { mrtrOptions } from './config/derive.js'
 import type { McpxConfig } from './config/types.js'

@@ -18,7 +18,6 @@ import type { FastifyRequest } from 'fastify'
 import type { Principal } from '../lib/auth/principal.js'
 import { createAuthenticator, type Authenticator } from '../lib/auth/authenticate.js'
 import { loadConfig } from '../lib/config/load.js'
-import { sendRefusal } from './send-refusal.js'
 import { endpointOf } from './endpoint.js'
 
 declare module 'fastify' {
@@ -76,6 +75,6 @@ export default fp<AuthOptions>(async function mcpxAuth (fastify, opts) {
     }
     const { refusal } = outcome
     request.log.debug({ reason: refusal.reason }, 'bearer token refused') // never the token itself
-    return sendRefusal(reply, refusal)
+    return reply.sendRefusal(refusal)
   })
 }, { name: 'mcpx-auth', fastify: '5.x', dependencies: ['mcpx-origin', 'mcpx-cors'] })

@@ -20,7 +20,6 @@ import { requestIdOf, type Inbound } from '../lib/protocol/inbound.js'
 import { isLegacyRevision, unsupportedLegacyVersion } from '../lib/protocol/revisions.js'
 import { readHeader } from '../lib/protocol/header-values.js'
 import { eraRefusal, refusal } from '../lib/protocol/http-status.js'
-import { sendRefusal } from './send-refusal.js'
 import { bindingKeyOf } from '../lib/auth/principal.js'
 import { endpointOf } from './endpoint.js'
 
@@ -78,20 +77,20 @@ export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fast
     const version = inbound.headerRevision
     if (version !== undefined && !isLegacyRevision(version) && request.method !== 'DELETE') {
       // The refusal carries the request's id when one can be read; a batch or a notification has none.
-      return sendRefusal(reply, eraRefusal('legacy', unsupportedLegacyVersion(requestIdOf(inbound), version)))
+      return reply.sendRefusal(eraRefusal('legacy', unsupportedLegacyVersion(requestIdOf(inbound), version)))
     }
     const header = readHeader(request.headers, 'mcp-session-id')
     if (header.kind === 'absent') return
-    if (header.kind !== 'value') return sendRefusal(reply, badSessionHeader)
+    if (header.kind !== 'value') return reply.sendRefusal(badSessionHeader)
     const found = await store.find(header.value)
     // A session is usable only by the principal that minted it (same issuer and subject, or the
     // same static token; a refreshed token keeps it), on the endpoint it was minted on:
     // anyone else, or any other endpoint, even holding a leaked id, is told the session does not exist.
-    if (found.kind === 'unknown' || (found.kind !== 'unavailable' && !sessionBoundTo(header.value, bindingKeyOf(request.mcpPrincipal, request.headers.authorization, endpointOf(request))))) return sendRefusal(reply, unknownSession)
+    if (found.kind === 'unknown' || (found.kind !== 'unavailable' && !sessionBoundTo(header.value, bindingKeyOf(request.mcpPrincipal, request.headers.authorization, endpointOf(request))))) return reply.sendRefusal(unknownSession)
     if (found.kind === 'unavailable') {
       // A Redis fault: a clear 503 (with the request's id when one can be read), never a hang.
       request.log.debug('session store unavailable')
-      return sendRefusal(reply, refusal('storeUnavailable', requestIdOf(inbound)))
+      return reply.sendRefusal(refusal('storeUnavailable', requestIdOf(inbound)))
     }
     request.mcpSession = found.session
   }

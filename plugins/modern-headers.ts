@@ -9,7 +9,6 @@
 import fp from 'fastify-plugin'
 import { errorResponse, INVALID_REQUEST } from '../lib/protocol/jsonrpc.js'
 import { eraRefusal } from '../lib/protocol/http-status.js'
-import { sendRefusal } from './send-refusal.js'
 import { checkModernHeaders } from '../lib/protocol/modern-headers.js'
 import { checkParamHeaders } from '../lib/protocol/param-headers.js'
 import { isUnservedModern, unsupportedVersion } from '../lib/protocol/revisions.js'
@@ -28,7 +27,7 @@ export default fp(async function mcpxModernHeaders (fastify) {
     const inbound = request.mcp
     if (inbound === null || inbound.kind === 'bodiless' || inbound.kind === 'reject' || inbound.era !== 'modern') { done(); return }
     // Seed › No batches: an array body is 400 -32600.
-    if (inbound.kind === 'batch') { sendRefusal(reply, batchRefused); return }
+    if (inbound.kind === 'batch') { reply.sendRefusal(batchRefused); return }
     const item = inbound.item
     if (item.kind !== 'request' && item.kind !== 'notification') { done(); return } // the route answers invalid bodies and responses
     const message = item.message
@@ -37,13 +36,13 @@ export default fp(async function mcpxModernHeaders (fastify) {
     // (lib/protocol/revisions); anything else the header disagrees on is -32020 below (seed).
     const requested = inbound.headerRevision ?? inbound.bodyRevision
     if (isUnservedModern(requested)) {
-      sendRefusal(reply, eraRefusal('modern', unsupportedVersion(id, requested)))
+      reply.sendRefusal(eraRefusal('modern', unsupportedVersion(id, requested)))
       return
     }
     const rejection = checkModernHeaders(request.headers, message, item.kind, inbound.bodyRevision) ??
       (message.method === 'tools/call' ? checkToolParams(findTool, { caller: request.mcpPrincipal ?? undefined, endpoint: endpointOf(request) }, request.headers, message.params) : undefined)
     if (rejection === undefined) { done(); return }
-    sendRefusal(reply, eraRefusal('modern', errorResponse(id, rejection.code, rejection.message)))
+    reply.sendRefusal(eraRefusal('modern', errorResponse(id, rejection.code, rejection.message)))
   })
 }, { name: 'mcpx-modern-headers', fastify: '5.x', dependencies: ['mcpx-era', 'mcpx-upstreams', 'mcpx-auth'] })
 

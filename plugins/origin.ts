@@ -10,7 +10,6 @@
 import fp from 'fastify-plugin'
 import { createOriginCheck, isOriginAllowed, type OriginPolicy } from '../lib/http/origin.js'
 import { refusal } from '../lib/protocol/http-status.js'
-import { sendRefusal } from './send-refusal.js'
 
 export interface OriginOptions {
   /** The origin policy, usually `originPolicyFromConfig(config)`. Required. Share the same object with mcpx-cors. */
@@ -26,6 +25,6 @@ export default fp<OriginOptions>(async function mcpxOrigin (fastify, opts) {
   fastify.addHook('onRequest', function checkOrigin (request, reply, done) {
     if (isOriginAllowed(request.headers.origin, policy)) { done(); return }
     request.log.debug({ origin: request.headers.origin }, 'origin refused')
-    sendRefusal(reply, refused)
+    reply.sendRefusal(refused)
   })
 }, { name: 'mcpx-origin', fastify: '5.x' })

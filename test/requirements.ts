@@ -218,6 +218,8 @@ export const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   '2026-07-28/caching/private-when-a-policy-applies': { source: 'DIGEST §6f', text: 'under a policy the lists and resources/read are cacheScope private (what a caller sees depends on who the caller is); server/discover stays public' },
   '2026-07-28/caching/private-when-an-upstream-answers-per-caller': { source: 'DIGEST §6f', text: 'an isolated upstream (or one reached with the caller\'s identity) makes the lists cacheScope private' },
   '2026-07-28/caching/ttl-from-catalogue-ttl': { source: 'DIGEST §6f', text: 'the ttlMs of the results mcpx builds is transport.catalogueTtl, in ms; tools/call carries no ttlMs or cacheScope' },
+  '2025-03-26/batch/modern-only-method-is-32601': { source: 'DIGEST §6h', text: 'a batch exists only in 2025-03-26 and subscriptions/listen, server/discover only in 2026-07-28: such a member is answered -32601 as that element, over HTTP' },
+  '2025-03-26/stdio/modern-only-method-in-batch-is-32601': { source: 'DIGEST §6h', text: 'the same answer, byte for byte, on a batch line of mcpx serve' },
   'bridge/state/tampered-is-refused': { source: 'DIGEST §6f', text: 'MRTR requestState is attacker-controlled: a tampered one is refused' },
   'bridge/state/expired-is-refused': { source: 'DIGEST §6f', text: 'requestState binds an expiry' },
   'bridge/state/bound-to-the-caller': { source: 'DIGEST §6f', text: 'requestState binds the principal' },

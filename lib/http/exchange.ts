@@ -17,7 +17,7 @@ import type { NotificationHub } from '../connection/notify-hub.js'
 import type { InboundBatch, InboundMessage } from '../protocol/inbound.js'
 import { Listen, checkListen } from '../connection/listen.js'
 import {
-  Peer, batchRefusal, batchedInitialize, initializedState, modernContext, scopedNotify,
+  Peer, batchRefusal, initializedState, modernContext, scopedNotify,
   type InFlight, type MessageSink, type QuestionRoute
 } from '../connection/peer.js'
 import type { Dispatcher } from '../dispatch/dispatcher.js'
@@ -28,7 +28,7 @@ import type { Logger } from '../telemetry/log.js'
 import type { TraceIn } from '../telemetry/trace.js'
 import { Cancellation } from '../base/cancel.js'
 import { expiresAtOf, type Principal } from '../auth/principal.js'
-import { serveBounded } from '../connection/batch.js'
+import { batchedRequestRefusal, serveBounded } from '../connection/batch.js'
 
 /** What a route supplies to write one reply. */
 export interface PostChannel {
@@ -361,12 +361,10 @@ export class HttpExchange {
         break
     }
     const request = item.message
-    // Only reached inside a batch: a lone initialize mints a session (serveInitialize).
-    // The batch's own status applies (200 with its array).
-    if (request.method === 'initialize') {
-      const message = batchedInitialize(request.id)
-      return { kind: 'reply', status: legacyStatus(message.error), message }
-    }
+    // A batch's initialize is answered in place (a lone one mints a session: serveInitialize, so it
+    // never gets here); the batch's own status applies (200 with its array).
+    const inPlace = batchedRequestRefusal(request)
+    if (inPlace !== undefined) return { kind: 'reply', status: legacyStatus(inPlace.error), message: inPlace }
     if (session !== undefined && session.peer.inFlight >= deps.maxRequestsPerSession) {
       const refused = refusal('sessionBusy', request.id)
       return { kind: 'reply', status: refused.status, message: refused.message }

@@ -135,6 +135,14 @@ export interface MessageSource {
    * -32601 as for a legacy request; mcpx is dual-era and accepts liberally, seed › stdio › Before initialize).
    */
   readonly face: 'http' | 'stdio'
+  /**
+   * A member of a batch (stdio's batch line; an HTTP batch's members are served as legacy requests
+   * by lib/http/exchange.ts without this classifier). Batches exist only in 2025-03-26 (DIGEST §3b),
+   * so a member is legacy whatever its method: a modern-only one is then -32601, as in any legacy
+   * request (DIGEST §6h). A member with modern `_meta` never gets here: it refuses its whole batch
+   * (lib/connection/peer.ts batchRefusal). Default false.
+   */
+  readonly batchMember?: boolean
   /** The MCP-Protocol-Version header, trimmed (HTTP only); undefined when absent or unreadable. */
   readonly headerRevision?: Revision
 }
@@ -153,9 +161,11 @@ export function classifyMessage (value: unknown, source: MessageSource): Inbound
   const params = isObject(value) && isObject(value.params) ? value.params : undefined
   const meta = isObject(params?._meta) ? params._meta : undefined
   const bodyRevision = meta?.[META_PROTOCOL_VERSION]
-  const era: Era = source.face === 'stdio'
-    ? (hasModernMeta(value) || (item.kind === 'request' && MODERN_ONLY.has(item.message.method)) ? 'modern' : 'legacy')
-    : eraOfPost(headerRevision, value)
+  const era: Era = source.batchMember === true
+    ? 'legacy'
+    : source.face === 'stdio'
+      ? (hasModernMeta(value) || (item.kind === 'request' && MODERN_ONLY.has(item.message.method)) ? 'modern' : 'legacy')
+      : eraOfPost(headerRevision, value)
   return {
     kind: 'message',
     era,

@@ -41,7 +41,7 @@ import { ALL_LISTS, type NotificationHub } from '../connection/notify-hub.js'
 import { Listen, checkListen } from '../connection/listen.js'
 import { DEFAULT_STREAM_BUFFER_BYTES, DEFAULT_STREAM_BUFFER_MAX_BYTES, type FlowPolicy } from '../connection/flow.js'
 import {
-  Peer, QuestionFailed, batchRefusal, batchedInitialize, duplicateId, initializedState, modernContext, scopedNotify,
+  Peer, QuestionFailed, batchRefusal, duplicateId, initializedState, modernContext, scopedNotify,
   type InFlight, type QuestionRoute
 } from '../connection/peer.js'
 import { activeTracing, type TraceIn } from '../telemetry/trace.js'
@@ -49,13 +49,16 @@ import type { InstanceOwner } from '../upstreams/isolation.js'
 import { Cancellation } from '../base/cancel.js'
 import { LineSplitter } from '../protocol/lines.js'
 import { StdioWriter, within } from './writer.js'
-import { DEFAULT_MAX_BATCH_IN_FLIGHT, serveBounded } from '../connection/batch.js'
+import { DEFAULT_MAX_BATCH_IN_FLIGHT, batchedRequestRefusal, serveBounded } from '../connection/batch.js'
 
 /** Whom every request of a stdio connection serves (lib/dispatch/call-options.ts instanceOwnerOf of its contexts): its isolated instances' events reach it. */
 const STDIO_OWNER: InstanceOwner = Object.freeze({ owner: STDIO_SESSION, principalKey: LOCAL_PRINCIPAL.key })
 
 /** How the stdio face classifies what it reads (lib/protocol/inbound classifyMessage): no header. */
 const STDIO_SOURCE: MessageSource = Object.freeze({ face: 'stdio' as const })
+
+/** How it classifies a member of a batch line: a legacy request, whatever its method (lib/connection/batch.ts batchedRequestRefusal). */
+const STDIO_BATCH_SOURCE: MessageSource = Object.freeze({ face: 'stdio' as const, batchMember: true })
 
 /** Every stdio request's trace origin (tracing on only): no headers; `_meta.traceparent` is read by the dispatcher. */
 const STDIO_TRACE_IN: TraceIn = Object.freeze({ transport: 'stdio' as const })
@@ -344,7 +347,7 @@ class StdioConnection {
     const slots: number[] = []
     const requests: InboundMessage[] = []
     for (const value of elements) {
-      const inbound = classifyMessage(value, STDIO_SOURCE)
+      const inbound = classifyMessage(value, STDIO_BATCH_SOURCE)
       const element = inbound.item
       switch (element.kind) {
         case 'invalid':
@@ -357,10 +360,9 @@ class StdioConnection {
           this.answer(element.message)
           break
         case 'request':
-          if (element.message.method === 'initialize') {
-            replies.push(batchedInitialize(element.message.id))
-          } else if (element.message.method === 'subscriptions/listen') {
-            replies.push(errorResponse(element.message.id, INVALID_REQUEST, 'Invalid Request: subscriptions/listen must not be batched'))
+          const inPlace = batchedRequestRefusal(element.message)
+          if (inPlace !== undefined) {
+            replies.push(inPlace)
           } else {
             slots.push(replies.length)
             requests.push(inbound)

@@ -6,7 +6,6 @@
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { DELETE_REFUSAL, deleteStatus, refusal, type DeleteOutcome, type Refusal } from '../../lib/protocol/http-status.js'
-import { sendRefusal } from '../../plugins/send-refusal.js'
 import { eraOfInbound } from '../../lib/protocol/inbound.js'
 
 const deleteRoute: FastifyPluginAsync = async function (fastify) {
@@ -18,10 +17,10 @@ const deleteRoute: FastifyPluginAsync = async function (fastify) {
     const session = request.mcpSession
     const modern = eraOfInbound(request.mcp) === 'modern'
     const ended = !modern && session !== null ? await fastify.sessions.end(session.id) : undefined
-    if (ended === 'unavailable') return sendRefusal(reply, storeUnavailable)
+    if (ended === 'unavailable') return reply.sendRefusal(storeUnavailable)
     const outcome: DeleteOutcome = modern ? 'modern' : ended === undefined ? 'no-header' : ended
     const refusedWith = refused.get(outcome)
-    if (refusedWith !== undefined) return sendRefusal(reply, refusedWith)
+    if (refusedWith !== undefined) return reply.sendRefusal(refusedWith)
     return reply.code(deleteStatus(outcome)).send()
   }
   fastify.delete('/', handler)

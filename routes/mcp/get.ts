@@ -13,7 +13,6 @@ import { SseStream } from '../../lib/http/sse.js'
 import { eraOfInbound } from '../../lib/protocol/inbound.js'
 import { ALL_LISTS } from '../../lib/connection/notify-hub.js'
 import { GET_REFUSAL, refusal, type GetOutcome, type Refusal } from '../../lib/protocol/http-status.js'
-import { sendRefusal } from '../../plugins/send-refusal.js'
 import type { McpRouteDeps } from './options.js'
 
 const getRoute: FastifyPluginAsync<McpRouteDeps> = async function (fastify, opts) {
@@ -30,7 +29,7 @@ const getRoute: FastifyPluginAsync<McpRouteDeps> = async function (fastify, opts
         : session.stream !== undefined && !session.stream.isClosed ? 'busy'
           : slots.full ? 'capped' : 'open'
     const refusedWith = refused.get(outcome)
-    if (refusedWith !== undefined) return sendRefusal(reply, refusedWith)
+    if (refusedWith !== undefined) return reply.sendRefusal(refusedWith)
     if (session === null) return reply // unreachable: outcome 'open' implies a session
     slots.claim() // free: checked just above, with no await in between; released on every path below
     try {
@@ -41,8 +40,8 @@ const getRoute: FastifyPluginAsync<McpRouteDeps> = async function (fastify, opts
         stream = new SseStream(reply.raw, { keepAliveMs: opts.keepAliveMs, headers: reply.getHeaders() as Record<string, string>, flow: { ...opts.flow, logger: request.log }, kind: 'get' })
         return stream
       })
-      if (claim === 'unavailable') return sendRefusal(reply, storeUnavailable)
-      if (claim === 'busy' || stream === undefined) return sendRefusal(reply, refusal(GET_REFUSAL.busy))
+      if (claim === 'unavailable') return reply.sendRefusal(storeUnavailable)
+      if (claim === 'busy' || stream === undefined) return reply.sendRefusal(refusal(GET_REFUSAL.busy))
       const open = stream
       slots.track('get', open)
       // The stream ends when the token it was opened with expires (docs/authentication.md › Tokens that expire).

@@ -12,7 +12,6 @@ import { frameworkRefusal, refusal } from '../../lib/protocol/http-status.js'
 import { readAccept } from '../../lib/protocol/accept.js'
 import { DRAIN_FACTOR, drainRequest } from '../../lib/http/drain.js'
 import { RequestSlots } from '../../lib/http/exchange.js'
-import { sendRefusal } from '../../plugins/send-refusal.js'
 import { endpointOf } from '../../plugins/endpoint.js'
 import type { McpRoutesOptions } from './options.js'
 import postRoute from './post.js'
@@ -45,7 +44,7 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
   const methodNotAllowed = refusal('methodNotAllowed') // built once
   const notFound = refusal('notFound')
   fastify.setNotFoundHandler(async function mcpNotFound (_request, reply) {
-    return await sendRefusal(reply, notFound)
+    return await reply.sendRefusal(notFound)
   })
   // Curated endpoints: `/mcp/<name>` is a curated endpoint only when one by that name is configured (the
   // dispatcher holds the swappable set); any other name is 404 with a JSON-RPC body.
@@ -66,10 +65,10 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
   // per check on every request).
   fastify.addHook('onRequest', function admitRequest (request, reply, done) {
     const method = request.method
-    if (!MCP_METHODS.has(method)) { sendRefusal(reply, methodNotAllowed); return }
+    if (!MCP_METHODS.has(method)) { reply.sendRefusal(methodNotAllowed); return }
     const endpoint = endpointOf(request)
-    if (endpoint !== undefined && !dispatcher.hasEndpoint(endpoint)) { sendRefusal(reply, unknownEndpoint); return }
-    if (method !== 'OPTIONS' && readAccept(request.headers.accept).refused) { sendRefusal(reply, notAcceptable); return }
+    if (endpoint !== undefined && !dispatcher.hasEndpoint(endpoint)) { reply.sendRefusal(unknownEndpoint); return }
+    if (method !== 'OPTIONS' && readAccept(request.headers.accept).refused) { reply.sendRefusal(notAcceptable); return }
     if (method === 'POST') {
       if (!requestSlots.claim()) request.mcpOverCapacity = true
       else {
@@ -82,7 +81,7 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
     if (!request.mcpOverCapacity) { done(); return }
     request.log.debug({ maxConcurrentRequests: opts.maxConcurrentRequests }, 'too many requests in flight')
     // mcpx-era classified the body in its own preValidation hook, which runs before this one.
-    sendRefusal(reply, refusal('tooManyConcurrentRequests', requestIdOf(request.mcp)))
+    reply.sendRefusal(refusal('tooManyConcurrentRequests', requestIdOf(request.mcp)))
   })
   // Every unreadable body is answered here, whoever noticed it: the parser's verdict (lib/protocol/inbound
   // `reject`: -32700 with no id, or -32600 with its id for a body nested too deep; 400) in this
@@ -90,7 +89,7 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
   // framework's body errors (413, 415, empty body) in the error handler below.
   fastify.addHook('preHandler', function refuseUnreadableBody (request, reply, done) {
     const inbound = request.mcp
-    if (inbound?.kind === 'reject') { sendRefusal(reply, refusal('unreadableBody', inbound.id, inbound.error)); return }
+    if (inbound?.kind === 'reject') { reply.sendRefusal(refusal('unreadableBody', inbound.id, inbound.error)); return }
     done()
   })
   fastify.setErrorHandler(async function mcpError (error: FastifyError, request, reply) {
@@ -104,7 +103,7 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
       if (how === 'closed' || reply.sent) return
       reply.header('connection', 'close')
     }
-    return sendRefusal(reply, refused)
+    return reply.sendRefusal(refused)
   })
   // One cap for every long-lived stream of this scope: GET streams and subscriptions/listen streams (mcpx-streams).
   const streamSlots = fastify.mcpStreams

@@ -211,6 +211,23 @@ t.test('all/stdio/before-initialize-one-child', async t => {
     t.notOk(Object.hasOwn(empty, 'id'))
   })
 
+  // DIGEST §6h: a batch is 2025-03-26 only and these methods 2026-07-28 only: the answer over HTTP
+  // (test/http/legacy.test.ts 2025-03-26/batch/modern-only-method-is-32601), byte for byte.
+  t.test('2025-03-26/stdio/modern-only-method-in-batch-is-32601', async t => {
+    const after = s.messages.length
+    s.send([
+      { jsonrpc: '2.0', id: 'listen', method: 'subscriptions/listen', params: { notifications: { toolsListChanged: true } } },
+      { jsonrpc: '2.0', id: 'discover', method: 'server/discover', params: {} },
+      { jsonrpc: '2.0', id: 'p', method: 'ping' }
+    ])
+    await s.nextMessage(() => true, { after })
+    t.same(s.messages[after], [
+      { jsonrpc: '2.0', id: 'listen', error: { code: -32601, message: 'Method not found: subscriptions/listen' } },
+      { jsonrpc: '2.0', id: 'discover', error: { code: -32601, message: 'Method not found: server/discover' } },
+      { jsonrpc: '2.0', id: 'p', result: {} }
+    ])
+  })
+
   t.test('2025-03-26/stdio/notifications-only-batch-gets-no-reply', async t => {
     const after = s.messages.length
     s.send([{ jsonrpc: '2.0', method: 'notifications/initialized' }, { jsonrpc: '2.0', method: 'notifications/whatever', params: {} }])

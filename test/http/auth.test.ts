@@ -6,6 +6,7 @@ import t, { type Test } from 'tap'
 import { join } from 'node:path'
 import Fastify, { type FastifyInstance, type InjectOptions } from 'fastify'
 import mcpxOrigin from '../../plugins/origin.js'
+import mcpxSendRefusal from '../../plugins/send-refusal.js'
 import mcpxCors from '../../plugins/cors.js'
 import mcpxAuth from '../../plugins/auth.js'
 import { loadBearerTokens } from '../../lib/auth/tokens.js'
@@ -25,6 +26,7 @@ async function build (t: Test, tokens: readonly string[]): Promise<FastifyInstan
   const app = Fastify()
   t.teardown(() => app.close())
   await app.register(async function mcpxScope (scope) {
+    await scope.register(mcpxSendRefusal)
     await scope.register(mcpxOrigin, { policy: POLICY })
     await scope.register(mcpxCors, { policy: POLICY })
     await scope.register(mcpxAuth, { tokens })

@@ -82,12 +82,12 @@ t.test('discovery/config/reload-switches-the-mode', async t => {
   const { base, app } = await serve()
   const before = await rpc('modern', { base, token: 'admin' }, 1, 'tools/list')
   t.same(before.json.result.tools.map((tool: Entry) => tool.name), ['call_tool', 'search_tools'])
-  const notApplied = app.mcpxApplyAccess(loadConfig({ auth: tokensAuth(), policy: POLICY }))
+  const notApplied = app.mcpx.applyAccess(loadConfig({ auth: tokensAuth(), policy: POLICY }))
   t.same(notApplied, [], 'applied')
   const after = await rpc('modern', { base, token: 'admin' }, 2, 'tools/list')
   t.ok(after.json.result.tools.some((tool: Entry) => tool.name === 'echo'), 'list mode again: the tools themselves')
   t.equal((await rpc('modern', { base, token: 'admin' }, 3, 'tools/call', { name: 'search_tools', arguments: { query: 'x' } })).json.error?.code, -32_602, 'search_tools is an unknown tool in list mode')
-  app.mcpxApplyAccess(loadConfig({ auth: tokensAuth(), policy: POLICY, discovery: { mode: 'search' } }))
+  app.mcpx.applyAccess(loadConfig({ auth: tokensAuth(), policy: POLICY, discovery: { mode: 'search' } }))
 })
 
 t.test('discovery/headers/inner-call-headers-toward-the-upstream', async t => {

@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import Fastify, { type FastifyInstance, type InjectOptions, type LightMyRequestResponse } from 'fastify'
 import { SignJWT } from 'jose'
 import mcpxOrigin from '../../plugins/origin.js'
+import mcpxSendRefusal from '../../plugins/send-refusal.js'
 import mcpxCors from '../../plugins/cors.js'
 import mcpxAuth from '../../plugins/auth.js'
 import { createAuthenticator } from '../../lib/auth/authenticate.js'
@@ -33,6 +34,7 @@ async function build (t: Test, as: AuthServer, oauth: Record<string, unknown> = 
   t.teardown(() => app.close())
   const authenticator = createAuthenticator(loadConfig({ auth: { oauth: { issuer: as.issuer, resource: RESOURCE, ...oauth } } }).auth, { logger: captureLogger().logger, ...(replay !== undefined ? { dpopReplay: replay } : {}) })
   await app.register(async function mcpxScope (scope) {
+    await scope.register(mcpxSendRefusal)
     await scope.register(mcpxOrigin, { policy: POLICY })
     await scope.register(mcpxCors, { policy: POLICY })
     await scope.register(mcpxAuth, { authenticator })

@@ -232,6 +232,29 @@ t.test('2025-03-26/batch/initialize-element-refused', async t => {
   t.same(body[1], { jsonrpc: '2.0', id: 2, result: {} })
 })
 
+// DIGEST §6h: subscriptions/listen and server/discover exist only in 2026-07-28, a batch only in 2025-03-26,
+// so each such member is a legacy request naming a method its revision lacks: -32601, as that element.
+// test/e2e/stdio.test.ts holds mcpx serve to the same bytes (2025-03-26/stdio/modern-only-method-in-batch-is-32601).
+t.test('2025-03-26/batch/modern-only-method-is-32601', async t => {
+  const batch = [
+    { jsonrpc: '2.0', id: 'listen', method: 'subscriptions/listen', params: { notifications: { toolsListChanged: true } } },
+    { jsonrpc: '2.0', id: 'discover', method: 'server/discover', params: {} },
+    ping(3)
+  ]
+  const expected = [
+    { jsonrpc: '2.0', id: 'listen', error: { code: -32_601, message: 'Method not found: subscriptions/listen' } },
+    { jsonrpc: '2.0', id: 'discover', error: { code: -32_601, message: 'Method not found: server/discover' } },
+    { jsonrpc: '2.0', id: 3, result: {} }
+  ]
+  const sessionless = await postMcp(batch)
+  t.equal(sessionless.statusCode, 200, 'sessionless: the batch\'s 200')
+  t.same(sessionless.json(), expected)
+  const { sid } = await injectSession(app, BATCH_REVISION)
+  const inSession = await postMcp(batch, sessionHeaders(sid, BATCH_REVISION))
+  t.equal(inSession.statusCode, 200, 'in a 2025-03-26 session')
+  t.same(inSession.json(), expected)
+})
+
 /* ------------------------------------------------------------ GET refusals */
 
 for (const revision of LEGACY) {

@@ -8,6 +8,7 @@ import t, { type Test } from 'tap'
 import { join } from 'node:path'
 import Fastify, { type FastifyInstance } from 'fastify'
 import mcpxOrigin from '../../plugins/origin.js'
+import mcpxSendRefusal from '../../plugins/send-refusal.js'
 import mcpxCors from '../../plugins/cors.js'
 import mcpxAuth from '../../plugins/auth.js'
 import { createAuthenticator } from '../../lib/auth/authenticate.js'
@@ -28,6 +29,7 @@ async function build (t: Test, oauth: Record<string, unknown>): Promise<FastifyI
   t.teardown(() => app.close())
   const authenticator = createAuthenticator(loadConfig({ auth: { oauth } }).auth, { logger: captureLogger().logger })
   await app.register(async function mcpxScope (scope) {
+    await scope.register(mcpxSendRefusal)
     await scope.register(mcpxOrigin, { policy: POLICY })
     await scope.register(mcpxCors, { policy: POLICY })
     await scope.register(mcpxAuth, { authenticator })

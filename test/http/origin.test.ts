@@ -6,6 +6,7 @@ import t, { type Test } from 'tap'
 import Fastify, { type FastifyInstance, type InjectOptions } from 'fastify'
 import { connect } from 'node:net'
 import mcpxOrigin from '../../plugins/origin.js'
+import mcpxSendRefusal from '../../plugins/send-refusal.js'
 import mcpxCors from '../../plugins/cors.js'
 import mcpxAuth from '../../plugins/auth.js'
 import type { OriginPolicy } from '../../lib/http/origin.js'
@@ -21,6 +22,7 @@ async function build (t: Test, policy: OriginPolicy, opts: { prefix?: string } =
   const app = Fastify()
   t.teardown(() => app.close())
   await app.register(async function mcpxScope (scope) {
+    await scope.register(mcpxSendRefusal)
     await scope.register(mcpxOrigin, { policy })
     await scope.register(mcpxCors, { policy })
     await scope.register(mcpxAuth, { tokens: [] })
