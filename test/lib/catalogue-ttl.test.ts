@@ -1,0 +1,124 @@
+/**
+ * An upstream's own `ttlMs` on its lists (docs/upstreams.md › Lists that expire; 2026-07-28
+ * server/utilities/caching.mdx): the registry re-lists a kind whose lists went stale, in the
+ * background of the next reader, with no list_changed from the upstream; never before the TTL,
+ * never more often than MIN_LIST_REFRESH_MS; a failed re-list keeps the last lists.
+ *
+ * A real upstream child (test/fixtures/ttl-upstream.ts: modern-only, no `listChanged`, its
+ * `tools/list` carries the `ttlMs` the test picks and is recorded in FIXTURE_LOG). A TTL is a span
+ * of time, so these tests must let time pass: they read the catalogue on a short tick (`readUntil`,
+ * bounded) as a client would, and check WHEN the fixture was asked from its own records.
+ */
+import t, { type Test } from 'tap'
+import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { MIN_LIST_REFRESH_MS } from '../../lib/upstreams/connection.js'
+import type { UpstreamRegistry } from '../../lib/upstreams/contract.js'
+import type { JsonObject } from '../../lib/protocol/jsonrpc.js'
+import { ttlFixtureCommand } from '../helpers/fixture.js'
+import { startRegistry } from '../helpers/registry.js'
+
+const noSignal = (): { signal: AbortSignal } => ({ signal: new AbortController().signal })
+const TICK_MS = 25
+/** Longest a test reads on its tick before it gives up, ms. */
+const READ_BOUND_MS = 15_000
+
+/** The fixture as the only upstream, its list requests recorded in a temp FIXTURE_LOG. */
+async function ttlRegistry (t: Test, ...flags: string[]): Promise<Awaited<ReturnType<typeof startRegistry>> & { lists: () => number[] }> {
+  const dir = mkdtempSync(join(tmpdir(), 'mcpx-ttl-'))
+  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
+  const logFile = join(dir, 'fixture.log')
+  const started = await startRegistry(t, { ttl: { ...ttlFixtureCommand(...flags), env: { FIXTURE_LOG: logFile } } })
+  t.match(started.registry.status(), [{ state: 'ready', era: 'modern' }])
+  /** When (Date.now() ms) the fixture answered each tools/list so far. */
+  const lists = (): number[] => existsSync(logFile)
+    ? readFileSync(logFile, 'utf8').split('\n').filter(line => line !== '').map(line => JSON.parse(line) as { at: number }).map(entry => entry.at)
+    : []
+  return { ...started, lists }
+}
+
+const names = (registry: UpstreamRegistry): string[] => registry.tools().map(tool => String(tool.name))
+const extraNames = (registry: UpstreamRegistry): string[] => names(registry).filter(name => !['echo', 'set_tools', 'fail_lists'].includes(name))
+
+/**
+ * Reads the catalogue (`read`) every TICK_MS, as clients would, until `done()` holds; rejects after READ_BOUND_MS.
+ * @returns how many reads it made
+ */
+async function readUntil (read: () => unknown, done: () => boolean): Promise<number> {
+  const startMs = Date.now()
+  let reads = 0
+  while (!done()) {
+    if (Date.now() - startMs > READ_BOUND_MS) throw new Error(`not done after ${READ_BOUND_MS} ms of reads`)
+    read()
+    reads++
+    await new Promise(resolve => setTimeout(resolve, TICK_MS))
+  }
+  return reads
+}
+
+t.test('upstreams/catalogue/ttl-refreshes-without-list-changed', async t => {
+  const { registry, lists } = await ttlRegistry(t, '--ttl-ms', '1500', '--tools', 'first')
+  t.same(extraNames(registry), ['first'])
+  const changed: string[] = []
+  registry.on('list_changed', (kind: string) => changed.push(kind))
+  await registry.callTool('set_tools', { names: ['second'] }, noSignal())
+  t.same(extraNames(registry), ['first'], 'the upstream sent no list_changed: the list read before the TTL is served')
+
+  await readUntil(() => registry.tools(), () => extraNames(registry).includes('second'))
+  t.same(extraNames(registry), ['second'], 'after its ttlMs the tools were re-listed')
+  t.same(changed, ['tools'], 'clients were told (list_changed), once')
+  const [first, second] = lists()
+  t.ok(second - first >= 1500 - 5, `the re-list came after the TTL (${second - first} ms after the first listing)`)
+  t.match(await registry.callTool('second', {}, noSignal()), { content: [{ text: 'second' }] }, 'the new tool routes')
+})
+
+t.test('upstreams/catalogue/ttl-no-refresh-before-then-one', async t => {
+  const ttlMs = 2500
+  const { registry, lists } = await ttlRegistry(t, '--ttl-ms', String(ttlMs), '--tools', 'first')
+  const listedAt = lists()[0]
+  await registry.callTool('set_tools', { names: ['second'] }, noSignal())
+  // Well past the floor, still inside the TTL: lists and calls read the catalogue, nothing is re-listed.
+  await readUntil(() => { registry.tools(); void registry.callTool('echo', { text: 'x' }, noSignal()) }, () => Date.now() - listedAt > ttlMs - 500)
+  t.equal(lists().length, 1, 'no re-list before the TTL passed, however often the catalogue was read')
+  t.same(extraNames(registry), ['first'])
+
+  // Past the TTL: many readers at once start one re-list.
+  await readUntil(() => { for (let i = 0; i < 20; i++) { registry.tools(); void registry.callTool('echo', { text: 'x' }, noSignal()) } }, () => extraNames(registry).includes('second'))
+  t.equal(lists().length, 2, 'one re-list, however many readers found the lists stale')
+  t.ok(lists()[1] - listedAt >= ttlMs - 5, 'and not before the TTL')
+})
+
+t.test('upstreams/catalogue/failed-refresh-keeps-old-list', async t => {
+  const { registry, lists, lines, waitFor } = await ttlRegistry(t, '--ttl-ms', '1000', '--tools', 'first')
+  await registry.callTool('fail_lists', { fail: true }, noSignal())
+  await registry.callTool('set_tools', { names: ['second'] }, noSignal())
+  const failedLine = (line: JsonObject): boolean => line.msg === 'upstream re-list for staleness failed; serving its last lists'
+  await readUntil(() => registry.tools(), () => lines.some(failedLine))
+  t.same(extraNames(registry), ['first'], 'the failed re-list kept the last list')
+  t.match(registry.status(), [{ state: 'ready' }], 'the upstream stays ready')
+  t.match(await registry.callTool('echo', { text: 'still here' }, noSignal()), { content: [{ text: 'still here' }] }, 'and its tools keep routing')
+
+  // It is retried after the floor; a second failure is not warned again.
+  const before = lists().length
+  await readUntil(() => registry.tools(), () => lists().length >= before + 1)
+  await waitFor(line => line.msg === 'upstream re-list for staleness failed again; serving its last lists')
+  t.equal(lines.filter(failedLine).length, 1, 'warned once for the streak')
+  t.same(extraNames(registry), ['first'])
+
+  await registry.callTool('fail_lists', { fail: false }, noSignal())
+  await readUntil(() => registry.tools(), () => extraNames(registry).includes('second'))
+  t.pass('once the upstream lists again, the next stale read re-lists it')
+})
+
+t.test('upstreams/catalogue/ttl-zero-floor', async t => {
+  const { registry, lists } = await ttlRegistry(t, '--ttl-ms', '0', '--tools', 'first')
+  // ttlMs 0 is "immediately stale": read on every tick for a while; re-lists come, at most one per floor.
+  const startMs = Date.now()
+  const reads = await readUntil(() => registry.tools(), () => Date.now() - startMs > 2 * MIN_LIST_REFRESH_MS + 800)
+  const at = lists()
+  t.ok(reads > 50, `read ${reads} times`)
+  t.ok(at.length >= 3, `re-listed (${at.length - 1} times after the first listing)`)
+  t.ok(at.length <= 4, `but at most once per ${MIN_LIST_REFRESH_MS} ms (${at.length} listings in all)`)
+  for (let i = 1; i < at.length; i++) t.ok(at[i] - at[i - 1] >= MIN_LIST_REFRESH_MS - 5, `listing ${i} came ${at[i] - at[i - 1]} ms after the one before`)
+})
