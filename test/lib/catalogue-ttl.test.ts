@@ -26,16 +26,24 @@ const READ_BOUND_MS = 15_000
 
 /** The fixture as the only upstream, its list requests recorded in a temp FIXTURE_LOG. */
 async function ttlRegistry (t: Test, ...flags: string[]): Promise<Awaited<ReturnType<typeof startRegistry>> & { lists: () => number[] }> {
-  const dir = mkdtempSync(join(tmpdir(), 'mcpx-ttl-'))
-  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
-  const logFile = join(dir, 'fixture.log')
+  const logFile = fixtureLog(t)
   const started = await startRegistry(t, { ttl: { ...ttlFixtureCommand(...flags), env: { FIXTURE_LOG: logFile } } })
   t.match(started.registry.status(), [{ state: 'ready', era: 'modern' }])
-  /** When (Date.now() ms) the fixture answered each tools/list so far. */
-  const lists = (): number[] => existsSync(logFile)
-    ? readFileSync(logFile, 'utf8').split('\n').filter(line => line !== '').map(line => JSON.parse(line) as { at: number }).map(entry => entry.at)
-    : []
-  return { ...started, lists }
+  return { ...started, lists: () => listsIn(logFile) }
+}
+
+/** A FIXTURE_LOG path in a temp directory removed at teardown. */
+function fixtureLog (t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), 'mcpx-ttl-'))
+  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
+  return join(dir, 'fixture.log')
+}
+
+/** When (Date.now() ms) the fixture logging to `logFile` answered each tools/list so far. */
+function listsIn (logFile: string): number[] {
+  if (!existsSync(logFile)) return []
+  return readFileSync(logFile, 'utf8').split('\n').filter(line => line !== '')
+    .map(line => JSON.parse(line) as { event: string, at: number }).filter(entry => entry.event === 'list').map(entry => entry.at)
 }
 
 const names = (registry: UpstreamRegistry): string[] => registry.tools().map(tool => String(tool.name))
@@ -121,4 +129,21 @@ t.test('upstreams/catalogue/ttl-zero-floor', async t => {
   t.ok(at.length >= 3, `re-listed (${at.length - 1} times after the first listing)`)
   t.ok(at.length <= 4, `but at most once per ${MIN_LIST_REFRESH_MS} ms (${at.length} listings in all)`)
   for (let i = 1; i < at.length; i++) t.ok(at[i] - at[i - 1] >= MIN_LIST_REFRESH_MS - 5, `listing ${i} came ${at[i] - at[i - 1]} ms after the one before`)
+})
+
+t.test('upstreams/catalogue/ttl-zero-left-to-list-changed', async t => {
+  // Two upstreams with ttlMs 0 on every tools/list: one declares tools.listChanged (mcpx holds a
+  // listen stream for it, and 0 is the server SDK's default), the other does not.
+  const announcing = fixtureLog(t)
+  const silent = fixtureLog(t)
+  const { registry } = await startRegistry(t, {
+    announcing: { ...ttlFixtureCommand('--ttl-ms', '0', '--list-changed'), env: { FIXTURE_LOG: announcing } },
+    silent: { ...ttlFixtureCommand('--ttl-ms', '0'), env: { FIXTURE_LOG: silent } }
+  })
+  t.match(registry.status(), [{ state: 'ready', era: 'modern' }, { state: 'ready', era: 'modern' }])
+  const startMs = Date.now()
+  await readUntil(() => registry.tools(), () => Date.now() - startMs > MIN_LIST_REFRESH_MS + 800)
+  t.ok(listsIn(silent).length >= 2, `the upstream without listChanged was re-listed (${listsIn(silent).length} listings)`)
+  t.equal(listsIn(announcing).length, 1, 'the one that announces its changes was not: its list_changed invalidates its list')
+  t.match(readFileSync(announcing, 'utf8'), /"event":"listen"/, 'mcpx holds a subscriptions/listen for its list changes')
 })
