@@ -87,14 +87,16 @@ t.test('upstreams/catalogue/ttl-no-refresh-before-then-one', async t => {
   const listedAt = lists()[0]
   await registry.callTool('set_tools', { names: ['second'] }, noSignal())
   // Well past the floor, still inside the TTL: lists and calls read the catalogue, nothing is re-listed.
-  await readUntil(() => { registry.tools(); void registry.callTool('echo', { text: 'x' }, noSignal()) }, () => Date.now() - listedAt > ttlMs - 500)
+  const calls: Array<Promise<unknown>> = []
+  await readUntil(() => { registry.tools(); calls.push(registry.callTool('echo', { text: 'x' }, noSignal())) }, () => Date.now() - listedAt > ttlMs - 500)
   t.equal(lists().length, 1, 'no re-list before the TTL passed, however often the catalogue was read')
   t.same(extraNames(registry), ['first'])
 
   // Past the TTL: many readers at once start one re-list.
-  await readUntil(() => { for (let i = 0; i < 20; i++) { registry.tools(); void registry.callTool('echo', { text: 'x' }, noSignal()) } }, () => extraNames(registry).includes('second'))
+  await readUntil(() => { for (let i = 0; i < 20; i++) { registry.tools(); calls.push(registry.callTool('echo', { text: 'x' }, noSignal())) } }, () => extraNames(registry).includes('second'))
   t.equal(lists().length, 2, 'one re-list, however many readers found the lists stale')
   t.ok(lists()[1] - listedAt >= ttlMs - 5, 'and not before the TTL')
+  t.equal((await Promise.all(calls)).length, calls.length, 'every call meanwhile was answered')
 })
 
 t.test('upstreams/catalogue/failed-refresh-keeps-old-list', async t => {
@@ -127,7 +129,8 @@ t.test('upstreams/catalogue/ttl-zero-floor', async t => {
   const at = lists()
   t.ok(reads > 50, `read ${reads} times`)
   t.ok(at.length >= 3, `re-listed (${at.length - 1} times after the first listing)`)
-  t.ok(at.length <= 4, `but at most once per ${MIN_LIST_REFRESH_MS} ms (${at.length} listings in all)`)
+  const bound = 1 + Math.floor((Date.now() - at[0]) / MIN_LIST_REFRESH_MS)
+  t.ok(at.length <= bound, `but at most once per ${MIN_LIST_REFRESH_MS} ms (${at.length} listings in all, at most ${bound})`)
   for (let i = 1; i < at.length; i++) t.ok(at[i] - at[i - 1] >= MIN_LIST_REFRESH_MS - 5, `listing ${i} came ${at[i] - at[i - 1]} ms after the one before`)
 })
 
