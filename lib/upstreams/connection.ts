@@ -47,7 +47,10 @@ interface Listed {
   items: JsonObject[]
   ttlMs: number | undefined
 }
-const UNLISTED: Listed = Object.freeze({ items: [], ttlMs: undefined }) as Listed
+/** A list not asked for (the upstream does not declare it): a fresh empty array each time, as before. */
+function unlisted (): Listed {
+  return { items: [], ttlMs: undefined }
+}
 
 /** The smaller of two optional `ttlMs` values (ms); undefined when both are. */
 function minTtl (a: number | undefined, b: number | undefined): number | undefined {
@@ -358,10 +361,10 @@ export class SupervisedConnection {
   private async listAll (link: Link): Promise<UpstreamCatalogue> {
     const caps = link.capabilities
     const [tools, prompts, resources, resourceTemplates, skills] = await Promise.all([
-      caps.tools !== undefined ? this.listPages(link, 'tools/list', 'tools') : UNLISTED,
-      caps.prompts !== undefined ? this.listPages(link, 'prompts/list', 'prompts') : UNLISTED,
-      caps.resources !== undefined ? this.listPages(link, 'resources/list', 'resources') : UNLISTED,
-      caps.resources !== undefined ? this.listPages(link, 'resources/templates/list', 'resourceTemplates') : UNLISTED,
+      caps.tools !== undefined ? this.listPages(link, 'tools/list', 'tools') : unlisted(),
+      caps.prompts !== undefined ? this.listPages(link, 'prompts/list', 'prompts') : unlisted(),
+      caps.resources !== undefined ? this.listPages(link, 'resources/list', 'resources') : unlisted(),
+      caps.resources !== undefined ? this.listPages(link, 'resources/templates/list', 'resourceTemplates') : unlisted(),
       this.listSkills(link)
     ])
     const nowMs = performance.now()
@@ -377,7 +380,7 @@ export class SupervisedConnection {
    * without a request. Bounded as every list ({@link listPages}).
    */
   private async listSkills (link: Link): Promise<Listed> {
-    return skillsCapabilityOf(link.capabilities) === undefined ? UNLISTED : await this.listPages(link, SKILLS_LIST, 'skills')
+    return skillsCapabilityOf(link.capabilities) === undefined ? unlisted() : await this.listPages(link, SKILLS_LIST, 'skills')
   }
 
   /**
