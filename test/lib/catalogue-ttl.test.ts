@@ -16,6 +16,9 @@ import { join } from 'node:path'
 import { MIN_LIST_REFRESH_MS } from '../../lib/upstreams/connection.js'
 import type { UpstreamRegistry } from '../../lib/upstreams/contract.js'
 import type { JsonObject } from '../../lib/protocol/jsonrpc.js'
+import { pino } from 'pino'
+import { Integrity } from '../../lib/policy/integrity.js'
+import { MemoryPinStore } from '../../lib/policy/pin-store.js'
 import { ttlFixtureCommand } from '../helpers/fixture.js'
 import { startRegistry } from '../helpers/registry.js'
 
@@ -149,4 +152,18 @@ t.test('upstreams/catalogue/ttl-zero-left-to-list-changed', async t => {
   t.ok(listsIn(silent).length >= 2, `the upstream without listChanged was re-listed (${listsIn(silent).length} listings)`)
   t.equal(listsIn(announcing).length, 1, 'the one that announces its changes was not: its list_changed invalidates its list')
   t.match(readFileSync(announcing, 'utf8'), /"event":"listen"/, 'mcpx holds a subscriptions/listen for its list changes')
+})
+
+t.test('upstreams/catalogue/ttl-refresh-through-integrity-gate', async t => {
+  // The re-list is the list_changed path: the catalogue gate judges it (quarantine: a tool new on a
+  // pinned upstream is hidden until approved).
+  const { registry } = await ttlRegistry(t, '--ttl-ms', '1000', '--tools', 'first')
+  const integrity = new Integrity({ logger: pino({ level: 'silent' }), store: new MemoryPinStore(), modes: { pin: 'quarantine', upstreams: {} }, audit: () => {} })
+  t.teardown(async () => { await integrity.close() })
+  registry.setCatalogueGate?.(integrity)
+  t.same(extraNames(registry), ['first'], 'the first definitions are pinned and served')
+  await registry.callTool('set_tools', { names: ['second'] }, noSignal())
+  await readUntil(() => registry.tools(), () => !extraNames(registry).includes('first'))
+  t.same(extraNames(registry), [], 'the re-list dropped first, and second is held back')
+  t.match(integrity.entries().filter(entry => entry.name === 'second'), [{ upstream: 'ttl', state: 'new', hidden: true }], 'second is quarantined as new')
 })
