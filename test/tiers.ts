@@ -109,6 +109,8 @@ export const SLOW_ONLY: readonly string[] = [
   'ops/reload/changed-upstream-that-cannot-start-keeps-the-old',
   // test/e2e/status.test.ts
   'ops/access/second-host-judged-by-peer-address',
+  // test/e2e/upstreams.test.ts: a real mcpx serve in front of the ttl-upstream fixture (the rule itself: test/lib/catalogue-ttl.test.ts)
+  'upstreams/catalogue/ttl-refresh-reaches-serve-clients',
   // test/e2e/audit.test.ts
   'audit/lost/full-disk-counts-each-line-lost',
   'audit/lost/retried-write-that-succeeds-loses-nothing',

@@ -32,8 +32,39 @@ export const RESTART_RESET_AFTER_MS = 10_000
 export const MAX_LIST_PAGES = 100
 /** Most items mcpx keeps from one upstream list (tools, prompts, resources or templates); see {@link MAX_LIST_PAGES}. */
 export const MAX_LIST_ITEMS = 10_000
+/**
+ * The floor of the re-lists an upstream's own `ttlMs` asks for, ms: one list kind of one upstream
+ * is re-listed for staleness at most once per this long after its last listing, whatever `ttlMs`
+ * says (0 included), so an upstream cannot make mcpx poll it per request
+ * (docs/upstreams.md › Lists that expire).
+ */
+export const MIN_LIST_REFRESH_MS = 1_000
 
 const LIST_KINDS: readonly ListKind[] = ['tools', 'prompts', 'resources']
+
+/** One upstream list read in full: its items, and the smallest valid `ttlMs` its pages carried (undefined: none did). */
+interface Listed {
+  items: JsonObject[]
+  ttlMs: number | undefined
+}
+/** A list not asked for (the upstream does not declare it): a fresh empty array each time, as before. */
+function unlisted (): Listed {
+  return { items: [], ttlMs: undefined }
+}
+
+/** The smaller of two optional `ttlMs` values (ms); undefined when both are. */
+function minTtl (a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined ? b : b === undefined ? a : Math.min(a, b)
+}
+
+/**
+ * A list result's `ttlMs` (2026-07-28 caching; schema `CacheableResult`: an integer ≥ 0, ms), or
+ * undefined when it carries none or one that is not a finite number ≥ 0 (then it is ignored).
+ */
+function ttlOf (result: JsonObject): number | undefined {
+  const ttlMs = result.ttlMs
+  return typeof ttlMs === 'number' && Number.isFinite(ttlMs) && ttlMs >= 0 ? ttlMs : undefined
+}
 export const EMPTY_CATALOGUE: UpstreamCatalogue = Object.freeze({ tools: [], prompts: [], resources: [], resourceTemplates: [], skills: [] }) as UpstreamCatalogue
 
 /** What a connection needs from the upstream it belongs to (the facade, upstream.ts). */
@@ -330,47 +361,56 @@ export class SupervisedConnection {
   private async listAll (link: Link): Promise<UpstreamCatalogue> {
     const caps = link.capabilities
     const [tools, prompts, resources, resourceTemplates, skills] = await Promise.all([
-      caps.tools !== undefined ? this.listPages(link, 'tools/list', 'tools') : [],
-      caps.prompts !== undefined ? this.listPages(link, 'prompts/list', 'prompts') : [],
-      caps.resources !== undefined ? this.listPages(link, 'resources/list', 'resources') : [],
-      caps.resources !== undefined ? this.listPages(link, 'resources/templates/list', 'resourceTemplates') : [],
+      caps.tools !== undefined ? this.listPages(link, 'tools/list', 'tools') : unlisted(),
+      caps.prompts !== undefined ? this.listPages(link, 'prompts/list', 'prompts') : unlisted(),
+      caps.resources !== undefined ? this.listPages(link, 'resources/list', 'resources') : unlisted(),
+      caps.resources !== undefined ? this.listPages(link, 'resources/templates/list', 'resourceTemplates') : unlisted(),
       this.listSkills(link)
     ])
-    return { tools, prompts, resources, resourceTemplates, skills }
+    const nowMs = performance.now()
+    this.relistFailed.clear()
+    this.listed(link, 'tools', tools.ttlMs, nowMs)
+    this.listed(link, 'prompts', prompts.ttlMs, nowMs)
+    this.listed(link, 'resources', minTtl(minTtl(resources.ttlMs, resourceTemplates.ttlMs), skills.ttlMs), nowMs)
+    return { tools: tools.items, prompts: prompts.items, resources: resources.items, resourceTemplates: resourceTemplates.items, skills: skills.items }
   }
 
   /**
    * Its skills (SEP-2640 `skills/list`, every page), when it declares the Skills extension; else none,
    * without a request. Bounded as every list ({@link listPages}).
    */
-  private async listSkills (link: Link): Promise<JsonObject[]> {
-    return skillsCapabilityOf(link.capabilities) === undefined ? [] : await this.listPages(link, SKILLS_LIST, 'skills')
+  private async listSkills (link: Link): Promise<Listed> {
+    return skillsCapabilityOf(link.capabilities) === undefined ? unlisted() : await this.listPages(link, SKILLS_LIST, 'skills')
   }
 
   /**
    * Reads a whole upstream list, following the upstream's own `nextCursor` (paged
    * catalogues), so an upstream that pages is merged in full. Bounded: past MAX_LIST_PAGES pages
    * or MAX_LIST_ITEMS items the list is cut (served as read so far) with one warn line.
+   * @returns the items, and the smallest `ttlMs` (ms) its pages carried (2026-07-28 caching: each
+   *          page is a CacheableResult of its own; the list is as fresh as its stalest page)
    * @throws when a page fails (the caller treats that as a failed listing)
    */
-  private async listPages (link: Link, method: string, key: string): Promise<JsonObject[]> {
+  private async listPages (link: Link, method: string, key: string): Promise<Listed> {
     const items: JsonObject[] = []
+    let ttlMs: number | undefined
     let cursor: string | undefined
     for (let page = 0; page < MAX_LIST_PAGES; page++) {
       if (this.link !== link) throw new Error('connection replaced')
       const result = await link.call(method, cursor === undefined ? {} : { cursor }, setupOptions(), this.host.setupTimeoutMs, undefined, true)
+      ttlMs = minTtl(ttlMs, ttlOf(result))
       const list = result[key]
       if (Array.isArray(list)) {
         for (const item of list) {
           if (!isObject(item)) continue
-          if (items.length === MAX_LIST_ITEMS) return this.truncated(method, items, `more than ${MAX_LIST_ITEMS} items`)
+          if (items.length === MAX_LIST_ITEMS) return { items: this.truncated(method, items, `more than ${MAX_LIST_ITEMS} items`), ttlMs }
           items.push(item)
         }
       }
       cursor = typeof result.nextCursor === 'string' && result.nextCursor !== '' ? result.nextCursor : undefined
-      if (cursor === undefined) return items
+      if (cursor === undefined) return { items, ttlMs }
     }
-    return this.truncated(method, items, `more than ${MAX_LIST_PAGES} pages`)
+    return { items: this.truncated(method, items, `more than ${MAX_LIST_PAGES} pages`), ttlMs }
   }
 
   private truncated (method: string, items: JsonObject[], why: string): JsonObject[] {
@@ -379,15 +419,84 @@ export class SupervisedConnection {
     return items
   }
 
+  // ── staleness (the upstream's own ttlMs; docs/upstreams.md › Lists that expire) ──
+
+  /** Per list kind: when its lists turn stale (performance.now() ms); Infinity: never (no ttlMs, or a 0 that list_changed covers). */
+  private readonly staleAt: Record<ListKind, number> = { tools: Infinity, prompts: Infinity, resources: Infinity }
+  /** Per list kind: re-lists in flight (list_changed or staleness); a stale kind is not re-listed again meanwhile. */
+  private readonly relisting: Record<ListKind, number> = { tools: 0, prompts: 0, resources: 0 }
+  /** The kinds whose last staleness re-list failed (warned once; the next failures of the streak go to debug). */
+  private readonly relistFailed = new Set<ListKind>()
+
+  /**
+   * Records when `kind`'s lists, just read on `link` at `nowMs`, turn stale (2026-07-28
+   * server/utilities/caching.mdx; schema `CacheableResult.ttlMs`):
+   * - no `ttlMs`: never on a clock (a legacy upstream; list_changed alone re-lists it);
+   * - `ttlMs` > 0: "fresh for this many milliseconds after receiving the response", then stale;
+   * - `ttlMs` 0: "SHOULD be considered immediately stale; the client MAY re-fetch every time the
+   *   result is needed": stale at once, bounded by the floor below. But a kind the upstream
+   *   announces changes of (`capabilities.<kind>.listChanged`, on the listen stream mcpx holds,
+   *   DIGEST §6f: "a relevant list_changed notification invalidates the cached list") is not
+   *   re-listed for a 0: the re-fetch is a MAY, and 0 is the v2 server SDK's default on every
+   *   result, so honouring it would re-list every SDK upstream once a floor for nothing.
+   * Either way no sooner than {@link MIN_LIST_REFRESH_MS} from now: whatever the upstream says,
+   * one kind of one upstream is re-listed for staleness at most once per floor.
+   */
+  private listed (link: Link, kind: ListKind, ttlMs: number | undefined, nowMs: number): void {
+    if (this.link !== link) return
+    const caps = link.capabilities[kind]
+    const announced = isObject(caps) && caps.listChanged === true
+    this.staleAt[kind] = ttlMs === undefined || (ttlMs === 0 && announced)
+      ? Infinity
+      : nowMs + Math.max(ttlMs, MIN_LIST_REFRESH_MS)
+  }
+
+  /**
+   * When `kind`'s lists turn stale (performance.now() ms): Infinity when not ready, while a re-list
+   * of that kind is in flight, or when its upstream gave no `ttlMs`. Never throws.
+   */
+  staleAtMs (kind: ListKind): number {
+    return this.state !== 'ready' || this.link === undefined || this.relisting[kind] > 0 ? Infinity : this.staleAt[kind]
+  }
+
+  /**
+   * Re-lists `kind` in the background when its lists are stale at `nowMs` (the upstream's own
+   * `ttlMs` passed): the same re-list a list_changed starts, but the registry is told with
+   * `announced` false, so clients get list_changed only when the merged list changed. One re-list
+   * per kind at a time (a second stale reader joins nothing: the kind is not stale while one runs).
+   * @returns the re-list, settled when it ended (never rejects), or undefined when nothing was stale
+   */
+  refreshIfStale (kind: ListKind, nowMs: number): Promise<void> | undefined {
+    const link = this.link
+    if (link === undefined || this.staleAtMs(kind) > nowMs) return undefined
+    return this.relist(link, kind, false)
+  }
+
   /** Re-lists one kind after a list_changed, then tells the registry. Never throws. */
   private refresh (link: Link, kind: ListKind): void {
-    const work = async (): Promise<void> => {
+    void this.relist(link, kind, true)
+  }
+
+  /**
+   * Re-lists one kind on `link`, then tells the registry (`announced`: the upstream's list_changed
+   * asked for it; false: its lists went stale, {@link refreshIfStale}). A failure keeps the lists
+   * as they were: a list_changed one is warned each time, as always; a staleness one is warned
+   * once per streak of failures (then debug), and the kind is stale again after the floor.
+   * Resolves when done. Never rejects.
+   */
+  private async relist (link: Link, kind: ListKind, announced: boolean): Promise<void> {
+    this.relisting[kind]++
+    let lists: Partial<UpstreamCatalogue>
+    let ttlMs: number | undefined
+    try {
       if (kind === 'tools') {
         const tools = await this.listPages(link, 'tools/list', 'tools')
-        if (this.link === link) this.catalogue = { ...this.catalogue, tools }
+        lists = { tools: tools.items }
+        ttlMs = tools.ttlMs
       } else if (kind === 'prompts') {
         const prompts = await this.listPages(link, 'prompts/list', 'prompts')
-        if (this.link === link) this.catalogue = { ...this.catalogue, prompts }
+        lists = { prompts: prompts.items }
+        ttlMs = prompts.ttlMs
       } else {
         // The Skills extension announces a change of its skills with resources/list_changed (SEP-2640).
         const [resources, resourceTemplates, skills] = await Promise.all([
@@ -395,11 +504,33 @@ export class SupervisedConnection {
           this.listPages(link, 'resources/templates/list', 'resourceTemplates'),
           this.listSkills(link)
         ])
-        if (this.link === link) this.catalogue = { ...this.catalogue, resources, resourceTemplates, skills }
+        lists = { resources: resources.items, resourceTemplates: resourceTemplates.items, skills: skills.items }
+        ttlMs = minTtl(minTtl(resources.ttlMs, resourceTemplates.ttlMs), skills.ttlMs)
       }
-      if (this.link === link) this.host.events.catalogueChanged(kind, true)
+    } catch (error) {
+      this.relisting[kind]--
+      if (announced) {
+        this.host.logger.warn({ upstream: this.host.name, err: error, kind }, 'upstream re-list failed')
+        return
+      }
+      if (this.link !== link || this.host.closing) return
+      // Stale again after the floor; its last lists are served meanwhile.
+      this.staleAt[kind] = performance.now() + MIN_LIST_REFRESH_MS
+      const fields = { ...this.logFields, err: error, kind, retryAfterMs: MIN_LIST_REFRESH_MS }
+      if (this.relistFailed.has(kind)) {
+        this.host.logger.debug(fields, 'upstream re-list for staleness failed again; serving its last lists')
+      } else {
+        this.relistFailed.add(kind)
+        this.host.logger.warn(fields, 'upstream re-list for staleness failed; serving its last lists')
+      }
+      return
     }
-    work().catch(error => this.host.logger.warn({ upstream: this.host.name, err: error, kind }, 'upstream re-list failed'))
+    this.relisting[kind]--
+    if (this.link !== link) return
+    this.catalogue = { ...this.catalogue, ...lists }
+    this.listed(link, kind, ttlMs, performance.now())
+    if (this.relistFailed.delete(kind)) this.host.logger.info({ ...this.logFields, kind }, 'upstream re-list for staleness succeeded again')
+    this.host.events.catalogueChanged(kind, announced)
   }
 
   // ── subscriptions ──

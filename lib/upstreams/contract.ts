@@ -36,7 +36,8 @@ export interface UpstreamCatalogue {
 export interface UpstreamEvents {
   /**
    * The upstream's catalogue changed for `kind`: `announced` true after a re-list the upstream asked
-   * for (its list_changed, whether or not the list differs), false when it came up or went down.
+   * for (its list_changed, whether or not the list differs), false when it came up or went down, or
+   * after a re-list its own `ttlMs` asked for (docs/upstreams.md › Lists that expire).
    */
   catalogueChanged: (kind: ListKind, announced: boolean) => void
   /** The upstream sent `notifications/resources/updated` for `uri` (upstream form = downstream form). */

@@ -121,6 +121,12 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   private closing = false
   /** The gate each rebuild asks which items to leave out (lib/policy/integrity.ts), if any. */
   private gate: CatalogueGate | undefined
+  /**
+   * Per list kind: the soonest moment (performance.now() ms) some upstream's lists of that kind turn
+   * stale by its own `ttlMs`; Infinity when none will (no upstream gave a `ttlMs`: the common case
+   * costs a reader one comparison, no clock read). See {@link freshen}.
+   */
+  private readonly staleAtMs: Record<ListKind, number> = { tools: Infinity, prompts: Infinity, resources: Infinity }
 
   constructor (config: Record<string, UpstreamConfig>, private readonly options: RegistryOptions) {
     super()
@@ -375,11 +381,40 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     return await upstream.forwardedCall(method, params, options, tool)
   }
 
-  tools (): JsonObject[] { return this.tools_ }
-  prompts (): JsonObject[] { return this.prompts_ }
-  resources (): JsonObject[] { return this.resources_ }
-  resourceTemplates (): JsonObject[] { return this.templates_ }
-  skills (): JsonObject[] { return this.skills_ }
+  tools (): JsonObject[] { this.freshen('tools'); return this.tools_ }
+  prompts (): JsonObject[] { this.freshen('prompts'); return this.prompts_ }
+  resources (): JsonObject[] { this.freshen('resources'); return this.resources_ }
+  resourceTemplates (): JsonObject[] { this.freshen('resources'); return this.templates_ }
+  skills (): JsonObject[] { this.freshen('resources'); return this.skills_ }
+
+  /**
+   * A reader needs the merged `kind` lists: when some upstream's lists of that kind are stale by
+   * its own `ttlMs` (2026-07-28 server/utilities/caching.mdx), re-list them in the background and
+   * serve the current lists now (stale while revalidating: a list method or a tools/call route
+   * lookup never waits on an upstream). The re-list is the one a list_changed starts
+   * (connection.ts `relist`): the merged list is rebuilt through the catalogue gate, and clients
+   * get list_changed when it changed. Lazy rather than on a timer: an idle gateway polls no
+   * upstream, and a `ttlMs` of 0 ("re-fetch every time the result is needed") is honoured per need,
+   * bounded by MIN_LIST_REFRESH_MS per upstream and kind. Never throws.
+   */
+  private freshen (kind: ListKind): void {
+    const at = this.staleAtMs[kind]
+    if (at === Infinity) return
+    const nowMs = performance.now()
+    if (nowMs < at) return
+    for (const upstream of this.upstreams) {
+      const relist = upstream.refreshIfStale(kind, nowMs)
+      if (relist !== undefined) void relist.then(() => { this.restale(kind) })
+    }
+    this.restale(kind)
+  }
+
+  /** Recomputes {@link staleAtMs} for `kind` from the running upstreams. Never throws. */
+  private restale (kind: ListKind): void {
+    let at = Infinity
+    for (const upstream of this.upstreams) at = Math.min(at, upstream.staleAtMs(kind))
+    this.staleAtMs[kind] = at
+  }
 
   skillOwning (uri: string): string | undefined {
     return this.skillRouteOf(uri)?.uri
@@ -517,6 +552,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
 
   callTool (name: string, args: JsonObject | undefined, options: UpstreamCallOptions): Promise<JsonObject> {
     // Not async itself (one frame and one promise fewer per call); an absent tool still rejects, never throws.
+    if (this.staleAtMs.tools !== Infinity) this.freshen('tools')
     const route = this.toolRoutes.get(name)
     if (route === undefined) return Promise.reject(this.absent('tool', name))
     return route.upstream.callTool(route.name, args, options, route.item)
@@ -669,6 +705,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
    * re-read for reasons mcpx cannot see, and the SEP-2575 suite expects the relay).
    */
   private rebuild (kind: ListKind, announced = false): void {
+    this.restale(kind)
     if (kind === 'tools' || kind === 'prompts') {
       const routes = new Map<string, Route>()
       const merged: JsonObject[] = []

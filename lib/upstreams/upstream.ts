@@ -7,7 +7,7 @@
  * Sources: DIGEST §2e (cancellation, progress), §3a (timeouts), §6a (eras, dual-era), §6b (stdio
  * probe, restart), §6c (HTTP), §6d (mirrored headers), §6f (subscriptions/listen, MRTR).
  */
-import { UPSTREAM_ERROR, isObject, UpstreamRpcError, type JsonObject } from '../protocol/jsonrpc.js'
+import { UPSTREAM_ERROR, isObject, UpstreamRpcError, type JsonObject, type ListKind } from '../protocol/jsonrpc.js'
 import { LEGACY_TASKS_REVISION } from '../protocol/tasks.js'
 import { EMPTY_CATALOGUE, SupervisedConnection, type ConnectionHost, type ConnectionState } from './connection.js'
 import { CallGate } from './gate.js'
@@ -236,6 +236,23 @@ export class Upstream implements ConnectionHost {
   /** The raw lists; empty unless ready. */
   lists (): UpstreamCatalogue {
     return this.primary.state === 'ready' ? this.primary.catalogue : EMPTY_CATALOGUE
+  }
+
+  /**
+   * When its `kind` lists turn stale by its own `ttlMs` (performance.now() ms; connection.ts
+   * `staleAtMs`): Infinity for an upstream that gave none, is not ready, is re-listing that kind,
+   * or has no shared catalogue (`oauth-user`). Never throws.
+   */
+  staleAtMs (kind: ListKind): number {
+    return this.personal ? Infinity : this.primary.staleAtMs(kind)
+  }
+
+  /**
+   * Re-lists `kind` in the background when its lists are stale at `nowMs` (docs/upstreams.md ›
+   * Lists that expire). @returns that re-list (never rejects), or undefined when nothing was stale
+   */
+  refreshIfStale (kind: ListKind, nowMs: number): Promise<void> | undefined {
+    return this.personal ? undefined : this.primary.refreshIfStale(kind, nowMs)
   }
 
   /**

@@ -9,7 +9,8 @@ import { createRegistry } from '../../lib/upstreams/registry.js'
 import type { UpstreamConfig } from '../../lib/upstreams/config.js'
 import { RESOURCE_NOT_FOUND, UPSTREAM_ERROR, type JsonObject } from '../../lib/protocol/jsonrpc.js'
 import type { UpstreamQuestion } from '../../lib/upstreams/contract.js'
-import { everythingCommand, fixtureCommand, startHttpFixture } from '../helpers/fixture.js'
+import { everythingCommand, fixtureCommand, startHttpFixture, ttlFixtureCommand } from '../helpers/fixture.js'
+import { spawnServe } from '../helpers/spawn.js'
 import { captureLogger, startRegistry, waitForState } from '../helpers/registry.js'
 
 const stderrLine = (text: RegExp) => (line: JsonObject): boolean => typeof line.stderr === 'string' && text.test(line.stderr)
@@ -248,4 +249,30 @@ t.test('upstreams/questions/input-required-passes-raw-modern', async t => {
   const result = await registry.callTool('elicit', {}, { ...noSignal(), onQuestion: async () => { asked = true; return {} } })
   t.equal(asked, false, 'a modern upstream never asks: it answers input_required')
   t.match(result, { resultType: 'input_required', inputRequests: { who: { method: 'elicitation/create', params: { message: 'Who are you?' } } } })
+})
+
+t.test('upstreams/catalogue/ttl-refresh-reaches-serve-clients', async t => {
+  // A real `mcpx serve` in front of a modern upstream that changes its tools without a list_changed
+  // and gives its tools/list a ttlMs of 1 s (test/fixtures/ttl-upstream.ts). The client reads
+  // tools/list on a short tick, as one polling for changes would (a TTL is a span of time to let
+  // pass); once the TTL passed, a read re-lists in the background and the client is told.
+  const s = spawnServe(t, { config: { upstreams: { ttl: ttlFixtureCommand('--ttl-ms', '1000', '--tools', 'first') } } })
+  await s.request({ jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'ttl-test', version: '1.0.0' } } })
+  s.send({ jsonrpc: '2.0', method: 'notifications/initialized' })
+  const toolNames = async (id: string): Promise<string[]> => ((await s.request({ jsonrpc: '2.0', id, method: 'tools/list' })).result.tools as Array<{ name: string }>).map(tool => tool.name)
+  t.ok((await toolNames('l0')).includes('first'))
+  const set = await s.request({ jsonrpc: '2.0', id: 'set', method: 'tools/call', params: { name: 'set_tools', arguments: { names: ['second'] } } })
+  t.match(set, { result: { content: [{ text: 'tools: second' }] } })
+  const after = s.messages.length
+  const changed = s.nextMessage(m => m.method === 'notifications/tools/list_changed', { after })
+  changed.catch(() => {}) // awaited below; a failure before that is reported there, not as an unhandled rejection
+  let names: string[] = []
+  for (let i = 0; !names.includes('second'); i++) {
+    if (i > 300) throw new Error(`tools/list never showed the upstream's new tool: ${names.join(', ')}`)
+    names = await toolNames(`l${i + 1}`)
+    await new Promise(resolve => setTimeout(resolve, 25))
+  }
+  t.notOk(names.includes('first'), 'the re-listed catalogue replaced the old one')
+  t.same(await changed, { jsonrpc: '2.0', method: 'notifications/tools/list_changed' }, 'the client was told its list changed')
+  t.match(await s.request({ jsonrpc: '2.0', id: 'call', method: 'tools/call', params: { name: 'second', arguments: {} } }), { result: { content: [{ text: 'second' }] } }, 'the new tool routes')
 })

@@ -21,6 +21,17 @@ export function fixtureCommand (...flags: string[]): { command: string, args: st
   return { command: process.execPath, args: [FIXTURE_PATH, ...flags] }
 }
 
+/** Absolute path of the compiled ttl-upstream fixture (a modern upstream whose tools/list carries a chosen `ttlMs`). */
+export const TTL_FIXTURE_PATH = fileURLToPath(new URL('../fixtures/ttl-upstream.js', import.meta.url))
+
+/**
+ * The command and args that spawn the ttl-upstream fixture over stdio (test/fixtures/ttl-upstream.ts).
+ * @param flags e.g. `['--ttl-ms', '1000']`. Never throws.
+ */
+export function ttlFixtureCommand (...flags: string[]): { command: string, args: string[] } {
+  return { command: process.execPath, args: [TTL_FIXTURE_PATH, ...flags] }
+}
+
 /** The command and args that spawn `@modelcontextprotocol/server-everything` over stdio. */
 export function everythingCommand (): { command: string, args: string[] } {
   return { command: process.execPath, args: [EVERYTHING_PATH, 'stdio'] }
