@@ -169,6 +169,8 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
   fastify.decorate('upstreams', registry)
   const metrics = createMetrics(registry)
   fastify.decorate('mcpxMetrics', metrics)
+  // metrics.instrument (below) observes the registry's calls: a host's registry outlives this app.
+  fastify.addHook('onClose', async function releaseMetrics () { metrics.release() })
   // The scope's own prefix is `<prefix>/mcp`: @fastify/cors adds an `OPTIONS <prefix>*` route, and
   // this keeps it (and every mcpx hook) off the host app's other routes.
   const access: AccessHandle = { apply: () => ['policy', 'servers', 'discovery'], hasEndpoint: () => false, integrity: () => undefined }
