@@ -170,6 +170,8 @@ const mcpx = fp<McpxOptions>(async function mcpx (fastify, opts) {
   fastify.decorate('upstreams', registry)
   const metrics = createMetrics(registry)
   fastify.decorate('mcpxMetrics', metrics)
+  // metrics.instrument (below) observes the registry's calls: a host's registry outlives this app.
+  fastify.addHook('onClose', async function releaseMetrics () { metrics.release() })
   // The transport-neutral core of /mcp (lib/core.ts), on the metrics-instrumented registry, built here
   // (after the upstreams started, as before the scope) so that the host's `mcpx` decorator holds its own methods.
   // It stops before the registry it routes through (onClose hooks run last-added first).

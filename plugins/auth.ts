@@ -60,15 +60,17 @@ export default fp<AuthOptions>(async function mcpxAuth (fastify, opts) {
   if (!authenticator.enabled) return // zero cost when authentication is off (binding: lib/auth/principal bindingKeyOf)
   const { authenticate } = authenticator
   const hasEndpoint = opts.hasEndpoint ?? (() => false)
+  // Decided once: without DPoP (static tokens only, or `auth.oauth.dpop: "off"`) no proof is read,
+  // so no proof object and URL closure are made per request.
+  const checksProofs = authenticator.checksProofs !== false
   fastify.addHook('onRequest', async function checkBearerToken (request, reply) {
     if (request.method === 'OPTIONS') return
     // An unknown name is /mcp's (its 404 comes after the token check), so only configured names reach the authenticator.
     const endpoint = endpointOf(request)
-    const outcome = await authenticate(request.headers.authorization, endpoint !== undefined && hasEndpoint(endpoint) ? endpoint : undefined, {
-      proof: request.headers.dpop,
-      method: request.method,
-      url: () => requestUrl(request)
-    })
+    const configured = endpoint !== undefined && hasEndpoint(endpoint) ? endpoint : undefined
+    const outcome = checksProofs
+      ? await authenticate(request.headers.authorization, configured, { proof: request.headers.dpop, method: request.method, url: () => requestUrl(request) })
+      : await authenticate(request.headers.authorization, configured)
     if (outcome.kind === 'ok') {
       request.mcpPrincipal = outcome.principal
       return

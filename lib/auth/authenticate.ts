@@ -74,6 +74,13 @@ export interface Authenticator {
   /** Present when `auth.oauth` is configured. */
   readonly oauth?: OAuthSide
   /**
+   * Whether {@link authenticate} may check a DPoP proof (RFC 9449): true when `auth.oauth` is
+   * configured and its `dpop` is not `off`. False: it never reads its `dpop` argument, so a caller
+   * need not build one per request (plugins/auth.ts decides this once, at registration). Undefined
+   * (an authenticator made elsewhere) counts as true.
+   */
+  readonly checksProofs?: boolean
+  /**
    * Decides one request.
    * @param authorization the raw header, undefined when absent
    * @param endpoint the configured curated endpoint the request is for (`/mcp/<name>`); undefined for
@@ -160,6 +167,7 @@ export function createAuthenticator (auth: AuthConfig, options: { logger: Logger
     const missing = authRefusal('unauthorizedMissing', MISSING.wwwAuthenticate, MISSING.message, 'missing')
     return {
       enabled: true,
+      checksProofs: false,
       async authenticate (authorization) {
         const token = bearerTokenOf(authorization)
         if (token === undefined) return { kind: 'refused', refusal: missing }
@@ -245,6 +253,7 @@ export function createAuthenticator (auth: AuthConfig, options: { logger: Logger
   return {
     enabled: true,
     oauth,
+    checksProofs: dpop !== undefined,
     async authenticate (authorization, endpoint, request = NO_PROOF) {
       const refusals = refusalsOf(endpoint)
       let scheme: 'bearer' | 'dpop' = 'bearer'

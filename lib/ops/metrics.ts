@@ -8,7 +8,9 @@
  * - `mcpx_requests_total{http_method, rpc_method, era, status}`: /mcp requests answered.
  * - `mcpx_request_duration_seconds{http_method, era}`: /mcp request duration.
  * - `mcpx_upstream_call_duration_seconds{upstream, operation, outcome}`: callTool, getPrompt,
- *   readResource and complete, timed at the registry boundary (the registry itself is untouched).
+ *   readResource and complete, timed by the upstream that serves the call (the clock reads of its
+ *   call statistics, lib/upstreams/call-stats.ts: one timer per call), through the registry's
+ *   `observeCalls`; a registry without it (a test double, a host's own) is wrapped in a timing proxy.
  * - `mcpx_open_sessions`, `mcpx_open_streams{kind}` (kind: `get` | `listen`).
  * - `mcpx_stream_dropped_total{stream, kind}`: messages a client that was not reading lost past
  *   transport.streamBufferBytes (lib/connection/flow.ts): `log` lines dropped, `progress`/`resource`/`list`
@@ -79,10 +81,15 @@ export interface McpxMetrics {
   /** Counts one answered /mcp request. Never throws. */
   requestDone: (labels: RequestLabels) => void
   /**
-   * Wraps an upstream registry so callTool, getPrompt, readResource and complete are timed.
-   * The wrapper forwards everything else (events included) to the original. Never throws.
+   * Times callTool, getPrompt, readResource and complete of an upstream registry. A registry that
+   * reports its calls (`observeCalls`, lib/upstreams/registry.ts) is returned as it is, observed: its
+   * upstreams time each call once, for their call statistics and for this metric alike. Any other is
+   * wrapped in a proxy that times those four and forwards everything else (events included) to the
+   * original. Never throws.
    */
   instrument: (upstreams: UpstreamRegistry) => UpstreamRegistry
+  /** Stops observing the registries {@link instrument} observed (the app closes; a host's registry may live on). Never throws. */
+  release: () => void
   /** Lets the /mcp scope report its sessions and streams (called once, at registration). */
   bindScope: (gauges: ScopeGauges) => void
   /** Legacy sessions and SSE streams open now, as the gauges report them (0 before bindScope). Never throws. */
@@ -357,20 +364,25 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
     collect () { for (const u of loads()) this.inc({ upstream: u.name }, loadDelta(u.name, 'oversized', u.oversized)) }
   })
 
+  // The label sets of mcpx_upstream_call_duration_seconds, made once per operation, upstream and
+  // outcome (bounded by the configured upstreams, as prom-client's own label sets are): no label
+  // object per call.
+  type CallLabels = { upstream: string, operation: Timed, outcome: 'ok' | 'error' }
+  const labelSets: Record<Timed, Map<string, { ok: CallLabels, error: CallLabels }>> = { callTool: new Map(), getPrompt: new Map(), readResource: new Map(), complete: new Map() }
+  const labelsOf = (upstream: string, operation: Timed, failed: boolean): CallLabels => {
+    const byUpstream = labelSets[operation]
+    let sets = byUpstream.get(upstream)
+    if (sets === undefined) byUpstream.set(upstream, sets = { ok: { upstream, operation, outcome: 'ok' }, error: { upstream, operation, outcome: 'error' } })
+    return failed ? sets.error : sets.ok
+  }
+
   /**
-   * Wraps one of the registry's routed calls (at most three arguments: callTool(name, args, options),
-   * getPrompt(name, args, options), readResource(uri, options), complete(params, options)) to time it.
-   * Per call it allocates no argument array, no route tuple and no label object: the label sets
-   * are made once per upstream and outcome (bounded by the configured upstreams, as prom-client's own
-   * label sets are).
+   * Wraps one of the routed calls (at most three arguments: callTool(name, args, options),
+   * getPrompt(name, args, options), readResource(uri, options), complete(params, options)) of a
+   * registry that does not report its calls (no `observeCalls`: a test double, a host's own) to time it.
+   * Per call it allocates no argument array and no route tuple.
    */
   function timed (target: UpstreamRegistry, operation: Timed, call: (a: any, b: any, c: any) => Promise<JsonObject>, kindOf: (a: any) => 'tool' | 'prompt' | 'resource', nameOf: (a: any) => string | undefined) {
-    const labelSets = new Map<string, { ok: { upstream: string, operation: Timed, outcome: 'ok' }, error: { upstream: string, operation: Timed, outcome: 'error' } }>()
-    const labelsOf = (upstream: string, failed: boolean): { upstream: string, operation: Timed, outcome: 'ok' | 'error' } => {
-      let sets = labelSets.get(upstream)
-      if (sets === undefined) labelSets.set(upstream, sets = { ok: { upstream, operation, outcome: 'ok' }, error: { upstream, operation, outcome: 'error' } })
-      return failed ? sets.error : sets.ok
-    }
     return async function timedCall (a: unknown, b: unknown, c: unknown): Promise<JsonObject> {
       const startMs = performance.now()
       let failed = false
@@ -381,10 +393,13 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
         throw err
       } finally {
         const seconds = (performance.now() - startMs) / 1000
-        upstreamSeconds.observe(labelsOf(upstreamOf(target, kindOf(a), nameOf(a)) ?? 'unknown', failed), seconds)
+        upstreamSeconds.observe(labelsOf(upstreamOf(target, kindOf(a), nameOf(a)) ?? 'unknown', operation, failed), seconds)
       }
     }
   }
+
+  /** What {@link McpxMetrics.release} undoes: one per registry observed. */
+  const releases: Array<() => void> = []
 
   return {
     registry,
@@ -393,6 +408,16 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
       requestSeconds.observe({ http_method: labels.httpMethod, era: labels.era }, labels.durationMs / 1000)
     },
     instrument (target) {
+      if (target.observeCalls !== undefined) {
+        // Timed by the upstream that serves the call (lib/upstreams/upstream.ts: the clock reads of
+        // its call statistics): no second timer, no proxy in front of the registry. A call refused
+        // before it reached an upstream counts as an error of what it named's upstream (duration 0).
+        releases.push(target.observeCalls({
+          settled (upstream, operation, durationMs, rejected) { upstreamSeconds.observe(labelsOf(upstream, operation, rejected), durationMs / 1000) },
+          refused (operation, kind, name) { upstreamSeconds.observe(labelsOf(upstreamOf(target, kind, name) ?? 'unknown', operation, true), 0) }
+        }))
+        return target
+      }
       // The timed methods, then every other method once bound to the registry: one Map lookup per
       // method read (the request path reads several per call); other properties are read live.
       const methods = new Map<PropertyKey, unknown>([
@@ -418,6 +443,7 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
         }
       })
     },
+    release () { for (const release of releases.splice(0)) release() },
     bindScope (gauges) { scope = gauges },
     open () {
       return { sessions: scope?.sessions() ?? 0, streams: { get: scope?.streams('get') ?? 0, listen: scope?.streams('listen') ?? 0 } }

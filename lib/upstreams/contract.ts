@@ -32,6 +32,26 @@ export interface UpstreamCatalogue {
   skills?: JsonObject[]
 }
 
+/** The registry's four routed calls, as the call-duration metric names them (lib/ops/metrics.ts). */
+export type CallOperation = 'callTool' | 'getPrompt' | 'readResource' | 'complete'
+
+/** Told once of each settled call of the registry's four routed ones (see {@link UpstreamRegistry.observeCalls}). Neither may throw. */
+export interface CallObserver {
+  /**
+   * A call upstream `upstream` served settled.
+   * @param durationMs from the upstream's taking it to its settling, ms (fractional; its queue wait included)
+   * @param rejected it rejected (a JSON-RPC error of its own, or its connection's); a tool result
+   *        with `isError` is not a rejection
+   */
+  settled: (upstream: string, operation: CallOperation, durationMs: number, rejected: boolean) => void
+  /**
+   * A call was refused before it reached an upstream (an absent tool or prompt, a URI no upstream
+   * serves, a malformed ref): `kind` and `name` are what it named (`name` undefined when it named
+   * nothing usable).
+   */
+  refused: (operation: CallOperation, kind: 'tool' | 'prompt' | 'resource', name: string | undefined) => void
+}
+
 /** Callbacks the registry gives each upstream. None may throw. */
 export interface UpstreamEvents {
   /**
@@ -61,6 +81,11 @@ export interface UpstreamEvents {
    * Optional for test doubles.
    */
   instanceEvent?: (event: InstanceEvent) => void
+  /**
+   * One of the registry's routed calls (`operation`) settled here, timed by the clock reads the
+   * upstream's own call statistics make (call-stats.ts): one timer per call for both. Optional.
+   */
+  callSettled?: (operation: CallOperation, durationMs: number, rejected: boolean) => void
 }
 
 /** A list the registry lets a {@link CatalogueGate} judge: tools, prompts, or resource templates. */
@@ -258,6 +283,14 @@ export interface UpstreamRegistry extends EventEmitter {
   upstreamNames?: () => readonly string[]
   /** Each upstream's calls in flight and queued, and what its bounds refused (metrics). Optional for test doubles. */
   loads?: () => UpstreamLoad[]
+  /**
+   * Adds an observer of the settled calls of {@link callTool}, {@link getPrompt},
+   * {@link readResource} and {@link complete} (lib/ops/metrics.ts times them with it): each call is
+   * timed once, by the upstream that serves it, not again around the registry. Optional: metrics
+   * wrap a registry without it in a timer of their own.
+   * @returns the function that removes it (an app closing while a host's registry it was given lives on)
+   */
+  observeCalls? (observer: CallObserver): () => void
   /**
    * Whether some upstream may answer one caller differently from another (isolated, or reached with the
    * caller's identity): then mcpx's cacheable 2026-07-28 results are `cacheScope: "private"`. Optional for test doubles (false).

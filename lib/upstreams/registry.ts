@@ -30,7 +30,7 @@ import { compileUriTemplate, type UriTemplateMatcher } from '../protocol/uri-tem
 import { DIRECTORY_READ, SKILLS_EXTENSION, SKILLS_GET, SKILL_SCHEME, namespaceSkill, namespaceSkillUri, skillRootOf, skillsCapabilityOf } from '../protocol/skills.js'
 import type { CallStats } from './call-stats.js'
 import type { InstanceOwner } from './isolation.js'
-import type { UpstreamHeaderProvider, UpstreamLogger, UpstreamCallOptions, UpstreamRegistry, ReconcileOptions, ReconcileSummary, CatalogueGate } from './contract.js'
+import type { UpstreamHeaderProvider, UpstreamLogger, UpstreamCallOptions, UpstreamRegistry, ReconcileOptions, ReconcileSummary, CatalogueGate, CallObserver, CallOperation } from './contract.js'
 import type { UpstreamConfig } from './config.js'
 import type { UpstreamLoad, UpstreamStatus, CatalogueCounts, UpstreamCallStats, NameCollision } from './status.js'
 
@@ -149,7 +149,8 @@ class Registry extends EventEmitter implements UpstreamRegistry {
         stateChanged: status => { if (this.upstreams.includes(upstream)) this.emit('upstream_state', status) },
         unrouted: kind => this.emit('unrouted', name, kind),
         instanceEvent: event => { if (this.upstreams.includes(upstream)) this.emit('instance_event', event) },
-        taskStatus: params => { if (this.upstreams.includes(upstream)) this.emit('task_status', name, params) }
+        taskStatus: params => { if (this.upstreams.includes(upstream)) this.emit('task_status', name, params) },
+        callSettled: (operation, durationMs, rejected) => { for (const observer of this.callObservers) observer.settled(name, operation, durationMs, rejected) }
       }
     })
     return upstream
@@ -163,6 +164,23 @@ class Registry extends EventEmitter implements UpstreamRegistry {
   }
 
   private callerDependent = false
+
+  /** The observers of the four routed calls (observeCalls); most often one (the app's metrics). */
+  private callObservers: CallObserver[] = []
+
+  observeCalls (observer: CallObserver): () => void {
+    this.callObservers = [...this.callObservers, observer]
+    return () => { this.callObservers = this.callObservers.filter(o => o !== observer) }
+  }
+
+  /**
+   * `error`, after telling the call observer of a routed call refused before it reached an upstream
+   * (what it named: `kind`, `name`). @returns `error`
+   */
+  private refused (operation: CallOperation, kind: 'tool' | 'prompt' | 'resource', name: string | undefined, error: UpstreamRpcError): UpstreamRpcError {
+    for (const observer of this.callObservers) observer.refused(operation, kind, name)
+    return error
+  }
 
   /**
    * Whether some upstream may answer one caller differently from another: it is isolated
@@ -554,16 +572,16 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     // Not async itself (one frame and one promise fewer per call); an absent tool still rejects, never throws.
     if (this.staleAtMs.tools !== Infinity) this.freshen('tools')
     const route = this.toolRoutes.get(name)
-    if (route === undefined) return Promise.reject(this.absent('tool', name))
+    if (route === undefined) return Promise.reject(this.refused('callTool', 'tool', name, this.absent('tool', name)))
     return route.upstream.callTool(route.name, args, options, route.item)
   }
 
   async getPrompt (name: string, args: Record<string, string> | undefined, options: UpstreamCallOptions): Promise<JsonObject> {
     const route = this.promptRoutes.get(name)
-    if (route === undefined) throw this.absent('prompt', name)
+    if (route === undefined) throw this.refused('getPrompt', 'prompt', name, this.absent('prompt', name))
     const params: JsonObject = { name: route.name }
     if (args !== undefined) params.arguments = args
-    return await route.upstream.request('prompts/get', params, options)
+    return await route.upstream.request('prompts/get', params, options, 'getPrompt')
   }
 
   async readResource (uri: string, options: UpstreamCallOptions): Promise<JsonObject> {
@@ -571,7 +589,7 @@ class Registry extends EventEmitter implements UpstreamRegistry {
     const skill = this.skillRoots.size === 0 && !this.namespacesSkills ? undefined : this.skillUpstreamOf(uri)
     if (skill !== undefined) {
       try {
-        return namespacedContents(await skill.upstream.request('resources/read', { uri: skill.uri }, options), this.prefixes.get(skill.upstream) ?? '')
+        return namespacedContents(await skill.upstream.request('resources/read', { uri: skill.uri }, options, 'readResource'), this.prefixes.get(skill.upstream) ?? '')
       } catch (error) {
         // Under no listed skill, the upstream's "not found" (its own URI, its own code) is answered as
         // mcpx's own for a URI no upstream serves: what a hidden skill's file gets (hidden looks absent).
@@ -582,25 +600,28 @@ class Registry extends EventEmitter implements UpstreamRegistry {
       }
     }
     const upstream = this.ownerOfUri(uri)
-    if (upstream === undefined) throw new UpstreamRpcError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`, { uri })
-    return await upstream.request('resources/read', { uri }, options)
+    if (upstream === undefined) throw this.refused('readResource', 'resource', uri, new UpstreamRpcError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`, { uri }))
+    return await upstream.request('resources/read', { uri }, options, 'readResource')
   }
 
   async complete (params: JsonObject, options: UpstreamCallOptions): Promise<JsonObject> {
     const ref = params.ref
-    if (!isObject(ref)) throw new UpstreamRpcError(INVALID_PARAMS, 'completion/complete: ref must be an object')
+    if (!isObject(ref)) throw this.refused('complete', 'prompt', undefined, new UpstreamRpcError(INVALID_PARAMS, 'completion/complete: ref must be an object'))
     if (ref.type === 'ref/prompt' && typeof ref.name === 'string') {
       const route = this.promptRoutes.get(ref.name)
-      if (route === undefined) throw new UpstreamRpcError(INVALID_PARAMS, `Unknown prompt: ${ref.name}`)
-      return await route.upstream.request('completion/complete', { ...params, ref: { ...ref, name: route.name } }, options)
+      if (route === undefined) throw this.refused('complete', 'prompt', ref.name, new UpstreamRpcError(INVALID_PARAMS, `Unknown prompt: ${ref.name}`))
+      return await route.upstream.request('completion/complete', { ...params, ref: { ...ref, name: route.name } }, options, 'complete')
     }
     if (ref.type === 'ref/resource' && typeof ref.uri === 'string') {
       const uri = ref.uri
       const upstream = this.templateRoutes.find(route => route.uriTemplate === uri)?.upstream ?? this.ownerOfUri(uri)
-      if (upstream === undefined) throw new UpstreamRpcError(INVALID_PARAMS, `Unknown resource or template: ${uri}`)
-      return await upstream.request('completion/complete', params, options)
+      if (upstream === undefined) throw this.refused('complete', 'resource', uri, new UpstreamRpcError(INVALID_PARAMS, `Unknown resource or template: ${uri}`))
+      return await upstream.request('completion/complete', params, options, 'complete')
     }
-    throw new UpstreamRpcError(INVALID_PARAMS, 'completion/complete: ref must be ref/prompt with a name or ref/resource with a uri')
+    // The label the metric gave this before (lib/ops/metrics.ts): a ref/resource's uri, else the ref's name.
+    const named = ref.type === 'ref/resource' ? ref.uri : ref.name
+    throw this.refused('complete', ref.type === 'ref/resource' ? 'resource' : 'prompt', typeof named === 'string' ? named : undefined,
+      new UpstreamRpcError(INVALID_PARAMS, 'completion/complete: ref must be ref/prompt with a name or ref/resource with a uri'))
   }
 
   async subscribe (uri: string, who?: InstanceOwner): Promise<void> {

@@ -17,7 +17,7 @@ import { DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED, DEFAULT_STREAM_BUFFER_BYTES,
 import { InstancesExhaustedError } from './errors.js'
 import { instanceKeyOf, type InstanceOwner } from './isolation.js'
 import type { UpstreamLoad, UpstreamStatus } from './status.js'
-import type { UpstreamCallOptions, UpstreamCatalogue, UpstreamEvents, UpstreamHeaderProvider, UpstreamLogger } from './contract.js'
+import type { CallOperation, UpstreamCallOptions, UpstreamCatalogue, UpstreamEvents, UpstreamHeaderProvider, UpstreamLogger } from './contract.js'
 import { abortSignalOf, type CancelSignal } from '../base/cancel.js'
 
 /** The requests a legacy-era call sends over the legacy connection of a dual-era upstream (DIGEST §6f: the ones that may ask or log). */
@@ -339,15 +339,16 @@ export class Upstream implements ConnectionHost {
     // (basic/utilities/tasks.mdx, Task Support and Handling 1). The tool's own execution.taskSupport
     // is the upstream's to enforce.
     if (options.task !== undefined && this.legacyTasks() !== undefined) params.task = options.task
-    return this.call('tools/call', params, options, tool)
+    return this.call('tools/call', params, options, tool, 'callTool')
   }
 
   /**
    * Sends one request (`prompts/get`, `resources/read`, `completion/complete`, …) and returns
    * the raw result object. Rejects with UpstreamRpcError.
+   * @param operation the registry's routed call this is, when it is one: told to `events.callSettled`
    */
-  async request (method: string, params: JsonObject, options: UpstreamCallOptions): Promise<JsonObject> {
-    return await this.call(method, params, options)
+  async request (method: string, params: JsonObject, options: UpstreamCallOptions, operation?: CallOperation): Promise<JsonObject> {
+    return await this.call(method, params, options, undefined, operation)
   }
 
   /**
@@ -542,8 +543,9 @@ export class Upstream implements ConnectionHost {
    * A caller's call: takes one of the upstream's maxInFlight slots (at once under the cap, else
    * after waiting in its queue; see gate.ts), sends it, and gives the slot back when it settles.
    */
-  private async call (method: string, params: JsonObject, options: UpstreamCallOptions, tool?: JsonObject): Promise<JsonObject> {
-    // Counted for the status page (call-stats.ts): two clock reads and a few integer operations.
+  private async call (method: string, params: JsonObject, options: UpstreamCallOptions, tool?: JsonObject, operation?: CallOperation): Promise<JsonObject> {
+    // Counted for the status page (call-stats.ts): two clock reads and a few integer operations. The
+    // same two reads time the call for the metrics (events.callSettled): one timer per call.
     const startMs = performance.now()
     let result: JsonObject | undefined
     this.active++
@@ -573,6 +575,7 @@ export class Upstream implements ConnectionHost {
     } finally {
       const nowMs = performance.now()
       this.stats.record(nowMs - startMs, result === undefined || result.isError === true, nowMs)
+      if (operation !== undefined) this.options.events.callSettled?.(operation, nowMs - startMs, result === undefined)
       if (--this.active === 0) this.idle?.()
     }
   }

@@ -10,6 +10,7 @@ import mcpxSendRefusal from '../../plugins/send-refusal.js'
 import mcpxCors from '../../plugins/cors.js'
 import mcpxAuth from '../../plugins/auth.js'
 import { loadBearerTokens } from '../../lib/auth/tokens.js'
+import { createAuthenticator, type Authenticator } from '../../lib/auth/authenticate.js'
 import { loadConfig } from '../../lib/config/load.js'
 import type { OriginPolicy } from '../../lib/http/origin.js'
 
@@ -127,6 +128,25 @@ t.test('auth/bearer/no-tokens-no-hook', async t => {
   t.notMatch(hooks, /checkBearerToken/, 'no auth hook at all')
   const withTokens = await build(t, TOKENS)
   t.match(withTokens.printRoutes({ includeHooks: true, commonPrefix: false }), /checkBearerToken/)
+})
+
+t.test('auth/bearer/static-tokens-read-no-proof', async t => {
+  // Without DPoP (static tokens only) the authenticator reads no proof: the hook builds none per request.
+  const app = Fastify()
+  t.teardown(() => app.close())
+  const real = createAuthenticator(loadConfig({ auth: { bearerTokens: TOKENS } }).auth, { logger: app.log as never })
+  t.equal(real.checksProofs, false, 'a static-token authenticator checks no DPoP proof')
+  const argumentCounts: number[] = []
+  const authenticator: Authenticator = { ...real, authenticate: async (...args) => { argumentCounts.push(args.length); return await real.authenticate(...args) } }
+  await app.register(async function mcpxScope (scope) {
+    await scope.register(mcpxOrigin, { policy: POLICY })
+    await scope.register(mcpxCors, { policy: POLICY })
+    await scope.register(mcpxAuth, { authenticator })
+    scope.route({ method: 'POST', url: '/mcp', handler: async (_request, reply) => reply.type('application/json').send(DUMMY) })
+  })
+  const res = await app.inject(request('POST', { authorization: 'Bearer tok-alpha' }))
+  t.equal(res.statusCode, 200)
+  t.same(argumentCounts, [2], 'authorization and endpoint only: no proof object')
 })
 
 t.test('auth/bearer/tokens-from-file-and-env', async t => {

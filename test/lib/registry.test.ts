@@ -157,6 +157,25 @@ t.test('upstreams/registry/custom-prefix-owns-its-calls', async t => {
   t.notMatch(text, /mcpx_upstream_call_duration_seconds_count\{upstream="unknown"/, 'not as unknown')
 })
 
+t.test('upstreams/registry/call-metric-one-timer', async t => {
+  // The call-duration metric reads the clock of the upstream's own call statistics (observeCalls):
+  // the registry is not wrapped in a second timer, and a call is observed once, for its upstream.
+  const { registry } = await startRegistry(t, { files: fixtureCommand() })
+  await waitForState(registry, s => s.name === 'files' && s.state === 'ready')
+  const metrics = createMetrics(registry)
+  const instrumented = metrics.instrument(registry)
+  t.equal(instrumented, registry, 'the registry itself, no proxy in front of it')
+  await instrumented.callTool('echo', { text: 'hi' }, { signal })
+  await t.rejects(instrumented.callTool('no-such-tool', {}, { signal }), 'an absent tool rejects as before')
+  let text = await metrics.registry.metrics()
+  t.match(text, /mcpx_upstream_call_duration_seconds_count\{upstream="files",operation="callTool",outcome="ok"\} 1\n/, 'the call is observed once')
+  t.match(text, /mcpx_upstream_call_duration_seconds_count\{upstream="files",operation="callTool",outcome="error"\} 1\n/, 'the absent tool too: an error of the sole upstream')
+  metrics.release()
+  await registry.callTool('echo', { text: 'again' }, { signal })
+  text = await metrics.registry.metrics()
+  t.match(text, /mcpx_upstream_call_duration_seconds_count\{upstream="files",operation="callTool",outcome="ok"\} 1\n/, 'released: no longer observed')
+})
+
 t.test('upstreams/link/envelope-spliced-into-the-frame', async t => {
   // lib/upstreams/link requestFrame: the 2026-07-28 envelope, serialised once per connection, is
   // spliced into each request's params; the text is what JSON.stringify of the merged request writes.
