@@ -1,8 +1,9 @@
 /**
  * What a request's upstream calls carry (lib/upstreams/contract.ts UpstreamCallOptions): its signal,
  * era and span, the caller and the owner an isolated upstream picks its instance by, where the
- * upstream's log lines, progress and questions go, and the `_meta` the upstream sees. Built by the
- * dispatcher for the method handlers, the MRTR bridge (lib/dispatch/mrtr.ts) and Tasks (lib/dispatch/tasks.ts).
+ * upstream's log lines, progress and questions go, and the `_meta` the upstream sees. A method
+ * handler makes them once per request (MethodDeps.callOptions) and hands them down: to the registry,
+ * to the MRTR bridge (lib/dispatch/mrtr.ts) or to Tasks (lib/dispatch/tasks.ts), which never call back here.
  */
 import { isObject, METHOD_NOT_FOUND, type JsonRpcNotification, type JsonRpcRequest, UpstreamRpcError, type JsonObject } from '../protocol/jsonrpc.js'
 import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL } from '../protocol/inbound.js'

@@ -130,13 +130,12 @@ export class Dispatcher {
     this.audit = options.audit
     const sealer = options.sealer ?? new StateSealer()
     const optionsFor = (request: JsonRpcRequest, ctx: DispatchContext): UpstreamCallOptions => callOptions(request, ctx, this.mrtr)
-    this.tasks = new Tasks({ registry: this.registry, sealer, logger: options.logger, callOptions: optionsFor })
+    this.tasks = new Tasks({ registry: this.registry, sealer, logger: options.logger })
     this.mrtr = new MrtrBridge({
       sealer,
       parkTimeoutMs: options.parkTimeoutMs ?? 60_000,
       stateTtlMs: options.stateTtlMs ?? 300_000,
-      logger: options.logger,
-      callOptions: optionsFor
+      logger: options.logger
     })
     this.confirm = new ConfirmGate(sealer, options.confirmation ?? DEFAULT_CONFIRMATION, options.ledger ?? (() => new MemoryLedger()))
     this.deps = {

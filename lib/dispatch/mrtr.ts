@@ -209,8 +209,6 @@ export interface MrtrBridgeOptions {
   /** How long a requestState mcpx issues stays valid, ms. */
   stateTtlMs: number
   logger: Logger
-  /** The upstream call options of a request (signal, progress, log lines, questions, `_meta`): the dispatcher's. */
-  callOptions: (request: JsonRpcRequest, ctx: DispatchContext) => UpstreamCallOptions
 }
 
 /**
@@ -270,18 +268,24 @@ export class MrtrBridge {
   /**
    * The three methods that may need client input (DIGEST §6f: only tools/call, prompts/get and
    * resources/read return input_required), bridged across eras.
+   * @param name the tool or prompt name, or the resource URI, that a requestState binds
+   * @param options the request's upstream call options (lib/dispatch/call-options.ts callOptions),
+   *        made by the caller for this call alone: the bridge takes them over and may change them
+   *        (a modern call's signal, progress route and question handler are the bridge's own)
+   * @param invoke makes the upstream call with the options it is given (once, or again on a retry)
+   * @returns the result for the client's era; rejects with what the upstream call rejects with, or
+   *          UpstreamRpcError -32602 for a requestState that does not open or belongs elsewhere
    */
-  call (request: JsonRpcRequest, ctx: DispatchContext, name: string, invoke: (options: UpstreamCallOptions) => Promise<JsonObject>): Promise<JsonObject> {
+  call (request: JsonRpcRequest, ctx: DispatchContext, name: string, options: UpstreamCallOptions, invoke: (options: UpstreamCallOptions) => Promise<JsonObject>): Promise<JsonObject> {
     // Not async itself: each era's path is one async frame, not two (a frame and a promise fewer per call).
-    return ctx.era === 'modern' ? this.modern(request, ctx, name, invoke) : this.legacy(request, ctx, invoke)
+    return ctx.era === 'modern' ? this.modern(request, ctx, name, options, invoke) : this.legacy(ctx, options, invoke)
   }
 
   /** A legacy client's call (see {@link call}). */
-  private async legacy (request: JsonRpcRequest, ctx: DispatchContext, invoke: (options: UpstreamCallOptions) => Promise<JsonObject>): Promise<JsonObject> {
+  private async legacy (ctx: DispatchContext, options: UpstreamCallOptions, invoke: (options: UpstreamCallOptions) => Promise<JsonObject>): Promise<JsonObject> {
     // Legacy client: a modern upstream's input_required becomes real questions on the client's
     // stream (under ids mcpx mints, capability-checked by onQuestion), then an upstream retry
     // with inputResponses and the upstream's own requestState. The client sees one call.
-    const options = this.options.callOptions(request, ctx)
     let result = await invoke(options)
     for (let round = 1; result.resultType === 'input_required'; round++) {
       if (round > MAX_INPUT_ROUNDS) throw new UpstreamRpcError(INTERNAL_ERROR, `upstream asked for client input more than ${MAX_INPUT_ROUNDS} times`)
@@ -323,16 +327,16 @@ export class MrtrBridge {
    * Modern client: a fresh call, a retry continuing a parked call, or a retry of a modern upstream's
    * own input_required. Not async itself (never throws): a fresh call costs no frame of its own here.
    */
-  private modern (request: JsonRpcRequest, ctx: DispatchContext, name: string, invoke: (options: UpstreamCallOptions) => Promise<JsonObject>): Promise<JsonObject> {
+  private modern (request: JsonRpcRequest, ctx: DispatchContext, name: string, options: UpstreamCallOptions, invoke: (options: UpstreamCallOptions) => Promise<JsonObject>): Promise<JsonObject> {
     const params = request.params ?? {}
-    if (params.requestState !== undefined) return this.retry(request, ctx, name, invoke, params)
+    if (params.requestState !== undefined) return this.retry(request, ctx, name, options, invoke, params)
     // A first call may carry inputResponses (a server that sends no requestState gets none back,
     // mrtr.mdx): the upstream reads them, and ignores what it does not recognise.
-    return this.fresh(request, ctx, name, invoke, params.inputResponses === undefined ? undefined : isObject(params.inputResponses) ? params.inputResponses : {})
+    return this.fresh(request.method, ctx, name, options, invoke, params.inputResponses === undefined ? undefined : isObject(params.inputResponses) ? params.inputResponses : {})
   }
 
   /** A modern retry that names a requestState (see {@link modern}). */
-  private async retry (request: JsonRpcRequest, ctx: DispatchContext, name: string, invoke: (options: UpstreamCallOptions) => Promise<JsonObject>, params: JsonObject): Promise<JsonObject> {
+  private async retry (request: JsonRpcRequest, ctx: DispatchContext, name: string, options: UpstreamCallOptions, invoke: (options: UpstreamCallOptions) => Promise<JsonObject>, params: JsonObject): Promise<JsonObject> {
     const inputResponses = isObject(params.inputResponses) ? params.inputResponses : {}
     {
       const opened = this.options.sealer.open(params.requestState)
@@ -343,11 +347,11 @@ export class MrtrBridge {
       if (state.k === 'wrap') {
         const extraParams: JsonObject = { inputResponses }
         if (state.u !== undefined) extraParams.requestState = state.u
-        return this.fromModernUpstream(request.method, name, await invoke({ ...this.options.callOptions(request, ctx), extraParams }), ctx)
+        return this.fromModernUpstream(request.method, name, await invoke({ ...options, extraParams }), ctx)
       }
       // The retry after a -32042 (URL-mode elicitation done out of band, or not): the original
       // request again, as a fresh call; the legacy upstream knows no inputResponses and decides.
-      if (state.k === 'again') return await this.fresh(request, ctx, name, invoke, undefined)
+      if (state.k === 'again') return await this.fresh(request.method, ctx, name, options, invoke, undefined)
       const parked = state.p === undefined ? undefined : this.parked.get(state.p)
       const pending = parked?.pending
       if (parked === undefined || pending === undefined) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: requestState refers to a call that is no longer waiting (completed, cancelled or timed out)')
@@ -362,7 +366,7 @@ export class MrtrBridge {
       parked.unpark()
       parked.pending = undefined
       pending.answer(answer)
-      return await this.drive(parked, request, ctx)
+      return await this.drive(parked, ctx, options)
     }
   }
 
@@ -370,9 +374,8 @@ export class MrtrBridge {
    * A modern client's call that continues nothing of mcpx's: it may park on a legacy upstream's
    * question. Not async itself (nothing here throws): the call's one frame is {@link drive}'s.
    */
-  private fresh (request: JsonRpcRequest, ctx: DispatchContext, name: string, invoke: (options: UpstreamCallOptions) => Promise<JsonObject>, inputResponses: JsonObject | undefined): Promise<JsonObject> {
-    const parked = new ParkedCall(request.method, name, ctx.controller)
-    const options = this.options.callOptions(request, ctx)
+  private fresh (method: string, ctx: DispatchContext, name: string, options: UpstreamCallOptions, invoke: (options: UpstreamCallOptions) => Promise<JsonObject>, inputResponses: JsonObject | undefined): Promise<JsonObject> {
+    const parked = new ParkedCall(method, name, ctx.controller)
     if (inputResponses !== undefined) options.extraParams = { inputResponses }
     const leg = { onProgress: options.onProgress }
     options.signal = parked.controller.signal
@@ -383,15 +386,16 @@ export class MrtrBridge {
       parked.push({ kind: 'question', question, answer: resolve, refuse: reject })
     })
     invoke(options).then(result => parked.push({ kind: 'result', result }), (error: unknown) => parked.push({ kind: 'error', error }))
-    return this.drive(parked, request, ctx, false)
+    return this.drive(parked, ctx, undefined)
   }
 
   /**
    * Waits for the parked call's next event on behalf of one modern request (a leg).
-   * @param retry false for the first leg, whose progress route {@link fresh} has just set
+   * @param retry a retry leg's own call options, whose progress route the upstream's progress now
+   *        takes; undefined for the first leg, whose route {@link fresh} has just set
    */
-  private async drive (parked: ParkedCall, request: JsonRpcRequest, ctx: DispatchContext, retry = true): Promise<JsonObject> {
-    if (retry && parked.progress !== undefined) parked.progress.onProgress = this.options.callOptions(request, ctx).onProgress
+  private async drive (parked: ParkedCall, ctx: DispatchContext, retry: UpstreamCallOptions | undefined): Promise<JsonObject> {
+    if (retry !== undefined && parked.progress !== undefined) parked.progress.onProgress = retry.onProgress
     // Seed › Closing the stream is cancellation: a leg whose client goes away cancels the upstream
     // call. A first leg whose controller the call adopted cancels it by aborting that controller.
     const onAbort = ctx.signal === parked.controller.signal ? undefined : (): void => { parked.unpark(); parked.controller.abort(); this.forget(parked) }

@@ -186,8 +186,6 @@ export interface TasksOptions {
   sealer: StateSealer
   /** A 2025-11-25 tasks/list's upstream failures are logged here at debug. */
   logger: Logger
-  /** The dispatcher's upstream call options for a request (signal, owner, notifications, `_meta`). Must not throw. */
-  callOptions: (request: JsonRpcRequest, ctx: DispatchContext) => UpstreamCallOptions
 }
 
 /**
@@ -204,13 +202,11 @@ export class Tasks {
   private readonly ids: TaskIds
   private readonly registry: UpstreamRegistry
   private readonly log: Logger
-  private readonly callOptions: TasksOptions['callOptions']
 
   constructor (options: TasksOptions) {
     this.registry = options.registry
     this.ids = new TaskIds(options.sealer)
     this.log = options.logger
-    this.callOptions = options.callOptions
   }
 
   /**
@@ -253,11 +249,13 @@ export class Tasks {
    * a modern `tasks/get`, `tasks/update` or `tasks/cancel` as the Tasks extension
    * ({@link modernRequest}). `tasks/result` and `tasks/list` are 2025-11-25 only (SEP-2663 removed
    * both): a modern request for them gets -32601, as before.
+   * @param options the request's upstream call options (lib/dispatch/call-options.ts callOptions),
+   *        made for this request alone: a modern tasks/get changes its notification route
    * @throws UpstreamRpcError as those two, or -32601
    */
-  async request (request: JsonRpcRequest, params: JsonObject, ctx: DispatchContext): Promise<JsonObject> {
-    if (ctx.era === 'legacy') return await this.legacyRequest(request, params, ctx)
-    if (TASK_METHODS.has(request.method)) return await this.modernRequest(request, params, ctx)
+  async request (request: JsonRpcRequest, params: JsonObject, ctx: DispatchContext, options: UpstreamCallOptions): Promise<JsonObject> {
+    if (ctx.era === 'legacy') return await this.legacyRequest(request, params, ctx, options)
+    if (TASK_METHODS.has(request.method)) return await this.modernRequest(request, params, ctx, options)
     throw new UpstreamRpcError(METHOD_NOT_FOUND, `Method not found: ${request.method}`)
   }
 
@@ -307,7 +305,7 @@ export class Tasks {
    *         request did not declare the extension), -32602 (taskId not a string, or not a task of
    *         this caller's: unknown, another caller's, malformed), or what the upstream answers
    */
-  private async modernRequest (request: JsonRpcRequest, params: JsonObject, ctx: DispatchContext): Promise<JsonObject> {
+  private async modernRequest (request: JsonRpcRequest, params: JsonObject, ctx: DispatchContext, options: UpstreamCallOptions): Promise<JsonObject> {
     if (this.registry.taskRequest === undefined || !declaresTasks(this.registry.capabilities())) {
       throw new UpstreamRpcError(METHOD_NOT_FOUND, `Method not found: ${request.method}`)
     }
@@ -315,7 +313,6 @@ export class Tasks {
       throw new UpstreamRpcError(MISSING_REQUIRED_CLIENT_CAPABILITY, 'Missing required client capability: extensions', { requiredCapabilities: TASKS_REQUIRED })
     }
     const { taskId, owned } = this.ownedTask(params, callerKey(ctx.caller))
-    const options = this.callOptions(request, ctx)
     const notify = ctx.notify
     if (request.method === 'tasks/get' && notify !== undefined) {
       const others = options.onNotification
@@ -345,18 +342,18 @@ export class Tasks {
    * @throws UpstreamRpcError -32601 (not offered), -32602 (taskId not a string, or not a task of
    *         this caller's: unknown, another caller's, tampered; a tasks/list cursor), or what the upstream answers
    */
-  private async legacyRequest (request: JsonRpcRequest, params: JsonObject, ctx: DispatchContext): Promise<JsonObject> {
+  private async legacyRequest (request: JsonRpcRequest, params: JsonObject, ctx: DispatchContext, options: UpstreamCallOptions): Promise<JsonObject> {
     const method = request.method
     const offered = LEGACY_TASK_METHODS.has(method) ? this.legacyCapability(ctx.revision) : undefined
     if (offered === undefined || this.registry.taskRequest === undefined || (method === 'tasks/list' && offered.list === undefined)) {
       throw new UpstreamRpcError(METHOD_NOT_FOUND, `Method not found: ${method}`)
     }
     const owner = callerKey(ctx.caller)
-    if (method === 'tasks/list') return await this.listLegacy(request, params, ctx, owner)
+    if (method === 'tasks/list') return await this.listLegacy(params, owner, options)
     const { taskId, owned } = this.ownedTask(params, owner)
     let result: JsonObject
     try {
-      result = await this.registry.taskRequest(owned.upstream, method, { ...stripMeta(params), taskId: owned.taskId }, this.callOptions(request, ctx))
+      result = await this.registry.taskRequest(owned.upstream, method, { ...stripMeta(params), taskId: owned.taskId }, options)
     } catch (err) {
       // Only tasks/get's -32602 surely means "no such task": tasks/cancel's also means "already
       // terminal", and tasks/result answers whatever the tool call would have.
@@ -384,9 +381,10 @@ export class Tasks {
    * most MAX_TASK_LIST_PAGES); of what it lists, only the owner's tasks are shown, with their
    * namespaced ids; a task it no longer lists (a complete read) leaves the book. One page: no
    * `nextCursor` (the book bounds it: MAX_TASKS_PER_OWNER); a `cursor` is -32602. An upstream
-   * that fails is left out of the page (logged at debug).
+   * that fails is left out of the page (logged at debug). Every page's call takes `options` (the
+   * upstream layer only reads them).
    */
-  private async listLegacy (request: JsonRpcRequest, params: JsonObject, ctx: DispatchContext, owner: string): Promise<JsonObject> {
+  private async listLegacy (params: JsonObject, owner: string, options: UpstreamCallOptions): Promise<JsonObject> {
     if (params.cursor !== undefined) throw new UpstreamRpcError(INVALID_PARAMS, 'Invalid params: unknown cursor (mcpx answers tasks/list in one page)')
     const taskRequest = this.registry.taskRequest
     const tasks: JsonObject[] = []
@@ -399,7 +397,7 @@ export class Tasks {
       try {
         let cursor: string | undefined
         for (let page = 0; page < MAX_TASK_LIST_PAGES && !complete; page++) {
-          const result = await taskRequest.call(this.registry, upstream, 'tasks/list', cursor === undefined ? {} : { cursor }, this.callOptions(request, ctx))
+          const result = await taskRequest.call(this.registry, upstream, 'tasks/list', cursor === undefined ? {} : { cursor }, options)
           for (const task of Array.isArray(result.tasks) ? result.tasks : []) {
             if (!isObject(task) || typeof task.taskId !== 'string' || !mine.has(task.taskId) || seen.has(task.taskId)) continue
             seen.add(task.taskId)

@@ -11,7 +11,7 @@ export async function getPrompt ({ request, params, ctx, view, deps }: MethodCal
   const args = argumentsOf(params) as Record<string, string> | undefined
   // A name in an `oauth-user` upstream's namespace goes there as the caller (lib/dispatch/consent.ts).
   const personal = deps.consent === undefined ? undefined : deps.registry.personalRoute?.(name)
-  return await deps.mrtr.call(request, ctx, name, async options => {
+  return await deps.mrtr.call(request, ctx, name, deps.callOptions(request, ctx), async options => {
     if (!view.prompt(name)) throw hiddenAsAbsent(deps.registry, 'prompt', name)
     if (personal !== undefined && deps.consent !== undefined) {
       return await callPersonal(deps.consent, deps.registry, ctx, personal.upstream, 'prompts/get', args === undefined ? { name: personal.name } : { name: personal.name, arguments: args }, options)

@@ -21,7 +21,7 @@ export async function readResource ({ request, params, ctx, view, deps }: Method
   // A URI the caller's own catalogue of an `oauth-user` upstream lists (lib/dispatch/consent.ts);
   // before consent such a URI is not known (resources carry no namespace).
   const personal = deps.consent === undefined || ctx.principal === undefined ? undefined : deps.registry.personalResourceOwner?.(ctx.principal, uri)
-  return await deps.mrtr.call(request, ctx, uri, async options => {
+  return await deps.mrtr.call(request, ctx, uri, deps.callOptions(request, ctx), async options => {
     if (!view.resource(uri)) throw hiddenResource(uri)
     if (personal !== undefined && deps.consent !== undefined) return await callPersonal(deps.consent, deps.registry, ctx, personal, 'resources/read', { uri }, options)
     return await deps.registry.readResource(uri, options)

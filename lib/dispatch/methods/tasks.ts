@@ -2,7 +2,7 @@
 import type { JsonObject } from '../../protocol/jsonrpc.js'
 import type { MethodCall } from './method.js'
 
-/** `tasks/get`, `tasks/update`, `tasks/cancel`, `tasks/result`, `tasks/list`. */
+/** `tasks/get`, `tasks/update`, `tasks/cancel`, `tasks/result`, `tasks/list`, with the request's upstream call options. */
 export async function taskMethod ({ request, params, ctx, deps }: MethodCall): Promise<JsonObject> {
-  return await deps.tasks.request(request, params, ctx)
+  return await deps.tasks.request(request, params, ctx, deps.callOptions(request, ctx))
 }

@@ -50,13 +50,13 @@ export async function callTool (call: MethodCall): Promise<JsonObject> {
     // An `oauth-user` upstream (docs/upstreams.md › Upstream identity): routed by its namespace,
     // listed or not; a caller without a grant is asked to consent (lib/dispatch/consent.ts).
     const gate = deps.consent
-    const result = await deps.mrtr.call(request, ctx, name, async options => {
+    const result = await deps.mrtr.call(request, ctx, name, deps.callOptions(request, ctx), async options => {
       if (view.tool(name) === undefined) throw hiddenAsAbsent(deps.registry, 'tool', name)
       return await callPersonal(gate, deps.registry, ctx, personal.upstream, 'tools/call', args === undefined ? { name: personal.name } : { name: personal.name, arguments: args }, options)
     })
     return deps.tasks.expose(result, name, ctx, false)
   }
-  const result = await deps.mrtr.call(request, ctx, name, async options => {
+  const result = await deps.mrtr.call(request, ctx, name, deps.callOptions(request, ctx), async options => {
     const catalogue = view.tool(name)
     if (catalogue === undefined) throw hiddenAsAbsent(deps.registry, 'tool', name)
     return await deps.registry.callTool(catalogue, view.argumentsFor(catalogue, args), task === undefined ? options : { ...options, task })
