@@ -40,7 +40,9 @@ export const QUICK: Tier = {
  * (a new id only the slow tier cites) or leaves it (a quick-tier test now cites it: delete it here).
  */
 export const SLOW_ONLY: readonly string[] = [
-  // test/e2e/dpop.test.ts: real daemons, a real authorization server, replicas on Redis
+  // test/e2e/dpop.test.ts: real daemons, a real authorization server, replicas on Redis (the refusals
+  // themselves are checked in the quick tier by test/http/dpop.test.ts: auth/dpop/bound-token-as-bearer-refused,
+  // auth/dpop/two-dpop-headers-refused, auth/dpop/replayed-jti-refused; these ids name the daemon's wire)
   'auth/dpop/daemon-accepts-bound-token-with-proof',
   'auth/dpop/daemon-refuses-bound-token-as-bearer',
   'auth/dpop/daemon-refuses-two-dpop-header-fields',
@@ -56,7 +58,6 @@ export const SLOW_ONLY: readonly string[] = [
   'identity-upstream/id-jag/no-secret-in-logs',
   // test/e2e/identity-upstream.test.ts
   'identity-upstream/consent/legacy-url-elicitation-then-retry',
-  'identity-upstream/consent/state-single-use',
   'identity-upstream/stdio/consent-then-retry',
   'identity-upstream/consent/prompts-and-resources-as-the-caller',
   'identity-upstream/consent/modern-input-required-then-retry',
@@ -84,12 +85,6 @@ export const SLOW_ONLY: readonly string[] = [
   'auth/oauth/insufficient-scope-403',
   'auth/oauth/unknown-kid-while-server-down-cannot-be-checked-now',
   'servers/oauth/endpoint-is-its-own-protected-resource',
-  // test/e2e/bridge.test.ts
-  'bridge/state/tampered-is-refused',
-  'bridge/state/expired-is-refused',
-  'bridge/state/bound-to-the-caller',
-  'bridge/state/state-of-another-request-is-refused',
-  'bridge/capability/undeclared-question-is-refused-upstream-and-named-to-the-client',
   // test/e2e/reload.test.ts: a reload on a real daemon, with both kinds of stream open
   'ops/reload/open-streams-follow-the-new-view',
   // test/e2e/oauth.test.ts: a token that expires while its streams are open
@@ -145,11 +140,6 @@ export const SLOW_ONLY: readonly string[] = [
   'skills/policy/hidden-skill-absent-byte-for-byte',
   'skills/servers/curated-endpoint-skills-rule',
   // test/e2e/confirm.test.ts
-  'confirm/modern/accept-forwards-decline-does-not',
-  'confirm/modern/replayed-approval-refused',
-  'confirm/modern/tampered-state-refused',
-  'confirm/modern/expired-approval-refused',
-  'confirm/modern/client-without-elicitation-refused',
   'confirm/legacy/client-without-elicitation-refused',
   'confirm/legacy/unanswered-question-expires',
   'confirm/select/arguments-redacted-and-truncated',
