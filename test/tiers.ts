@@ -80,7 +80,6 @@ export const SLOW_ONLY: readonly string[] = [
   'integrity/status/approve-from-the-page-in-chromium',
   'integrity/discovery/quarantined-tool-absent-from-search',
   // test/e2e/oauth.test.ts
-  'auth/oauth/unknown-kid-while-server-down-cannot-be-checked-now',
   'servers/oauth/endpoint-is-its-own-protected-resource',
   // test/e2e/reload.test.ts: a reload on a real daemon, with both kinds of stream open
   'ops/reload/open-streams-follow-the-new-view',

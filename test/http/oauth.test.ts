@@ -3,14 +3,15 @@
  * authorization spec); DIGEST §4, §6e): the whole app through `fastify.inject`, with a real
  * authorization server (oidc-provider, test/helpers/oauth.ts). The protected-resource metadata in
  * both forms, the 401 challenge of every method in both eras, and 403 for a token without the
- * required scope. test/e2e/oauth.test.ts checks the same ids on a real socket, beside the rest.
+ * required scope; a token whose key cannot be fetched while the server is down. test/e2e/oauth.test.ts checks the same ids on a real socket, beside the rest.
  * No upstream: every answer here is the front door's, before any dispatch.
  */
 import t from 'tap'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import { build, legacyHeaders, modernHeaders, modernMeta, type BuildOptions } from '../helpers/app.js'
-import { initializeBody } from '../helpers/legacy.js'
-import { CLIENTS, SCOPES, startAuthServer, type AuthServer } from '../helpers/oauth.js'
+import { initializeBody, pollUntil } from '../helpers/legacy.js'
+import { CLIENTS, SCOPES, newSigningKey, startAuthServer, type AuthServer } from '../helpers/oauth.js'
+import { INVALID_TOKEN_DESCRIPTIONS } from '../../lib/auth/verifier.js'
 
 const REQUIRED = ['mcp:tools']
 /** inject's requests come to Host `localhost:80` over plain http; the resource is config, never guessed from Host. */
@@ -99,4 +100,44 @@ t.test('auth/oauth/insufficient-scope-403', async t => {
     payload: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: { _meta: modernMeta() } })
   })
   t.equal(admitted.statusCode, 200, `a token with the required scope is admitted: ${admitted.body.slice(0, 200)}`)
+})
+
+/** A modern tools/list with this bearer token: status and the challenge's error_description. */
+async function listWith (app: FastifyInstance, token: string): Promise<{ status: number, challenge: string | undefined, description: string | undefined }> {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/mcp',
+    headers: modernHeaders('tools/list', undefined, { authorization: `Bearer ${token}` }),
+    payload: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: modernMeta() } })
+  })
+  const challenge = res.headers['www-authenticate'] as string | undefined
+  return { status: res.statusCode, challenge, description: /error_description="([^"]*)"/.exec(challenge ?? '')?.[1] }
+}
+
+t.test('auth/oauth/unknown-kid-while-server-down-cannot-be-checked-now', async t => {
+  // A client mid-rotation holds a token signed by a key the server published after mcpx's last
+  // fetch. While the server cannot be reached that key cannot be known: "cannot be checked now"
+  // tells the client to retry; "unknown key" would send it for a new token, signed by the same key.
+  const as = await startAuthServer(t) // its own: this test takes it down
+  const s = await serve(as, { jwksCooldown: 500 })
+  const token = await as.clientCredentials(CLIENTS.alice, { resource: s.resource })
+  t.equal((await listWith(s.app, token)).status, 200, 'keys fetched while the server is up')
+  as.down()
+  const rotated = await newSigningKey()
+  const stranger = await as.sign({ iss: as.issuer, sub: 'x', aud: s.resource, scope: 'mcp:tools', exp: Math.floor(Date.now() / 1000) + 60 }, { key: rotated })
+  // Inside the cooldown after the successful fetch no refetch is tried: "unknown key" (docs › Keys).
+  // Past it, the refetch fails: every answer from then on is "cannot be checked now".
+  const first = await pollUntil('an unknown kid answered "cannot be checked now" once the refetch failed', async () => {
+    const { status, description } = await listWith(s.app, stranger)
+    return status === 401 && description === INVALID_TOKEN_DESCRIPTIONS.key ? undefined : { status, description }
+  }, 10_000)
+  t.same(first, { status: 401, description: INVALID_TOKEN_DESCRIPTIONS.unavailable }, 'the refetch failed: 401, cannot be checked now')
+  for (let i = 0; i < 3; i++) {
+    // Inside the cooldown after the failed fetch: the cached keys only, and they lack the kid.
+    const answer = await listWith(s.app, stranger)
+    t.equal(answer.status, 401)
+    t.match(answer.challenge, /^Bearer error="invalid_token", error_description="The access token cannot be checked now/)
+    t.equal(answer.description, INVALID_TOKEN_DESCRIPTIONS.unavailable, `request ${i}: cannot be checked now`)
+  }
+  t.equal((await listWith(s.app, token)).status, 200, 'a token signed by a cached key still passes')
 })
