@@ -3,7 +3,8 @@
  * authorization spec); DIGEST §4, §6e): the whole app through `fastify.inject`, with a real
  * authorization server (oidc-provider, test/helpers/oauth.ts). The protected-resource metadata in
  * both forms, the 401 challenge of every method in both eras, and 403 for a token without the
- * required scope; a token whose key cannot be fetched while the server is down. test/e2e/oauth.test.ts checks the same ids on a real socket, beside the rest.
+ * required scope; a token whose key cannot be fetched while the server is down; a curated endpoint as
+ * its own protected resource. test/e2e/oauth.test.ts checks the same ids on a real socket, beside the rest.
  * No upstream: every answer here is the front door's, before any dispatch.
  */
 import t from 'tap'
@@ -140,4 +141,45 @@ t.test('auth/oauth/unknown-kid-while-server-down-cannot-be-checked-now', async t
     t.equal(answer.description, INVALID_TOKEN_DESCRIPTIONS.unavailable, `request ${i}: cannot be checked now`)
   }
   t.equal((await listWith(s.app, token)).status, 200, 'a token signed by a cached key still passes')
+})
+
+t.test('servers/oauth/endpoint-is-its-own-protected-resource', async t => {
+  // RFC 9728 §3.3: the metadata a 401 names must have, as its resource, the URL the client asked;
+  // /mcp/<name> names its own, and a token for it (RFC 8707) is accepted there and nowhere else.
+  const as = await authServer()
+  const s = await serve(as, {}, { servers: { support: { tools: { allow: ['echo'] } }, billing: { tools: { allow: ['echo'] } } } })
+  const support = `${s.resource}/support`
+  const supportPrm = `${BASE}/.well-known/oauth-protected-resource/mcp/support`
+  const billingPrm = `${BASE}/.well-known/oauth-protected-resource/mcp/billing`
+  const list = async (token: string | undefined, path = '/mcp'): Promise<{ status: number, challenge: string | undefined }> => {
+    const res = await s.app.inject({
+      method: 'POST',
+      url: path,
+      headers: modernHeaders('tools/list', undefined, token !== undefined ? { authorization: `Bearer ${token}` } : {}),
+      payload: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: modernMeta() } })
+    })
+    return { status: res.statusCode, challenge: res.headers['www-authenticate'] as string | undefined }
+  }
+  const missing = await list(undefined, '/mcp/support')
+  t.equal(missing.status, 401)
+  t.equal(missing.challenge, `Bearer resource_metadata="${supportPrm}", scope="mcp:tools"`, 'the 401 names the endpoint\'s own metadata')
+  const document = await s.app.inject({ method: 'GET', url: new URL(supportPrm).pathname })
+  t.equal(document.statusCode, 200, 'served without a token')
+  const mcpDocument = (await s.app.inject({ method: 'GET', url: new URL(s.prm).pathname })).json() as Record<string, unknown>
+  t.same(document.json(), { ...mcpDocument, resource: support }, 'its resource is the URL the client asked; the rest is /mcp\'s')
+  const unknown = await s.app.inject({ method: 'GET', url: '/.well-known/oauth-protected-resource/mcp/nosuch' })
+  t.equal(unknown.statusCode, 404, 'no metadata for an endpoint that is not configured')
+  const mcpWide = await as.clientCredentials(CLIENTS.alice, { resource: s.resource })
+  const forSupport = await as.clientCredentials(CLIENTS.alice, { resource: support })
+  t.equal(JSON.parse(Buffer.from(forSupport.split('.')[1], 'base64url').toString()).aud, support, 'the server issued a token for the endpoint')
+  for (let round = 1; round <= 2; round++) { // the second round answers from the remembered verdicts
+    t.equal((await list(mcpWide, '/mcp/support')).status, 200, `round ${round}: a token for /mcp is accepted on the endpoint, as before`)
+    t.equal((await list(forSupport, '/mcp/support')).status, 200, `round ${round}: a token for the endpoint is accepted there`)
+    const onMcp = await list(forSupport)
+    t.equal(onMcp.status, 401, `round ${round}: and refused on /mcp`)
+    t.equal(onMcp.challenge, `Bearer error="invalid_token", error_description="${INVALID_TOKEN_DESCRIPTIONS.audience}", resource_metadata="${s.prm}"`)
+    const onBilling = await list(forSupport, '/mcp/billing')
+    t.equal(onBilling.status, 401, `round ${round}: and on another endpoint`)
+    t.equal(onBilling.challenge, `Bearer error="invalid_token", error_description="${INVALID_TOKEN_DESCRIPTIONS.audience}", resource_metadata="${billingPrm}"`)
+  }
 })
