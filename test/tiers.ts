@@ -85,10 +85,7 @@ export const SLOW_ONLY: readonly string[] = [
   // test/e2e/oauth.test.ts: a token that expires while its streams are open
   'auth/oauth/stream-ends-when-its-token-expires',
   // test/e2e/tasks-legacy.test.ts
-  'tasks/legacy-capabilities/declared-at-2025-11-25-only',
   'tasks/legacy-routing/call-get-result-cancel',
-  'tasks/legacy-ids/tampered-or-foreign-is-32602',
-  'tasks/legacy-list/only-the-callers-tasks',
   'tasks/legacy-notify/status-reaches-the-owning-session-only',
   'tasks/legacy-sdk/v1-client-drives-a-task',
   'tasks/legacy-stdio/serve-relays-tasks-and-status',
