@@ -113,8 +113,6 @@ export const SLOW_ONLY: readonly string[] = [
   'servers/templates/a-template-decides-its-expansions',
   // test/e2e/discovery.test.ts
   'discovery/list/two-meta-tools-in-both-eras',
-  'discovery/call/call-tool-answers-as-tools-call',
-  'discovery/headers/call-tool-needs-no-inner-mcp-param',
   'discovery/clients/official-v1-and-v2-clients-search-and-call-with-questions',
   'discovery/golden/reference-servers-top-results',
   'discovery/audit/inner-call-audited-with-via',
