@@ -105,7 +105,6 @@ export const SLOW_ONLY: readonly string[] = [
   // checked in the quick tier by limits/batch/members-in-progress-bounded-replies-in-order)
   'limits/batch/sessionless-batches-rss-bounded',
   // test/e2e/policy.test.ts (the rule itself: policy/templates/expansions-judged-with-their-templates, test/lib/policy.test.ts)
-  'policy/templates/expansions-of-a-hidden-template-look-absent',
   'policy/templates/updates-of-a-hidden-expansion-never-reach-the-caller',
   'policy/templates/daemon-hides-expansions-in-both-eras',
   'policy/templates/serve-hides-expansions-in-both-eras',
