@@ -126,7 +126,6 @@ export const SLOW_ONLY: readonly string[] = [
   'skills/client/official-v1-client-in-a-legacy-session',
   'skills/upstreams/refresh-on-resources-list-changed',
   'skills/stdio/serve-serves-skills-in-both-eras',
-  'skills/policy/hidden-skill-absent-byte-for-byte',
   'skills/servers/curated-endpoint-skills-rule',
   // test/e2e/confirm.test.ts
   'confirm/legacy/client-without-elicitation-refused',
