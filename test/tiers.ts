@@ -128,7 +128,6 @@ export const SLOW_ONLY: readonly string[] = [
   'skills/stdio/serve-serves-skills-in-both-eras',
   'skills/servers/curated-endpoint-skills-rule',
   // test/e2e/confirm.test.ts
-  'confirm/legacy/client-without-elicitation-refused',
   'confirm/legacy/unanswered-question-expires',
   'confirm/select/arguments-redacted-and-truncated',
   'confirm/select/destructive-hint-after-overrides',

@@ -200,3 +200,26 @@ t.test('confirm/modern/expired-approval-refused', async t => {
   t.match(reply.json, { id: 2, error: { code: -32_602, message: /expired/ } })
   t.equal(await counter(app), before, 'the expired accept forwarded nothing')
 })
+
+t.test('confirm/legacy/client-without-elicitation-refused', async t => {
+  const app = await gated()
+  const before = await counter(app)
+  const init = await app.inject({
+    method: 'POST',
+    url: '/mcp',
+    headers: legacyHeaders({ accept: 'application/json' }),
+    payload: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'no-elicitation', version: '0.0.0' } } })
+  })
+  const sid = init.headers['mcp-session-id'] as string
+  t.type(sid, 'string', 'a 2025-11-25 session without the elicitation capability')
+  const session = { 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' }
+  await app.inject({ method: 'POST', url: '/mcp', headers: legacyHeaders(session), payload: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })
+  const refused = await app.inject({ method: 'POST', url: '/mcp', headers: legacyHeaders({ ...session, accept: 'application/json' }), payload: JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'tools/call', params: { name: 'bump', arguments: {} } }) })
+  t.equal(refused.statusCode, 200)
+  t.match(refused.json(), { id: 8, result: { isError: true, content: [{ type: 'text', text: /cannot be asked/ }] } })
+  // 2025-03-26 has no elicitation: a sessionless POST (assumed 2025-03-26) is refused the same way.
+  const old = await app.inject({ method: 'POST', url: '/mcp', headers: legacyHeaders({ accept: 'application/json, text/event-stream' }), payload: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'bump', arguments: {} } }) })
+  t.equal(old.statusCode, 200)
+  t.match(old.json(), { id: 9, result: { isError: true, content: [{ text: /2025-03-26 has no elicitation/ }] } })
+  t.equal(await counter(app), before, 'never a silent call')
+})
