@@ -118,7 +118,6 @@ export const SLOW_ONLY: readonly string[] = [
   'discovery/fresh/index-follows-list-changed',
   'discovery/serve/stdio-server-endpoint-in-search-mode',
   // test/e2e/skills.test.ts
-  'skills/wire/extension-declared-in-both-eras',
   'skills/list/merged-namespaced-first-wins-paged',
   'skills/routing/get-directory-and-files-reach-the-owner',
   'skills/digests/file-bytes-match-listed-digests',

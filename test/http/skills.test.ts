@@ -38,6 +38,18 @@ t.test('skills/http/two-upstreams-behind-one-app', async t => {
     servers: { kit: { skills: { allow: ['*'], deny: ['*/deploy/*'] }, resources: { allow: ['*'] } } }
   })
 
+  t.test('skills/wire/extension-declared-in-both-eras', async t => {
+    const discover = await rpc(app, 'modern', 'server/discover')
+    t.same(discover.body.result.capabilities.extensions, { [EXTENSION]: { directoryRead: true } }, 'server/discover declares it, with directoryRead')
+    const init = await app.inject({
+      method: 'POST',
+      url: '/mcp',
+      headers: legacyHeaders({ accept: 'application/json' }),
+      payload: { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '0' } } }
+    })
+    t.same(init.json().result.capabilities.extensions, { [EXTENSION]: { directoryRead: true } }, 'a legacy initialize declares it too')
+  })
+
   t.test('skills/http/methods-served-in-both-eras', async t => {
     for (const era of ['modern', 'legacy'] as const) {
       const list = await rpc(app, era, 'skills/list')
