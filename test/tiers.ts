@@ -119,8 +119,6 @@ export const SLOW_ONLY: readonly string[] = [
   'discovery/serve/stdio-server-endpoint-in-search-mode',
   // test/e2e/skills.test.ts
   'skills/list/merged-namespaced-first-wins-paged',
-  'skills/routing/get-directory-and-files-reach-the-owner',
-  'skills/digests/file-bytes-match-listed-digests',
   'skills/client/official-v2-skills-client-verifies-through-mcpx',
   'skills/client/official-v1-client-in-a-legacy-session',
   'skills/upstreams/refresh-on-resources-list-changed',
