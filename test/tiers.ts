@@ -79,7 +79,6 @@ export const SLOW_ONLY: readonly string[] = [
   'integrity/warn/changed-definition-served-and-audited',
   'integrity/status/approve-from-the-page-in-chromium',
   'integrity/discovery/quarantined-tool-absent-from-search',
-  // test/e2e/oauth.test.ts
   // test/e2e/reload.test.ts: a reload on a real daemon, with both kinds of stream open
   'ops/reload/open-streams-follow-the-new-view',
   // test/e2e/oauth.test.ts: a token that expires while its streams are open
