@@ -6,7 +6,7 @@
  */
 import t, { type Test } from 'tap'
 import { callBody, post, fetchSession, sessionHeaders, pollUntil, SseReader } from '../helpers/legacy.js'
-import { REDIS_HA_SKIP, command, replicasOn, startRedisCluster, startRedisSentinels, type RedisClusterSetup } from '../helpers/redis-ha.js'
+import { REDIS_HA_SKIP, command, replicasOn, startRedisCluster, startRedisSentinels, storeLogTail, type RedisClusterSetup } from '../helpers/redis-ha.js'
 
 const REVISION = '2025-11-25'
 const skip = REDIS_HA_SKIP === false ? {} : { skip: REDIS_HA_SKIP }
@@ -91,7 +91,9 @@ t.test('redis/cluster/stream-lease-and-relayed-messages-across-nodes', skip, asy
 
 t.test('redis/sentinel/failover-mid-session-503-then-the-session-carries-on', skip, async t => {
   const ha = await startRedisSentinels(t)
-  const { bases, prefix } = await replicasOn(t, { sentinels: ha.addresses, name: ha.name }, 2)
+  // The replicas' session-store log lines (each failed command's error): a timeout below names the last ones.
+  const storeLog: string[] = []
+  const { bases, prefix } = await replicasOn(t, { sentinels: ha.addresses, name: ha.name }, 2, [], storeLog)
   const [a, b] = bases
   const sid = await fetchSession(a, REVISION)
   t.equal((await call(b, sid, ping(1))).status, 200, 'served through the master the sentinels name')
@@ -114,21 +116,23 @@ t.test('redis/sentinel/failover-mid-session-503-then-the-session-carries-on', sk
 
   // The sentinels agree the master is down and promote the replica; ioredis reconnects to it. Alone this
   // takes ~10 s; the bounds are generous because under the full suite's load (two test files at once on
-  // two cores) a reconnect once took longer than 45 s. The last reply is kept for the failure message.
+  // two cores) a reconnect once took longer than 45 s. The last reply is kept for the failure message, with
+  // the replicas' last session-store lines (why the store was unreachable). With a load average of ~15 on
+  // two cores, A and B were served again within 0.5 s of the promotion (3 s after the kill).
   await pollUntil('the replica to be promoted', async () => await ha.currentMaster() === ha.replica.address, 90_000)
   let lastOnA: unknown
   const recovered = await pollUntil('the session to be served again', async () => {
     const reply = await call(a, sid, ping('after'))
     lastOnA = reply
     return reply.status === 200 ? reply : false
-  }, 90_000).catch((err: Error) => { throw new Error(`${err.message}; last reply ${JSON.stringify(lastOnA)}`) })
+  }, 90_000).catch((err: Error) => { throw new Error(`${err.message}; last reply ${JSON.stringify(lastOnA)}; the replicas' last session-store lines:\n${storeLogTail(storeLog)}`) })
   t.same(recovered.body, { jsonrpc: '2.0', id: 'after', result: {} }, 'the same session carries on, on A')
   let lastOnB: unknown
   const onB = await pollUntil('B to be served again', async () => {
     const reply = await call(b, sid, callBody(2, 'echo', { text: 'after failover' }))
     lastOnB = reply
     return reply.status === 200 ? reply : false
-  }, 90_000).catch((err: Error) => { throw new Error(`${err.message}; last reply ${JSON.stringify(lastOnB)}`) })
+  }, 90_000).catch((err: Error) => { throw new Error(`${err.message}; last reply ${JSON.stringify(lastOnB)}; the replicas' last session-store lines:\n${storeLogTail(storeLog)}`) })
   t.same(onB.body?.result?.content, [{ type: 'text', text: 'after failover' }], 'and on B')
   const role = await command(ha.replica.port, 'ROLE') as unknown[] | undefined
   t.equal(role?.[0], 'master', 'the old replica is the master now')

@@ -201,6 +201,24 @@ export async function startRedisSentinels (t: Teardown, name = 'mymaster'): Prom
   return { name, master, replica, sentinels, addresses: sentinels.map(s => s.address), currentMaster }
 }
 
+/** How many session-store log lines {@link replicasOn} keeps. */
+export const STORE_LOG_LINES = 200
+
+/**
+ * The last `count` lines of a {@link replicasOn} store log, shortened to time, replica (A, B, …), message and
+ * error: what a failure message shows of why the store was unreachable.
+ */
+export function storeLogTail (storeLog: readonly string[], count = 12): string {
+  return storeLog.slice(-count).map(line => {
+    try {
+      const { time, app, msg, err } = JSON.parse(line) as { time?: number, app?: string, msg?: string, err?: { message?: string } }
+      return `${new Date(time ?? 0).toISOString().slice(11, 23)} ${app ?? '?'} ${msg ?? ''}${err?.message !== undefined ? `: ${err.message}` : ''}`
+    } catch {
+      return line.slice(0, 300)
+    }
+  }).join('\n')
+}
+
 /** mcpx replicas sharing one Redis target. */
 export interface Replicas {
   bases: string[]
@@ -212,13 +230,19 @@ export interface Replicas {
  * `n` in-process mcpx instances on 127.0.0.1:0, each with its own fixture upstream child, all with
  * `sessions: { store: "redis", redis: target }` under a fresh key prefix; closed at teardown.
  * `forceCloseConnections`: an aborted stream's follow-up connection must not hold app.close().
+ * @param storeLog when given, the replicas log at debug level and their session store's lines
+ *        (those naming "session store": outages, recoveries, each failed command with its error)
+ *        are appended to it, the last {@link STORE_LOG_LINES} kept, for a failure message
  */
-export async function replicasOn (t: Teardown, target: RedisTarget, n = 2, flags: string[] = []): Promise<Replicas> {
+export async function replicasOn (t: Teardown, target: RedisTarget, n = 2, flags: string[] = [], storeLog?: string[]): Promise<Replicas> {
   const prefix = `mcpx-ha-${Math.random().toString(36).slice(2, 10)}:`
   const bases: string[] = []
   const apps: FastifyInstance[] = []
   for (let i = 0; i < n; i++) {
-    const app = Fastify({ logger: { level: process.env.TEST_LOG_LEVEL ?? 'silent' }, forceCloseConnections: true })
+    const logger = storeLog === undefined
+      ? { level: process.env.TEST_LOG_LEVEL ?? 'silent' }
+      : { level: 'debug', base: { app: String.fromCharCode(65 + i) }, stream: { write: (line: string) => { if (line.includes('session store')) { storeLog.push(line.trimEnd()); if (storeLog.length > STORE_LOG_LINES) storeLog.shift() } } } }
+    const app = Fastify({ logger, forceCloseConnections: true })
     await app.register(mcpx, { upstreams: fixtureUpstreams(flags), transport: { sseKeepAlive: 50 }, sessions: { store: 'redis', redis: target, keyPrefix: prefix } })
     t.teardown(async () => { await app.close() })
     bases.push(await app.listen({ host: HOST, port: 0 }))

@@ -3,7 +3,8 @@
  * with the echo fixture: `/mcp` in search mode (top-level `discovery`), static tokens, a rule that
  * hides `slow` from `ci`, a rate limit on `bump`, an audit trail, and a reload that switches the mode;
  * and one app in front of the fixture over Streamable HTTP, for the headers of the inner call upstream,
- * and one in front of test/fixtures/tasks-upstream, for a task created through call_tool.
+ * and one in front of test/fixtures/tasks-upstream, for a task created through call_tool; and one with
+ * the generated catalogue and curated endpoints, for call_tool answering as tools/call of the inner name.
  */
 import t from 'tap'
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs'
@@ -13,7 +14,7 @@ import { listen } from '../helpers/app.js'
 import { legacyRpc, modernRpc, neutral, request, tokensAuth, type RawReply, type Target } from '../helpers/policy.js'
 import { pollUntil } from '../helpers/legacy.js'
 import { loadConfig } from '../../lib/config/load.js'
-import { startHttpFixture } from '../helpers/fixture.js'
+import { fixtureCommand, startHttpFixture } from '../helpers/fixture.js'
 import { modernHeaders, modernMeta } from '../helpers/app.js'
 import { fileURLToPath } from 'node:url'
 
@@ -124,4 +125,80 @@ t.test('discovery/call/call-tool-creates-a-task', async t => {
     return reply.result?.status === 'completed' || reply.result?.status === 'failed' ? reply.result as Entry : undefined
   }, 20_000)
   t.equal(done.status, 'completed', 'the task completes')
+})
+
+// call_tool is tools/call of the inner exposed name (docs/discovery.md › What the client sees): one
+// app with the generated catalogue (`gen`) and the echo fixture, curated endpoints in search and list
+// mode, and `support` with a rename, an override, a default and a denied tool. The same cases as
+// test/e2e/discovery.test.ts, which runs them through a daemon with the three reference servers besides.
+const CATALOGUE_UPSTREAM = fileURLToPath(new URL('../fixtures/catalogue-upstream.js', import.meta.url))
+let curated: Promise<string> | undefined
+async function curatedBase (): Promise<string> {
+  curated ??= (async () => (await listen(t, {
+    upstreams: { gen: { command: process.execPath, args: [CATALOGUE_UPSTREAM] }, fixture: fixtureCommand() },
+    servers: {
+      catalogue: { tools: { allow: ['gen__*'] }, discovery: { mode: 'search', maxResults: 8 } },
+      'catalogue-list': { tools: { allow: ['gen__*'] } },
+      support: {
+        tools: { allow: ['fixture__*'], deny: ['fixture__crash'] },
+        rename: { fixture__echo: 'say' },
+        override: { fixture__bump: { description: 'Adds one to the shared counter.' } },
+        defaults: { fixture__echo: { text: 'default text' } },
+        discovery: { mode: 'search' }
+      }
+    }
+  } as never)).base)()
+  return await curated
+}
+
+function textOf (result: unknown): string {
+  const content = (result as { content?: Array<{ type: string, text?: string }> }).content ?? []
+  return content.filter(c => c.type === 'text').map(c => c.text ?? '').join('')
+}
+
+t.test('discovery/call/call-tool-answers-as-tools-call', async t => {
+  const base = await curatedBase()
+  const catalogue = { base, path: '/mcp/catalogue' }
+  const support = { base, path: '/mcp/support' }
+  for (const era of ['modern', 'legacy'] as const) {
+    const args = { id: 'inv-7' }
+    const viaCallTool = await rpc(era, catalogue, 1, 'tools/call', { name: 'call_tool', arguments: { name: 'gen__acme_billing_get_invoice', arguments: args } })
+    const direct = await rpc(era, { base, path: '/mcp/catalogue-list' }, 1, 'tools/call', { name: 'gen__acme_billing_get_invoice', arguments: args })
+    t.equal(viaCallTool.text, direct.text, `${era}: the inner tool's answer, byte for byte`)
+    t.same(JSON.parse(textOf(viaCallTool.json.result)), { tool: 'acme_billing_get_invoice', arguments: args })
+    // Unknown and hidden names: what tools/call of an unknown name answers.
+    const unknown = await rpc(era, catalogue, 2, 'tools/call', { name: 'gen__no_such_tool', arguments: {} })
+    const unknownInner = await rpc(era, catalogue, 2, 'tools/call', { name: 'call_tool', arguments: { name: 'gen__no_such_tool', arguments: {} } })
+    t.equal(unknownInner.status, unknown.status, `${era}: an unknown inner name: the status of tools/call of it`)
+    t.equal(unknownInner.text, unknown.text, `${era}: ...and its bytes (${unknown.text})`)
+    const hidden = await rpc(era, support, 3, 'tools/call', { name: 'call_tool', arguments: { name: 'fixture__crash' } })
+    const absent = await rpc(era, support, 3, 'tools/call', { name: 'fixture__nothing' })
+    t.equal(hidden.status, absent.status, `${era}: a hidden inner name: an unknown name's status`)
+    t.equal(neutral(hidden.text, 3, 'fixture__crash'), neutral(absent.text, 3, 'fixture__nothing'), `${era}: ...and bytes`)
+    const elsewhere = await rpc(era, catalogue, 4, 'tools/call', { name: 'call_tool', arguments: { name: 'fixture__echo', arguments: { text: 'x' } } })
+    t.equal(elsewhere.json.error?.code, -32602, `${era}: a tool of another endpoint is unknown here`)
+    // The endpoint's rename, defaults and override apply to the inner call as to a direct one.
+    const renamed = await rpc(era, support, 5, 'tools/call', { name: 'call_tool', arguments: { name: 'say' } })
+    t.equal(textOf(renamed.json.result), 'default text', `${era}: the exposed name, with the endpoint's default`)
+    const original = await rpc(era, support, 6, 'tools/call', { name: 'call_tool', arguments: { name: 'fixture__echo', arguments: { text: 'x' } } })
+    t.equal(original.json.error?.code, -32602, `${era}: the catalogue name of a renamed tool is unknown`)
+    // Bad arguments to a meta-tool: a tool error, as a tool answers invalid arguments.
+    const badLimit = await rpc(era, support, 9, 'tools/call', { name: 'search_tools', arguments: { query: 'x', limit: 0 } })
+    t.match(badLimit.json.result, { content: [{ type: 'text', text: 'Input validation error: Invalid arguments for tool search_tools: limit must be an integer from 1 to 50' }], isError: true }, `${era}: limit 0`)
+    const noName = await rpc(era, support, 11, 'tools/call', { name: 'call_tool', arguments: { arguments: {} } })
+    t.match(noName.json.result, { content: [{ type: 'text', text: 'Input validation error: Invalid arguments for tool call_tool: name must be a string' }], isError: true }, `${era}: call_tool without a name`)
+    const badArgs = await rpc(era, support, 12, 'tools/call', { name: 'call_tool', arguments: { name: 'say', arguments: [1] } })
+    t.equal(badArgs.json.result.isError, true, `${era}: call_tool with non-object arguments`)
+    t.equal(textOf((await rpc(era, support, 13, 'tools/call', { name: 'say', arguments: { text: 'direct' } })).json.result), 'direct', `${era}: a direct tools/call`)
+  }
+})
+
+t.test('discovery/headers/call-tool-needs-no-inner-mcp-param', async t => {
+  const support = { base: await curatedBase(), path: '/mcp/support' }
+  // fixture__headers declares x-mcp-header region: a direct modern call with a region must mirror it.
+  const direct = await modernRpc(support, 1, 'tools/call', { name: 'fixture__headers', arguments: { region: 'us' } })
+  t.equal(direct.status, 400, 'a direct call without Mcp-Param-Region is refused')
+  const inner = await modernRpc(support, 2, 'tools/call', { name: 'call_tool', arguments: { name: 'fixture__headers', arguments: { region: 'us' } } })
+  t.equal(inner.status, 200, 'Mcp-Name: call_tool, no Mcp-Param-* for the inner tool: accepted')
+  t.match(JSON.parse(textOf(inner.json.result)), { region: 'us' }, 'the inner tool got its arguments')
 })

@@ -6,6 +6,7 @@
  * Tests are named skills/<area>/<requirement>.
  */
 import t from 'tap'
+import { createHash } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import { build, legacyHeaders, modernHeaders, modernMeta } from '../helpers/app.js'
@@ -36,6 +37,54 @@ t.test('skills/http/two-upstreams-behind-one-app', async t => {
       beta: { command: process.execPath, args: [SKILLS, '--set', 'beta', '--legacy'], prefix: '' }
     },
     servers: { kit: { skills: { allow: ['*'], deny: ['*/deploy/*'] }, resources: { allow: ['*'] } } }
+  })
+
+  t.test('skills/wire/extension-declared-in-both-eras', async t => {
+    const discover = await rpc(app, 'modern', 'server/discover')
+    t.same(discover.body.result.capabilities.extensions, { [EXTENSION]: { directoryRead: true } }, 'server/discover declares it, with directoryRead')
+    const init = await app.inject({
+      method: 'POST',
+      url: '/mcp',
+      headers: legacyHeaders({ accept: 'application/json' }),
+      payload: { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '0' } } }
+    })
+    t.same(init.json().result.capabilities.extensions, { [EXTENSION]: { directoryRead: true } }, 'a legacy initialize declares it too')
+  })
+
+  t.test('skills/routing/get-directory-and-files-reach-the-owner', async t => {
+    for (const era of ['modern', 'legacy'] as const) {
+      const deploy = await rpc(app, era, 'skills/get', { uri: 'skill://alpha/deploy/SKILL.md' })
+      t.equal(deploy.body.result.skill.frontmatter.description, 'Deploy a service', `${era}: beta's skill, by its downstream URI`)
+      t.equal(deploy.body.result.skill.uri, 'skill://alpha/deploy/SKILL.md')
+      const pdf = await rpc(app, era, 'skills/get', { uri: 'skill://alpha/pdf/SKILL.md' })
+      t.equal(pdf.body.result.skill.frontmatter.description, 'Fill and merge PDF forms (alpha)', `${era}: alpha's skill, URIs namespaced`)
+      const unknown = await rpc(app, era, 'skills/get', { uri: 'skill://alpha/nope/SKILL.md' })
+      t.same(unknown.body.error, { code: -32602, message: 'No skill is served at skill://alpha/nope/SKILL.md' }, `${era}: an unknown skill`)
+      // The directory read pages with the upstream's own cursor (the fixture's page size is 2).
+      const children: string[] = []
+      let cursor: string | undefined
+      for (let page = 0; page < 5; page++) {
+        const dir = await rpc(app, era, 'resources/directory/read', { uri: 'skill://alpha/pdf', ...(cursor === undefined ? {} : { cursor }) })
+        children.push(...(dir.body.result.resources as Array<{ uri: string }>).map(r => r.uri))
+        cursor = dir.body.result.nextCursor
+        if (cursor === undefined) break
+      }
+      t.same(children, ['skill://alpha/pdf/SKILL.md', 'skill://alpha/pdf/assets', 'skill://alpha/pdf/references'], `${era}: the folder's children, namespaced, every page`)
+      const guide = await rpc(app, era, 'resources/read', { uri: 'skill://alpha/pdf/references/GUIDE.md' })
+      t.same(guide.body.result.contents, [{ uri: 'skill://alpha/pdf/references/GUIDE.md', mimeType: 'text/markdown', text: '# Guide\n\nUse the form fields.\n' }], `${era}: a file read under its downstream URI`)
+    }
+  })
+
+  t.test('skills/digests/file-bytes-match-listed-digests', async t => {
+    const listed = (await rpc(app, 'modern', 'skills/list')).body.result.skills[0].resources as Array<{ uri: string, digest: string, size: number }>
+    t.ok(listed.length > 1, `${listed.length} files listed`)
+    for (const file of listed) {
+      const read = await rpc(app, 'modern', 'resources/read', { uri: file.uri })
+      const content = read.body.result.contents[0]
+      const bytes = content.blob !== undefined ? Buffer.from(content.blob, 'base64') : Buffer.from(content.text, 'utf8')
+      t.equal(bytes.length, file.size, `${file.uri}: size`)
+      t.equal('sha256:' + createHash('sha256').update(bytes).digest('hex'), file.digest, `${file.uri}: the upstream's digest, unchanged, matches the bytes`)
+    }
   })
 
   t.test('skills/http/methods-served-in-both-eras', async t => {

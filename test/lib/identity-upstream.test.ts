@@ -1,12 +1,13 @@
 /**
  * `oauth-user` upstreams, the pure parts (docs/upstreams.md › Upstream identity): the config rules
- * at load, and the grant vault (AES-256-GCM bound to each record's key, bounded). No sockets.
+ * at load, the grant vault (AES-256-GCM bound to each record's key, bounded), and the callback's state
+ * (taken once). No sockets.
  * Tests are named identity-upstream/<area>/<requirement>.
  */
 import t from 'tap'
 import { randomBytes } from 'node:crypto'
 import { loadConfig } from '../../lib/config/load.js'
-import { GrantVault, RedisGrantVault, callbackBeside, createGrantStore, vaultKeyFrom } from '../../lib/upstreams/user-grants.js'
+import { GrantVault, RedisGrantVault, UserGrants, callbackBeside, consentPage, createGrantStore, vaultKeyFrom } from '../../lib/upstreams/user-grants.js'
 
 const AUTH = { type: 'oauth-user', clientId: 'mcpx' }
 const TOKENS = { tokens: [{ name: 'ci', tokenEnv: 'MCPX_CI' }] }
@@ -67,4 +68,25 @@ t.test('identity-upstream/config/redis-needs-a-vault-key', async t => {
   t.ok(store instanceof RedisGrantVault, 'with a key: the Redis store (not connected until used)')
   await store.close()
   t.ok(createGrantStore({ ...sessions, store: 'memory' }, {}) instanceof GrantVault, 'memory sessions: the in-memory vault, key or not')
+})
+
+// The callback takes its flow by state once (lib/upstreams/user-grants.ts › UserGrants.callback): a
+// second redirect with the same state finds nothing, whatever the first one's outcome. The first here
+// carries the authorization server's `error` (a refusal needs no code exchange, so no socket); the
+// whole consent, then the same redirect again, runs in test/e2e/identity-upstream.test.ts.
+t.test('identity-upstream/consent/state-single-use', async t => {
+  const config = loadConfig({ auth: TOKENS, upstreams: { me: { url: 'https://me.example/mcp', prefix: 'me', auth: { ...AUTH, redirectUri: 'https://mcp.example/oauth/callback' } } } })
+  const store = new GrantVault(randomBytes(32))
+  const grants = new UserGrants(config.upstreams, { logger: { info: () => {}, warn: () => {} }, store })
+  t.teardown(() => store.close())
+  const flow = { principalKey: 'alice', principalId: 'token:alice', upstream: 'me', verifier: 'v'.repeat(43), expiresAtMs: Date.now() + 60_000, elicitationId: 'mcpx-consent-x' }
+  const state = randomBytes(32).toString('base64url')
+  await store.putFlow(state, flow, 60_000)
+  const first = await grants.callback({ state, error: 'access_denied' })
+  t.match(first, { ok: false, status: 400, message: /refused: access_denied/ }, 'the first redirect reaches its flow')
+  const again = await grants.callback({ state, error: 'access_denied' })
+  t.match(again, { ok: false, status: 400, message: /unknown, already used or expired/ }, 'the same redirect again finds none')
+  t.equal(consentPage(again).status, 400, 'the callback page answers 400')
+  t.match(await grants.callback({ state, code: 'a-code' }), { ok: false, status: 400, message: /unknown, already used or expired/ }, 'nor with a code: nothing is exchanged')
+  t.match(await grants.callback({ state: randomBytes(32).toString('base64url'), code: 'a-code' }), { ok: false, status: 400, message: /unknown, already used or expired/ }, 'a state mcpx never issued')
 })
