@@ -7,17 +7,20 @@
  * processes' work are not in it, and the daemon runs ~5× slower under valgrind, so this is for
  * comparing two builds, never for req/s.
  *
- *   node dist/bench/instructions.js [--dist DIR]… [--runs 2] [--warmup 3000] [--requests 2000] [--connections 1]
+ *   node dist/bench/instructions.js [--dist DIR]… [--runs 3] [--warmup 10000] [--requests 2000] [--connections 1]
  *
  * Each `--dist` (default: this build's dist/) is measured `--runs` times, alternating builds. A run:
  * the daemon starts under `valgrind --tool=callgrind --instr-atstart=no` (its upstream child is not
- * instrumented), takes `--warmup` calls uninstrumented (so the JIT has settled), then
+ * instrumented), takes `--warmup` calls uninstrumented (so the JIT has settled: after 3,000 calls TurboFan still made
+ * ~45 optimisations and deopts in the next 2,000, in every build; after 10,000, ~3), then
  * `callgrind_control -i on`, `--requests` calls, `-i off` and a dump. Every reply is checked
  * (status 200, no error, and the echo text: harness.ts echoCheck). Needs valgrind (every machine kind here has it; CI does not run this).
  *
  * One connection by default: calls one at a time, each with its own loop turns, so the count does
  * not depend on how many calls one turn happens to batch (with 8 connections two runs of one build
- * differed by 25 %; with one, by 1–10 %, mostly GC). Run each build at least twice and read the mean.
+ * differed by 25 %; with one, by 1–10 %, mostly GC). Run each build at least three times and read the mean
+ * of the main-thread column: V8's compiler and GC threads are counted apart (--separate-threads), and
+ * how much of their work falls inside the window varies from run to run by more than a 10 % step.
  */
 import { spawn, execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, readdirSync } from 'node:fs'
@@ -39,8 +42,8 @@ function options (): { dists: string[], runs: number, warmup: number, requests: 
     values = parseArgs({
       options: {
         dist: { type: 'string', multiple: true, default: [] },
-        runs: { type: 'string', default: '2' },
-        warmup: { type: 'string', default: '3000' },
+        runs: { type: 'string', default: '3' },
+        warmup: { type: 'string', default: '10000' },
         requests: { type: 'string', default: '2000' },
         connections: { type: 'string', default: '1' },
         help: { type: 'boolean', default: false }
