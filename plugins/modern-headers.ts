@@ -13,7 +13,6 @@ import { checkModernHeaders } from '../lib/protocol/modern-headers.js'
 import { checkParamHeaders } from '../lib/protocol/param-headers.js'
 import { isUnservedModern, unsupportedVersion } from '../lib/protocol/revisions.js'
 import type { Dispatcher } from '../lib/dispatch/dispatcher.js'
-import { endpointOf } from './endpoint.js'
 import type { DispatchContext } from '../lib/dispatch/context.js'
 
 export default fp(async function mcpxModernHeaders (fastify) {
@@ -40,7 +39,7 @@ export default fp(async function mcpxModernHeaders (fastify) {
       return
     }
     const rejection = checkModernHeaders(request.headers, message, item.kind, inbound.bodyRevision) ??
-      (message.method === 'tools/call' ? checkToolParams(findTool, { caller: request.mcpPrincipal ?? undefined, endpoint: endpointOf(request) }, request.headers, message.params) : undefined)
+      (message.method === 'tools/call' ? checkToolParams(findTool, { caller: request.mcpPrincipal ?? undefined, endpoint: request.mcpEndpoint }, request.headers, message.params) : undefined)
     if (rejection === undefined) { done(); return }
     reply.sendRefusal(eraRefusal('modern', errorResponse(id, rejection.code, rejection.message)))
   })
