@@ -26,6 +26,7 @@ import type { Session, SessionStore } from '../sessions/store.js'
 import type { SseStream, StreamSlots } from './sse.js'
 import type { Logger } from '../telemetry/log.js'
 import type { TraceIn } from '../telemetry/trace.js'
+import type { Visibility } from '../policy/visibility.js'
 import { Cancellation } from '../base/cancel.js'
 import { expiresAtOf, type Principal } from '../auth/principal.js'
 import { batchedRequestRefusal, serveBounded } from '../connection/batch.js'
@@ -53,6 +54,8 @@ export interface PostChannel {
   readonly traceIn?: TraceIn | undefined
   /** The curated endpoint the request came in on; undefined for `/mcp` itself. */
   readonly endpoint?: string
+  /** The caller's view, when the route already worked it out for this request (DispatchContext.view); undefined: the dispatcher does. */
+  readonly view?: Visibility
 }
 
 /** Shared state of the HTTP face. */
@@ -256,6 +259,7 @@ export class HttpExchange {
     if (channel.caller !== undefined) ctx.caller = channel.caller // per-caller upstream credentials
     if (channel.traceIn !== undefined) ctx.traceIn = channel.traceIn
     if (channel.endpoint !== undefined) ctx.endpoint = channel.endpoint // curated endpoint
+    if (channel.view !== undefined) ctx.view = channel.view // worked out by the Mcp-Param-* check: not again
     const response = await this.deps.dispatcher.handle(request, ctx)
     if (entry.controller.signal.aborted) { responder.abandon(); return } // nothing is written after a cancel
     const refused = markedRefusal(response)

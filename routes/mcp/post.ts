@@ -11,6 +11,7 @@ import { bindingKeyOf } from '../../lib/auth/principal.js'
 import { readAccept } from '../../lib/protocol/accept.js'
 import { httpTraceIn } from '../../lib/telemetry/trace.js'
 import { isLegacyRevision } from '../../lib/protocol/revisions.js'
+import type { Visibility } from '../../lib/policy/visibility.js'
 import type { McpRouteDeps } from './options.js'
 
 /**
@@ -24,6 +25,7 @@ class FastifyChannel implements PostChannel {
   readonly acceptsSse: boolean
   readonly acceptsJson: boolean
   readonly traceIn: PostChannel['traceIn']
+  readonly view?: Visibility
 
   constructor (private readonly request: FastifyRequest, private readonly reply: FastifyReply, private readonly keepAliveMs: number, private readonly flow: FlowPolicy) {
     // lib/protocol/accept: no Accept, or a wildcard, admits JSON; `Accept: text/event-stream` alone does not, and
@@ -36,6 +38,8 @@ class FastifyChannel implements PostChannel {
     if (endpoint !== undefined) this.endpoint = endpoint
     if (bindingKey !== undefined) this.principal = bindingKey
     if (caller !== null) this.caller = caller
+    const view = request.mcpView // the caller's view, when mcpx-modern-headers worked it out (2026-07-28 tools/call)
+    if (view !== null) this.view = view
     this.acceptsSse = accept.sse
     this.acceptsJson = accept.json
     this.traceIn = httpTraceIn(request.headers) // undefined unless tracing is on (lib/telemetry/trace.ts)
