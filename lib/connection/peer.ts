@@ -342,7 +342,8 @@ export function modernContext (meta: Readonly<Record<string, unknown>> | undefin
     era: 'modern',
     revision: typeof version === 'string' ? version : FIRST_MODERN_REVISION,
     clientCapabilities: isObject(capabilities) ? capabilities : {},
-    signal
+    signal,
+    meta: meta ?? null // read once, by the classifier: the envelope check and the call options read it here
   }
   if (notify !== undefined) ctx.notify = notify
   if (principal !== undefined) ctx.principal = principal

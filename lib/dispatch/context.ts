@@ -74,6 +74,13 @@ export interface DispatchContext {
    */
   endpoint?: string
   /**
+   * The request's `params._meta` as the face classified it (lib/protocol/inbound InboundMessage.meta):
+   * the object, or null when the request has none. Undefined when the face classified nothing (a
+   * legacy HTTP batch member, a hand-made context): then the dispatcher reads the request itself
+   * (lib/dispatch/envelope.ts requestMeta). The envelope check and the upstream call options read it.
+   */
+  meta?: Readonly<Record<string, unknown>> | null
+  /**
    * The caller's view on its endpoint (Dispatcher.viewOf), when the face already worked it out for this
    * request (2026-07-28 HTTP tools/call: the Mcp-Param-* check looked the tool up in it,
    * plugins/modern-headers). Dispatcher.handle serves the request in it and works one out only when

@@ -272,7 +272,7 @@ export class Dispatcher {
 
   /** Step 4: the era's envelope, then the method's result shaped for the era, or the error it raised. */
   private async answer (request: JsonRpcRequest, ctx: DispatchContext, view: Visibility, via: Via | undefined): Promise<JsonRpcResponse> {
-    const rejected = checkEnvelope(request, ctx.era)
+    const rejected = checkEnvelope(request, ctx)
     if (rejected !== undefined) return rejected
     try {
       const result = await this.run(request, ctx, view, via)

@@ -411,6 +411,7 @@ class StdioConnection {
     }
     // Before initialize: the oldest revision's shapes (seed › stdio › Before initialize).
     const ctx = this.peer.legacyContext(entry.controller.signal, OLDEST_REVISION, { notify, ask: this.ask, subscriptions: this.subscriptions, principal: LOCAL_PRINCIPAL.key })
+    ctx.meta = inbound.meta ?? null
     ctx.sessionId = STDIO_SESSION
     ctx.caller = LOCAL_PRINCIPAL
     if (this.endpoint !== undefined) ctx.endpoint = this.endpoint
