@@ -94,7 +94,7 @@ interface ScopeOptions { config: McpxConfig, core: Core, metrics: McpxMetrics, a
 
 /**
  * The encapsulated scope: request log and stream tracking first (so refused requests are logged
- * too), then plugins in wire order (origin, CORS, auth, era, modern headers, legacy sessions), then routes.
+ * too), then plugins in wire order (origin, CORS, era, auth, modern headers, legacy sessions), then routes.
  * The core is built by the outer plugin (it is Fastify-free): the scope only serves it.
  */
 const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fastify, { config, core, metrics, authenticator }) {
@@ -105,10 +105,11 @@ const mcpxScope: FastifyPluginAsync<ScopeOptions> = async function mcpxScope (fa
   await fastify.register(streamsPlugin, { maxStreams: config.transport.maxGetStreams })
   await fastify.register(originPlugin, { policy })
   await fastify.register(corsPlugin, { policy })
+  // Before mcpx-auth: its onRequest hook reads the endpoint mcpx-era's onRequest hook works out.
+  await fastify.register(eraPlugin)
   await fastify.register(authPlugin, { authenticator, hasEndpoint: name => core.dispatcher.hasEndpoint(name) })
   // The one registry handle of this scope: fastify.mcp.registry (instrumented), read by every plugin and route below.
   await fastify.register(upstreamsPlugin, { core })
-  await fastify.register(eraPlugin)
   await fastify.register(modernHeadersPlugin)
   await fastify.register(legacySessionsPlugin, { idleTimeoutMs: config.transport.sessionIdleTimeout, maxSessions: config.transport.maxSessions, sessions: config.sessions })
   await fastify.register(mcpRoutes, {

@@ -11,14 +11,15 @@
  * Register it after mcpx-origin and mcpx-cors (checked through `dependencies`): a refused Origin is
  * 403 before it is 401, and an allowed origin's 401 carries its CORS headers, so a browser client
  * can read WWW-Authenticate. Its hook runs in `onRequest`, so the token is checked before the
- * session lookup (mcpx-legacy-sessions, preHandler): no token is 401, never 404.
+ * session lookup (mcpx-legacy-sessions, preHandler): no token is 401, never 404. The curated endpoint a
+ * request names is mcpx-era's verdict (`request.mcpEndpoint`, set in its onRequest hook), so with curated
+ * endpoints (`hasEndpoint`) mcpx-era must be registered first; registration fails otherwise.
  */
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import type { Principal } from '../lib/auth/principal.js'
 import { createAuthenticator, type Authenticator } from '../lib/auth/authenticate.js'
 import { loadConfig } from '../lib/config/load.js'
-import { endpointOf } from './endpoint.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -57,6 +58,9 @@ export default fp<AuthOptions>(async function mcpxAuth (fastify, opts) {
     authenticator = createAuthenticator(loadConfig({ auth: { bearerTokens: [...opts.tokens] } }).auth, { logger: fastify.log })
   }
   fastify.decorateRequest('mcpPrincipal', null)
+  if (opts.hasEndpoint !== undefined && !fastify.hasRequestDecorator('mcpEndpoint')) {
+    throw new TypeError('mcpx: mcpx-auth with opts.hasEndpoint needs mcpx-era registered before it (its onRequest hook sets request.mcpEndpoint)')
+  }
   if (!authenticator.enabled) return // zero cost when authentication is off (binding: lib/auth/principal bindingKeyOf)
   const { authenticate } = authenticator
   const hasEndpoint = opts.hasEndpoint ?? (() => false)
@@ -66,7 +70,7 @@ export default fp<AuthOptions>(async function mcpxAuth (fastify, opts) {
   fastify.addHook('onRequest', async function checkBearerToken (request, reply) {
     if (request.method === 'OPTIONS') return
     // An unknown name is /mcp's (its 404 comes after the token check), so only configured names reach the authenticator.
-    const endpoint = endpointOf(request)
+    const endpoint = request.mcpEndpoint // mcpx-era's onRequest hook ran first
     const configured = endpoint !== undefined && hasEndpoint(endpoint) ? endpoint : undefined
     const outcome = checksProofs
       ? await authenticate(request.headers.authorization, configured, { proof: request.headers.dpop, method: request.method, url: () => requestUrl(request) })

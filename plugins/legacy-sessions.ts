@@ -21,7 +21,6 @@ import { isLegacyRevision, unsupportedLegacyVersion } from '../lib/protocol/revi
 import { readHeader } from '../lib/protocol/header-values.js'
 import { eraRefusal, refusal } from '../lib/protocol/http-status.js'
 import { bindingKeyOf } from '../lib/auth/principal.js'
-import { endpointOf } from './endpoint.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -86,7 +85,7 @@ export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fast
     // A session is usable only by the principal that minted it (same issuer and subject, or the
     // same static token; a refreshed token keeps it), on the endpoint it was minted on:
     // anyone else, or any other endpoint, even holding a leaked id, is told the session does not exist.
-    if (found.kind === 'unknown' || (found.kind !== 'unavailable' && !sessionBoundTo(header.value, bindingKeyOf(request.mcpPrincipal, request.headers.authorization, endpointOf(request))))) return reply.sendRefusal(unknownSession)
+    if (found.kind === 'unknown' || (found.kind !== 'unavailable' && !sessionBoundTo(header.value, bindingKeyOf(request.mcpPrincipal, request.headers.authorization, request.mcpEndpoint)))) return reply.sendRefusal(unknownSession)
     if (found.kind === 'unavailable') {
       // A Redis fault: a clear 503 (with the request's id when one can be read), never a hang.
       request.log.debug('session store unavailable')

@@ -4,7 +4,9 @@
  * the mirrored MCP-Protocol-Version / Mcp-Method / Mcp-Name headers (-32020), and the
  * Mcp-Param-* headers of the named tool (-32020). Every rejection carries the request's id
  * when it has one; its status comes from lib/protocol/http-status (eraRefusal: modernStatus), and
- * plugins/send-refusal writes it.
+ * plugins/send-refusal writes it. The caller's view the Mcp-Param-* check looks the tool up in is
+ * kept in `request.mcpView`: the dispatcher serves the call in that same view (DispatchContext.view)
+ * instead of working it out a second time.
  */
 import fp from 'fastify-plugin'
 import { errorResponse, INVALID_REQUEST } from '../lib/protocol/jsonrpc.js'
@@ -13,14 +15,24 @@ import { checkModernHeaders } from '../lib/protocol/modern-headers.js'
 import { checkParamHeaders } from '../lib/protocol/param-headers.js'
 import { isUnservedModern, unsupportedVersion } from '../lib/protocol/revisions.js'
 import type { Dispatcher } from '../lib/dispatch/dispatcher.js'
-import { endpointOf } from './endpoint.js'
-import type { DispatchContext } from '../lib/dispatch/context.js'
+import type { Visibility } from '../lib/policy/visibility.js'
+import type { HeaderRejection } from '../lib/protocol/header-values.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /**
+     * The caller's view on its endpoint (Dispatcher.viewOf), when mcpx-modern-headers worked it out for
+     * the Mcp-Param-* check of a 2026-07-28 tools/call; null otherwise. The request is served in it.
+     */
+    mcpView: Visibility | null
+  }
+}
 
 export default fp(async function mcpxModernHeaders (fastify) {
   // Where the named tool's inputSchema (with its x-mcp-header annotations) is looked up: the
   // dispatcher, through the caller's policy view (a hidden tool is unknown here too: hidden things look absent).
   const dispatcher = fastify.mcp.dispatcher
-  const findTool = dispatcher.findTool.bind(dispatcher) // bound once, not per request
+  fastify.decorateRequest('mcpView', null)
   const batchRefused = eraRefusal('modern', errorResponse(undefined, INVALID_REQUEST, 'Invalid Request: 2026-07-28 has no JSON-RPC batches'))
   // Callback style: no promise and no microtask per request.
   fastify.addHook('preHandler', function checkModernRequest (request, reply, done) {
@@ -39,17 +51,26 @@ export default fp(async function mcpxModernHeaders (fastify) {
       reply.sendRefusal(eraRefusal('modern', unsupportedVersion(id, requested)))
       return
     }
-    const rejection = checkModernHeaders(request.headers, message, item.kind, inbound.bodyRevision) ??
-      (message.method === 'tools/call' ? checkToolParams(findTool, { caller: request.mcpPrincipal ?? undefined, endpoint: endpointOf(request) }, request.headers, message.params) : undefined)
+    let rejection = checkModernHeaders(request.headers, message, item.kind, inbound.bodyRevision)
+    if (rejection === undefined && message.method === 'tools/call') {
+      // The caller's view, worked out once: the dispatcher serves the call in it (a reload from here on changes nothing for this request).
+      const view = dispatcher.viewOf({ caller: request.mcpPrincipal ?? undefined, endpoint: request.mcpEndpoint })
+      request.mcpView = view
+      rejection = checkToolParams(dispatcher, view, request.headers, message.params)
+    }
     if (rejection === undefined) { done(); return }
     reply.sendRefusal(eraRefusal('modern', errorResponse(id, rejection.code, rejection.message)))
   })
 }, { name: 'mcpx-modern-headers', fastify: '5.x', dependencies: ['mcpx-era', 'mcpx-upstreams', 'mcpx-auth'] })
 
-function checkToolParams (findTool: Dispatcher['findTool'], ctx: Pick<DispatchContext, 'caller' | 'endpoint'>, headers: Record<string, string | string[] | undefined>, params: Record<string, unknown> | undefined): { code: number, message: string } | undefined {
+/**
+ * The Mcp-Param-* check of a tools/call (lib/protocol/param-headers): against the named tool's
+ * inputSchema as the caller sees it in `view` (a hidden tool is unknown here too: hidden things look absent).
+ */
+function checkToolParams (dispatcher: Dispatcher, view: Visibility, headers: Record<string, string | string[] | undefined>, params: Record<string, unknown> | undefined): HeaderRejection | undefined {
   const name = params?.name
   if (typeof name !== 'string') return undefined
-  const tool = findTool(name, ctx)
+  const tool = dispatcher.findTool(name, view)
   if (tool === undefined) return undefined // unknown tool: the dispatcher answers -32602
   return checkParamHeaders(headers, tool.inputSchema, params?.arguments)
 }

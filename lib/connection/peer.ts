@@ -7,7 +7,8 @@
  *   DIGEST §6b): a cancelled request is aborted and nothing more is written for it;
  * - questions mcpx asks the client for an upstream (legacy server→client requests: mint an id,
  *   ask, deliver the answer), seed › "Questions to the client";
- * - the state a legacy `initialize` settles (revision, client capabilities) → {@link DispatchContext};
+ * - the state a legacy `initialize` settles (revision, client capabilities), and the one builder of
+ *   every request's {@link DispatchContext} ({@link contextFor});
  * - the batch rules per revision (seed › Batches: only 2025-03-26 has them; initialize is never batched).
  *
  * All state is per instance (no module-level mutable state), so two mcpx instances in one process
@@ -20,11 +21,14 @@
  */
 import { randomBytes } from 'node:crypto'
 import { errorResponse, idKey, isObject, RawNumberId, INTERNAL_ERROR, INVALID_REQUEST, type JsonRpcErrorResponse, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse, type RequestId, type JsonObject } from '../protocol/jsonrpc.js'
-import { FIRST_MODERN_REVISION, OLDEST_REVISION, batchAllowed, type Revision } from '../protocol/revisions.js'
+import { FIRST_MODERN_REVISION, OLDEST_REVISION, batchAllowed, type Era, type Revision } from '../protocol/revisions.js'
 import { hasModernMeta, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION } from '../protocol/inbound.js'
 import type { DispatchContext, SubscriptionSet } from '../dispatch/context.js'
 import type { UpstreamQuestion } from '../upstreams/contract.js'
 import { Cancellation, type CancelSignal } from '../base/cancel.js'
+import type { InstanceHome } from '../upstreams/isolation.js'
+import type { TraceIn } from '../telemetry/trace.js'
+import type { Visibility } from '../policy/visibility.js'
 
 /**
  * Where outgoing messages to one client are written, in order: the stdio writer, an SSE stream, a
@@ -296,22 +300,6 @@ export class Peer {
     for (const question of [...this.questions.values()]) question.reject(new QuestionFailed(INTERNAL_ERROR, reason))
     this.questions.clear()
   }
-
-  // ---- initialize and the dispatch context ----------------------------------------------------
-
-  /**
-   * The context a legacy request of this connection is served in: its initialize state, or
-   * `fallback` (the assumed revision) and no capabilities before any.
-   */
-  legacyContext (signal: CancelSignal, fallback: Revision, extras: { notify?: DispatchContext['notify'], ask?: DispatchContext['ask'], subscriptions?: SubscriptionSet, principal?: string }): DispatchContext {
-    return {
-      era: 'legacy',
-      revision: this.legacy?.revision ?? fallback,
-      clientCapabilities: this.legacy?.clientCapabilities ?? {},
-      signal,
-      ...extras
-    }
-  }
 }
 
 /**
@@ -328,24 +316,77 @@ export function initializedState (request: JsonRpcRequest, response: JsonRpcResp
   }
 }
 
+// ---- the dispatch context ------------------------------------------------------------------------
+
 /**
- * The context of a modern request (stateless: everything comes from its `_meta`, as classified, DIGEST §6a). No
- * `ask`: a modern client never gets server→client requests (DIGEST §6b; the MRTR bridge asks instead).
- * A missing or malformed `_meta` is left to the dispatcher's envelope check (-32602).
+ * Who sends a request and the connection it belongs to: the fields of its {@link DispatchContext}
+ * beside the message's own (era, `_meta`), its signal and its `notify`. A PostChannel is one (the
+ * caller's part: lib/http/exchange.ts); a legacy HTTP request adds its session's part; the stdio
+ * connection keeps one for all its requests. Each field is copied into the context when it is set.
  */
-export function modernContext (meta: Readonly<Record<string, unknown>> | undefined, signal: CancelSignal, notify: DispatchContext['notify'], principal?: string): DispatchContext {
-  const version = meta?.[META_PROTOCOL_VERSION]
-  const capabilities = meta?.[META_CLIENT_CAPABILITIES]
-  // Built field by field, not with conditional spreads: no throwaway objects per request, and the
-  // same own keys (notify and principal only when given).
-  const ctx: DispatchContext = {
-    era: 'modern',
-    revision: typeof version === 'string' ? version : FIRST_MODERN_REVISION,
-    clientCapabilities: isObject(capabilities) ? capabilities : {},
-    signal
+export interface ContextSource {
+  /** DispatchContext.principal: the caller's opaque key (Principal.key), or the binding key without auth. */
+  readonly principal?: string | undefined
+  /** DispatchContext.caller: the caller's Principal. */
+  readonly caller?: unknown
+  /** DispatchContext.endpoint: the curated endpoint's name; undefined for the whole catalogue. */
+  readonly endpoint?: string | undefined
+  /** DispatchContext.traceIn: only when tracing is on. */
+  readonly traceIn?: TraceIn | undefined
+  /** DispatchContext.view: the caller's view, when the face already worked it out for this request. */
+  readonly view?: Visibility | undefined
+  /** DispatchContext.sessionId: the legacy HTTP session, or STDIO_SESSION. */
+  readonly sessionId?: string | undefined
+  /** DispatchContext.instanceHome: where a Redis-stored session's isolated instances live. */
+  readonly instanceHome?: InstanceHome | undefined
+  /** DispatchContext.subscriptions; legacy requests only (resources/subscribe exists only there). */
+  readonly subscriptions?: SubscriptionSet | undefined
+  /** DispatchContext.ask; legacy requests only (a modern client never gets server→client requests, DIGEST §6b: the MRTR bridge asks instead). */
+  readonly ask?: DispatchContext['ask']
+}
+
+/**
+ * The context one request is served in: the one builder of every face's DispatchContext (HTTP
+ * modern and legacy, stdio). A modern request is stateless: its revision and client capabilities
+ * come from its `_meta`, as classified (DIGEST §6a; a missing or malformed `_meta` is left to the
+ * dispatcher's envelope check, -32602). A legacy one is served in its connection's initialize
+ * state, or `fallback` and no capabilities before any.
+ * Built field by field in one order, never with conditional spreads: no throwaway objects per
+ * request, and the same own keys for the same kind of request (an optional field only when set).
+ * @param era the era it is served in
+ * @param meta its `params._meta` as classified (null: none); undefined when the face did not classify it (DispatchContext.meta)
+ * @param legacy the connection's legacy state (a Peer's `legacy`); ignored for a modern request
+ * @param fallback the legacy revision before any initialize (assumed: 2025-03-26 sessionless over HTTP, 2024-11-05 on stdio)
+ * @param signal aborted when the request is cancelled
+ * @param notify its request-scoped notifications ({@link scopedNotify}); undefined: nowhere to send them
+ * @param source who sends it, and its connection ({@link ContextSource})
+ * @returns a new context. Never throws.
+ */
+export function contextFor (era: Era, meta: Readonly<Record<string, unknown>> | null | undefined, legacy: LegacyState | undefined, fallback: Revision, signal: CancelSignal, notify: DispatchContext['notify'], source: ContextSource): DispatchContext {
+  let revision: Revision
+  let clientCapabilities: JsonObject
+  if (era === 'modern') {
+    const version = meta?.[META_PROTOCOL_VERSION]
+    const capabilities = meta?.[META_CLIENT_CAPABILITIES]
+    revision = typeof version === 'string' ? version : FIRST_MODERN_REVISION
+    clientCapabilities = isObject(capabilities) ? capabilities : {}
+  } else {
+    revision = legacy?.revision ?? fallback
+    clientCapabilities = legacy?.clientCapabilities ?? {}
   }
+  const ctx: DispatchContext = { era, revision, clientCapabilities, signal, meta }
   if (notify !== undefined) ctx.notify = notify
-  if (principal !== undefined) ctx.principal = principal
+  if (era === 'legacy') {
+    if (source.ask !== undefined) ctx.ask = source.ask
+    if (source.subscriptions !== undefined) ctx.subscriptions = source.subscriptions
+  }
+  if (source.principal !== undefined) ctx.principal = source.principal
+  if (source.caller !== undefined) ctx.caller = source.caller
+  if (source.sessionId !== undefined) ctx.sessionId = source.sessionId
+  if (source.instanceHome !== undefined) ctx.instanceHome = source.instanceHome
+  if (source.endpoint !== undefined) ctx.endpoint = source.endpoint
+  if (source.traceIn !== undefined) ctx.traceIn = source.traceIn
+  if (source.view !== undefined) ctx.view = source.view
   return ctx
 }
 

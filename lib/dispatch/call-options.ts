@@ -5,13 +5,14 @@
  * handler makes them once per request (MethodDeps.callOptions) and hands them down: to the registry,
  * to the MRTR bridge (lib/dispatch/mrtr.ts) or to Tasks (lib/dispatch/tasks.ts), which never call back here.
  */
-import { isObject, METHOD_NOT_FOUND, type JsonRpcNotification, type JsonRpcRequest, UpstreamRpcError, type JsonObject } from '../protocol/jsonrpc.js'
+import { METHOD_NOT_FOUND, type JsonRpcNotification, type JsonRpcRequest, UpstreamRpcError, type JsonObject } from '../protocol/jsonrpc.js'
 import { META_CLIENT_CAPABILITIES, META_LOG_LEVEL } from '../protocol/inbound.js'
 import type { InstanceOwner } from '../upstreams/isolation.js'
 import type { UpstreamCallOptions, UpstreamQuestion } from '../upstreams/contract.js'
 import type { CancelSignal } from '../base/cancel.js'
 import type { DispatchContext } from './context.js'
 import { ELICITATION_COMPLETE, type MrtrBridge } from './mrtr.js'
+import { requestMeta } from './envelope.js'
 
 /**
  * Whom a request's upstream calls serve (isolated upstreams): its session (legacy session, the stdio
@@ -35,8 +36,8 @@ export function instanceOwnerOf<T extends InstanceOwner = InstanceOwner> (ctx: P
  * Never throws (its `onQuestion` rejects with the refusal).
  */
 export function callOptions (request: JsonRpcRequest, ctx: DispatchContext, questions: Pick<MrtrBridge, 'refusal'>): UpstreamCallOptions {
-  const meta = request.params?._meta
-  const progressToken = isObject(meta) ? meta.progressToken : undefined
+  const meta = requestMeta(request, ctx) // the `_meta` the face classified; read from the request only when it classified none
+  const progressToken = meta?.progressToken
   const options: UpstreamCallOptions = { signal: ctx.signal, era: ctx.era }
   if (ctx.trace !== undefined) options.trace = ctx.trace // a child span per upstream call (lib/telemetry/trace.ts)
   if (ctx.caller !== undefined) options.principal = ctx.caller // per-caller upstream credentials
@@ -48,7 +49,7 @@ export function callOptions (request: JsonRpcRequest, ctx: DispatchContext, ques
   // request set a logLevel, which the upstream also sees and filters by (DIGEST §6f).
   // notifications/elicitation/complete (of a URL-mode elicitation the call relayed) exists
   // only in 2025-11-25 (DIGEST §6, method table): it goes to a legacy client, never to a modern one.
-  if (notify !== undefined && (ctx.era === 'legacy' || (isObject(meta) && typeof meta[META_LOG_LEVEL] === 'string'))) {
+  if (notify !== undefined && (ctx.era === 'legacy' || typeof meta?.[META_LOG_LEVEL] === 'string')) {
     const legacy = ctx.era === 'legacy'
     options.onNotification = (n) => {
       if (n.method !== 'notifications/message' && !(legacy && n.method === ELICITATION_COMPLETE)) return
@@ -89,7 +90,7 @@ export function callOptions (request: JsonRpcRequest, ctx: DispatchContext, ques
   // The upstream sees the capabilities of the client mcpx serves, not mcpx's own: a modern
   // upstream must not ask for inputs that client cannot give (legacy upstreams ignore the key).
   options.meta = { [META_CLIENT_CAPABILITIES]: ctx.clientCapabilities }
-  if (ctx.era === 'modern' && isObject(meta) && typeof meta[META_LOG_LEVEL] === 'string') options.meta[META_LOG_LEVEL] = meta[META_LOG_LEVEL]
+  if (ctx.era === 'modern' && typeof meta?.[META_LOG_LEVEL] === 'string') options.meta[META_LOG_LEVEL] = meta[META_LOG_LEVEL]
   // A legacy client gets log lines unless it lowered the level (a legacy server sends every level
   // before logging/setLevel); a modern upstream sends none without a per-request logLevel, so ask
   // it for everything and let the legacy client see what a legacy upstream would have sent.

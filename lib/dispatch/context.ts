@@ -8,6 +8,7 @@ import type { InstanceHome } from '../upstreams/isolation.js'
 import type { UpstreamQuestion } from '../upstreams/contract.js'
 import type { RequestTrace, TraceIn } from '../telemetry/trace.js'
 import type { CancelSignal, Canceller } from '../base/cancel.js'
+import type { Visibility } from '../policy/visibility.js'
 
 /** Identity mcpx reports as `serverInfo` (legacy `initialize`, modern `_meta` of every result). */
 export interface ServerInfo { name: string, version: string }
@@ -72,6 +73,21 @@ export interface DispatchContext {
    * `mcpx serve --server <name>`), or undefined for `/mcp` itself (the whole catalogue).
    */
   endpoint?: string
+  /**
+   * The request's `params._meta` as the face classified it (lib/protocol/inbound InboundMessage.meta):
+   * the object, or null when the request has none. Undefined when the face classified nothing (a
+   * legacy HTTP batch member, a hand-made context): then the dispatcher reads the request itself
+   * (lib/dispatch/envelope.ts requestMeta). The envelope check and the upstream call options read it.
+   */
+  meta?: Readonly<Record<string, unknown>> | null
+  /**
+   * The caller's view on its endpoint (Dispatcher.viewOf), when the face already worked it out for this
+   * request (2026-07-28 HTTP tools/call: the Mcp-Param-* check looked the tool up in it,
+   * plugins/modern-headers). Dispatcher.handle serves the request in it and works one out only when
+   * it is undefined, so a request keeps the view it started with even if a reload swaps the policy
+   * in between (Dispatcher.setAccess).
+   */
+  view?: Visibility
   /** Legacy only: resource subscriptions of this connection/session (resources/subscribe adds, unsubscribe removes). */
   subscriptions?: SubscriptionSet
   /**

@@ -192,13 +192,13 @@ export class Dispatcher {
   }
 
   /**
-   * The tool `name` (as exposed) as the caller sees it on its endpoint, or undefined when it does
-   * not exist for them (unknown or hidden: the same). The modern headers check (Mcp-Param-*) looks
-   * tools up here, so a hidden tool's schema never shapes an answer, and a renamed one is found by
-   * the name the client uses.
+   * The tool `name` (as exposed) as the caller sees it in `view` ({@link viewOf}), or undefined when it
+   * does not exist for them (unknown or hidden: the same). The modern headers check (Mcp-Param-*)
+   * looks tools up this way, so a hidden tool's schema never shapes an answer, and a renamed one is
+   * found by the name the client uses. Never throws.
    */
-  findTool (name: string, ctx: Pick<DispatchContext, 'caller' | 'endpoint'>): JsonObject | undefined {
-    return this.viewOf(ctx).findTool(name, this.registry)
+  findTool (name: string, view: Visibility): JsonObject | undefined {
+    return view.findTool(name, this.registry)
   }
 
   /** Number of calls parked on a question, for metrics and tests. */
@@ -221,7 +221,8 @@ export class Dispatcher {
 
   /**
    * Answers one request in the given context. Step 1: the caller's view, decided once for the
-   * request (the handler and the audit line read the same one). On a tool-search endpoint, a
+   * request (the handler and the audit line read the same one): `ctx.view` when the face already
+   * worked it out, else {@link viewOf} now. On a tool-search endpoint, a
    * well-formed `tools/call` of `call_tool` goes on from here as the `tools/call` of its inner tool
    * (lib/dispatch/methods/discovery.ts innerCallOf), so every later step (trace, audit, rate limits,
    * the gates, MRTR, Tasks) applies to the inner call as to a direct one. Step 2: a span for it when
@@ -229,7 +230,7 @@ export class Dispatcher {
    * @returns the response (success or error). Never rejects.
    */
   handle (request: JsonRpcRequest, ctx: DispatchContext): Promise<JsonRpcResponse> {
-    const view = this.viewOf(ctx)
+    const view = ctx.view ?? this.viewOf(ctx)
     let via: Via | undefined
     // List mode (the default): one property read.
     if (view.search !== undefined && request.method === 'tools/call') {
@@ -270,7 +271,7 @@ export class Dispatcher {
 
   /** Step 4: the era's envelope, then the method's result shaped for the era, or the error it raised. */
   private async answer (request: JsonRpcRequest, ctx: DispatchContext, view: Visibility, via: Via | undefined): Promise<JsonRpcResponse> {
-    const rejected = checkEnvelope(request, ctx.era)
+    const rejected = checkEnvelope(request, ctx)
     if (rejected !== undefined) return rejected
     try {
       const result = await this.run(request, ctx, view, via)

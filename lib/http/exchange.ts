@@ -12,25 +12,28 @@ import {
   type Classified, type JsonRpcErrorObject, type JsonRpcMessage, type JsonRpcNotification, type JsonRpcRequest, type JsonRpcResponse
 } from '../protocol/jsonrpc.js'
 import { modernStatus, legacyStatus, markedRefusal, refusal, type Refusal } from '../protocol/http-status.js'
-import { ASSUMED_LEGACY_REVISION, type Revision } from '../protocol/revisions.js'
+import { ASSUMED_LEGACY_REVISION, FIRST_MODERN_REVISION, type Revision } from '../protocol/revisions.js'
 import type { NotificationHub } from '../connection/notify-hub.js'
 import type { InboundBatch, InboundMessage } from '../protocol/inbound.js'
 import { Listen, checkListen } from '../connection/listen.js'
 import {
-  Peer, batchRefusal, initializedState, modernContext, scopedNotify,
-  type InFlight, type MessageSink, type QuestionRoute
+  Peer, batchRefusal, initializedState, contextFor, scopedNotify,
+  type ContextSource, type InFlight, type MessageSink, type QuestionRoute
 } from '../connection/peer.js'
 import type { Dispatcher } from '../dispatch/dispatcher.js'
-import type { DispatchContext } from '../dispatch/context.js'
 import type { Session, SessionStore } from '../sessions/store.js'
 import type { SseStream, StreamSlots } from './sse.js'
 import type { Logger } from '../telemetry/log.js'
 import type { TraceIn } from '../telemetry/trace.js'
+import type { Visibility } from '../policy/visibility.js'
 import { Cancellation } from '../base/cancel.js'
 import { expiresAtOf, type Principal } from '../auth/principal.js'
 import { batchedRequestRefusal, serveBounded } from '../connection/batch.js'
 
-/** What a route supplies to write one reply. */
+/**
+ * What a route supplies to write one reply. It is also the request's {@link ContextSource} (who
+ * sends it: principal, caller, endpoint, traceIn, view), read by lib/connection/peer.ts contextFor.
+ */
 export interface PostChannel {
   /** True when the client's Accept admits text/event-stream. */
   readonly acceptsSse: boolean
@@ -53,6 +56,8 @@ export interface PostChannel {
   readonly traceIn?: TraceIn | undefined
   /** The curated endpoint the request came in on; undefined for `/mcp` itself. */
   readonly endpoint?: string
+  /** The caller's view, when the route already worked it out for this request (DispatchContext.view); undefined: the dispatcher does. */
+  readonly view?: Visibility
 }
 
 /** Shared state of the HTTP face. */
@@ -95,6 +100,9 @@ export class RequestSlots {
   /** Gives back a slot taken by {@link claim}. */
   release (): void { if (this.claimed > 0) this.claimed-- }
 }
+
+/** The source of a context with nothing of the caller's in it (lib/connection/peer.ts contextFor). */
+const NO_SOURCE: ContextSource = Object.freeze({})
 
 /** The id-less 202 acknowledgement has no body (DIGEST §3d rule 6). */
 const ACCEPTED = 202
@@ -251,11 +259,10 @@ export class HttpExchange {
     // Seed › Closing the stream is cancellation: the request runs under the HTTP request's lifetime.
     channel.onDisconnect(() => entry.controller.abort())
     const responder = new Responder(channel)
-    const ctx = modernContext(inbound.meta, entry.controller.signal, scopedNotify(entry, responder), channel.principal)
+    // The channel is the source: principal, caller (per-caller upstream credentials), curated endpoint,
+    // traceIn, and the view the Mcp-Param-* check worked out (not again).
+    const ctx = contextFor('modern', inbound.meta ?? null, undefined, FIRST_MODERN_REVISION, entry.controller.signal, scopedNotify(entry, responder), channel)
     ctx.controller = entry.controller // aborted only by the disconnect above: the MRTR bridge adopts it (no second controller)
-    if (channel.caller !== undefined) ctx.caller = channel.caller // per-caller upstream credentials
-    if (channel.traceIn !== undefined) ctx.traceIn = channel.traceIn
-    if (channel.endpoint !== undefined) ctx.endpoint = channel.endpoint // curated endpoint
     const response = await this.deps.dispatcher.handle(request, ctx)
     if (entry.controller.signal.aborted) { responder.abandon(); return } // nothing is written after a cancel
     const refused = markedRefusal(response)
@@ -315,20 +322,21 @@ export class HttpExchange {
     const revision = session?.revision ?? context.headerRevision ?? ASSUMED_LEGACY_REVISION
     if (inbound.kind === 'batch') return await this.serveBatch(inbound.elements, revision, context, channel)
     const item = inbound.item
-    if (item.kind === 'request' && item.message.method === 'initialize') return await this.serveInitialize(item.message, channel)
+    const meta = inbound.meta ?? null // classified once (DispatchContext.meta)
+    if (item.kind === 'request' && item.message.method === 'initialize') return await this.serveInitialize(item.message, meta, channel)
     const responder = new Responder(channel)
-    const outcome = await this.handleItem(item, revision, context, responder, channel)
+    const outcome = await this.handleItem(item, meta, revision, context, responder, channel)
     if (outcome.kind === 'reply') responder.finish(outcome.status, outcome.message, outcome.headers)
     else if (outcome.kind === 'accepted') responder.finish(ACCEPTED, undefined)
     else if (outcome.kind === 'withheld') responder.withhold()
     else responder.abandon()
   }
 
-  private async serveInitialize (request: JsonRpcRequest, channel: PostChannel): Promise<void> {
+  private async serveInitialize (request: JsonRpcRequest, meta: InboundMessage['meta'] | null, channel: PostChannel): Promise<void> {
     const deps = this.deps
     const controller = new Cancellation()
-    const ctx = this.sessionless.legacyContext(controller.signal, ASSUMED_LEGACY_REVISION, {})
-    if (channel.traceIn !== undefined) ctx.traceIn = channel.traceIn
+    // Nothing of the caller's: the session it mints is bound to the principal below, not this call.
+    const ctx = contextFor('legacy', meta, this.sessionless.legacy, ASSUMED_LEGACY_REVISION, controller.signal, undefined, channel.traceIn === undefined ? NO_SOURCE : { traceIn: channel.traceIn })
     const response = await deps.dispatcher.handle(request, ctx)
     const state = initializedState(request, response)
     if (state === undefined || 'error' in response) return reply(channel, legacyStatus('error' in response ? response.error : undefined), response)
@@ -343,8 +351,9 @@ export class HttpExchange {
   /**
    * One message of a legacy POST, or one member of its batch (`batch` given: the batch's one
    * disconnect or overflow listener ends it, instead of a listener of its own).
+   * @param meta the message's `_meta` as classified (null: none), or undefined for a batch member (classified without it)
    */
-  private async handleItem (item: Classified, revision: Revision, context: LegacyPostContext, responder: Responder, channel: PostChannel, batch?: BatchRun): Promise<ItemOutcome> {
+  private async handleItem (item: Classified, meta: InboundMessage['meta'] | null, revision: Revision, context: LegacyPostContext, responder: Responder, channel: PostChannel, batch?: BatchRun): Promise<ItemOutcome> {
     const { session } = context
     const deps = this.deps
     switch (item.kind) {
@@ -389,21 +398,20 @@ export class HttpExchange {
     }
     batch?.add(entry)
     const peer = session?.peer ?? this.sessionless
-    const ctx: DispatchContext = peer.legacyContext(entry.controller.signal, revision, {
-      notify: scopedNotify(entry, responder),
+    const traceIn = channel.traceIn
+    const source: ContextSource = {
+      // Whose instance of a per-principal isolated upstream its calls use; a session is bound to it.
+      principal: channel.principal,
+      caller: channel.caller, // per-caller upstream credentials
+      endpoint: channel.endpoint, // curated endpoint
+      traceIn: traceIn === undefined || session === undefined ? traceIn : { ...traceIn, sessionId: session.id },
+      sessionId: session?.id,
+      instanceHome: session?.instanceHome, // Redis store: calls forwarded to the replica holding the instances
+      subscriptions: session === undefined ? undefined : deps.sessions.subscriptionsOf(session),
       // The question's route is made when a question is asked (most calls ask none); it is stateless.
-      ask: async (question, signal) => await peer.ask(question, signal, this.questionRoute(session, responder)),
-      subscriptions: session === undefined ? undefined : deps.sessions.subscriptionsOf(session)
-    })
-    if (channel.caller !== undefined) ctx.caller = channel.caller // per-caller upstream credentials
-    // Whose instance of a per-principal isolated upstream its calls use; a session is bound to it.
-    if (channel.principal !== undefined) ctx.principal = channel.principal
-    if (session !== undefined) {
-      ctx.sessionId = session.id
-      if (session.instanceHome !== undefined) ctx.instanceHome = session.instanceHome // Redis store: calls forwarded to the replica holding the instances
+      ask: async (question, signal) => await peer.ask(question, signal, this.questionRoute(session, responder))
     }
-    if (channel.traceIn !== undefined) ctx.traceIn = session === undefined ? channel.traceIn : { ...channel.traceIn, sessionId: session.id }
-    if (channel.endpoint !== undefined) ctx.endpoint = channel.endpoint // curated endpoint
+    const ctx = contextFor('legacy', meta, peer.legacy, revision, entry.controller.signal, scopedNotify(entry, responder), source)
     try {
       const response = await deps.dispatcher.handle(request, ctx)
       if (entry.cancelled) return { kind: 'withheld' }
@@ -471,7 +479,7 @@ export class HttpExchange {
       const item = classify(elements[index])
       if (item.kind === 'request' || item.kind === 'invalid') hasRequests = true
       if (batch.ended !== undefined) return { kind: batch.ended }
-      return await this.handleItem(item, revision, context, responder, channel, batch)
+      return await this.handleItem(item, undefined, revision, context, responder, channel, batch)
     })
     if (!hasRequests) {
       // A batch of only notifications and responses: 202, unless a stray response made it 400.

@@ -41,8 +41,8 @@ import { ALL_LISTS, type NotificationHub } from '../connection/notify-hub.js'
 import { Listen, checkListen } from '../connection/listen.js'
 import { DEFAULT_STREAM_BUFFER_BYTES, DEFAULT_STREAM_BUFFER_MAX_BYTES, type FlowPolicy } from '../connection/flow.js'
 import {
-  Peer, QuestionFailed, batchRefusal, duplicateId, initializedState, modernContext, scopedNotify,
-  type InFlight, type QuestionRoute
+  Peer, QuestionFailed, batchRefusal, duplicateId, initializedState, contextFor, scopedNotify,
+  type ContextSource, type InFlight, type QuestionRoute
 } from '../connection/peer.js'
 import { activeTracing, type TraceIn } from '../telemetry/trace.js'
 import type { InstanceOwner } from '../upstreams/isolation.js'
@@ -259,6 +259,14 @@ class StdioConnection {
   private closing: Promise<void> | undefined
   private readonly stopHandlers: Array<() => void> = []
   private readonly ask: NonNullable<DispatchContext['ask']>
+  /**
+   * Who sends every request of this connection (lib/connection/peer.ts ContextSource), made once:
+   * stdio has one caller, whoever started the process (LOCAL_PRINCIPAL: the policy knows it as
+   * `local`), and one client (STDIO_SESSION); `ask` and `subscriptions` reach legacy requests only.
+   */
+  private readonly source: ContextSource
+  /** {@link source} with the stdio tracing input, for requests served while tracing is on. */
+  private readonly tracedSource: ContextSource
   /** Wakes the reader waiting in {@link belowCap}. */
   private capWaiter: (() => void) | undefined
 
@@ -284,6 +292,8 @@ class StdioConnection {
       if (this.stopping) throw new QuestionFailed(INTERNAL_ERROR, 'mcpx is shutting down')
       return await this.peer.ask(question, signal, route)
     }
+    this.source = { principal: LOCAL_PRINCIPAL.key, caller: LOCAL_PRINCIPAL, sessionId: STDIO_SESSION, endpoint, subscriptions: this.subscriptions, ask: this.ask }
+    this.tracedSource = { ...this.source, traceIn: STDIO_TRACE_IN }
   }
 
   /** Requests (and batches) whose replies are pending, listens excluded. */
@@ -386,35 +396,21 @@ class StdioConnection {
 
   /** What the stdio caller sees (policy `local`, the served endpoint), for notifications. */
   private visibility (): Visibility | undefined {
-    return this.dispatcher.visibilityOf({ caller: LOCAL_PRINCIPAL, ...(this.endpoint !== undefined ? { endpoint: this.endpoint } : {}) })
+    return this.dispatcher.visibilityOf(this.source) // its caller and endpoint
   }
 
-  /** The context a request is served in: modern when it was classified modern, else the connection's legacy state. */
+  /**
+   * The context a request is served in (lib/connection/peer.ts contextFor): modern when it was
+   * classified modern, else the connection's legacy state, or before initialize the oldest
+   * revision's shapes (seed › stdio › Before initialize). After a legacy initialize a modern request
+   * is still served as modern: DIGEST A12 leaves it open, and a dual-era server accepts liberally
+   * (versioning.mdx allows both eras on one process). A modern-only method without `_meta` is modern
+   * too (lib/protocol/inbound classifyMessage).
+   */
   private contextFor (inbound: InboundMessage, entry: InFlight): DispatchContext {
-    const ctx = this.baseContextFor(inbound, entry)
-    if (activeTracing() !== undefined) ctx.traceIn = STDIO_TRACE_IN // parent: the request's _meta.traceparent (lib/telemetry/trace.ts)
-    return ctx
-  }
-
-  private baseContextFor (inbound: InboundMessage, entry: InFlight): DispatchContext {
-    const notify = scopedNotify(entry, this.out)
-    // After a legacy initialize a modern request is still served as modern: DIGEST A12 leaves it
-    // open, and a dual-era server accepts liberally (versioning.mdx allows both eras on one process).
-    // A modern-only method without `_meta` is modern too (lib/protocol/inbound classifyMessage).
-    // stdio has one caller: whoever started the process (LOCAL_PRINCIPAL), one client (STDIO_SESSION).
-    if (inbound.era === 'modern') {
-      const ctx = modernContext(inbound.meta, entry.controller.signal, notify, LOCAL_PRINCIPAL.key)
-      ctx.sessionId = STDIO_SESSION
-      ctx.caller = LOCAL_PRINCIPAL // the policy knows it as `local`
-      if (this.endpoint !== undefined) ctx.endpoint = this.endpoint
-      return ctx
-    }
-    // Before initialize: the oldest revision's shapes (seed › stdio › Before initialize).
-    const ctx = this.peer.legacyContext(entry.controller.signal, OLDEST_REVISION, { notify, ask: this.ask, subscriptions: this.subscriptions, principal: LOCAL_PRINCIPAL.key })
-    ctx.sessionId = STDIO_SESSION
-    ctx.caller = LOCAL_PRINCIPAL
-    if (this.endpoint !== undefined) ctx.endpoint = this.endpoint
-    return ctx
+    // The source with the tracing input only while tracing is on (parent: the request's _meta.traceparent, lib/telemetry/trace.ts).
+    const source = activeTracing() === undefined ? this.source : this.tracedSource
+    return contextFor(inbound.era, inbound.meta ?? null, this.peer.legacy, OLDEST_REVISION, entry.controller.signal, scopedNotify(entry, this.out), source)
   }
 
   /**

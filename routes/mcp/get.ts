@@ -7,7 +7,6 @@
  * (notifications/tasks/status), and a `:` comment every keep-alive interval.
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import { endpointOf } from '../../plugins/endpoint.js'
 import { bindingKeyOf, expiresAtOf } from '../../lib/auth/principal.js'
 import { SseStream } from '../../lib/http/sse.js'
 import { eraOfInbound } from '../../lib/protocol/inbound.js'
@@ -47,11 +46,11 @@ const getRoute: FastifyPluginAsync<McpRouteDeps> = async function (fastify, opts
       // The stream ends when the token it was opened with expires (docs/authentication.md › Tokens that expire).
       const expiresAt = expiresAtOf(request.mcpPrincipal)
       if (expiresAt !== undefined) open.closeAt(expiresAt)
-      const viewed = { caller: request.mcpPrincipal ?? undefined, endpoint: endpointOf(request) }
+      const viewed = { caller: request.mcpPrincipal ?? undefined, endpoint: request.mcpEndpoint }
       // relayed: with the Redis store, changes other replicas saw reach this stream too, filtered alike.
       // instanceOwner: what the session's isolated upstream instances announce reaches this stream
       // as well; its calls name the session and its principal (lib/dispatch/call-options.ts instanceOwnerOf).
-      const principalKey = bindingKeyOf(request.mcpPrincipal ?? null, request.headers.authorization, endpointOf(request))
+      const principalKey = bindingKeyOf(request.mcpPrincipal ?? null, request.headers.authorization, request.mcpEndpoint)
       const instanceOwner = principalKey === undefined ? { owner: session.id } : { owner: session.id, principalKey }
       const remove = fastify.mcp.hub.add({ lists: ALL_LISTS, uris: session.subscriptions, relayed: true, instanceOwner, session: session.id, send: (n) => { open.send(n) }, view: () => fastify.mcp.dispatcher.visibilityOf(viewed) })
       await open.closed

@@ -9,10 +9,8 @@ import type { FastifyPluginAsync, FastifyError } from 'fastify'
 import { parseBody } from '../../lib/protocol/jsonrpc.js'
 import { requestIdOf } from '../../lib/protocol/inbound.js'
 import { frameworkRefusal, refusal } from '../../lib/protocol/http-status.js'
-import { readAccept } from '../../lib/protocol/accept.js'
 import { DRAIN_FACTOR, drainRequest } from '../../lib/http/drain.js'
 import { RequestSlots } from '../../lib/http/exchange.js'
-import { endpointOf } from '../../plugins/endpoint.js'
 import type { McpRoutesOptions } from './options.js'
 import postRoute from './post.js'
 import getRoute from './get.js'
@@ -60,15 +58,15 @@ const routes: FastifyPluginAsync<McpRoutesOptions> = async function mcpRoutes (f
   function releasePostSlot (): void { requestSlots.release() }
   fastify.decorateRequest('mcpOverCapacity', false)
   // The route checks that need no body, in this order, after the plugins' onRequest hooks (Origin,
-  // CORS, auth), as every rule /mcp follows: the method (405), the curated endpoint (404), Accept
-  // (406), then the POST count. One callback-style hook (no promise and no microtask
-  // per check on every request).
+  // CORS, mcpx-era's endpoint and Accept verdicts, auth), as every rule /mcp follows: the method (405),
+  // the curated endpoint (404), Accept (406), then the POST count. One callback-style hook (no promise
+  // and no microtask per check on every request).
   fastify.addHook('onRequest', function admitRequest (request, reply, done) {
     const method = request.method
     if (!MCP_METHODS.has(method)) { reply.sendRefusal(methodNotAllowed); return }
-    const endpoint = endpointOf(request)
+    const endpoint = request.mcpEndpoint
     if (endpoint !== undefined && !dispatcher.hasEndpoint(endpoint)) { reply.sendRefusal(unknownEndpoint); return }
-    if (method !== 'OPTIONS' && readAccept(request.headers.accept).refused) { reply.sendRefusal(notAcceptable); return }
+    if (method !== 'OPTIONS' && request.mcpAccept?.refused === true) { reply.sendRefusal(notAcceptable); return }
     if (method === 'POST') {
       if (!requestSlots.claim()) request.mcpOverCapacity = true
       else {

@@ -7,11 +7,11 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { HttpExchange, type PostChannel } from '../../lib/http/exchange.js'
 import { SseStream } from '../../lib/http/sse.js'
 import type { FlowPolicy } from '../../lib/connection/flow.js'
-import { readAccept } from '../../lib/protocol/accept.js'
 import { bindingKeyOf } from '../../lib/auth/principal.js'
+import { readAccept } from '../../lib/protocol/accept.js'
 import { httpTraceIn } from '../../lib/telemetry/trace.js'
-import { endpointOf } from '../../plugins/endpoint.js'
 import { isLegacyRevision } from '../../lib/protocol/revisions.js'
+import type { Visibility } from '../../lib/policy/visibility.js'
 import type { McpRouteDeps } from './options.js'
 
 /**
@@ -25,18 +25,21 @@ class FastifyChannel implements PostChannel {
   readonly acceptsSse: boolean
   readonly acceptsJson: boolean
   readonly traceIn: PostChannel['traceIn']
+  readonly view?: Visibility
 
   constructor (private readonly request: FastifyRequest, private readonly reply: FastifyReply, private readonly keepAliveMs: number, private readonly flow: FlowPolicy) {
     // lib/protocol/accept: no Accept, or a wildcard, admits JSON; `Accept: text/event-stream` alone does not, and
     // only a client that names text/event-stream (q > 0) is answered with a stream (seed › Streamable
     // HTTP, 2026-07-28: responses are JSON or SSE as Accept allows).
-    const accept = readAccept(request.headers.accept)
+    const accept = request.mcpAccept ?? readAccept(request.headers.accept) // mcpx-era's verdict; read here only without mcpx-era
     const caller = request.mcpPrincipal // made once by mcpx-auth
-    const endpoint = endpointOf(request) // a curated endpoint's name, or undefined for /mcp
+    const endpoint = request.mcpEndpoint // a curated endpoint's name (mcpx-era), or undefined for /mcp
     const bindingKey = bindingKeyOf(caller, request.headers.authorization, endpoint) // the principal's key, or the header's hash without auth; bound to the endpoint
     if (endpoint !== undefined) this.endpoint = endpoint
     if (bindingKey !== undefined) this.principal = bindingKey
     if (caller !== null) this.caller = caller
+    const view = request.mcpView // the caller's view, when mcpx-modern-headers worked it out (2026-07-28 tools/call)
+    if (view !== null) this.view = view
     this.acceptsSse = accept.sse
     this.acceptsJson = accept.json
     this.traceIn = httpTraceIn(request.headers) // undefined unless tracing is on (lib/telemetry/trace.ts)
