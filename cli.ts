@@ -20,6 +20,7 @@ import { resolveConfig } from './lib/config/load.js'
 import { parseDuration } from './lib/base/duration.js'
 import type { McpxConfig } from './lib/config/types.js'
 import { McpxError } from './lib/base/errors.js'
+import { disablePretenuring } from './lib/base/pretenuring.js'
 import type { CuratedServer } from './lib/policy/endpoints.js'
 
 /** Exit code of a usage error (bad flag, missing argument). */
@@ -283,6 +284,8 @@ async function main (argv: string[]): Promise<number> {
     const { config, source } = resolveConfig(values.config as string | undefined)
     const log = { logLevel: values['log-level'] as string | undefined, logFormat: values['log-format'] as string | undefined }
     if (name === 'serve' || name === 'daemon') {
+      // Before the server's modules load: request-scoped objects stay young (lib/base/pretenuring.ts).
+      disablePretenuring()
       // OpenTelemetry only when the OTEL_* variables ask for it (lib/telemetry/trace.ts); otherwise nothing of it loads.
       const tracing = await import('./lib/telemetry/trace.js')
       if (tracing.tracingWantedByEnv()) await tracing.startTracing()
