@@ -246,8 +246,8 @@ export class InstanceForwarder {
   private serve (message: Extract<ForwardMessage, { t: 'fcall' }>): void {
     const { from, cid } = message
     const key = `${from} ${cid}`
-    const callUpstream = this.options.upstreams.callUpstream
-    if (callUpstream === undefined) {
+    const upstreams = this.options.upstreams
+    if (upstreams.callUpstream === undefined) {
       this.send(from, { t: 'fdone', cid, e: { c: INTERNAL_ERROR, m: `upstream ${message.up}: the replica holding the instance cannot serve forwarded calls (its registry has no callUpstream)` } })
       return
     }
@@ -278,7 +278,8 @@ export class InstanceForwarder {
         this.sendOrStop(from, served, { t: 'fask', cid, qid, q })
       })
     }
-    callUpstream(message.up, message.m, message.p, options).then(r => {
+    // A method of the registry: called on it (the registry was once reached through a Proxy that bound it).
+    upstreams.callUpstream(message.up, message.m, message.p, options).then(r => {
       this.send(from, { t: 'fdone', cid, r })
     }, (err: unknown) => {
       this.send(from, { t: 'fdone', cid, e: wireError(err) })
