@@ -13,7 +13,7 @@
  */
 import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { MemorySessionStore, sessionBoundTo, type Session, type SessionStore } from '../lib/sessions/store.js'
+import { MemorySessionStore, sessionUsableBy, type FindOutcome, type Session, type SessionStore } from '../lib/sessions/store.js'
 import { RedisSessionStore } from '../lib/sessions/redis-store.js'
 import type { McpxConfig } from '../lib/config/types.js'
 import { requestIdOf, type Inbound } from '../lib/protocol/inbound.js'
@@ -66,30 +66,39 @@ export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fast
   fastify.decorateRequest('mcpSession', null)
   const unknownSession = refusal('unknownSession') // built once
   const badSessionHeader = refusal('badSessionHeader')
-  // Modern and unreadable requests pass without a promise; a legacy one is looked up.
+  // Modern and unreadable requests pass at once; a legacy one is looked up, without a promise when
+  // the store answers at once (the memory store), else when the store's promise settles (Redis).
   fastify.addHook('preHandler', function sessionHook (request, reply, done) {
     const inbound = request.mcp
     if (inbound === null || inbound.kind === 'reject' || inbound.era !== 'legacy') { done(); return }
-    findSession(request, reply, inbound).then(() => { done() }, (err: Error) => { done(err) })
-  })
-  async function findSession (request: FastifyRequest, reply: FastifyReply, inbound: Inbound): Promise<unknown> {
     const version = inbound.headerRevision
     if (version !== undefined && !isLegacyRevision(version) && request.method !== 'DELETE') {
       // The refusal carries the request's id when one can be read; a batch or a notification has none.
-      return reply.sendRefusal(eraRefusal('legacy', unsupportedLegacyVersion(requestIdOf(inbound), version)))
+      reply.sendRefusal(eraRefusal('legacy', unsupportedLegacyVersion(requestIdOf(inbound), version)))
+      done()
+      return
     }
     const header = readHeader(request.headers, 'mcp-session-id')
-    if (header.kind === 'absent') return
-    if (header.kind !== 'value') return reply.sendRefusal(badSessionHeader)
-    const found = await store.find(header.value)
+    if (header.kind === 'absent') { done(); return }
+    if (header.kind !== 'value') { reply.sendRefusal(badSessionHeader); done(); return }
+    const found = store.find(header.value)
+    if (!(found instanceof Promise)) { settle(request, reply, inbound, found); done(); return }
+    found.then(outcome => { settle(request, reply, inbound, outcome); done() }, (err: Error) => { done(err) })
+  })
+  /** Sets `request.mcpSession` to the session found, or answers the refusal (404, 503). */
+  function settle (request: FastifyRequest, reply: FastifyReply, inbound: Inbound, found: FindOutcome): void {
     // A session is usable only by the principal that minted it (same issuer and subject, or the
     // same static token; a refreshed token keeps it), on the endpoint it was minted on:
     // anyone else, or any other endpoint, even holding a leaked id, is told the session does not exist.
-    if (found.kind === 'unknown' || (found.kind !== 'unavailable' && !sessionBoundTo(header.value, bindingKeyOf(request.mcpPrincipal, request.headers.authorization, request.mcpEndpoint)))) return reply.sendRefusal(unknownSession)
+    if (found.kind === 'unknown' || (found.kind === 'found' && !sessionUsableBy(found.session, bindingKeyOf(request.mcpPrincipal, request.headers.authorization, request.mcpEndpoint)))) {
+      reply.sendRefusal(unknownSession)
+      return
+    }
     if (found.kind === 'unavailable') {
       // A Redis fault: a clear 503 (with the request's id when one can be read), never a hang.
       request.log.debug('session store unavailable')
-      return reply.sendRefusal(refusal('storeUnavailable', requestIdOf(inbound)))
+      reply.sendRefusal(refusal('storeUnavailable', requestIdOf(inbound)))
+      return
     }
     request.mcpSession = found.session
   }

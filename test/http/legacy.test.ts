@@ -8,6 +8,7 @@ import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { build, fixtureUpstreams, legacyHeaders } from '../helpers/app.js'
 import { LEGACY, schemaErrors, initializeBody, callBody, injectSession, sessionHeaders, pollUntil } from '../helpers/legacy.js'
+import { newSession, newSessionId, sessionUsableBy } from '../../lib/sessions/store.js'
 
 const SESSION_ID = /^[\x21-\x7E]+$/
 const BATCH_REVISION = '2025-03-26'
@@ -364,6 +365,21 @@ t.test('auth/bearer/session-bound-to-its-caller', async t => {
   const del = await app.inject({ method: 'DELETE', url: '/mcp', headers: { authorization: 'Bearer token-b', 'mcp-session-id': sid } })
   t.equal(del.statusCode, 404, 'another caller cannot end it')
   t.equal((await as('token-a', { jsonrpc: '2.0', id: 4, method: 'tools/list' }, sid)).statusCode, 200, 'it lives on for its caller')
+})
+
+t.test('auth/bearer/session-binding-memo-keeps-only-a-proved-key', async t => {
+  // The memo (Session.boundKey) spares the hash for the caller that proved its key; it never admits another.
+  const session = newSession(newSessionId('key-a'), '2025-11-25', {})
+  t.notOk(sessionUsableBy(session, 'key-b'), 'another key is refused')
+  t.equal(session.boundKey, undefined, 'a refused key is not kept')
+  t.ok(sessionUsableBy(session, 'key-a'), 'its own key is admitted')
+  t.equal(session.boundKey, 'key-a', 'and kept')
+  t.notOk(sessionUsableBy(session, 'key-b'), 'another key is still refused after the memo is set')
+  t.notOk(sessionUsableBy(session, undefined), 'no key is refused')
+  t.ok(sessionUsableBy(session, 'key-a'), 'its own key again, from the memo')
+  const open = newSession(newSessionId(), '2025-11-25', {})
+  t.ok(sessionUsableBy(open, undefined), 'a session minted with no key admits no key')
+  t.notOk(sessionUsableBy(open, 'key-a'), 'but not a key')
 })
 
 t.test('auth/bearer/session-bound-to-its-header-without-auth', async t => {
