@@ -18,44 +18,25 @@
  * a 2025-11-25 session (the request log line and metrics on, as shipped). `--sites N` also prints
  * the N largest allocating frames of each target.
  */
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
 import { Agent } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { parseArgs } from 'node:util'
-import { echoCheck, freePort, killAll, postOnce, sleep, startChild, waitForLog, waitHttp, type Child } from './harness.js'
-import { INITIALIZED_BODY, INITIALIZE_BODY, LEGACY_BODY, MODERN_BODY, MODERN_HEADERS, legacyHeaders } from './wire.js'
+import { SERVER_TARGETS, echoCheck, killAll, oneOf, parseFlags, positiveInt, postOnce, sleep, startTarget, targetCall, type ServerTarget } from './harness.js'
 
-/** A target of the allocation figure. */
-export type AllocTarget = 'forward' | 'modern' | 'legacy'
+/** A target of the allocation figure (harness.ts ServerTarget). */
+export type AllocTarget = ServerTarget
 
 /** One target's figure: `bytesPerCall` (bytes, sampled), the calls counted, the largest sites. */
 export interface AllocFigure { target: AllocTarget, bytesPerCall: number, calls: number, connections: number, sites: Array<{ site: string, bytes: number }> }
 
-const NODE = process.execPath
-const path = (relative: string): string => fileURLToPath(new URL(relative, import.meta.url))
-const PROBE = path('./alloc-probe.js')
-const CLI = path('../cli.js')
-const FORWARD = path('./forward-server.js')
-const V1_UPSTREAM = path('./v1-stdio-upstream.js')
+const PROBE = fileURLToPath(new URL('./alloc-probe.js', import.meta.url))
 
 /** The printed method, for a report. */
 export const ALLOC_METHOD = 'V8 sampling heap profiler in the server process (256-byte interval, objects freed by minor and major GC included), after a warm-up, sampled bytes / calls'
 
-async function startTarget (target: AllocTarget, dir: string, out: string): Promise<{ child: Child, port: number }> {
-  const env = { MCPX_BENCH_ALLOC_OUT: out }
-  if (target === 'forward') {
-    const child = startChild(`alloc-${target}`, NODE, ['--import', PROBE, FORWARD, '--', NODE, V1_UPSTREAM], { logDir: dir, env })
-    return { child, port: Number((await waitForLog(child, /listening (\d+)/))[1]) }
-  }
-  const port = await freePort()
-  const config = join(dir, `${target}.json`)
-  writeFileSync(config, JSON.stringify({ daemon: { address: `127.0.0.1:${port}` }, transport: { maxSessions: 1000 }, upstreams: { fixture: { command: NODE, args: [V1_UPSTREAM] } } }))
-  const child = startChild(`alloc-${target}`, NODE, ['--import', PROBE, CLI, 'daemon', '--config', config], { logDir: dir, env })
-  await waitHttp(`http://127.0.0.1:${port}/readyz`)
-  return { child, port }
-}
+const USAGE = 'usage: node dist/bench/alloc.js [--target forward|modern|legacy]… [--calls 2000] [--warmup 2000] [--connections 1] [--sites N]'
 
 async function waitFile (file: string, boundMs = 60_000): Promise<string> {
   const deadline = Date.now() + boundMs
@@ -73,20 +54,11 @@ async function waitFile (file: string, boundMs = 60_000): Promise<string> {
 export async function allocPerCall (target: AllocTarget, calls: number, warmup: number, connections = 1): Promise<AllocFigure> {
   const dir = mkdtempSync(join(tmpdir(), 'mcpx-alloc-'))
   const out = join(dir, 'profile.json')
-  const { child, port } = await startTarget(target, dir, out)
+  const { child, port } = await startTarget(target, { label: `alloc-${target}`, logDir: dir, nodeArgs: ['--import', PROBE], env: { MCPX_BENCH_ALLOC_OUT: out } })
   const agent = new Agent({ keepAlive: true, maxSockets: connections })
   const check = echoCheck()
   try {
-    let headers = MODERN_HEADERS
-    let body = MODERN_BODY
-    if (target === 'legacy') {
-      const reply = await postOnce(agent, port, '/mcp', legacyHeaders(undefined), INITIALIZE_BODY)
-      const id = reply.headers['mcp-session-id']
-      if (typeof id !== 'string') throw new Error(`alloc: initialize answered ${reply.status} ${reply.body.slice(0, 200)}`)
-      await postOnce(agent, port, '/mcp', legacyHeaders(id), INITIALIZED_BODY)
-      headers = legacyHeaders(id)
-      body = LEGACY_BODY
-    }
+    const { headers, body } = await targetCall(target, agent, port)
     // `connections` loops share the n calls (one: calls one at a time); each loop keeps one call in flight.
     const run = async (n: number): Promise<void> => {
       let left = n
@@ -113,14 +85,18 @@ export async function allocPerCall (target: AllocTarget, calls: number, warmup: 
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const { values } = parseArgs({ options: { target: { type: 'string', multiple: true, default: [] }, calls: { type: 'string', default: '2000' }, warmup: { type: 'string', default: '2000' }, connections: { type: 'string', default: '1' }, sites: { type: 'string', default: '0' } }, strict: true })
-  const targets = (values.target.length > 0 ? values.target : ['forward', 'modern', 'legacy']) as AllocTarget[]
-  for (const t of targets) if (!['forward', 'modern', 'legacy'].includes(t)) throw new Error(`alloc: unknown target ${t}`)
+  const { values } = parseFlags('alloc', USAGE, { target: { type: 'string', multiple: true, default: [] }, calls: { type: 'string', default: '2000' }, warmup: { type: 'string', default: '2000' }, connections: { type: 'string', default: '1' }, sites: { type: 'string', default: '0' } })
+  const targets = values.target.length > 0 ? values.target.map(t => oneOf('alloc', USAGE, 'target', t, SERVER_TARGETS)) : [...SERVER_TARGETS]
+  const count = (name: string, text: string, min = 1): number => positiveInt('alloc', USAGE, name, text, min)
+  const calls = count('calls', values.calls)
+  const warmup = count('warmup', values.warmup, 0)
+  const connections = count('connections', values.connections)
+  const sites = count('sites', values.sites, 0)
   console.log(`bytes allocated per call: ${ALLOC_METHOD}; ${values.calls} calls after ${values.warmup}, ${values.connections} connection(s)`)
   for (const target of targets) {
-    const figure = await allocPerCall(target, Number(values.calls), Number(values.warmup), Number(values.connections))
+    const figure = await allocPerCall(target, calls, warmup, connections)
     console.log(`${target}: ${Math.round(figure.bytesPerCall).toLocaleString('en-US')} bytes/call`)
-    for (const s of figure.sites.slice(0, Number(values.sites))) console.log(`  ${Math.round(s.bytes).toString().padStart(6)}  ${s.site}`)
+    for (const s of figure.sites.slice(0, sites)) console.log(`  ${Math.round(s.bytes).toString().padStart(6)}  ${s.site}`)
   }
   killAll()
 }

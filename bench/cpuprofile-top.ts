@@ -7,18 +7,17 @@
  *   --inclusive: the top functions by inclusive time (self + everything they called).
  */
 import { readFileSync } from 'node:fs'
-import { parseArgs } from 'node:util'
+import { parseFlags, positiveInt, usageError } from './harness.js'
 
 interface ProfileNode { id: number, callFrame: { functionName: string, url: string, lineNumber: number }, children?: number[] }
 interface Profile { nodes: ProfileNode[], samples: number[], timeDeltas: number[], startTime: number, endTime: number }
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '30' }, callers: { type: 'string' }, depth: { type: 'string', default: '4' }, inclusive: { type: 'boolean', default: false } } })
-const file = positionals[0]
-if (file === undefined) {
-  process.stderr.write('usage: node dist/bench/cpuprofile-top.js FILE.cpuprofile [--top N]\n')
-  process.exit(2)
-}
-const top = Number(values.top)
+const USAGE = 'usage: node dist/bench/cpuprofile-top.js FILE.cpuprofile [--top N] [--inclusive] [--callers NAME [--depth D]]'
+
+const { values, positionals } = parseFlags('cpuprofile-top', USAGE, { top: { type: 'string', default: '30' }, callers: { type: 'string' }, depth: { type: 'string', default: '4' }, inclusive: { type: 'boolean', default: false } }, true)
+const file = positionals[0] ?? usageError('cpuprofile-top', USAGE, 'FILE.cpuprofile is required')
+const top = positiveInt('cpuprofile-top', USAGE, 'top', values.top)
+const depth = positiveInt('cpuprofile-top', USAGE, 'depth', values.depth)
 const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile
 const byId = new Map(profile.nodes.map(n => [n.id, n]))
 const selfUs = new Map<number, number>()
@@ -69,7 +68,7 @@ if (values.callers !== undefined) {
     matched += us
     const chain: string[] = []
     let up = parent.get(id)
-    for (let d = 0; d < Number(values.depth) && up !== undefined; d++, up = parent.get(up.id)) chain.push(label(up))
+    for (let d = 0; d < depth && up !== undefined; d++, up = parent.get(up.id)) chain.push(label(up))
     const key = chain.join('  ←  ')
     chains.set(key, (chains.get(key) ?? 0) + us)
   }

@@ -1,7 +1,8 @@
 /**
- * Bench harness: child servers (each in its own process group, output to a log file), free
- * loopback ports, readiness polls, RSS of a child, an HTTP load step on autocannon with
- * sub-millisecond latency percentiles (wire.ts holds the bodies).
+ * Bench harness: the command line of a bench tool (flags, usage, exit codes), child servers (each
+ * in its own process group, output to a log file), free loopback ports, readiness polls, RSS of a
+ * child, an HTTP load step on autocannon with sub-millisecond latency percentiles (wire.ts holds
+ * the bodies).
  *
  * Scripts under bench/ only print figures; nothing here is part of `npm test` (STYLE › Layout).
  * Every load stays on 127.0.0.1 and is bounded in time.
@@ -10,8 +11,81 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { openSync, closeSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { createServer, request as httpRequest, type Agent, type IncomingHttpHeaders } from 'node:http'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseArgs, type ParseArgsConfig } from 'node:util'
 import autocannon from 'autocannon'
-import { ECHO_TEXT } from './wire.js'
+import { ECHO_TEXT, INITIALIZED_BODY, INITIALIZE_BODY, LEGACY_BODY, MODERN_BODY, MODERN_HEADERS, legacyHeaders } from './wire.js'
+
+/* ------------------------------------------------------------------ command line */
+
+/** A bench tool's flags, as node:util parseArgs takes them (`--help` is added by parseFlags). */
+export type FlagOptions = NonNullable<ParseArgsConfig['options']>
+
+/** What parseFlags returns for `options`: parseArgs' `{ values, positionals }` in strict mode. */
+export type ParsedFlags<O extends FlagOptions, P extends boolean> = ReturnType<typeof parseArgs<{ options: O, strict: true, allowPositionals: P }>>
+
+/**
+ * Ends a bench tool over a bad command line: writes `<prog>: <message>` and the usage to stderr and
+ * exits 2 (the exit status of a usage error, as the POSIX utilities use it).
+ * @param prog the tool's name, e.g. `instructions`
+ * @param usage the whole usage text, without a final newline
+ * @returns never: the process exits
+ */
+export function usageError (prog: string, usage: string, message: string): never {
+  process.stderr.write(`${prog}: ${message}\n${usage}\n`)
+  process.exit(2)
+}
+
+/**
+ * Reads `process.argv` for a bench tool with node:util parseArgs in strict mode, plus a `--help`
+ * flag of its own: `--help` writes `usage` to stdout and exits 0; an unknown option, a missing
+ * value or an unexpected positional goes to usageError (`<prog>: <parseArgs' message>` and the
+ * usage on stderr, exit 2) instead of parseArgs' uncaught TypeError.
+ * @param prog the tool's name, the prefix of its error lines (e.g. `alloc`)
+ * @param usage the whole usage text, without a final newline
+ * @param options the tool's flags (parseArgs `options`, defaults included), without `help`
+ * @param allowPositionals whether bare arguments are taken (default false: each is an error)
+ * @returns parseArgs' `{ values, positionals }` (values typed from `options`; strings stay strings:
+ *          check numbers with positiveInt)
+ * @throws TypeError only for a malformed `options` (a programmer error), never for the command line
+ */
+export function parseFlags<const O extends FlagOptions, const P extends boolean = false> (prog: string, usage: string, options: O, allowPositionals?: P): ParsedFlags<O, P> {
+  let parsed
+  try {
+    parsed = parseArgs({ options: { ...options, help: { type: 'boolean', default: false } }, strict: true, allowPositionals: allowPositionals ?? false })
+  } catch (error) {
+    // ERR_PARSE_ARGS_UNKNOWN_OPTION, _INVALID_OPTION_VALUE, _UNEXPECTED_POSITIONAL: the user's mistake.
+    const code = (error as { code?: unknown }).code
+    if (typeof code !== 'string' || !code.startsWith('ERR_PARSE_ARGS_')) throw error
+    return usageError(prog, usage, (error as Error).message)
+  }
+  if ((parsed.values as { help?: boolean }).help === true) {
+    process.stdout.write(usage + '\n')
+    process.exit(0)
+  }
+  return parsed as unknown as ParsedFlags<O, P>
+}
+
+/**
+ * The value of a count flag (`--runs 3`): decimal digits only, at least `min` (default 1).
+ * @param text the flag's string value, as parseFlags returned it
+ * @returns the number; otherwise usageError (`<prog>: --<name> must be a positive integer, not "x"`, exit 2)
+ */
+export function positiveInt (prog: string, usage: string, name: string, text: string, min = 1): number {
+  const n = /^\d+$/.test(text) ? Number(text) : NaN
+  if (!Number.isSafeInteger(n) || n < min) usageError(prog, usage, `--${name} must be ${min === 1 ? 'a positive integer' : `an integer ≥ ${min}`}, not ${JSON.stringify(text)}`)
+  return n
+}
+
+/**
+ * The value of a flag with a fixed set of values (`--target modern`).
+ * @returns `text` narrowed to `choices`; otherwise usageError (`<prog>: --<name> must be a, b or c, not "x"`, exit 2)
+ */
+export function oneOf<const C extends readonly string[]> (prog: string, usage: string, name: string, text: string, choices: C): C[number] {
+  if (choices.includes(text)) return text
+  const list = choices.length === 1 ? choices[0] : `${choices.slice(0, -1).join(', ')} or ${choices[choices.length - 1]}`
+  return usageError(prog, usage, `--${name} must be ${list}, not ${JSON.stringify(text)}`)
+}
 
 /* ------------------------------------------------------------------ children */
 
@@ -97,6 +171,78 @@ export function fixtureDaemonConfig (dir: string, name: string, dist: string, po
   const file = join(dir, `${name}.json`)
   writeFileSync(file, JSON.stringify({ daemon: { address: `127.0.0.1:${port}` }, upstreams: { fixture: { command: process.execPath, args: [join(dist, 'test/fixtures/echo-upstream.js')] } } }))
   return file
+}
+
+/* ------------------------------------------------------------------ against the forwarding ceiling */
+
+/**
+ * A server of the comparison against the forwarding ceiling (BENCHMARKS scenarios 21, 22 and 8),
+ * each in front of the v1 SDK's stdio server (bench/v1-stdio-upstream.ts): `forward` is
+ * bench/forward-server.ts, `modern` an mcpx daemon called with the 2026-07-28 tools/call, `legacy`
+ * the same daemon called in a 2025-11-25 session.
+ */
+export type ServerTarget = 'forward' | 'modern' | 'legacy'
+
+/** Every ServerTarget, in the order the tools measure them by default. */
+export const SERVER_TARGETS = ['forward', 'modern', 'legacy'] as const
+
+const benchFile = (relative: string): string => fileURLToPath(new URL(relative, import.meta.url))
+const V1_UPSTREAM = benchFile('./v1-stdio-upstream.js')
+const FORWARD_SERVER = benchFile('./forward-server.js')
+const THIS_DIST = benchFile('..')
+
+export interface TargetOptions {
+  /** The child's label (its log file is `<logDir>/<label>.log`; an mcpx config goes beside it as `<label>.json`). */
+  label: string
+  logDir: string
+  /** The dist/ directory whose cli.js runs an mcpx target; default this build's. The forwarding ceiling and the v1 server are always this build's. */
+  dist?: string
+  /** A command the server runs under, e.g. `['valgrind', '--tool=callgrind']`; default none (node itself). */
+  wrapper?: string[]
+  /** Arguments for the server's node, before the script (e.g. `['--import', probe]`); the upstream's node gets none. */
+  nodeArgs?: string[]
+  env?: NodeJS.ProcessEnv
+  /** How long the server may take to be ready, ms; default 20,000 (a server under valgrind needs minutes). */
+  readyBoundMs?: number
+}
+
+/**
+ * Starts a target's server as a bench child: the forwarding ceiling (ready when it logs its port),
+ * or an mcpx daemon on a free port with the v1 server as its one upstream and maxSessions 1000
+ * (ready when /readyz answers 200). The server spawns the upstream itself, as its own child.
+ * @returns the child and its loopback port
+ * @throws Error when it cannot be started or is not ready within `readyBoundMs`
+ */
+export async function startTarget (target: ServerTarget, options: TargetOptions): Promise<{ child: Child, port: number }> {
+  const node = process.execPath
+  const [command, ...wrapperArgs] = [...(options.wrapper ?? []), node]
+  const boundMs = options.readyBoundMs ?? 20_000
+  const start = (script: string[]): Child => startChild(options.label, command, [...wrapperArgs, ...(options.nodeArgs ?? []), ...script], { logDir: options.logDir, env: options.env })
+  if (target === 'forward') {
+    const child = start([FORWARD_SERVER, '--', node, V1_UPSTREAM])
+    return { child, port: Number((await waitForLog(child, /listening (\d+)/, boundMs))[1]) }
+  }
+  const port = await freePort()
+  const config = join(options.logDir, `${options.label}.json`)
+  writeFileSync(config, JSON.stringify({ daemon: { address: `127.0.0.1:${port}` }, transport: { maxSessions: 1000 }, upstreams: { fixture: { command: node, args: [V1_UPSTREAM] } } }))
+  const child = start([join(options.dist ?? THIS_DIST, 'cli.js'), 'daemon', '--config', config])
+  await waitHttp(`http://127.0.0.1:${port}/readyz`, boundMs)
+  return { child, port }
+}
+
+/**
+ * The headers and body of a target's `tools/call echo`. For `legacy` it first opens a 2025-11-25
+ * session on `agent` (initialize, then notifications/initialized) and the headers carry its
+ * Mcp-Session-Id; `forward` and `modern` take the 2026-07-28 call (wire.ts), no session.
+ * @throws Error when initialize does not answer with a session id
+ */
+export async function targetCall (target: ServerTarget, agent: Agent, port: number): Promise<{ headers: Record<string, string>, body: string }> {
+  if (target !== 'legacy') return { headers: MODERN_HEADERS, body: MODERN_BODY }
+  const reply = await postOnce(agent, port, '/mcp', legacyHeaders(undefined), INITIALIZE_BODY)
+  const id = reply.headers['mcp-session-id']
+  if (typeof id !== 'string') throw new Error(`bench: initialize answered ${reply.status} ${reply.body.slice(0, 200)}`)
+  await postOnce(agent, port, '/mcp', legacyHeaders(id), INITIALIZED_BODY)
+  return { headers: legacyHeaders(id), body: LEGACY_BODY }
 }
 
 /** A loopback port that was free a moment ago. */

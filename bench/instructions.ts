@@ -1,20 +1,32 @@
 /**
- * Instructions per call (BENCHMARKS.md): the daemon's user-space instructions per modern `tools/call
- * echo` (scenario 3's request, the fixture over stdio), counted by valgrind's callgrind. On a
- * shared machine CPU time per request moves by ±10–20 % from one run to the next, and by 5 % even
- * in a paired run (bench/paired.ts); an instruction count does not depend on what else runs, so a
- * change of a few percent can be seen. It is not time: syscalls, cache misses and the other
- * processes' work are not in it, and the daemon runs ~5× slower under valgrind, so this is for
- * comparing two builds, never for req/s.
+ * Instructions per call (BENCHMARKS.md): a server's user-space instructions per `tools/call echo`,
+ * counted by valgrind's callgrind. On a shared machine CPU time per request moves by ±10–20 % from
+ * one run to the next, and by 5 % even in a paired run (bench/paired.ts); an instruction count does
+ * not depend on what else runs, so a change of a few percent can be seen. It is not time: syscalls,
+ * cache misses and the other processes' work are not in it, and the server runs ~5× slower under
+ * valgrind, so this is for comparing builds and servers, never for req/s.
  *
- *   node dist/bench/instructions.js [--dist DIR]… [--runs 3] [--warmup 10000] [--requests 2000] [--connections 1]
+ *   node dist/bench/instructions.js [--target forward|modern|legacy]… [--dist DIR]… [--runs 3]
+ *                                   [--warmup 10000] [--requests 2000] [--connections 1]
  *
- * Each `--dist` (default: this build's dist/) is measured `--runs` times, alternating builds. A run:
- * the daemon starts under `valgrind --tool=callgrind --instr-atstart=no` (its upstream child is not
- * instrumented), takes `--warmup` calls uninstrumented (so the JIT has settled: after 3,000 calls TurboFan still made
+ * Targets (harness.ts startTarget, as bench/alloc.ts starts them), each in front of the v1 SDK's
+ * stdio server (bench/v1-stdio-upstream.ts), default `modern`:
+ * - `forward`: the forwarding ceiling (bench/forward-server.ts), the 2026-07-28 call;
+ * - `modern`: an mcpx daemon, the 2026-07-28 tools/call with every mirrored header and `_meta`;
+ * - `legacy`: the same daemon in a 2025-11-25 session (initialize and notifications/initialized
+ *   before the warm-up, then every call with its Mcp-Session-Id).
+ * With `forward` in the run, each mcpx row also gets its ratio against it (scenarios 22/21 and
+ * 8/21 of run.ts, counted in instructions instead of CPU time).
+ *
+ * Each mcpx target runs for each `--dist` (default: this build's dist/; the forwarding ceiling and
+ * the v1 server are always this build's), `--runs` times, alternating targets and builds. A run:
+ * the server starts under `valgrind --tool=callgrind --instr-atstart=no` (without
+ * --trace-children, so the upstream child it spawns runs natively and is not counted), takes
+ * `--warmup` calls uninstrumented (so the JIT has settled: after 3,000 calls TurboFan still made
  * ~45 optimisations and deopts in the next 2,000, in every build; after 10,000, ~3), then
  * `callgrind_control -i on`, `--requests` calls, `-i off` and a dump. Every reply is checked
- * (status 200, no error, and the echo text: harness.ts echoCheck). Needs valgrind (every machine kind here has it; CI does not run this).
+ * (status 200, no error, and the echo text: harness.ts echoCheck). Needs valgrind (every machine
+ * kind here has it; CI does not run this).
  *
  * One connection by default: calls one at a time, each with its own loop turns, so the count does
  * not depend on how many calls one turn happens to batch (with 8 connections two runs of one build
@@ -22,52 +34,38 @@
  * of the main-thread column: V8's compiler and GC threads are counted apart (--separate-threads), and
  * how much of their work falls inside the window varies from run to run by more than a 10 % step.
  */
-import { spawn, execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, readdirSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
 import { Agent } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { parseArgs } from 'node:util'
-import { echoCheck, fixtureDaemonConfig, freePort, postOnce, waitHttp } from './harness.js'
-import { MODERN_BODY, MODERN_HEADERS } from './wire.js'
+import { echoCheck, killAll, oneOf, parseFlags, positiveInt, postOnce, startTarget, targetCall, SERVER_TARGETS, type ServerTarget } from './harness.js'
 
 const check = echoCheck()
 
-const USAGE = 'usage: node dist/bench/instructions.js [--dist DIR]… [--runs N] [--warmup N] [--requests N] [--connections N]'
+const USAGE = 'usage: node dist/bench/instructions.js [--target forward|modern|legacy]… [--dist DIR]… [--runs N] [--warmup N] [--requests N] [--connections N]'
 
-function options (): { dists: string[], runs: number, warmup: number, requests: number, connections: number } {
-  let values
-  try {
-    values = parseArgs({
-      options: {
-        dist: { type: 'string', multiple: true, default: [] },
-        runs: { type: 'string', default: '3' },
-        warmup: { type: 'string', default: '10000' },
-        requests: { type: 'string', default: '2000' },
-        connections: { type: 'string', default: '1' },
-        help: { type: 'boolean', default: false }
-      },
-      strict: true
-    }).values
-  } catch (err) {
-    process.stderr.write(`instructions: ${(err as Error).message}\n${USAGE}\n`)
-    process.exit(2)
-  }
-  if (values.help) { process.stdout.write(USAGE + '\n'); process.exit(0) }
-  const count = (name: string, text: string): number => {
-    const n = Number(text)
-    if (!Number.isInteger(n) || n < 1) { process.stderr.write(`instructions: --${name} must be a positive integer, got ${JSON.stringify(text)}\n${USAGE}\n`); process.exit(2) }
-    return n
-  }
+/** The command line (harness.ts parseFlags: --help prints the usage, a bad option exits 2 with it). */
+function options (): { targets: ServerTarget[], dists: string[], runs: number, warmup: number, requests: number, connections: number } {
+  const { values } = parseFlags('instructions', USAGE, {
+    target: { type: 'string', multiple: true, default: [] },
+    dist: { type: 'string', multiple: true, default: [] },
+    runs: { type: 'string', default: '3' },
+    warmup: { type: 'string', default: '10000' },
+    requests: { type: 'string', default: '2000' },
+    connections: { type: 'string', default: '1' }
+  })
+  const count = (name: string, text: string): number => positiveInt('instructions', USAGE, name, text)
+  const targets = values.target.length > 0 ? [...new Set(values.target.map(t => oneOf('instructions', USAGE, 'target', t, SERVER_TARGETS)))] : ['modern' as const]
   const dists = values.dist.length > 0 ? values.dist.map(d => resolve(d)) : [fileURLToPath(new URL('..', import.meta.url))]
-  return { dists, runs: count('runs', values.runs), warmup: count('warmup', values.warmup), requests: count('requests', values.requests), connections: count('connections', values.connections) }
+  return { targets, dists, runs: count('runs', values.runs), warmup: count('warmup', values.warmup), requests: count('requests', values.requests), connections: count('connections', values.connections) }
 }
 
-/** One modern tools/call echo on `agent`; resolves true when the reply is a 200 that passes the echo check. */
-async function call (agent: Agent, port: number): Promise<boolean> {
+/** One tools/call echo (`headers`, `body`) on `agent`; resolves true when the reply is a 200 that passes the echo check. */
+async function call (agent: Agent, port: number, headers: Record<string, string>, body: string): Promise<boolean> {
   try {
-    const reply = await postOnce(agent, port, '/mcp', MODERN_HEADERS, MODERN_BODY)
+    const reply = await postOnce(agent, port, '/mcp', headers, body)
     return reply.status === 200 && check(reply.body, true)
   } catch {
     return false
@@ -75,17 +73,16 @@ async function call (agent: Agent, port: number): Promise<boolean> {
 }
 
 /** `total` calls over `connections` keep-alive connections; resolves to the number that failed. */
-async function load (port: number, total: number, connections: number): Promise<number> {
+async function load (port: number, total: number, connections: number, headers: Record<string, string>, body: string): Promise<number> {
   const agent = new Agent({ keepAlive: true, maxSockets: connections })
   let left = total
   let failed = 0
   await Promise.all(Array.from({ length: connections }, async () => {
-    while (left-- > 0) if (!await call(agent, port)) failed++
+    while (left-- > 0) if (!await call(agent, port, headers, body)) failed++
   }))
   agent.destroy()
   return failed
 }
-
 /**
  * Instructions per call of one run: `total` (every thread of the daemon) and `main` (its main
  * thread: the request path's JavaScript, its builtins and the scavenges it runs itself). The rest
@@ -96,27 +93,28 @@ async function load (port: number, total: number, connections: number): Promise<
  */
 export interface InstructionCount { total: number, main: number }
 
-/** One instrumented run of `dist`'s daemon; resolves to its instructions per call. @throws Error when a call failed or nothing was counted */
-async function measure (dist: string, warmup: number, requests: number, connections: number): Promise<InstructionCount> {
+/**
+ * One instrumented run of `target`'s server (for an mcpx target, `dist`'s daemon); resolves to its
+ * instructions per call. @throws Error when the server is not ready, a call failed or nothing was counted
+ */
+async function measure (target: ServerTarget, dist: string, warmup: number, requests: number, connections: number): Promise<InstructionCount> {
   const dir = mkdtempSync(join(tmpdir(), 'mcpx-instructions-'))
-  const port = await freePort()
-  const config = fixtureDaemonConfig(dir, 'config', dist, port)
-  // One dump file per thread (`callgrind.out.<dump>-<thread>`; thread 01 is the main thread).
-  const child = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', '--separate-threads=yes', `--callgrind-out-file=${join(dir, 'callgrind.out')}`, process.execPath, join(dist, 'cli.js'), 'daemon', '--config', config],
-    { stdio: ['ignore', 'ignore', 'ignore'] })
-  const exited = new Promise<void>(resolve => child.once('exit', () => resolve()))
+  // One dump file per thread (`callgrind.out.<dump>-<thread>`; thread 01 is the main thread). No
+  // --trace-children: the upstream the server spawns runs natively, uncounted.
+  const valgrind = ['valgrind', '--tool=callgrind', '--instr-atstart=no', '--separate-threads=yes', `--callgrind-out-file=${join(dir, 'callgrind.out')}`]
+  const { child, port } = await startTarget(target, { label: target, logDir: dir, dist, wrapper: valgrind, readyBoundMs: 300_000 })
   try {
-    await waitHttp(`http://127.0.0.1:${port}/readyz`, 300_000)
+    const opening = new Agent({ keepAlive: false })
+    const { headers, body } = await targetCall(target, opening, port).finally(() => opening.destroy())
     const control = (...args: string[]): void => { execFileSync('callgrind_control', [...args, String(child.pid)], { stdio: 'ignore' }) }
-    let failed = await load(port, warmup, connections)
+    let failed = await load(port, warmup, connections, headers, body)
     control('-i', 'on')
-    failed += await load(port, requests, connections)
+    failed += await load(port, requests, connections, headers, body)
     control('-i', 'off')
     control('-d')
-    if (failed > 0) throw new Error(`instructions: ${failed} calls failed (${dist})`)
+    if (failed > 0) throw new Error(`instructions: ${target}: ${failed} calls failed (${dist}; log ${child.logFile})`)
   } finally {
-    child.kill('SIGTERM')
-    await exited
+    await child.stop(60_000)
   }
   // The dump's `totals:` lines, one file per thread (the files written at exit, without a dump
   // number, hold only the uninstrumented rest).
@@ -129,35 +127,55 @@ async function measure (dist: string, warmup: number, requests: number, connecti
     total += count
     if (Number(thread) === 1) main = count
   }
-  if (total === 0 || main === 0) throw new Error(`instructions: callgrind counted nothing (${dir})`)
+  if (total === 0 || main === 0) throw new Error(`instructions: ${target}: callgrind counted nothing (${dir})`)
   return { total: total / requests, main: main / requests }
 }
 
+/** One line of the table: a target, for an mcpx target one build (`dist`), and its runs. */
+interface Line { target: ServerTarget, dist: string | undefined, counts: InstructionCount[] }
+
 async function main (): Promise<void> {
-  const { dists, runs, warmup, requests, connections } = options()
-  console.log(`instructions per modern tools/call (daemon, user space, callgrind): ${warmup} warm-up calls, then ${requests} counted, ${connections} connections, ${runs} runs per build`)
-  const results = new Map<string, InstructionCount[]>(dists.map(d => [d, []]))
-  const k = (x: number): string => Math.round(x / 1000) + 'k'
+  const { targets, dists, runs, warmup, requests, connections } = options()
+  console.log(`instructions per tools/call (the server process, user space, callgrind; its upstream not counted): ${targets.join(', ')}; ${warmup} warm-up calls, then ${requests} counted, ${connections} connections, ${runs} runs per line`)
+  // The forwarding ceiling is this build's bench/forward-server.ts whatever --dist says: one line.
+  const lines = targets.flatMap<Line>(target => target === 'forward' ? [{ target, dist: undefined, counts: [] }] : dists.map(dist => ({ target, dist, counts: [] })))
+  const name = (line: Line): string => line.dist === undefined ? line.target : `${line.target} ${line.dist}`
+  const fmt = (x: number): string => Math.round(x).toLocaleString('en-US')
   for (let run = 1; run <= runs; run++) {
-    for (const dist of dists) {
-      const count = await measure(dist, warmup, requests, connections)
-      results.get(dist)?.push(count)
-      console.log(`run ${run}: ${dist}: ${Math.round(count.total).toLocaleString('en-US')} (main thread ${Math.round(count.main).toLocaleString('en-US')})`)
+    for (const line of lines) {
+      const count = await measure(line.target, line.dist ?? dists[0], warmup, requests, connections)
+      line.counts.push(count)
+      console.log(`run ${run}: ${name(line)}: ${fmt(count.total)} (main thread ${fmt(count.main)})`)
     }
   }
   const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length
-  const means = (dist: string): InstructionCount => {
-    const xs = results.get(dist) ?? []
-    return { total: mean(xs.map(x => x.total)), main: mean(xs.map(x => x.main)) }
+  const means = (line: Line): InstructionCount => ({ total: mean(line.counts.map(x => x.total)), main: mean(line.counts.map(x => x.main)) })
+  const k = (x: number): string => Math.round(x / 1000) + 'k'
+  const ratio = (x: number, of: number | undefined): string => of === undefined ? '—' : (x / of).toFixed(3)
+  // Ratios against the forwarding ceiling when it ran, against the first build when there are several.
+  const forwardLine = lines.find(line => line.target === 'forward')
+  const forward = forwardLine === undefined ? undefined : means(forwardLine)
+  const severalBuilds = dists.length > 1
+  /** The means of the first build's line of the same mcpx target (none for the forwarding ceiling). */
+  const firstBuild = (line: Line): InstructionCount | undefined => {
+    const first = line.dist === undefined ? undefined : lines.find(other => other.target === line.target && other.dist === dists[0])
+    return first === undefined ? undefined : means(first)
   }
-  const first = means(dists[0])
-  console.log('\n| build | instructions per call (mean) | runs | against the first | main thread (mean) | runs | against the first |')
-  console.log('| --- | ---: | --- | ---: | ---: | --- | ---: |')
-  for (const dist of dists) {
-    const xs = results.get(dist) ?? []
-    const m = means(dist)
-    console.log(`| ${dist} | ${Math.round(m.total).toLocaleString('en-US')} | ${xs.map(x => k(x.total)).join(', ')} | ${(m.total / first.total).toFixed(3)} | ${Math.round(m.main).toLocaleString('en-US')} | ${xs.map(x => k(x.main)).join(', ')} | ${(m.main / first.main).toFixed(3)} |`)
+  const group = (label: string): string[] => [label, 'runs', ...(forward !== undefined ? ['against forward'] : []), ...(severalBuilds ? ['against the first build'] : [])]
+  const head = ['target', 'build', ...group('instructions per call (mean)'), ...group('main thread (mean)')]
+  console.log(`\n| ${head.join(' | ')} |`)
+  console.log(`| ${head.map((h, i) => i < 2 ? '---' : h === 'runs' ? '---' : '---:').join(' | ')} |`)
+  for (const line of lines) {
+    const m = means(line)
+    const base = firstBuild(line)
+    const cells = (pick: (c: InstructionCount) => number): string[] => [
+      fmt(pick(m)),
+      line.counts.map(c => k(pick(c))).join(', '),
+      ...(forward !== undefined ? [ratio(pick(m), pick(forward))] : []),
+      ...(severalBuilds ? [ratio(pick(m), base === undefined ? undefined : pick(base))] : [])
+    ]
+    console.log(`| ${[line.target, line.dist ?? '(bench/forward-server.js)', ...cells(c => c.total), ...cells(c => c.main)].join(' | ')} |`)
   }
 }
 
-main().catch((error: unknown) => { console.error(error); process.exitCode = 1 })
+main().catch((error: unknown) => { console.error(error); killAll(); process.exitCode = 1 })

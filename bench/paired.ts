@@ -20,42 +20,29 @@ import { Agent } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { parseArgs } from 'node:util'
-import { echoCheck, fixtureDaemonConfig, freePort, httpLoad, killAll, loadAverage1m, postOnce, startChild, waitHttp, type Child, type Row } from './harness.js'
+import { echoCheck, fixtureDaemonConfig, freePort, httpLoad, killAll, loadAverage1m, parseFlags, positiveInt, postOnce, startChild, usageError, waitHttp, type Child, type Row } from './harness.js'
 import { MODERN_BODY, MODERN_HEADERS } from './wire.js'
 
 const USAGE = 'usage: node dist/bench/paired.js --other DIST_DIR [--rounds 4] [--seconds 10] [--connections 16] [--node-arg ARG]… [--other-node-arg ARG]…'
 
-/** The command line, or the usage on stderr and exit 2 for a bad one (`--help`: the usage on stdout, exit 0). */
-function readFlags (): { other: string, rounds: string, seconds: string, connections: string, 'node-arg': string[], 'other-node-arg': string[] } {
-  let values
-  try {
-    values = parseArgs({
-      options: {
-        other: { type: 'string' },
-        rounds: { type: 'string', default: '4' },
-        seconds: { type: 'string', default: '10' },
-        connections: { type: 'string', default: '16' },
-        'node-arg': { type: 'string', multiple: true, default: [] },
-        'other-node-arg': { type: 'string', multiple: true, default: [] },
-        help: { type: 'boolean', default: false }
-      },
-      strict: true
-    }).values
-  } catch (err) {
-    process.stderr.write(`paired: ${(err as Error).message}\n${USAGE}\n`)
-    process.exit(2)
-  }
-  if (values.help) { process.stdout.write(USAGE + '\n'); process.exit(0) }
-  if (values.other === undefined) { process.stderr.write(`paired: --other DIST_DIR is required\n${USAGE}\n`); process.exit(2) }
-  return { ...values, other: values.other }
-}
-const flags = readFlags()
+/** The command line (harness.ts parseFlags: --help prints the usage, a bad option exits 2 with it). */
+const { values: flags } = parseFlags('paired', USAGE, {
+  other: { type: 'string' },
+  rounds: { type: 'string', default: '4' },
+  seconds: { type: 'string', default: '10' },
+  connections: { type: 'string', default: '16' },
+  'node-arg': { type: 'string', multiple: true, default: [] },
+  'other-node-arg': { type: 'string', multiple: true, default: [] }
+})
+const OTHER = flags.other ?? usageError('paired', USAGE, '--other DIST_DIR is required')
+const ROUNDS = positiveInt('paired', USAGE, 'rounds', flags.rounds)
+const SECONDS = positiveInt('paired', USAGE, 'seconds', flags.seconds)
+const CONNECTIONS = positiveInt('paired', USAGE, 'connections', flags.connections)
 
 const NODE = process.execPath
 const LOG_DIR = mkdtempSync(join(tmpdir(), 'mcpx-paired-'))
 const THIS_DIST = fileURLToPath(new URL('..', import.meta.url))
-const builds = [{ name: 'other', dist: resolve(flags.other) }, { name: 'this', dist: THIS_DIST }]
+const builds = [{ name: 'other', dist: resolve(OTHER) }, { name: 'this', dist: THIS_DIST }]
 
 /** Starts one build's daemon with the fixture as its stdio upstream; resolves once /readyz is 200. */
 async function startDaemon (name: string, dist: string): Promise<{ child: Child, port: number }> {
@@ -85,11 +72,11 @@ async function main (): Promise<void> {
   const rows = new Map<string, Row[]>(builds.map(b => [b.name, []]))
   const loads: number[] = []
   try {
-    for (let round = 1; round <= Number(flags.rounds); round++) {
+    for (let round = 1; round <= ROUNDS; round++) {
       loads.push(loadAverage1m())
       const results = await Promise.all(daemons.map(async d => await httpLoad({
-        scenario: `3 paired (${d.name})`, url: `http://127.0.0.1:${d.port}/mcp`, connections: Number(flags.connections),
-        durationS: Number(flags.seconds), warmupS: 2, headers: MODERN_HEADERS, body: MODERN_BODY, check: echoCheck(), serverPgid: d.child.pid
+        scenario: `3 paired (${d.name})`, url: `http://127.0.0.1:${d.port}/mcp`, connections: CONNECTIONS,
+        durationS: SECONDS, warmupS: 2, headers: MODERN_HEADERS, body: MODERN_BODY, check: echoCheck(), serverPgid: d.child.pid
       })))
       results.forEach((row, i) => rows.get(daemons[i].name)?.push(row))
       console.log(`round ${round} (load ${loads[round - 1].toFixed(1)}): ` + results.map((r, i) =>

@@ -18,18 +18,16 @@ import { join } from 'node:path'
 import { tmpdir, cpus } from 'node:os'
 import { Agent } from 'node:http'
 import { fileURLToPath } from 'node:url'
-import { parseArgs } from 'node:util'
 import { randomBytes } from 'node:crypto'
 import { Redis } from 'ioredis'
-import { startChild, freePort, waitHttp, postOnce, httpLoad, echoCheck, loadAverage1m, killAll, type Child, type Row } from './harness.js'
+import { startChild, freePort, waitHttp, postOnce, httpLoad, echoCheck, loadAverage1m, killAll, parseFlags, positiveInt, type Child, type Row } from './harness.js'
 import { INITIALIZE_BODY, LEGACY_BODY, legacyHeaders } from './wire.js'
 
-const { values: flags } = parseArgs({
-  options: { quick: { type: 'boolean', default: false }, connections: { type: 'string', default: '32' } },
-  strict: true
-})
+const USAGE = 'usage: node dist/bench/replicas.js [--quick] [--connections 32]   (Redis at REDIS_URL, default redis://127.0.0.1:6379)'
+
+const { values: flags } = parseFlags('replicas', USAGE, { quick: { type: 'boolean', default: false }, connections: { type: 'string', default: '32' } })
 const QUICK = flags.quick === true
-const CONNECTIONS = Number(flags.connections)
+const CONNECTIONS = positiveInt('replicas', USAGE, 'connections', flags.connections)
 const DURATION_S = QUICK ? 3 : 10
 const WARMUP_S = QUICK ? 1 : 3
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'

@@ -63,9 +63,8 @@ import { connect } from 'node:net'
 import { cpus, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { parseArgs } from 'node:util'
 import {
-  echoCheck, freePort, httpLoad, killAll, loadAverage1m, postOnce, startChild, waitForLog, waitHttp, type Child, type Row
+  echoCheck, freePort, httpLoad, killAll, loadAverage1m, oneOf, parseFlags, positiveInt, postOnce, startChild, waitForLog, waitHttp, type Child, type Row
 } from './harness.js'
 import { stdioLoad } from './stdio-load.js'
 import { measureMemory, type MemoryFigures } from './memory.js'
@@ -91,47 +90,19 @@ const USAGE = `usage: npm run bench -- [options]   (or node dist/bench/run.js [o
   --mcpx-node-arg ARG     passed to node for mcpx daemons and serve (repeatable; e.g. --cpu-prof)
   --help                  this text`
 
-/** The command line as parseArgs reads it; throws on an unknown or malformed option. */
-const parse = () => parseArgs({ // eslint-disable-line @typescript-eslint/explicit-function-return-type
-  options: {
-    quick: { type: 'boolean', default: false },
-    only: { type: 'string' },
-    connections: { type: 'string', default: '32' },
-    out: { type: 'string' },
-    'http-upstream': { type: 'string', default: 'peer' },
-    'mcpx-node-arg': { type: 'string', multiple: true, default: [] },
-    help: { type: 'boolean', default: false }
-  },
-  strict: true
+/** The command line (harness.ts parseFlags: --help prints the usage, a bad option exits 2 with it). */
+const { values: flags } = parseFlags('bench', USAGE, {
+  quick: { type: 'boolean', default: false },
+  only: { type: 'string' },
+  connections: { type: 'string', default: '32' },
+  out: { type: 'string' },
+  'http-upstream': { type: 'string', default: 'peer' },
+  'mcpx-node-arg': { type: 'string', multiple: true, default: [] }
 })
-
-/** The command line, or exit 2 with a clear error and the usage (exit 0 with the usage for --help). */
-function parseFlags (): ReturnType<typeof parse>['values'] {
-  let values: ReturnType<typeof parse>['values']
-  try {
-    values = parse().values
-  } catch (error) {
-    process.stderr.write(`bench: ${(error as Error).message}\n${USAGE}\n`)
-    process.exit(2)
-  }
-  if (values.help === true) {
-    process.stdout.write(USAGE + '\n')
-    process.exit(0)
-  }
-  const problem = !/^[1-9]\d*$/.test(values.connections ?? '') ? `--connections must be a positive integer, not ${JSON.stringify(values.connections)}`
-    : values['http-upstream'] !== 'peer' && values['http-upstream'] !== 'fixture' ? `--http-upstream must be peer or fixture, not ${JSON.stringify(values['http-upstream'])}`
-      : undefined
-  if (problem !== undefined) {
-    process.stderr.write(`bench: ${problem}\n${USAGE}\n`)
-    process.exit(2)
-  }
-  return values
-}
-
-const flags = parseFlags()
+const CONNECTIONS = positiveInt('bench', USAGE, 'connections', flags.connections)
+const HTTP_UPSTREAM = oneOf('bench', USAGE, 'http-upstream', flags['http-upstream'], ['peer', 'fixture'])
 
 const QUICK = flags.quick === true
-const CONNECTIONS = Number(flags.connections)
 const IN_FLIGHT = 64
 const DURATION_S = QUICK ? 3 : 10
 const WARMUP_S = QUICK ? 1 : 3
@@ -139,7 +110,6 @@ const SESSIONS = 10_000
 const STREAMS = 1_000
 const ONLY = flags.only === undefined ? undefined : new Set(flags.only.split(',').map(s => s.trim()))
 const MCPX_NODE_ARGS = flags['mcpx-node-arg'] ?? []
-const HTTP_UPSTREAM = flags['http-upstream'] === 'fixture' ? 'fixture' : 'peer'
 
 const NODE = process.execPath
 const path = (relative: string): string => fileURLToPath(new URL(relative, import.meta.url))
