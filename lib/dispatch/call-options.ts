@@ -89,11 +89,15 @@ export function callOptions (request: JsonRpcRequest, ctx: DispatchContext, ques
   }
   // The upstream sees the capabilities of the client mcpx serves, not mcpx's own: a modern
   // upstream must not ask for inputs that client cannot give (legacy upstreams ignore the key).
-  options.meta = { [META_CLIENT_CAPABILITIES]: ctx.clientCapabilities }
-  if (ctx.era === 'modern' && typeof meta?.[META_LOG_LEVEL] === 'string') options.meta[META_LOG_LEVEL] = meta[META_LOG_LEVEL]
+  // Keyed stores rather than `{ [META_CLIENT_CAPABILITIES]: … }`: a computed key in a literal is a
+  // runtime call per request in optimised code (Runtime_DefineKeyedOwnPropertyInLiteral in a profile).
+  const upstreamMeta: JsonObject = {}
+  upstreamMeta[META_CLIENT_CAPABILITIES] = ctx.clientCapabilities
+  options.meta = upstreamMeta
+  if (ctx.era === 'modern' && typeof meta?.[META_LOG_LEVEL] === 'string') upstreamMeta[META_LOG_LEVEL] = meta[META_LOG_LEVEL]
   // A legacy client gets log lines unless it lowered the level (a legacy server sends every level
   // before logging/setLevel); a modern upstream sends none without a per-request logLevel, so ask
   // it for everything and let the legacy client see what a legacy upstream would have sent.
-  if (ctx.era === 'legacy') options.meta[META_LOG_LEVEL] = 'debug'
+  if (ctx.era === 'legacy') upstreamMeta[META_LOG_LEVEL] = 'debug'
   return options
 }
