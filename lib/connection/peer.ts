@@ -29,6 +29,7 @@ import { Cancellation, type CancelSignal } from '../base/cancel.js'
 import type { InstanceHome } from '../upstreams/isolation.js'
 import type { TraceIn } from '../telemetry/trace.js'
 import type { Visibility } from '../policy/visibility.js'
+import { InFlightTable } from '../base/in-flight-table.js'
 
 /**
  * Where outgoing messages to one client are written, in order: the stdio writer, an SSE stream, a
@@ -139,7 +140,7 @@ export interface PeerOptions {
 export class Peer {
   /** Set by a successful legacy `initialize` (or at creation for an HTTP session). */
   legacy: LegacyState | undefined
-  private readonly running = new Map<string, InFlight>()
+  private readonly running = new InFlightTable<InFlight>() // by idKey; not a Map: lib/base/in-flight-table.ts
   private readonly questions = new Map<string, PendingQuestion>()
   private questionSeq = 0
   /** Set once the connection ended: no question is asked after that. */
@@ -156,7 +157,7 @@ export class Peer {
   get pendingQuestions (): number { return this.questions.size }
 
   /** The requests in flight, for the drain. */
-  requests (): IterableIterator<InFlight> { return this.running.values() }
+  requests (): InFlight[] { return this.running.values() }
 
   // ---- requests in flight ---------------------------------------------------------------------
 
@@ -197,7 +198,7 @@ export class Peer {
 
   /** Ends every request in flight as cancelled (the connection or session ended, or the drain gave up). */
   cancelAll (reason: string): void {
-    for (const entry of [...this.running.values()]) this.abort(entry, reason)
+    for (const entry of this.running.values()) this.abort(entry, reason) // values() is a snapshot
   }
 
   private abort (entry: InFlight, reason: string): void {
@@ -212,7 +213,7 @@ export class Peer {
     // A number that is not a safe integer here was rounded after parsing (parseBody keeps the raw
     // text of a parsed one): it names a request only when exactly one id in flight rounds to it.
     if (typeof requestId === 'number' && !Number.isSafeInteger(requestId)) {
-      const candidates = [...this.running.values()].filter(candidate => candidate.id instanceof RawNumberId ? Number(candidate.id.raw) === requestId : candidate.id === requestId)
+      const candidates = this.running.values().filter(candidate => candidate.id instanceof RawNumberId ? Number(candidate.id.raw) === requestId : candidate.id === requestId)
       return candidates.length === 1 ? candidates[0] : undefined
     }
     return this.running.get(idKey(requestId))

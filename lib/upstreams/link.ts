@@ -17,6 +17,7 @@ import type { HttpUpstreamTransport } from './http-transport.js'
 import { EOF_GRACE_MS, StdioUpstreamTransport } from './stdio-transport.js'
 import type { UpstreamCallOptions, UpstreamLogger } from './contract.js'
 import { activeTracing } from '../telemetry/trace.js'
+import { InFlightTable } from '../base/in-flight-table.js'
 
 /** The SDK client's internals a link shares (read in its 2.4.0 sources); each has a fallback. */
 interface ClientInternals {
@@ -63,7 +64,7 @@ export function requestFrame (method: string, params: JsonObject, id: string | n
 
 /** One connection's client, transport, negotiated facts and calls in flight. */
 export class Link implements CallLink {
-  readonly calls = new Map<string | number, UpstreamCall>()
+  readonly calls = new InFlightTable<UpstreamCall>() // not a Map: lib/base/in-flight-table.ts
   readonly progress = new Map<string, UpstreamCall>()
   era: Era = 'legacy'
   revision: Revision = 'unknown'
@@ -251,13 +252,22 @@ export class Link implements CallLink {
    */
   oversized (bytes: number, maxBytes: number, id: string | number | undefined, atLeast = false): void {
     const size = `${atLeast ? 'more than ' : ''}${bytes} bytes`
-    const call = id === undefined ? undefined : this.calls.get(id)
+    const call = id === undefined ? undefined : this.callById(id)
     this.logger.warn({ ...this.logFields, bytes, maxMessageBytes: maxBytes, id, method: call?.method },
       `upstream message of ${size} is over maxMessageBytes (${maxBytes}): skipped`)
     if (id === undefined) return
     const message = `upstream ${this.upstream}: ${call?.method ?? 'request'} failed: its reply is ${size}, over maxMessageBytes (${maxBytes})`
     if (call !== undefined) { call.fail(new UpstreamRpcError(UPSTREAM_ERROR, message)); return }
     this.transport.onmessage?.({ jsonrpc: '2.0', id, error: { code: UPSTREAM_ERROR, message } } as unknown as JSONRPCMessage)
+  }
+
+  /**
+   * The call in flight under wire id `id`, of the same type (JSON-RPC ids are matched exactly: an
+   * answer to call 7 that names "7" answers no call, as with a Map; the table alone would not tell them apart).
+   */
+  private callById (id: string | number): UpstreamCall | undefined {
+    const call = this.calls.get(id)
+    return call !== undefined && call.id === id ? call : undefined
   }
 
   /** Fails every call in flight on this link with `error`, telling the upstream (when it still listens). */
@@ -316,7 +326,7 @@ export class Link implements CallLink {
     const method = message.method
     if (method === undefined) {
       const id = message.id
-      const call = typeof id === 'number' || typeof id === 'string' ? this.calls.get(id) : undefined
+      const call = typeof id === 'number' || typeof id === 'string' ? this.callById(id) : undefined
       if (call === undefined) return false
       call.settle(message)
       return true
