@@ -4,7 +4,7 @@
  * these, even when the upstream that produced it is modern. The dispatcher applies one of the two
  * to every result, whichever method produced it.
  */
-import { isObject, type JsonObject } from '../protocol/jsonrpc.js'
+import { copyObject, isObject, type JsonObject } from '../protocol/jsonrpc.js'
 import { META_SERVER_INFO } from '../protocol/inbound.js'
 import type { ServerInfo } from './context.js'
 
@@ -34,14 +34,14 @@ const MODERN_RESULT_KEYS = ['resultType', 'ttlMs', 'cacheScope'] as const
  *        `public` unless its result says otherwise
  */
 export function shapeModern (method: string, result: JsonObject, serverInfo: ServerInfo, ttlMs: number, scope: 'public' | 'private' = 'public'): JsonObject {
-  const shaped: JsonObject = { ...result }
+  const shaped = copyObject(result) // not a spread: lib/protocol/jsonrpc.ts copyObject
   if (typeof shaped.resultType !== 'string') shaped.resultType = 'complete'
   if (shaped.resultType === 'complete' && CACHEABLE.has(method)) {
     if (typeof shaped.ttlMs !== 'number') shaped.ttlMs = ttlMs
     if (scope === 'private' && method !== 'server/discover') shaped.cacheScope = 'private'
     else if (shaped.cacheScope !== 'public' && shaped.cacheScope !== 'private') shaped.cacheScope = 'public'
   }
-  const meta = isObject(shaped._meta) ? { ...shaped._meta } : {}
+  const meta = isObject(shaped._meta) ? copyObject(shaped._meta) : {}
   meta[META_SERVER_INFO] = serverInfo
   shaped._meta = meta
   return shaped

@@ -7,7 +7,7 @@
  * Sources: DIGEST §2e (cancellation, progress), §6a (eras), §6d (mirrored headers), §6f (MRTR).
  */
 import { ProtocolError, type Client, type JSONRPCMessage } from '@modelcontextprotocol/client'
-import { INTERNAL_ERROR, METHOD_NOT_FOUND, UPSTREAM_ERROR, isObject, UpstreamRpcError, type JsonObject } from '../protocol/jsonrpc.js'
+import { INTERNAL_ERROR, METHOD_NOT_FOUND, UPSTREAM_ERROR, copyObject, isObject, UpstreamRpcError, type JsonObject } from '../protocol/jsonrpc.js'
 import { encodeHeaderValue } from '../protocol/header-values.js'
 import { buildParamHeaders } from './mirror-headers.js'
 import type { Era, Revision } from '../protocol/revisions.js'
@@ -170,7 +170,7 @@ export class Link implements CallLink {
     const call = new UpstreamCall(this, this.upstream, method, options)
     call.setup = setup
     let meta: JsonObject | undefined = isObject(params._meta) ? params._meta : undefined
-    if (options.meta !== undefined) meta = { ...meta, ...options.meta }
+    if (options.meta !== undefined) meta = copyObject(meta, options.meta) // not a spread: lib/protocol/jsonrpc.ts copyObject
     const stdio = this.transport instanceof StdioUpstreamTransport
     // Tracing on only (lib/telemetry/trace.ts): a child span, its context in `_meta` (stdio) or the headers (HTTP).
     const traced = options.trace === undefined ? undefined : activeTracing()?.upstream(options.trace, this.upstream, method, params, stdio ? 'pipe' : 'tcp', this.era)
@@ -185,9 +185,12 @@ export class Link implements CallLink {
     let envelopeJson: string | undefined
     if (this.envelope !== undefined) {
       if (meta === undefined && !Object.hasOwn(params, '_meta')) envelopeJson = this.envelopeJson
-      else meta = { ...this.envelope, ...meta }
+      else meta = copyObject(this.envelope, meta)
     }
-    if (meta !== undefined) params = { ...params, _meta: meta }
+    if (meta !== undefined) {
+      params = copyObject(params)
+      params._meta = meta
+    }
     const internals = this.client as unknown as ClientInternals
     const id = typeof internals._requestMessageId === 'number' ? internals._requestMessageId++ : `mcpx-call-${++this.ownIds}`
     call.id = id

@@ -5,7 +5,7 @@
 import t from 'tap'
 import {
   parseBody, classify, encodeMessage, errorResponse, successResponse, RawNumberId,
-  MAX_NESTING_DEPTH, INVALID_REQUEST, PARSE_ERROR, type RequestId
+  MAX_NESTING_DEPTH, INVALID_REQUEST, PARSE_ERROR, copyObject, type RequestId
 } from '../../lib/protocol/jsonrpc.js'
 import { prng, generateBatch, expectedIdValue } from '../helpers/batch-ids.js'
 
@@ -129,4 +129,28 @@ t.test('all/jsonrpc/id-null-is-not-a-notification', async t => {
   t.equal(item.kind, 'invalid', 'DIGEST §2b: an id is never null, and null does not make a notification')
   t.ok(item.kind === 'invalid' && item.id === undefined && item.error.code === INVALID_REQUEST, 'an id-less -32600')
   t.equal(classify({ jsonrpc: '2.0', method: 'notifications/initialized' }).kind, 'notification', 'no id at all is a notification')
+})
+
+t.test('all/jsonrpc/copy-object-is-the-spread-it-replaces', async t => {
+  // copyObject replaces `{ ...source, ...extra }` on the request path (lib/protocol/jsonrpc.ts): the same
+  // own properties, in the same order, with the same bytes once serialised, also for an own `__proto__`.
+  const cases: Array<[string, string | undefined]> = [
+    ['{"content":[{"type":"text","text":"hi"}],"isError":false}', undefined],
+    ['{"b":1,"a":2,"2":"x","1":"y"}', '{"a":3,"c":4}'],
+    ['{}', '{"_meta":{"k":1}}'],
+    ['{"__proto__":{"polluted":true},"a":1}', undefined],
+    ['{"a":1}', '{"__proto__":null,"b":2}']
+  ]
+  for (const [sourceText, extraText] of cases) {
+    const source = JSON.parse(sourceText)
+    const extra = extraText === undefined ? undefined : JSON.parse(extraText)
+    const copy = copyObject(source, extra)
+    const spread = { ...source, ...extra }
+    t.equal(JSON.stringify(copy), JSON.stringify(spread), `${sourceText} + ${extraText ?? 'nothing'}: same bytes`)
+    t.same(Object.keys(copy), Object.keys(spread), 'same keys in the same order')
+    t.equal(Object.getPrototypeOf(copy), Object.prototype, 'a plain object (an own __proto__ stays a property)')
+    t.not(copy, source, 'a new object')
+  }
+  t.same(copyObject(undefined, { a: 1 }), { a: 1 }, 'no source: a copy of extra')
+  t.equal(({} as Record<string, unknown>).polluted, undefined, 'Object.prototype untouched')
 })
