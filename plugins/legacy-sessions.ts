@@ -75,32 +75,35 @@ export default fp<LegacySessionsOptions>(async function mcpxLegacySessions (fast
     if (version !== undefined && !isLegacyRevision(version) && request.method !== 'DELETE') {
       // The refusal carries the request's id when one can be read; a batch or a notification has none.
       reply.sendRefusal(eraRefusal('legacy', unsupportedLegacyVersion(requestIdOf(inbound), version)))
-      done()
-      return
+      return // answered: the chain stops here (no done(), as in the other hooks)
     }
     const header = readHeader(request.headers, 'mcp-session-id')
     if (header.kind === 'absent') { done(); return }
-    if (header.kind !== 'value') { reply.sendRefusal(badSessionHeader); done(); return }
+    if (header.kind !== 'value') { reply.sendRefusal(badSessionHeader); return }
     const found = store.find(header.value)
-    if (!(found instanceof Promise)) { settle(request, reply, inbound, found); done(); return }
-    found.then(outcome => { settle(request, reply, inbound, outcome); done() }, (err: Error) => { done(err) })
+    if (!(found instanceof Promise)) { if (settle(request, reply, inbound, found)) done(); return }
+    found.then(outcome => { if (settle(request, reply, inbound, outcome)) done() }, (err: Error) => { done(err) })
   })
-  /** Sets `request.mcpSession` to the session found, or answers the refusal (404, 503). */
-  function settle (request: FastifyRequest, reply: FastifyReply, inbound: Inbound, found: FindOutcome): void {
+  /**
+   * Sets `request.mcpSession` to the session found, or answers the refusal (404, 503).
+   * @returns true when the request goes on, false when it was answered here
+   */
+  function settle (request: FastifyRequest, reply: FastifyReply, inbound: Inbound, found: FindOutcome): boolean {
     // A session is usable only by the principal that minted it (same issuer and subject, or the
     // same static token; a refreshed token keeps it), on the endpoint it was minted on:
     // anyone else, or any other endpoint, even holding a leaked id, is told the session does not exist.
     if (found.kind === 'unknown' || (found.kind === 'found' && !sessionUsableBy(found.session, bindingKeyOf(request.mcpPrincipal, request.headers.authorization, request.mcpEndpoint)))) {
       reply.sendRefusal(unknownSession)
-      return
+      return false
     }
     if (found.kind === 'unavailable') {
       // A Redis fault: a clear 503 (with the request's id when one can be read), never a hang.
       request.log.debug('session store unavailable')
       reply.sendRefusal(refusal('storeUnavailable', requestIdOf(inbound)))
-      return
+      return false
     }
     request.mcpSession = found.session
+    return true
   }
   fastify.addHook('onClose', async function endSessions () { await store.closeAll() })
 }, { name: 'mcpx-legacy-sessions', fastify: '5.x', dependencies: ['mcpx-era', 'mcpx-upstreams'] })
