@@ -84,33 +84,28 @@ t.test('auth/oauth/insufficient-scope-403', async t => {
   const as = await authServer()
   const s = await serve(as)
   const token = await as.clientCredentials(CLIENTS.alice, { resource: s.resource, scope: 'mcp:admin' })
-  const res = await s.app.inject({
-    method: 'POST',
-    url: '/mcp',
-    headers: modernHeaders('tools/list', undefined, { authorization: `Bearer ${token}` }),
-    payload: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: modernMeta() } })
-  })
+  const res = await listAs(s.app, token)
   t.equal(res.statusCode, 403)
   t.equal(res.headers['www-authenticate'], `Bearer error="insufficient_scope", scope="mcp:tools", resource_metadata="${s.prm}"`)
   t.match(res.json(), { jsonrpc: '2.0', error: { code: -32_600, message: /required scope/ } })
   const enough = await as.clientCredentials(CLIENTS.alice, { resource: s.resource, scope: 'mcp:tools' })
-  const admitted = await s.app.inject({
-    method: 'POST',
-    url: '/mcp',
-    headers: modernHeaders('tools/list', undefined, { authorization: `Bearer ${enough}` }),
-    payload: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: { _meta: modernMeta() } })
-  })
+  const admitted = await listAs(s.app, enough, 2)
   t.equal(admitted.statusCode, 200, `a token with the required scope is admitted: ${admitted.body.slice(0, 200)}`)
 })
 
-/** A modern tools/list with this bearer token: status and the challenge's error_description. */
-async function listWith (app: FastifyInstance, token: string): Promise<{ status: number, challenge: string | undefined, description: string | undefined }> {
-  const res = await app.inject({
+/** A modern tools/list (request id `id`) with this bearer token, through inject: the reply. */
+async function listAs (app: FastifyInstance, token: string, id = 1): Promise<Awaited<ReturnType<FastifyInstance['inject']>>> {
+  return await app.inject({
     method: 'POST',
     url: '/mcp',
     headers: modernHeaders('tools/list', undefined, { authorization: `Bearer ${token}` }),
-    payload: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: modernMeta() } })
+    payload: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/list', params: { _meta: modernMeta() } })
   })
+}
+
+/** A modern tools/list with this bearer token: status and the challenge's error_description. */
+async function listWith (app: FastifyInstance, token: string): Promise<{ status: number, challenge: string | undefined, description: string | undefined }> {
+  const res = await listAs(app, token)
   const challenge = res.headers['www-authenticate'] as string | undefined
   return { status: res.statusCode, challenge, description: /error_description="([^"]*)"/.exec(challenge ?? '')?.[1] }
 }
