@@ -15,6 +15,8 @@
  * command's usage on stderr, exit 2. check/tools/call print their answer on stdout and log to
  * stderr; `serve` writes nothing but MCP frames on stdout.
  */
+// First: holds one process.nextTick entry before any other module loads (lib/base/tick-shape.ts).
+import './lib/base/tick-shape-hold.js'
 import { parseArgs } from 'node:util'
 import { resolveConfig } from './lib/config/load.js'
 import { parseDuration } from './lib/base/duration.js'
