@@ -1,54 +1,109 @@
 /**
  * ops/logs/…: the daemon's batched JSON log (lib/telemetry/log.ts batchedDestination). Request
  * lines wait for a batch; a warning is written at once, with the lines before it. A child process
- * logs, then keeps its event loop busy for 1 s (no timer can fire; the asynchronous write itself
- * runs off the main thread), then says so on stderr: what reached stdout before that word was
- * written without the batch timer.
+ * logs, says so on stderr, then keeps its event loop busy for 1 s (no timer can fire), then says
+ * that too: what reached stdout by then was written without the batch timer. Each case runs with
+ * stdout on a pipe (the batch is written off the main thread; read when the busy loop ends) and on
+ * a regular file (written by the main thread at once; read while the loop is still busy).
  */
 import t from 'tap'
 import { spawn } from 'node:child_process'
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const LOG_JS = fileURLToPath(new URL('../../lib/telemetry/log.js', import.meta.url))
 
-/** Runs a child that logs `levels` in order (one line each), then busy-waits 1 s; returns the stdout text seen before it finished. */
-async function linesBeforeBusyEnds (levels: string[], pad = 1): Promise<{ before: string, all: string }> {
+/** Where the child's stdout goes. */
+type Stdout = 'pipe' | 'file'
+const STDOUTS: Stdout[] = ['pipe', 'file']
+
+/**
+ * Runs a child that logs `levels` in order (one line each), then busy-waits 1 s; returns the stdout
+ * text written before the loop freed up, and all of it once the child has exited.
+ */
+async function linesBeforeBusyEnds (stdout: Stdout, levels: string[], pad = 1): Promise<{ before: string, all: string }> {
   const script = `
     import { pino } from 'pino'
     import { batchedDestination } from ${JSON.stringify(LOG_JS)}
     const log = pino({ level: 'info' }, batchedDestination(1))
     for (const level of ${JSON.stringify(levels)}) log[level]({ n: 1, pad: 'x'.repeat(${pad}) }, level + ' line')
+    process.stderr.write('logged\\n')
     const until = Date.now() + 1000
     while (Date.now() < until) {}
     process.stderr.write('busy-done\\n')
   `
-  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: fileURLToPath(new URL('../../..', import.meta.url)), stdio: ['ignore', 'pipe', 'pipe'] })
-  let all = ''
-  let before: string | undefined
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => { all += chunk })
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { if (chunk.includes('busy-done') && before === undefined) before = all })
-  await new Promise(resolve => child.once('close', resolve))
-  return { before: before ?? '', all }
+  const dir = mkdtempSync(join(tmpdir(), 'mcpx-log-batch-'))
+  try {
+    const file = join(dir, 'stdout')
+    const fd = stdout === 'file' ? openSync(file, 'w') : undefined
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: fileURLToPath(new URL('../../..', import.meta.url)), stdio: ['ignore', fd ?? 'pipe', 'pipe'] })
+    if (fd !== undefined) closeSync(fd)
+    let all = ''
+    let before: string | undefined
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => { all += chunk })
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+      // A file is read while the child is still busy (1 s to spare); a pipe's chunks, when the loop ends.
+      if (stdout === 'file' && chunk.includes('logged') && before === undefined) before = readFileSync(file, 'utf8')
+      if (stdout === 'pipe' && chunk.includes('busy-done') && before === undefined) before = all
+    })
+    await new Promise(resolve => child.once('close', resolve))
+    if (stdout === 'file') all = readFileSync(file, 'utf8')
+    return { before: before ?? '', all }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
 }
 
 t.test('ops/logs/request-lines-wait-for-the-batch', async t => {
-  const { before, all } = await linesBeforeBusyEnds(['info', 'info'])
-  t.equal(before, '', 'nothing written while the batch waits')
-  t.equal(all.trim().split('\n').length, 2, 'both lines written by exit (pino flushes on exit)')
+  for (const stdout of STDOUTS) {
+    const { before, all } = await linesBeforeBusyEnds(stdout, ['info', 'info'])
+    t.equal(before, '', `${stdout}: nothing written while the batch waits`)
+    t.equal(all.trim().split('\n').length, 2, `${stdout}: both lines written by exit`)
+  }
 })
 
 t.test('ops/logs/warning-written-at-once-with-the-lines-before-it', async t => {
-  const { before } = await linesBeforeBusyEnds(['info', 'warn'])
-  const lines = before.trim().split('\n').map(l => JSON.parse(l))
-  t.same(lines.map(l => l.level), [30, 40], 'the waiting info line and the warning, in order')
+  for (const stdout of STDOUTS) {
+    const { before } = await linesBeforeBusyEnds(stdout, ['info', 'warn'])
+    const lines = before.trim().split('\n').filter(l => l !== '').map(l => JSON.parse(l))
+    t.same(lines.map(l => l.level), [30, 40], `${stdout}: the waiting info line and the warning, in order`)
+  }
 })
 
 t.test('ops/logs/a-full-batch-is-written-at-once', async t => {
   // 20 lines of ~300 bytes pass LOG_BATCH_BYTES (4096): the first 4 KiB leave without the timer,
   // the rest wait for it (or the exit flush); no line is lost, split or reordered.
-  const { before, all } = await linesBeforeBusyEnds(Array(20).fill('info'), 200)
-  const early = before.trim().split('\n').filter(l => l !== '')
-  t.ok(early.length >= 13 && early.length < 20, `the lines of the full batch written before the loop freed up (${early.length})`)
-  t.ok(early.every(l => JSON.parse(l).level === 30), 'each a whole JSON line')
-  t.equal(all.trim().split('\n').length, 20, 'every line written by exit, once')
+  for (const stdout of STDOUTS) {
+    const { before, all } = await linesBeforeBusyEnds(stdout, Array(20).fill('info'), 200)
+    const early = before.trim().split('\n').filter(l => l !== '')
+    t.ok(early.length >= 13 && early.length < 20, `${stdout}: the lines of the full batch written before the loop freed up (${early.length})`)
+    t.ok(early.every(l => JSON.parse(l).level === 30), `${stdout}: each a whole JSON line`)
+    t.equal(all.trim().split('\n').length, 20, `${stdout}: every line written by exit, once`)
+  }
+})
+
+t.test('ops/logs/waiting-lines-written-at-exit', async t => {
+  // A child that logs one line and ends at once: the line still waits for its batch when the event
+  // loop runs dry, so only the exit hand-over writes it (pino's own for a pipe, mcpx's for a file).
+  const script = `
+    import { pino } from 'pino'
+    import { batchedDestination } from ${JSON.stringify(LOG_JS)}
+    pino({ level: 'info' }, batchedDestination(1)).info({ n: 1 }, 'last line')
+  `
+  for (const stdout of STDOUTS) {
+    const dir = mkdtempSync(join(tmpdir(), 'mcpx-log-exit-'))
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+    const file = join(dir, 'stdout')
+    const fd = stdout === 'file' ? openSync(file, 'w') : undefined
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: fileURLToPath(new URL('../../..', import.meta.url)), stdio: ['ignore', fd ?? 'pipe', 'inherit'] })
+    if (fd !== undefined) closeSync(fd)
+    let all = ''
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => { all += chunk })
+    const code = await new Promise(resolve => child.once('close', resolve))
+    if (stdout === 'file') all = readFileSync(file, 'utf8')
+    t.equal(code, 0, `${stdout}: the child ended`)
+    t.same(all.trim().split('\n').filter(l => l !== '').map(l => JSON.parse(l).msg), ['last line'], `${stdout}: its one line was written`)
+  }
 })
