@@ -1,7 +1,8 @@
 /**
  * A table of what is in flight, by request id, for tables that live as long as the process and see
- * one `set` and one `delete` per request: the calls in flight on an upstream connection
- * (lib/upstreams/link.ts), a session's requests in flight (lib/connection/peer.ts).
+ * one `set` and one `delete` per request: a session's requests in flight (lib/connection/peer.ts),
+ * under the ids its client chose. (The calls in flight on an upstream connection, under ids mcpx
+ * mints, are in a {@link SequenceTable}.)
  *
  * Not a Map, for the garbage collector's sake. V8 grows, shrinks and compacts a Map by copying its
  * entries into a new backing table, and links the old table to the new one (so that a live
@@ -49,4 +50,128 @@ export class InFlightTable<V> {
    * integer keys ascending, then the other keys in insertion order (property order).
    */
   values (): V[] { return Object.values(this.#entries) as V[] }
+}
+
+/** Slots a {@link SequenceTable} starts with (a power of two). */
+const FIRST_CAPACITY = 16
+
+/**
+ * A table of what is in flight under ids this process mints itself in sequence: the calls in
+ * flight on an upstream connection (lib/upstreams/link.ts), whose ids are the non-negative
+ * integers of the connection's request counter. For the same reason as {@link InFlightTable}, not
+ * a Map; and not a dictionary-mode object either, whose every add and delete of an integer key is
+ * a call into V8's runtime (`Runtime_SetKeyedProperty`, `Runtime_DeleteProperty`: ~0.7 µs of the
+ * daemon's main thread per call, measured under load). Here the keys live in an open-addressing
+ * array (linear probing, at most half full, deletion by backward shift), indexed by the id's low
+ * bits, so ids minted in sequence fall in consecutive slots. A grown array replaces the old one,
+ * which links to nothing. Keys that are not non-negative safe integers (a connection without a
+ * counter mints strings) go to an {@link InFlightTable}.
+ *
+ * Keys are matched exactly: 7 and "7" are two keys.
+ */
+export class SequenceTable<V> {
+  /** The integer key in each slot; -1 for an empty slot. */
+  #keys: number[] = new Array<number>(FIRST_CAPACITY).fill(-1)
+  #values: Array<V | undefined> = new Array<V | undefined>(FIRST_CAPACITY).fill(undefined)
+  #mask = FIRST_CAPACITY - 1
+  /** Entries under integer keys. */
+  #count = 0
+  /** Entries under other keys. */
+  readonly #other = new InFlightTable<V>()
+
+  /** Entries in the table. */
+  get size (): number { return this.#count + this.#other.size }
+
+  /** The entry under `key` (exactly), or undefined. */
+  get (key: string | number): V | undefined {
+    if (!isSlotKey(key)) return typeof key === 'string' ? this.#other.get(key) : undefined
+    const slot = this.#find(key)
+    return slot < 0 ? undefined : this.#values[slot]
+  }
+
+  /** Whether an entry is under `key` (exactly). */
+  has (key: string | number): boolean { return this.get(key) !== undefined }
+
+  /** Puts `value` under `key`, replacing what was there. @throws TypeError for a number key that is not a non-negative safe integer */
+  set (key: string | number, value: V): void {
+    if (!isSlotKey(key)) {
+      if (typeof key !== 'string') throw new TypeError(`SequenceTable: key ${key} is not a non-negative safe integer`)
+      this.#other.set(key, value)
+      return
+    }
+    const found = this.#find(key)
+    if (found >= 0) { this.#values[found] = value; return }
+    if ((this.#count + 1) * 2 > this.#keys.length) this.#grow()
+    let slot = key & this.#mask
+    while (this.#keys[slot] !== -1) slot = (slot + 1) & this.#mask
+    this.#keys[slot] = key
+    this.#values[slot] = value
+    this.#count++
+  }
+
+  /** Removes the entry under `key` (exactly). @returns whether there was one */
+  delete (key: string | number): boolean {
+    if (!isSlotKey(key)) return typeof key === 'string' ? this.#other.delete(key) : false
+    let hole = this.#find(key)
+    if (hole < 0) return false
+    const keys = this.#keys
+    const values = this.#values
+    const mask = this.#mask
+    // Backward shift: move each later entry of the probe run whose home slot is not cyclically in
+    // (hole, slot] into the hole, so that every entry stays reachable from its home slot.
+    for (let slot = (hole + 1) & mask; keys[slot] !== -1; slot = (slot + 1) & mask) {
+      const home = keys[slot] & mask
+      const stays = hole <= slot ? home > hole && home <= slot : home > hole || home <= slot
+      if (stays) continue
+      keys[hole] = keys[slot]
+      values[hole] = values[slot]
+      hole = slot
+    }
+    keys[hole] = -1
+    values[hole] = undefined
+    this.#count--
+    return true
+  }
+
+  /** The entries, as an array made now (changing the table while walking it is safe). Order: integer keys ascending, then the other keys in insertion order. */
+  values (): V[] {
+    const held: Array<[number, V]> = []
+    for (let slot = 0; slot < this.#keys.length; slot++) {
+      if (this.#keys[slot] !== -1) held.push([this.#keys[slot], this.#values[slot] as V])
+    }
+    held.sort((a, b) => a[0] - b[0])
+    return [...held.map(([, value]) => value), ...this.#other.values()]
+  }
+
+  /** The slot holding `key`, or -1. */
+  #find (key: number): number {
+    const keys = this.#keys
+    const mask = this.#mask
+    for (let slot = key & mask; keys[slot] !== -1; slot = (slot + 1) & mask) {
+      if (keys[slot] === key) return slot
+    }
+    return -1
+  }
+
+  /** Doubles the slots and puts every entry back. */
+  #grow (): void {
+    const keys = this.#keys
+    const values = this.#values
+    const capacity = keys.length * 2
+    this.#keys = new Array<number>(capacity).fill(-1)
+    this.#values = new Array<V | undefined>(capacity).fill(undefined)
+    this.#mask = capacity - 1
+    for (let slot = 0; slot < keys.length; slot++) {
+      if (keys[slot] === -1) continue
+      let to = keys[slot] & this.#mask
+      while (this.#keys[to] !== -1) to = (to + 1) & this.#mask
+      this.#keys[to] = keys[slot]
+      this.#values[to] = values[slot]
+    }
+  }
+}
+
+/** Whether `key` goes to a {@link SequenceTable}'s slots: a non-negative safe integer. */
+function isSlotKey (key: string | number): key is number {
+  return typeof key === 'number' && Number.isSafeInteger(key) && key >= 0
 }

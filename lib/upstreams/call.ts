@@ -9,12 +9,12 @@
 import { INTERNAL_ERROR, UPSTREAM_ERROR, isObject, UpstreamRpcError, type JsonObject } from '../protocol/jsonrpc.js'
 import type { UpstreamCallOptions } from './contract.js'
 import { abortSignalOf } from '../base/cancel.js'
-import type { InFlightTable } from '../base/in-flight-table.js'
+import type { SequenceTable } from '../base/in-flight-table.js'
 
 /** Where a call travels: the live connection that sent it (see connection.ts `Link`). */
 export interface CallLink {
   /** The calls in flight on this connection, by wire id. */
-  readonly calls: InFlightTable<UpstreamCall>
+  readonly calls: SequenceTable<UpstreamCall>
   /** The calls that asked for progress, by the progressToken mcpx sent. */
   readonly progress: Map<string, UpstreamCall>
   /** Tells the upstream a call is abandoned (`notifications/cancelled`, or closing its HTTP stream). Never throws. */

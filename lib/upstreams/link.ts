@@ -17,7 +17,7 @@ import type { HttpUpstreamTransport } from './http-transport.js'
 import { EOF_GRACE_MS, StdioUpstreamTransport } from './stdio-transport.js'
 import type { UpstreamCallOptions, UpstreamLogger } from './contract.js'
 import { activeTracing } from '../telemetry/trace.js'
-import { InFlightTable } from '../base/in-flight-table.js'
+import { SequenceTable } from '../base/in-flight-table.js'
 
 /** The SDK client's internals a link shares (read in its 2.4.0 sources); each has a fallback. */
 interface ClientInternals {
@@ -64,7 +64,7 @@ export function requestFrame (method: string, params: JsonObject, id: string | n
 
 /** One connection's client, transport, negotiated facts and calls in flight. */
 export class Link implements CallLink {
-  readonly calls = new InFlightTable<UpstreamCall>() // not a Map: lib/base/in-flight-table.ts
+  readonly calls = new SequenceTable<UpstreamCall>() // not a Map, nor a dictionary: lib/base/in-flight-table.ts
   readonly progress = new Map<string, UpstreamCall>()
   era: Era = 'legacy'
   revision: Revision = 'unknown'

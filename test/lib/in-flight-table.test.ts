@@ -5,7 +5,7 @@
 import t from 'tap'
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
-import { InFlightTable } from '../../lib/base/in-flight-table.js'
+import { InFlightTable, SequenceTable } from '../../lib/base/in-flight-table.js'
 
 t.test('all/connection/in-flight-table-keeps-map-semantics', async t => {
   const table = new InFlightTable<{ id: string | number }>()
@@ -60,7 +60,49 @@ t.test('all/connection/in-flight-table-promotes-no-request-it-held', async t => 
   }
   const MB = 1024 * 1024
   const table = growth(new InFlightTable<unknown>(), id => ({ payload: new Array(128).fill(id) }))
+  const sequence = growth(new SequenceTable<unknown>(), id => ({ payload: new Array(128).fill(id) }))
   const map = growth(new Map<number, unknown>(), id => ({ payload: new Array(128).fill(id) }))
   t.ok(table < 8 * MB, `the table grew it by ${(table / MB).toFixed(1)} MB`)
+  t.ok(sequence < 8 * MB, `the sequence table grew it by ${(sequence / MB).toFixed(1)} MB`)
   t.ok(map > 16 * MB, `the control: a Map grew it by ${(map / MB).toFixed(1)} MB`)
+})
+
+t.test('all/connection/sequence-table-keeps-map-semantics', async t => {
+  // Against a Map, through a long run of sets, replacements and deletes, with up to 40 keys in
+  // flight (the slots grow past 16 and 32), ids mostly in sequence, some far ahead (probe runs
+  // that wrap and cross), and string keys beside them.
+  const table = new SequenceTable<string>()
+  const map = new Map<string | number, string>()
+  let seed = 7
+  const random = (n: number): number => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n }
+  let next = 0
+  let mismatches = 0
+  for (let step = 0; step < 20_000; step++) {
+    const keys = [...map.keys()]
+    const op = random(10)
+    if (op < 4 || keys.length === 0) {
+      const key = random(20) === 0 ? (random(3) === 0 ? `s${random(50)}` : next + 2 ** 31 + random(1000)) : next++
+      table.set(key, `v${step}`)
+      map.set(key, `v${step}`)
+    } else if (op < 5) {
+      const key = keys[random(keys.length)]
+      table.set(key, `r${step}`)
+      map.set(key, `r${step}`)
+    } else if (keys.length > 40 || op < 9) {
+      const key = keys[random(keys.length)]
+      if (table.delete(key) !== map.delete(key)) mismatches++
+      if (table.delete(key)) mismatches++
+    }
+    if (table.size !== map.size) mismatches++
+    for (const key of map.keys()) if (table.get(key) !== map.get(key)) mismatches++
+  }
+  t.equal(mismatches, 0, 'every get, delete and size answered as the Map did')
+  const numbers = [...map.keys()].filter((k): k is number => typeof k === 'number').sort((a, b) => a - b)
+  const strings = [...map.keys()].filter(k => typeof k === 'string')
+  t.same(table.values(), [...numbers, ...strings].map(k => map.get(k)), 'values: integer keys ascending, then the others')
+  table.set(3, 'three')
+  t.equal(table.get('3'), undefined, 'keys are exact: "3" is not 3')
+  t.equal(table.get(3.5), undefined, 'a fraction is no key')
+  t.notOk(table.delete(-1), 'nor a negative number')
+  t.throws(() => table.set(-1, 'x'), TypeError, 'and neither can be set')
 })
