@@ -6,8 +6,7 @@
  *
  * Metrics (names follow Prometheus conventions: `_total` counters, `_seconds` durations):
  * - `mcpx_requests_total{http_method, rpc_method, era, status}`: /mcp requests answered.
- * - `mcpx_request_duration_seconds{http_method, era}`: /mcp request duration (this and the next:
- *   ./duration-histogram.ts, exposed as prom-client's Histogram would be).
+ * - `mcpx_request_duration_seconds{http_method, era}`: /mcp request duration.
  * - `mcpx_upstream_call_duration_seconds{upstream, operation, outcome}`: callTool, getPrompt,
  *   readResource and complete, timed by the upstream that serves the call (the clock reads of its
  *   call statistics, lib/upstreams/call-stats.ts: one timer per call), through the registry's
@@ -39,8 +38,7 @@
  * Label values that come from the wire are bounded: an unknown JSON-RPC method counts as `other`.
  * lib/ imports nothing from Fastify.
  */
-import { Registry, Counter, Gauge } from 'prom-client'
-import { DurationHistogram, type HistogramSeries } from './duration-histogram.js'
+import { Registry, Counter, Gauge, Histogram } from 'prom-client'
 import type { UpstreamRegistry } from '../upstreams/contract.js'
 import type { JsonObject } from '../protocol/jsonrpc.js'
 import type { FlowDrop, FlowStream } from '../connection/flow.js'
@@ -143,11 +141,8 @@ export function methodLabel (method: string): string {
 
 type Timed = 'callTool' | 'getPrompt' | 'readResource' | 'complete'
 
-/**
- * One label set of mcpx_requests_total: its count, how much of it prom-client has been given, and
- * the mcpx_request_duration_seconds series of its HTTP method and era.
- */
-interface RequestCount { labels: { http_method: string, rpc_method: string, era: string, status: string }, count: number, published: number, seconds: HistogramSeries }
+/** One label set of mcpx_requests_total: its count, and how much of it prom-client has been given. */
+interface RequestCount { labels: { http_method: string, rpc_method: string, era: string, status: string }, count: number, published: number }
 
 /**
  * Counts of mcpx_requests_total by label set, as nested maps of the label values (HTTP method,
@@ -158,11 +153,7 @@ class RequestCounts {
   private readonly byMethod = new Map<string, Map<string, Map<string, Map<number, RequestCount>>>>()
   private readonly all: RequestCount[] = []
 
-  /** @param secondsOf the duration series of an HTTP method and era, asked once per new label set */
-  constructor (private readonly secondsOf: (httpMethod: string, era: string) => HistogramSeries) {}
-
-  /** Counts one request. @returns its label set's entry (for its duration series) */
-  add (httpMethod: string, rpcMethod: string, era: string, status: number): RequestCount {
+  add (httpMethod: string, rpcMethod: string, era: string, status: number): void {
     let byRpc = this.byMethod.get(httpMethod)
     if (byRpc === undefined) this.byMethod.set(httpMethod, byRpc = new Map())
     let byEra = byRpc.get(rpcMethod)
@@ -171,12 +162,11 @@ class RequestCounts {
     if (byStatus === undefined) byEra.set(era, byStatus = new Map())
     let entry = byStatus.get(status)
     if (entry === undefined) {
-      entry = { labels: { http_method: httpMethod, rpc_method: rpcMethod, era, status: String(status) }, count: 0, published: 0, seconds: this.secondsOf(httpMethod, era) }
+      entry = { labels: { http_method: httpMethod, rpc_method: rpcMethod, era, status: String(status) }, count: 0, published: 0 }
       byStatus.set(status, entry)
       this.all.push(entry)
     }
     entry.count++
-    return entry
   }
 
   /** Calls `inc` with each label set's count since the last publish (label sets with none are skipped). */
@@ -203,15 +193,7 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
   // (collect): a request costs four Map lookups and an increment instead of prom-client's label
   // validation and key building on every request (with the upstream timer's move from
   // BigInts to performance.now below, 2.2 % fewer daemon instructions per call). A label set keeps one entry once seen, as prom-client's own does.
-  // Each entry holds its mcpx_request_duration_seconds series: one per HTTP method and era, taken once.
-  const secondsByMethod = new Map<string, Map<string, HistogramSeries>>()
-  const requestCounts = new RequestCounts((httpMethod, era) => {
-    let byEra = secondsByMethod.get(httpMethod)
-    if (byEra === undefined) secondsByMethod.set(httpMethod, byEra = new Map())
-    let series = byEra.get(era)
-    if (series === undefined) byEra.set(era, series = requestSeconds.seriesFor({ http_method: httpMethod, era }))
-    return series
-  })
+  const requestCounts = new RequestCounts()
   new Counter({
     name: 'mcpx_requests_total',
     help: 'MCP HTTP requests answered, by HTTP method, JSON-RPC method, era and status',
@@ -219,15 +201,14 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
     registers,
     collect () { requestCounts.publish((labels, delta) => { this.inc(labels, delta) }) }
   })
-  // The two histograms fed on every call: series taken once per label set (./duration-histogram.ts).
-  const requestSeconds = new DurationHistogram({
+  const requestSeconds = new Histogram({
     name: 'mcpx_request_duration_seconds',
     help: 'Duration of MCP HTTP requests (SSE streams: until the stream ended), seconds',
     labelNames: ['http_method', 'era'] as const,
     buckets: LATENCY_BUCKETS_SECONDS,
     registers
   })
-  const upstreamSeconds = new DurationHistogram({
+  const upstreamSeconds = new Histogram({
     name: 'mcpx_upstream_call_duration_seconds',
     help: 'Duration of calls routed to an upstream (tools/call, prompts/get, resources/read, completion/complete), seconds',
     labelNames: ['upstream', 'operation', 'outcome'] as const,
@@ -383,17 +364,15 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
     collect () { for (const u of loads()) this.inc({ upstream: u.name }, loadDelta(u.name, 'oversized', u.oversized)) }
   })
 
-  // The series of mcpx_upstream_call_duration_seconds, taken once per operation, upstream and
+  // The label sets of mcpx_upstream_call_duration_seconds, made once per operation, upstream and
   // outcome (bounded by the configured upstreams, as prom-client's own label sets are): no label
-  // object per call. A series is listed from its first observation (./duration-histogram.ts).
-  const seriesSets: Record<Timed, Map<string, { ok: HistogramSeries, error: HistogramSeries }>> = { callTool: new Map(), getPrompt: new Map(), readResource: new Map(), complete: new Map() }
-  const seriesOf = (upstream: string, operation: Timed, failed: boolean): HistogramSeries => {
-    const byUpstream = seriesSets[operation]
+  // object per call.
+  type CallLabels = { upstream: string, operation: Timed, outcome: 'ok' | 'error' }
+  const labelSets: Record<Timed, Map<string, { ok: CallLabels, error: CallLabels }>> = { callTool: new Map(), getPrompt: new Map(), readResource: new Map(), complete: new Map() }
+  const labelsOf = (upstream: string, operation: Timed, failed: boolean): CallLabels => {
+    const byUpstream = labelSets[operation]
     let sets = byUpstream.get(upstream)
-    if (sets === undefined) {
-      sets = { ok: upstreamSeconds.seriesFor({ upstream, operation, outcome: 'ok' }), error: upstreamSeconds.seriesFor({ upstream, operation, outcome: 'error' }) }
-      byUpstream.set(upstream, sets)
-    }
+    if (sets === undefined) byUpstream.set(upstream, sets = { ok: { upstream, operation, outcome: 'ok' }, error: { upstream, operation, outcome: 'error' } })
     return failed ? sets.error : sets.ok
   }
 
@@ -414,7 +393,7 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
         throw err
       } finally {
         const seconds = (performance.now() - startMs) / 1000
-        seriesOf(upstreamOf(target, kindOf(a), nameOf(a)) ?? 'unknown', operation, failed).observe(seconds)
+        upstreamSeconds.observe(labelsOf(upstreamOf(target, kindOf(a), nameOf(a)) ?? 'unknown', operation, failed), seconds)
       }
     }
   }
@@ -425,7 +404,8 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
   return {
     registry,
     requestDone (labels) {
-      requestCounts.add(labels.httpMethod, methodLabel(labels.rpcMethod), labels.era, labels.status).seconds.observe(labels.durationMs / 1000)
+      requestCounts.add(labels.httpMethod, methodLabel(labels.rpcMethod), labels.era, labels.status)
+      requestSeconds.observe({ http_method: labels.httpMethod, era: labels.era }, labels.durationMs / 1000)
     },
     instrument (target) {
       if (target.observeCalls !== undefined) {
@@ -433,8 +413,8 @@ export function createMetrics (upstreams: UpstreamRegistry): McpxMetrics {
         // its call statistics): no second timer, no proxy in front of the registry. A call refused
         // before it reached an upstream counts as an error of what it named's upstream (duration 0).
         releases.push(target.observeCalls({
-          settled (upstream, operation, durationMs, rejected) { seriesOf(upstream, operation, rejected).observe(durationMs / 1000) },
-          refused (operation, kind, name) { seriesOf(upstreamOf(target, kind, name) ?? 'unknown', operation, true).observe(0) }
+          settled (upstream, operation, durationMs, rejected) { upstreamSeconds.observe(labelsOf(upstream, operation, rejected), durationMs / 1000) },
+          refused (operation, kind, name) { upstreamSeconds.observe(labelsOf(upstreamOf(target, kind, name) ?? 'unknown', operation, true), 0) }
         }))
         return target
       }
