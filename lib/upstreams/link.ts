@@ -266,7 +266,8 @@ export class Link implements CallLink {
 
   /**
    * The call in flight under wire id `id`, of the same type (JSON-RPC ids are matched exactly: an
-   * answer to call 7 that names "7" answers no call, as with a Map; the table alone would not tell them apart).
+   * answer to call 7 that names "7" answers no call, as with a Map; the table matches exactly too, and this
+   * check keeps it so whatever table holds the calls).
    */
   private callById (id: string | number): UpstreamCall | undefined {
     const call = this.calls.get(id)
