@@ -8,7 +8,7 @@
  * `--log-level` (or env MCPX_LOG_LEVEL) override. pino-pretty runs in this thread as a stream
  * (no worker transport), so a line is written to the same fd, in order, as the JSON one would be.
  */
-import { fstatSync } from 'node:fs'
+import { fstatSync, writeSync } from 'node:fs'
 import { isatty } from 'node:tty'
 import { pino } from 'pino'
 import pretty from 'pino-pretty'
@@ -89,9 +89,9 @@ function urgent (line: string): boolean {
  * write keeps the order on the same fd. (sonic-boom's own `minLength` gathers too, but
  * measures its growing buffer with Buffer.byteLength on every line, flattening it each time:
  * ~2 KiB allocated per request line under load.) Nothing is lost at shutdown: pino ends an
- * asynchronous destination on `beforeExit` and flushes it synchronously on `exit`, and both hand
- * over the gathered batch first; only a process killed outright (SIGKILL) loses the last ≤ 50 ms
- * of lines. Lines sonic-boom cannot write yet (a slow reader) wait in its buffer, as before. The
+ * asynchronous destination on `beforeExit` and flushes it synchronously on `exit` (the gathered
+ * batch is then written synchronously too), and a synchronous one is handed over here; only a
+ * process killed outright (SIGKILL) loses the last ≤ 50 ms of lines. Lines sonic-boom cannot write yet (a slow reader) wait in its buffer, as before. The
  * delay timer is unref'd, set only while lines wait, and never keeps the process alive. Never throws.
  *
  * How a batch is written depends on what `fd` is, decided once:
@@ -131,7 +131,17 @@ export function batchedDestination (fd: 1 | 2): ReturnType<typeof pino.destinati
     return ok
   }
   destination.flush = function flushBatch (cb?: (err?: Error) => void): void { handOver(); flush.call(destination, cb) }
-  destination.flushSync = function flushBatchSync (): void { handOver(); flushSync.call(destination) }
+  // pino calls flushSync when the process exits: no event loop is left to finish an asynchronous
+  // write, so a batch handed to one then could be lost (seen: the daemon's last lines, when it
+  // exited on a listen failure). What sonic-boom holds goes first, then the waiting batch, both
+  // written synchronously here.
+  destination.flushSync = function flushBatchSync (): void {
+    if (sync) { handOver(); flushSync.call(destination); return }
+    try { flushSync.call(destination) } catch {}
+    const lines = batch
+    batch = ''
+    if (lines.length > 0 && !closed) writeFullySync(fd, lines)
+  }
   destination.end = function endBatch (): void { handOver(); end.call(destination) }
   // pino writes out an asynchronous destination when the process exits, not a synchronous one:
   // the batch of a synchronous one is handed over here instead.
@@ -159,6 +169,27 @@ function handOverAtExit (handOver: () => void): WeakRef<() => void> {
 function handOverAll (): void {
   for (const entry of atExit) {
     try { entry.deref()?.() } catch {}
+  }
+}
+
+/** Tries to write a pipe that is full, at most this many times, 10 ms apart (the process is exiting). */
+const EXIT_WRITE_TRIES = 100
+
+/**
+ * Writes all of `text` to `fd` synchronously, in as many writes as the fd takes; on a full
+ * non-blocking pipe (EAGAIN) waits 10 ms and tries again, {@link EXIT_WRITE_TRIES} times at most.
+ * For the process's last lines. Never throws: a line that cannot be written is dropped.
+ */
+function writeFullySync (fd: number, text: string): void {
+  let rest = Buffer.from(text)
+  for (let tries = 0; rest.length > 0 && tries < EXIT_WRITE_TRIES;) {
+    try {
+      rest = rest.subarray(writeSync(fd, rest))
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') return
+      tries++
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10)
+    }
   }
 }
 

@@ -85,28 +85,31 @@ t.test('ops/logs/a-full-batch-is-written-at-once', async t => {
 })
 
 t.test('ops/logs/waiting-lines-written-at-exit', async t => {
-  // A child that logs one line and ends at once: the line still waits for its batch when the event
-  // loop runs dry, so only the exit hand-over writes it. On a regular file that is mcpx's own
-  // (lib/telemetry/log.ts handOverAtExit: pino hands over only asynchronous destinations). On a pipe
-  // it is pino's, which this file does not test: in one run of the quick tier (of many, and of 60 runs
-  // of the child alone) the line did not reach the pipe.
-  const script = `
-    import { pino } from 'pino'
-    import { batchedDestination } from ${JSON.stringify(LOG_JS)}
-    pino({ level: 'info' }, batchedDestination(1)).info({ n: 1 }, 'last line')
-  `
-  for (const stdout of ['file'] as Stdout[]) {
-    const dir = mkdtempSync(join(tmpdir(), 'mcpx-log-exit-'))
-    t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-    const file = join(dir, 'stdout')
-    const fd = stdout === 'file' ? openSync(file, 'w') : undefined
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: fileURLToPath(new URL('../../..', import.meta.url)), stdio: ['ignore', fd ?? 'pipe', 'inherit'] })
-    if (fd !== undefined) closeSync(fd)
-    let all = ''
-    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => { all += chunk })
-    const code = await new Promise(resolve => child.once('close', resolve))
-    if (stdout === 'file') all = readFileSync(file, 'utf8')
-    t.equal(code, 0, `${stdout}: the child ended`)
-    t.same(all.trim().split('\n').filter(l => l !== '').map(l => JSON.parse(l).msg), ['last line'], `${stdout}: its one line was written`)
+  // A child that logs one line and ends at once, either by running dry or by process.exit(): the
+  // line still waits for its batch, so only the exit hand-over writes it. On a regular file that
+  // is mcpx's own (lib/telemetry/log.ts handOverAtExit: pino hands over only asynchronous
+  // destinations); on a pipe, pino's flushSync at exit, which writes the batch synchronously (an
+  // asynchronous write started then was lost: the daemon's last lines, when it failed to listen).
+  for (const end of ['dry', 'exit']) {
+    const script = `
+      import { pino } from 'pino'
+      import { batchedDestination } from ${JSON.stringify(LOG_JS)}
+      pino({ level: 'info' }, batchedDestination(1)).info({ n: 1 }, 'last line')
+      ${end === 'exit' ? 'process.exit(0)' : ''}
+    `
+    for (const stdout of STDOUTS) {
+      const dir = mkdtempSync(join(tmpdir(), 'mcpx-log-exit-'))
+      t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+      const file = join(dir, 'stdout')
+      const fd = stdout === 'file' ? openSync(file, 'w') : undefined
+      const child = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: fileURLToPath(new URL('../../..', import.meta.url)), stdio: ['ignore', fd ?? 'pipe', 'inherit'] })
+      if (fd !== undefined) closeSync(fd)
+      let all = ''
+      child.stdout?.setEncoding('utf8').on('data', (chunk: string) => { all += chunk })
+      const code = await new Promise(resolve => child.once('close', resolve))
+      if (stdout === 'file') all = readFileSync(file, 'utf8')
+      t.equal(code, 0, `${stdout}, ${end}: the child ended`)
+      t.same(all.trim().split('\n').filter(l => l !== '').map(l => JSON.parse(l).msg), ['last line'], `${stdout}, ${end}: its one line was written`)
+    }
   }
 })
