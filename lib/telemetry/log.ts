@@ -91,8 +91,9 @@ function urgent (line: string): boolean {
  * ~2 KiB allocated per request line under load.) Nothing is lost at shutdown: pino ends an
  * asynchronous destination on `beforeExit` and flushes it synchronously on `exit` (the gathered
  * batch is then written synchronously too), and a synchronous one is handed over here; only a
- * process killed outright (SIGKILL) loses the last ≤ 50 ms of lines. Lines sonic-boom cannot write yet (a slow reader) wait in its buffer, as before. The
- * delay timer is unref'd, set only while lines wait, and never keeps the process alive. Never throws.
+ * process killed outright (SIGKILL) loses the last ≤ 50 ms of lines. Lines sonic-boom cannot
+ * write yet (a slow reader) wait in its buffer, as before. The delay timer is unref'd, set only
+ * while lines wait, and never keeps the process alive. Never throws.
  *
  * How a batch is written depends on what `fd` is, decided once:
  * - a regular file: by the main thread, at once (`write(2)` into the page cache; no reader can make
