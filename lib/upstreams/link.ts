@@ -255,23 +255,13 @@ export class Link implements CallLink {
    */
   oversized (bytes: number, maxBytes: number, id: string | number | undefined, atLeast = false): void {
     const size = `${atLeast ? 'more than ' : ''}${bytes} bytes`
-    const call = id === undefined ? undefined : this.callById(id)
+    const call = id === undefined ? undefined : this.calls.get(id)
     this.logger.warn({ ...this.logFields, bytes, maxMessageBytes: maxBytes, id, method: call?.method },
       `upstream message of ${size} is over maxMessageBytes (${maxBytes}): skipped`)
     if (id === undefined) return
     const message = `upstream ${this.upstream}: ${call?.method ?? 'request'} failed: its reply is ${size}, over maxMessageBytes (${maxBytes})`
     if (call !== undefined) { call.fail(new UpstreamRpcError(UPSTREAM_ERROR, message)); return }
     this.transport.onmessage?.({ jsonrpc: '2.0', id, error: { code: UPSTREAM_ERROR, message } } as unknown as JSONRPCMessage)
-  }
-
-  /**
-   * The call in flight under wire id `id`, of the same type (JSON-RPC ids are matched exactly: an
-   * answer to call 7 that names "7" answers no call, as with a Map; the table matches exactly too, and this
-   * check keeps it so whatever table holds the calls).
-   */
-  private callById (id: string | number): UpstreamCall | undefined {
-    const call = this.calls.get(id)
-    return call !== undefined && call.id === id ? call : undefined
   }
 
   /** Fails every call in flight on this link with `error`, telling the upstream (when it still listens). */
@@ -330,7 +320,8 @@ export class Link implements CallLink {
     const method = message.method
     if (method === undefined) {
       const id = message.id
-      const call = typeof id === 'number' || typeof id === 'string' ? this.callById(id) : undefined
+      // Ids match exactly (SequenceTable): an answer to call 7 that names "7" answers no call.
+      const call = typeof id === 'number' || typeof id === 'string' ? this.calls.get(id) : undefined
       if (call === undefined) return false
       call.settle(message)
       return true
