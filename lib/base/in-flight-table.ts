@@ -89,9 +89,6 @@ export class SequenceTable<V> {
     return slot < 0 ? undefined : this.#values[slot]
   }
 
-  /** Whether an entry is under `key` (exactly). */
-  has (key: string | number): boolean { return this.get(key) !== undefined }
-
   /** Puts `value` under `key`, replacing what was there. @throws TypeError for a number key that is not a non-negative safe integer */
   set (key: string | number, value: V): void {
     if (!isSlotKey(key)) {
