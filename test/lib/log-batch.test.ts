@@ -20,6 +20,29 @@ type Stdout = 'pipe' | 'file'
 const STDOUTS: Stdout[] = ['pipe', 'file']
 
 /**
+ * Runs `script` (an ES module) in a child whose stdout is a pipe or a regular file. `onStderr` sees
+ * each stderr chunk, with a reader of what reached stdout so far. Returns the exit code and all of
+ * stdout once the child has ended.
+ */
+async function runChild (stdout: Stdout, script: string, onStderr?: (chunk: string, written: () => string) => void): Promise<{ code: number | null, all: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'mcpx-log-batch-'))
+  try {
+    const file = join(dir, 'stdout')
+    const fd = stdout === 'file' ? openSync(file, 'w') : undefined
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: fileURLToPath(new URL('../../..', import.meta.url)), stdio: ['ignore', fd ?? 'pipe', 'pipe'] })
+    if (fd !== undefined) closeSync(fd)
+    let piped = ''
+    const written = (): string => stdout === 'file' ? readFileSync(file, 'utf8') : piped
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => { piped += chunk })
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { onStderr?.(chunk, written) })
+    const code = await new Promise<number | null>(resolve => child.once('close', resolve))
+    return { code, all: written() }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/**
  * Runs a child that logs `levels` in order (one line each), then busy-waits 1 s; returns the stdout
  * text written before the loop freed up, and all of it once the child has exited.
  */
@@ -34,26 +57,12 @@ async function linesBeforeBusyEnds (stdout: Stdout, levels: string[], pad = 1): 
     while (Date.now() < until) {}
     process.stderr.write('busy-done\\n')
   `
-  const dir = mkdtempSync(join(tmpdir(), 'mcpx-log-batch-'))
-  try {
-    const file = join(dir, 'stdout')
-    const fd = stdout === 'file' ? openSync(file, 'w') : undefined
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: fileURLToPath(new URL('../../..', import.meta.url)), stdio: ['ignore', fd ?? 'pipe', 'pipe'] })
-    if (fd !== undefined) closeSync(fd)
-    let all = ''
-    let before: string | undefined
-    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => { all += chunk })
-    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-      // A file is read while the child is still busy (1 s to spare); a pipe's chunks, when the loop ends.
-      if (stdout === 'file' && chunk.includes('logged') && before === undefined) before = readFileSync(file, 'utf8')
-      if (stdout === 'pipe' && chunk.includes('busy-done') && before === undefined) before = all
-    })
-    await new Promise(resolve => child.once('close', resolve))
-    if (stdout === 'file') all = readFileSync(file, 'utf8')
-    return { before: before ?? '', all }
-  } finally {
-    rmSync(dir, { recursive: true, force: true })
-  }
+  let before: string | undefined
+  const { all } = await runChild(stdout, script, (chunk, written) => {
+    // A file is read while the child is still busy (1 s to spare); a pipe's chunks, when the loop ends.
+    if (before === undefined && chunk.includes(stdout === 'file' ? 'logged' : 'busy-done')) before = written()
+  })
+  return { before: before ?? '', all }
 }
 
 t.test('ops/logs/request-lines-wait-for-the-batch', async t => {
@@ -98,16 +107,7 @@ t.test('ops/logs/waiting-lines-written-at-exit', async t => {
       ${end === 'exit' ? 'process.exit(0)' : ''}
     `
     for (const stdout of STDOUTS) {
-      const dir = mkdtempSync(join(tmpdir(), 'mcpx-log-exit-'))
-      t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-      const file = join(dir, 'stdout')
-      const fd = stdout === 'file' ? openSync(file, 'w') : undefined
-      const child = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: fileURLToPath(new URL('../../..', import.meta.url)), stdio: ['ignore', fd ?? 'pipe', 'inherit'] })
-      if (fd !== undefined) closeSync(fd)
-      let all = ''
-      child.stdout?.setEncoding('utf8').on('data', (chunk: string) => { all += chunk })
-      const code = await new Promise(resolve => child.once('close', resolve))
-      if (stdout === 'file') all = readFileSync(file, 'utf8')
+      const { code, all } = await runChild(stdout, script)
       t.equal(code, 0, `${stdout}, ${end}: the child ended`)
       t.same(all.trim().split('\n').filter(l => l !== '').map(l => JSON.parse(l).msg), ['last line'], `${stdout}, ${end}: its one line was written`)
     }
