@@ -99,10 +99,7 @@ export class SequenceTable<V> {
     const found = this.#find(key)
     if (found >= 0) { this.#values[found] = value; return }
     if ((this.#count + 1) * 2 > this.#keys.length) this.#grow()
-    let slot = key & this.#mask
-    while (this.#keys[slot] !== -1) slot = (slot + 1) & this.#mask
-    this.#keys[slot] = key
-    this.#values[slot] = value
+    this.#place(key, value)
     this.#count++
   }
 
@@ -159,12 +156,16 @@ export class SequenceTable<V> {
     this.#values = new Array<V | undefined>(capacity).fill(undefined)
     this.#mask = capacity - 1
     for (let slot = 0; slot < keys.length; slot++) {
-      if (keys[slot] === -1) continue
-      let to = keys[slot] & this.#mask
-      while (this.#keys[to] !== -1) to = (to + 1) & this.#mask
-      this.#keys[to] = keys[slot]
-      this.#values[to] = values[slot]
+      if (keys[slot] !== -1) this.#place(keys[slot], values[slot])
     }
+  }
+
+  /** Puts `key`, which is not in the table, in the first empty slot of its probe run. */
+  #place (key: number, value: V | undefined): void {
+    let slot = key & this.#mask
+    while (this.#keys[slot] !== -1) slot = (slot + 1) & this.#mask
+    this.#keys[slot] = key
+    this.#values[slot] = value
   }
 }
 
