@@ -12,6 +12,7 @@ import { fstatSync, writeSync } from 'node:fs'
 import { isatty } from 'node:tty'
 import { pino } from 'pino'
 import pretty from 'pino-pretty'
+import sonicBoom from 'sonic-boom'
 import { McpxError } from '../base/errors.js'
 
 type LogFn = (obj: unknown, msg?: string, ...args: unknown[]) => void
@@ -74,10 +75,67 @@ export function prettyStream (fd: 1 | 2): ReturnType<typeof pretty> {
 export const LOG_BATCH_BYTES = 4096
 /** Longest a line waits in a {@link batchedDestination} before it is written, ms. */
 export const LOG_BATCH_DELAY_MS = 50
+/**
+ * Most bytes of log lines a {@link logDestination} keeps while its fd does not take them (a reader
+ * that stopped reading, a full disk); lines past it are dropped, counted, and reported on stderr
+ * (docs/operating.md › Logs).
+ */
+export const LOG_BUFFER_MAX_BYTES = 16 * 1024 * 1024
+/** When the process exits, how often a write the fd refuses for now (EAGAIN) is tried again, 100 ms apart (sonic-boom's pause). */
+const EXIT_WRITE_RETRIES = 10
 
 /** True for a pino JSON line at level warn (40) or above: `{"level":40,` … `{"level":60,`. */
 function urgent (line: string): boolean {
   return line.startsWith('{"level":') && line.charCodeAt(9) >= 52 /* '4' */ && line.charCodeAt(11) === 44 /* ',' */
+}
+
+/** sonic-boom's option and counters that its type declarations leave out (sonic-boom 5). */
+type Destination = sonicBoom.SonicBoom & { maxWriteRetries: number }
+
+/**
+ * A sonic-boom destination on `fd` with mcpx's policy for a log that cannot be written
+ * (docs/operating.md › Logs). A failing write (ENOSPC, EFBIG, EIO, EPIPE…) never throws into the
+ * code that logged, and never ends the process: its lines stay in memory, and every later write
+ * tries them again first, in order; past {@link LOG_BUFFER_MAX_BYTES} new lines are dropped.
+ * The first failure of a run of them, and the recovery with the bytes dropped meanwhile, are each
+ * told once on stderr as a JSON line (`"level":50`, then `"level":30`); a log on stderr itself
+ * fails silently. When the process exits, what waits is written synchronously, and a write the
+ * fd refuses is abandoned: an EAGAIN after {@link EXIT_WRITE_RETRIES} tries, any other error at
+ * once (sonic-boom 4, which pino 10 bundles, retried those forever, so a daemon whose log was on
+ * a full device never exited). pino's own `pino.destination()` installs no such policy: its
+ * destination rethrows every error but EPIPE as an uncaught 'error' event, which ended the daemon
+ * on a full disk. Never throws.
+ * @param sync true: each write is a `write(2)` by the calling thread; false: off the main thread (libuv's pool)
+ */
+export function logDestination (fd: 1 | 2, sync: boolean): Destination {
+  const destination = new sonicBoom.SonicBoom({ fd, sync, maxLength: LOG_BUFFER_MAX_BYTES }) as Destination
+  let failing = false
+  let droppedBytes = 0
+  const tell = (level: 30 | 50, msg: string, fields: Record<string, unknown>): void => {
+    if (fd === 2) return
+    try { writeSync(2, JSON.stringify({ level, time: Date.now(), pid: process.pid, name: 'mcpx', fd, ...fields, msg }) + '\n') } catch {}
+  }
+  destination.on('drop', (data: string) => { droppedBytes += Buffer.byteLength(data) })
+  destination.on('error', (err: NodeJS.ErrnoException) => {
+    if (failing) return
+    failing = true
+    tell(50, 'writing the log failed: its lines wait in memory and are written when the fd takes them again; past the bound, lines are dropped', { code: err.code, error: err.message, boundBytes: LOG_BUFFER_MAX_BYTES })
+    destination.once('write', () => {
+      failing = false
+      tell(30, 'writing the log works again', { droppedBytes })
+      droppedBytes = 0
+    })
+  })
+  return destination
+}
+
+/**
+ * Writes what sonic-boom holds synchronously (its own `flushSync`), for the process's last lines;
+ * gives up on a write the fd refuses (see {@link logDestination}). Never throws.
+ */
+function flushHeld (destination: Destination, flushSync: () => void): void {
+  destination.maxWriteRetries = EXIT_WRITE_RETRIES
+  try { flushSync.call(destination) } catch {}
 }
 
 /**
@@ -88,12 +146,11 @@ function urgent (line: string): boolean {
  * every line before it. The batch is gathered here and handed to sonic-boom as one string, whose
  * write keeps the order on the same fd. (sonic-boom's own `minLength` gathers too, but
  * measures its growing buffer with Buffer.byteLength on every line, flattening it each time:
- * ~2 KiB allocated per request line under load.) Nothing is lost at shutdown: pino ends an
- * asynchronous destination on `beforeExit` and flushes it synchronously on `exit` (the gathered
- * batch is then written synchronously too), and a synchronous one is handed over here; only a
- * process killed outright (SIGKILL) loses the last ≤ 50 ms of lines. Lines sonic-boom cannot
- * write yet (a slow reader) wait in its buffer, as before. The delay timer is unref'd, set only
- * while lines wait, and never keeps the process alive. Never throws.
+ * ~2 KiB allocated per request line under load.) Nothing is lost at shutdown: on `beforeExit`
+ * the batch is handed over, and on `exit` everything still waiting is written synchronously;
+ * only a process killed outright (SIGKILL) loses the last ≤ 50 ms of lines. Lines the fd cannot
+ * take yet (a slow reader, a full disk) wait as {@link logDestination} says. The delay timer is
+ * unref'd, set only while lines wait, and never keeps the process alive. Never throws.
  *
  * How a batch is written depends on what `fd` is, decided once:
  * - a regular file: by the main thread, at once (`write(2)` into the page cache; no reader can make
@@ -103,9 +160,9 @@ function urgent (line: string): boolean {
  * - anything else (a pipe, a socket, a character device): off the main thread, so a reader that
  *   stops reading (a full pipe) never stalls the daemon.
  */
-export function batchedDestination (fd: 1 | 2): ReturnType<typeof pino.destination> {
+export function batchedDestination (fd: 1 | 2): Destination {
   const sync = isRegularFile(fd)
-  const destination = pino.destination({ fd, sync })
+  const destination = logDestination(fd, sync)
   const write = destination.write
   const flush = destination.flush
   const flushSync = destination.flushSync
@@ -131,45 +188,54 @@ export function batchedDestination (fd: 1 | 2): ReturnType<typeof pino.destinati
     if (batch.length >= LOG_BATCH_BYTES || urgent(line)) handOver()
     return ok
   }
-  destination.flush = function flushBatch (cb?: (err?: Error) => void): void { handOver(); flush.call(destination, cb) }
-  // pino calls flushSync when the process exits: no event loop is left to finish an asynchronous
-  // write, so a batch handed to one then could be lost (seen: the daemon's last lines, when it
-  // exited on a listen failure). What sonic-boom holds goes first, then the waiting batch, both
-  // written synchronously here.
+  destination.flush = function flushBatch (cb?: (err?: Error) => unknown): void { handOver(); flush.call(destination, cb) }
+  // When the process exits no event loop is left to finish an asynchronous write, so a batch
+  // handed to one then could be lost (seen: the daemon's last lines, when it exited on a listen
+  // failure). What sonic-boom holds goes first, then the waiting batch, both written synchronously.
   destination.flushSync = function flushBatchSync (): void {
-    if (sync) { handOver(); flushSync.call(destination); return }
-    try { flushSync.call(destination) } catch {}
+    if (sync) { handOver(); flushHeld(destination, flushSync); return }
+    flushHeld(destination, flushSync)
     const lines = batch
     batch = ''
     if (lines.length > 0 && !closed) writeFullySync(fd, lines)
   }
   destination.end = function endBatch (): void { handOver(); end.call(destination) }
-  // pino writes out an asynchronous destination when the process exits, not a synchronous one:
-  // the batch of a synchronous one is handed over here instead.
-  const exiting = sync ? handOverAtExit(handOver) : undefined
-  destination.once('close', () => { closed = true; if (timer !== undefined) clearTimeout(timer); if (exiting !== undefined) atExit.delete(exiting) })
+  const exiting = handOverAtExit(destination, handOver)
+  destination.once('close', () => { closed = true; if (timer !== undefined) clearTimeout(timer); atExit.delete(exiting) })
   return destination
 }
 
-/** What {@link batchedDestination}s on regular files hand over when the process ends (held weakly: a dropped destination is not kept alive). */
-const atExit = new Set<WeakRef<() => void>>()
+/** The destinations to write out when the process ends (held weakly: a dropped destination is not kept alive). */
+const atExit = new Set<WeakRef<Destination>>()
+/** What a destination of {@link atExit} does on `beforeExit`, when it waits for more than sonic-boom's writes in flight. */
+const beforeExitOf = new WeakMap<Destination, () => void>()
 let exitHooked = false
 
-/** Registers `handOver` for {@link atExit}, with one pair of process listeners for them all, installed once. @returns its entry, to delete when the destination closes */
-function handOverAtExit (handOver: () => void): WeakRef<() => void> {
+/**
+ * Registers `destination` for {@link atExit}, with one pair of process listeners for them all,
+ * installed once: on `beforeExit` (an event loop is left) `beforeExit`, on `exit` its `flushSync`.
+ * (pino installs the like for the destinations `pino.destination()` makes, not for these.) Not
+ * sonic-boom's `flush` on `beforeExit`: on a failing fd each flush is a new write that fails, and
+ * keeps the loop alive for another `beforeExit`, for good.
+ * @returns its entry, to delete when the destination closes
+ */
+function handOverAtExit (destination: Destination, beforeExit?: () => void): WeakRef<Destination> {
   if (!exitHooked) {
     exitHooked = true
-    process.on('beforeExit', handOverAll)
-    process.on('exit', handOverAll)
+    process.on('beforeExit', () => { everyDestination(d => { beforeExitOf.get(d)?.() }) })
+    process.on('exit', () => { everyDestination(d => { d.flushSync() }) })
   }
-  const entry = new WeakRef(handOver)
+  if (beforeExit !== undefined) beforeExitOf.set(destination, beforeExit)
+  const entry = new WeakRef(destination)
   atExit.add(entry)
   return entry
 }
 
-function handOverAll (): void {
+function everyDestination (run: (destination: Destination) => void): void {
   for (const entry of atExit) {
-    try { entry.deref()?.() } catch {}
+    const destination = entry.deref()
+    if (destination === undefined) { atExit.delete(entry); continue }
+    try { run(destination) } catch {}
   }
 }
 
@@ -212,6 +278,14 @@ function isRegularFile (fd: number): boolean {
 export function createLogger (mode: 'stdio' | 'daemon', options: string | LogOptions = {}): Logger {
   const fd = mode === 'stdio' ? 2 : 1
   const { level, format } = resolveLogOptions(fd, typeof options === 'string' ? { level: options } : options)
-  const destination = format === 'pretty' ? prettyStream(fd) : pino.destination({ fd, sync: false })
+  let destination: ReturnType<typeof pretty> | Destination
+  if (format === 'pretty') destination = prettyStream(fd)
+  else {
+    const json = destination = logDestination(fd, false)
+    const flushSync = json.flushSync
+    json.flushSync = function flushHeldSync (): void { flushHeld(json, flushSync) }
+    const exiting = handOverAtExit(json)
+    json.once('close', () => { atExit.delete(exiting) })
+  }
   return pino({ name: 'mcpx', level, redact: REDACTED_PATHS }, destination)
 }

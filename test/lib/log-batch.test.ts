@@ -8,10 +8,14 @@
  */
 import t from 'tap'
 import { spawn } from 'node:child_process'
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { CLI_PATH, WAIT_MS, daemonReady, freePort } from '../helpers/daemon.js'
+import { fixtureCommand } from '../helpers/fixture.js'
+import { modernHeaders } from '../helpers/app.js'
+import { modernBody, post } from '../helpers/modern-wire.js'
 
 const LOG_JS = fileURLToPath(new URL('../../lib/telemetry/log.js', import.meta.url))
 
@@ -112,4 +116,136 @@ t.test('ops/logs/waiting-lines-written-at-exit', async t => {
       t.same(all.trim().split('\n').filter(l => l !== '').map(l => JSON.parse(l).msg), ['last line'], `${stdout}, ${end}: its one line was written`)
     }
   }
+})
+
+/** A log fd that refuses writes: the full device (ENOSPC, written off the main thread) or a regular file past the process's size limit (EFBIG, written by the main thread). */
+type Unwritable = 'full-device' | 'file-past-its-size-limit'
+const UNWRITABLES: Unwritable[] = ['full-device', 'file-past-its-size-limit']
+/** The size limit of the second kind: `ulimit -f 1`, one KiB (Node ignores SIGXFSZ, so the write fails EFBIG). */
+const FILE_LIMIT_BYTES = 1024
+
+/**
+ * Runs `script` with stdout on an {@link Unwritable} fd (a file is opened for appending, in a shell
+ * that set the size limit first), stderr piped. `onStderr` sees each stderr chunk with the file's
+ * path. The child is killed after 20 s (a hang). Returns the exit code, the signal, stderr, and
+ * what the file holds at the end ('' for the device).
+ */
+async function runUnwritable (kind: Unwritable, script: string, onStderr?: (chunk: string, file: string) => void): Promise<{ code: number | null, signal: NodeJS.Signals | null, stderr: string, written: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'mcpx-log-full-'))
+  try {
+    const file = join(dir, 'stdout')
+    const fd = openSync(kind === 'full-device' ? '/dev/full' : file, 'a')
+    const node = [process.execPath, '--input-type=module', '-e', script]
+    const [command, ...args] = kind === 'full-device' ? node : ['bash', '-c', `ulimit -f ${FILE_LIMIT_BYTES / 1024} && exec "$@"`, 'bash', ...node]
+    const child = spawn(command, args, { cwd: fileURLToPath(new URL('../../..', import.meta.url)), stdio: ['ignore', fd, 'pipe'] })
+    closeSync(fd)
+    let stderr = ''
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk; onStderr?.(chunk, file) })
+    const hang = setTimeout(() => { child.kill('SIGKILL') }, 20_000)
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>(resolve => child.once('close', (c, s) => { resolve([c, s]) }))
+    clearTimeout(hang)
+    return { code, signal, stderr, written: kind === 'full-device' ? '' : readFileSync(file, 'utf8') }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** The JSON lines of a child's stderr that mcpx's log destination wrote (`"name":"mcpx"`). */
+function destinationReports (stderr: string): Array<Record<string, unknown>> {
+  return stderr.split('\n').filter(l => l.startsWith('{')).map(l => JSON.parse(l) as Record<string, unknown>).filter(l => l.name === 'mcpx')
+}
+
+t.test('ops/logs/unwritable-log-loses-lines-not-the-process', async t => {
+  // 20 lines of ~300 bytes (a full batch, written at once), a warning, more lines after the
+  // failure; then the child ends by running dry or by process.exit(). It must go on after the
+  // failing write (no uncaught 'error' event), end with code 0 (no endless retry at exit: sonic-boom
+  // 4 retried ENOSPC every 100 ms, for good), and say so once on stderr.
+  for (const end of ['dry', 'exit']) {
+    const script = `
+      import { pino } from 'pino'
+      import { batchedDestination } from ${JSON.stringify(LOG_JS)}
+      const log = pino({ level: 'info' }, batchedDestination(1))
+      for (let n = 0; n < 20; n++) log.info({ n, pad: 'x'.repeat(200) }, 'before')
+      log.warn('a warning')
+      setTimeout(() => {
+        for (let n = 0; n < 20; n++) log.info({ n, pad: 'x'.repeat(200) }, 'after')
+        log.warn('another warning')
+        process.stderr.write('still-running\\n')
+        ${end === 'exit' ? 'process.exit(0)' : ''}
+      }, 100)
+    `
+    for (const kind of UNWRITABLES) {
+      const { code, signal, stderr, written } = await runUnwritable(kind, script)
+      t.same([code, signal], [0, null], `${kind}, ${end}: the child ended by itself, code 0`)
+      t.match(stderr, /still-running/, `${kind}, ${end}: it went on after the failed write`)
+      const reports = destinationReports(stderr)
+      t.same(reports.map(r => [r.level, r.code]), [[50, kind === 'full-device' ? 'ENOSPC' : 'EFBIG']], `${kind}, ${end}: one failure told on stderr, with its code`)
+      if (kind === 'file-past-its-size-limit') {
+        t.equal(Buffer.byteLength(written), FILE_LIMIT_BYTES, `${kind}, ${end}: the file holds what fitted`)
+        t.ok(written.startsWith('{"level":30,') && written.includes('"msg":"before"}\n'), `${kind}, ${end}: the first lines, in order`)
+      }
+    }
+  }
+})
+
+t.test('ops/logs/log-resumes-when-the-fd-takes-lines-again', async t => {
+  // Six lines of ~250 bytes and a warning (~1.6 KB) pass the file's 1 KiB limit. The file is emptied
+  // (as logrotate's copytruncate does) once the failure is told; the child then logs a warning: what
+  // waited is written first, then the warning, and the recovery is told once, with nothing dropped
+  // (the wait stays under LOG_BUFFER_MAX_BYTES).
+  const script = `
+    import { pino } from 'pino'
+    import { fstatSync } from 'node:fs'
+    import { batchedDestination } from ${JSON.stringify(LOG_JS)}
+    const log = pino({ level: 'info' }, batchedDestination(1))
+    for (let n = 0; n < 6; n++) log.info({ n, pad: 'x'.repeat(150) }, 'before')
+    log.warn('a warning')
+    const poll = setInterval(() => {
+      if (fstatSync(1).size !== 0) return
+      clearInterval(poll)
+      log.warn('after the truncation')
+    }, 10)
+  `
+  let truncated = false
+  const { code, stderr, written } = await runUnwritable('file-past-its-size-limit', script, (chunk, file) => {
+    if (!truncated && chunk.includes('"level":50')) { truncated = true; truncateSync(file, 0) }
+  })
+  t.equal(code, 0, 'the child ended, code 0')
+  t.same(destinationReports(stderr).map(r => [r.level, r.code, r.droppedBytes]), [[50, 'EFBIG', undefined], [30, undefined, 0]], 'the failure, then the recovery with 0 bytes dropped')
+  const lines = written.split('\n').filter(l => l.startsWith('{'))
+  t.ok(lines.length > 0 && lines.every(l => JSON.parse(l).level >= 30), 'whole lines after the cut one')
+  t.match(lines.at(-1), /"msg":"after the truncation"/, 'the warning is the last line, after what waited')
+})
+
+t.test('daemon/logs/unwritable-log-keeps-serving', async t => {
+  // A real daemon with stdout on the full device: every request line's write fails. It serves
+  // every call, tells the failure once on stderr, and stops on SIGTERM with code 0.
+  const dir = mkdtempSync(join(tmpdir(), 'mcpx-log-full-daemon-'))
+  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
+  const port = await freePort()
+  const config = join(dir, 'mcpx.json')
+  writeFileSync(config, JSON.stringify({ daemon: { address: `127.0.0.1:${port}` }, upstreams: { fixture: fixtureCommand() } }))
+  const fd = openSync('/dev/full', 'a')
+  const child = spawn(process.execPath, [CLI_PATH, 'daemon', '--config', config], { env: { ...process.env, MCPX_LOG_LEVEL: 'info', MCPX_LOG_FORMAT: 'json' }, stdio: ['ignore', fd, 'pipe'] })
+  closeSync(fd)
+  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+  let stderr = ''
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  const exited = new Promise<[number | null, NodeJS.Signals | null]>(resolve => child.once('exit', (c, s) => { resolve([c, s]) }))
+  const base = `http://127.0.0.1:${port}`
+  // Its 'ready' line went to the full device: wait until it listens.
+  for (const deadline = Date.now() + WAIT_MS; ;) {
+    try { await daemonReady(base); break } catch (err) { if (Date.now() > deadline || child.exitCode !== null) throw err }
+    await new Promise(resolve => setTimeout(resolve, 50))
+  }
+  const statuses: number[] = []
+  for (let id = 1; id <= 40; id++) {
+    const reply = await post(base, modernBody(id, 'tools/call', { name: 'echo', arguments: { text: `call ${id}` } }), modernHeaders('tools/call', 'echo', { accept: 'application/json' }))
+    statuses.push(reply.status)
+    if (reply.json?.result?.content?.[0]?.text !== `call ${id}`) t.fail(`call ${id} answered ${reply.text.slice(0, 200)}`)
+  }
+  t.same(statuses, Array(40).fill(200), 'every call answered 200')
+  t.same(destinationReports(stderr).map(r => [r.level, r.code]), [[50, 'ENOSPC']], 'the failure told once on stderr')
+  child.kill('SIGTERM')
+  t.same(await exited, [0, null], 'stopped on SIGTERM, code 0')
 })
