@@ -372,21 +372,52 @@ export class MrtrBridge {
 
   /**
    * A modern client's call that continues nothing of mcpx's: it may park on a legacy upstream's
-   * question. Not async itself (nothing here throws): the call's one frame is {@link drive}'s.
+   * question. Not async itself (nothing here throws). A call whose request has its own controller
+   * (ctx.controller: 2026-07-28 HTTP) becomes a {@link ParkedCall} only when a question arrives:
+   * most calls ask none, and then the bridge costs them one promise (the first question resolves
+   * it with the first leg's InputRequiredResult while the upstream call goes on). Any other call
+   * is parked from the start, with its own controller.
    */
   private fresh (method: string, ctx: DispatchContext, name: string, options: UpstreamCallOptions, invoke: (options: UpstreamCallOptions) => Promise<JsonObject>, inputResponses: JsonObject | undefined): Promise<JsonObject> {
-    const parked = new ParkedCall(method, name, ctx.controller)
     if (inputResponses !== undefined) options.extraParams = { inputResponses }
-    const leg = { onProgress: options.onProgress }
-    options.signal = parked.controller.signal
+    const controller = ctx.controller
     // Progress goes to whichever leg (original request or retry) is waiting now.
-    if (options.onProgress !== undefined) options.onProgress = (p) => leg.onProgress?.(p)
-    parked.progress = leg
-    options.onQuestion = async (question) => await new Promise<JsonObject>((resolve, reject) => {
-      parked.push({ kind: 'question', question, answer: resolve, refuse: reject })
+    let leg: ParkedCall['progress']
+    if (options.onProgress !== undefined) {
+      const route = leg = { onProgress: options.onProgress }
+      options.onProgress = (p) => route.onProgress?.(p)
+    }
+    if (controller === undefined) {
+      const parked = new ParkedCall(method, name)
+      parked.progress = leg ?? { onProgress: undefined }
+      options.signal = parked.controller.signal
+      options.onQuestion = async (question) => await new Promise<JsonObject>((resolve, reject) => {
+        parked.push({ kind: 'question', question, answer: resolve, refuse: reject })
+      })
+      invoke(options).then(result => { parked.push({ kind: 'result', result }) }, (error: unknown) => { parked.push({ kind: 'error', error }) })
+      return this.drive(parked, ctx, undefined)
+    }
+    options.signal = controller.signal
+    return new Promise<JsonObject>((resolve, reject) => {
+      let parked: ParkedCall | undefined
+      options.onQuestion = async (question) => await new Promise<JsonObject>((answer, refuse) => {
+        if (parked === undefined) {
+          parked = new ParkedCall(method, name, controller)
+          parked.progress = leg ?? { onProgress: undefined }
+          resolve(this.drive(parked, ctx, undefined))
+        }
+        parked.push({ kind: 'question', question, answer, refuse })
+      })
+      invoke(options).then(result => {
+        if (parked !== undefined) { parked.push({ kind: 'result', result }); return }
+        try { resolve(this.fromModernUpstream(method, name, result, ctx)) } catch (err) { reject(err) }
+      }, (error: unknown) => {
+        if (parked !== undefined) { parked.push({ kind: 'error', error }); return }
+        const elicitations = urlElicitationsRequired(error)
+        if (elicitations === undefined) { reject(error); return }
+        try { resolve(this.urlRequired(method, name, elicitations, ctx)) } catch (err) { reject(err) }
+      })
     })
-    invoke(options).then(result => parked.push({ kind: 'result', result }), (error: unknown) => parked.push({ kind: 'error', error }))
-    return this.drive(parked, ctx, undefined)
   }
 
   /**
@@ -411,7 +442,7 @@ export class MrtrBridge {
           this.forget(parked)
           const elicitations = urlElicitationsRequired(event.error)
           if (elicitations === undefined) throw event.error
-          return this.urlRequired(parked, elicitations, ctx)
+          return this.urlRequired(parked.method, parked.name, elicitations, ctx)
         }
         // Only questions the client declared a capability for are relayed; the upstream gets an
         // error, and the client -32021 naming the capability (handle() reads takeMissing).
@@ -447,10 +478,10 @@ export class MrtrBridge {
    * 2025-only elicitationId, and a requestState whose retry sends the request again. A client
    * without `elicitation.url` gets -32021 naming it (handle(): missingCapabilities).
    */
-  private urlRequired (parked: ParkedCall, elicitations: JsonObject[], ctx: DispatchContext): JsonObject {
+  private urlRequired (method: string, name: string, elicitations: JsonObject[], ctx: DispatchContext): JsonObject {
     const inputRequests: JsonObject = {}
     elicitations.forEach((params, i) => { inputRequests[`u${i + 1}`] = { method: 'elicitation/create', params: forModernClient('elicitation/create', params) } })
-    return { resultType: 'input_required', inputRequests, requestState: this.seal({ k: 'again', m: parked.method, n: parked.name }, ctx) }
+    return { resultType: 'input_required', inputRequests, requestState: this.seal({ k: 'again', m: method, n: name }, ctx) }
   }
 
   /** A parked call never resumed: cancel it upstream and forget it. */
