@@ -213,7 +213,8 @@ let exitHooked = false
 
 /**
  * Registers `destination` for {@link atExit}, with one pair of process listeners for them all,
- * installed once: on `beforeExit` (an event loop is left) `beforeExit`, on `exit` its `flushSync`.
+ * installed once: on `beforeExit` (an event loop is left) the `beforeExit` given here, if any; on
+ * `exit` the destination's `flushSync`.
  * (pino installs the like for the destinations `pino.destination()` makes, not for these.) Not
  * sonic-boom's `flush` on `beforeExit`: on a failing fd each flush is a new write that fails, and
  * keeps the loop alive for another `beforeExit`, for good.
