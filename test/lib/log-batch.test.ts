@@ -5,6 +5,8 @@
  * that too: what reached stdout by then was written without the batch timer. Each case runs with
  * stdout on a pipe (the batch is written off the main thread; read when the busy loop ends) and on
  * a regular file (written by the main thread at once; read while the loop is still busy).
+ * The last three cases put the log on an fd that refuses writes (the full device, a file past its
+ * size limit): lines are lost, never the process (lib/telemetry/log.ts logDestination).
  */
 import t from 'tap'
 import { spawn } from 'node:child_process'
