@@ -126,16 +126,15 @@ export function logDestination (fd: 1 | 2, sync: boolean): Destination {
       droppedBytes = 0
     })
   })
+  // sonic-boom's flushSync, bounded: it writes what waits, for the process's last lines, and gives
+  // up on a write the fd refuses. Never throws.
+  const flushSync = destination.flushSync
+  destination.flushSync = function flushHeldSync (): void {
+    destination.maxWriteRetries = EXIT_WRITE_RETRIES
+    try { flushSync.call(destination) } catch {}
+  }
+  writeOutAtExit(destination)
   return destination
-}
-
-/**
- * Writes what sonic-boom holds synchronously (its own `flushSync`), for the process's last lines;
- * gives up on a write the fd refuses (see {@link logDestination}). Never throws.
- */
-function flushHeld (destination: Destination, flushSync: () => void): void {
-  destination.maxWriteRetries = EXIT_WRITE_RETRIES
-  try { flushSync.call(destination) } catch {}
 }
 
 /**
@@ -193,43 +192,41 @@ export function batchedDestination (fd: 1 | 2): Destination {
   // handed to one then could be lost (seen: the daemon's last lines, when it exited on a listen
   // failure). What sonic-boom holds goes first, then the waiting batch, both written synchronously.
   destination.flushSync = function flushBatchSync (): void {
-    if (sync) { handOver(); flushHeld(destination, flushSync); return }
-    flushHeld(destination, flushSync)
+    if (sync) { handOver(); flushSync.call(destination); return }
+    flushSync.call(destination)
     const lines = batch
     batch = ''
     if (lines.length > 0 && !closed) writeFullySync(fd, lines)
   }
   destination.end = function endBatch (): void { handOver(); end.call(destination) }
-  const exiting = handOverAtExit(destination, handOver)
-  destination.once('close', () => { closed = true; if (timer !== undefined) clearTimeout(timer); atExit.delete(exiting) })
+  beforeExitOf.set(destination, handOver)
+  destination.once('close', () => { closed = true; if (timer !== undefined) clearTimeout(timer) })
   return destination
 }
 
 /** The destinations to write out when the process ends (held weakly: a dropped destination is not kept alive). */
 const atExit = new Set<WeakRef<Destination>>()
-/** What a destination of {@link atExit} does on `beforeExit`, when it waits for more than sonic-boom's writes in flight. */
+/** What a destination of {@link atExit} does on `beforeExit`, when it waits for more than sonic-boom's writes in flight ({@link batchedDestination}'s batch). */
 const beforeExitOf = new WeakMap<Destination, () => void>()
 let exitHooked = false
 
 /**
- * Registers `destination` for {@link atExit}, with one pair of process listeners for them all,
- * installed once: on `beforeExit` (an event loop is left) the `beforeExit` given here, if any; on
- * `exit` the destination's `flushSync`.
- * (pino installs the like for the destinations `pino.destination()` makes, not for these.) Not
- * sonic-boom's `flush` on `beforeExit`: on a failing fd each flush is a new write that fails, and
- * keeps the loop alive for another `beforeExit`, for good.
- * @returns its entry, to delete when the destination closes
+ * Registers `destination` for {@link atExit} until it closes, with one pair of process listeners
+ * for them all, installed once: on `beforeExit` (an event loop is left) what {@link beforeExitOf}
+ * holds for it, if anything; on `exit` its `flushSync`. (pino installs the like for the
+ * destinations `pino.destination()` makes, not for these.) Not sonic-boom's `flush` on
+ * `beforeExit`: on a failing fd each flush is a new write that fails, and keeps the loop alive
+ * for another `beforeExit`, for good.
  */
-function handOverAtExit (destination: Destination, beforeExit?: () => void): WeakRef<Destination> {
+function writeOutAtExit (destination: Destination): void {
   if (!exitHooked) {
     exitHooked = true
     process.on('beforeExit', () => { everyDestination(d => { beforeExitOf.get(d)?.() }) })
     process.on('exit', () => { everyDestination(d => { d.flushSync() }) })
   }
-  if (beforeExit !== undefined) beforeExitOf.set(destination, beforeExit)
   const entry = new WeakRef(destination)
   atExit.add(entry)
-  return entry
+  destination.once('close', () => { atExit.delete(entry) })
 }
 
 function everyDestination (run: (destination: Destination) => void): void {
@@ -240,7 +237,7 @@ function everyDestination (run: (destination: Destination) => void): void {
   }
 }
 
-/** Tries to write a pipe that is full, at most this many times, 10 ms apart (the process is exiting). */
+/** Tries to write a pipe that is full, at most this many times, 10 ms apart (the process is exiting): 1 s, as {@link EXIT_WRITE_RETRIES} gives sonic-boom. */
 const EXIT_WRITE_TRIES = 100
 
 /**
@@ -279,14 +276,6 @@ function isRegularFile (fd: number): boolean {
 export function createLogger (mode: 'stdio' | 'daemon', options: string | LogOptions = {}): Logger {
   const fd = mode === 'stdio' ? 2 : 1
   const { level, format } = resolveLogOptions(fd, typeof options === 'string' ? { level: options } : options)
-  let destination: ReturnType<typeof pretty> | Destination
-  if (format === 'pretty') destination = prettyStream(fd)
-  else {
-    const json = destination = logDestination(fd, false)
-    const flushSync = json.flushSync
-    json.flushSync = function flushHeldSync (): void { flushHeld(json, flushSync) }
-    const exiting = handOverAtExit(json)
-    json.once('close', () => { atExit.delete(exiting) })
-  }
+  const destination = format === 'pretty' ? prettyStream(fd) : logDestination(fd, false)
   return pino({ name: 'mcpx', level, redact: REDACTED_PATHS }, destination)
 }
