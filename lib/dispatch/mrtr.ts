@@ -185,6 +185,16 @@ export class ParkedCall {
   }
 }
 
+/**
+ * A fresh call's {@link ParkedCall}, its progress going to `leg` (the first leg's route), or, when
+ * the first leg asked for no progress, to a route a retry leg may fill.
+ */
+function parkedCall (method: string, name: string, controller: Canceller | undefined, leg: ParkedCall['progress']): ParkedCall {
+  const parked = new ParkedCall(method, name, controller)
+  parked.progress = leg ?? { onProgress: undefined }
+  return parked
+}
+
 // ---- the bridge ----------------------------------------------------------------------------------
 
 /** The 2025-11-25 notification that a URL-mode elicitation finished out of band (`{ elicitationId }`). */
@@ -388,8 +398,7 @@ export class MrtrBridge {
       options.onProgress = (p) => route.onProgress?.(p)
     }
     if (controller === undefined) {
-      const parked = new ParkedCall(method, name)
-      parked.progress = leg ?? { onProgress: undefined }
+      const parked = parkedCall(method, name, undefined, leg)
       options.signal = parked.controller.signal
       options.onQuestion = async (question) => await new Promise<JsonObject>((resolve, reject) => {
         parked.push({ kind: 'question', question, answer: resolve, refuse: reject })
@@ -402,8 +411,7 @@ export class MrtrBridge {
       let parked: ParkedCall | undefined
       options.onQuestion = async (question) => await new Promise<JsonObject>((answer, refuse) => {
         if (parked === undefined) {
-          parked = new ParkedCall(method, name, controller)
-          parked.progress = leg ?? { onProgress: undefined }
+          parked = parkedCall(method, name, controller, leg)
           resolve(this.drive(parked, ctx, undefined))
         }
         parked.push({ kind: 'question', question, answer, refuse })
