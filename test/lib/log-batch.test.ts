@@ -21,28 +21,43 @@ import { modernBody, post } from '../helpers/modern-wire.js'
 
 const LOG_JS = fileURLToPath(new URL('../../lib/telemetry/log.js', import.meta.url))
 
-/** Where the child's stdout goes. */
-type Stdout = 'pipe' | 'file'
+/**
+ * Where the child's stdout goes: a pipe, a regular file, or an fd that refuses writes: the full
+ * device (ENOSPC, written off the main thread) or a regular file past the process's size limit
+ * (EFBIG, written by the main thread).
+ */
+type Stdout = 'pipe' | 'file' | Unwritable
+type Unwritable = 'full-device' | 'file-past-its-size-limit'
 const STDOUTS: Stdout[] = ['pipe', 'file']
+const UNWRITABLES: Unwritable[] = ['full-device', 'file-past-its-size-limit']
+/** The size limit of `file-past-its-size-limit`: `ulimit -f 1`, one KiB (Node ignores SIGXFSZ, so the write fails EFBIG). */
+const FILE_LIMIT_BYTES = 1024
 
 /**
- * Runs `script` (an ES module) in a child whose stdout is a pipe or a regular file. `onStderr` sees
- * each stderr chunk, with a reader of what reached stdout so far. Returns the exit code and all of
- * stdout once the child has ended.
+ * Runs `script` (an ES module) in a child whose stdout is a {@link Stdout} (a file is opened for
+ * appending; past its size limit, in a shell that set the limit first), stderr piped. `onStderr`
+ * sees each stderr chunk, with a reader of what reached stdout so far and the file's path. The
+ * child is killed after 20 s (a hang). Returns the exit code, the signal, stderr, and all of
+ * stdout once the child has ended ('' for the device).
  */
-async function runChild (stdout: Stdout, script: string, onStderr?: (chunk: string, written: () => string) => void): Promise<{ code: number | null, all: string }> {
+async function runChild (stdout: Stdout, script: string, onStderr?: (chunk: string, written: () => string, file: string) => void): Promise<{ code: number | null, signal: NodeJS.Signals | null, stderr: string, all: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'mcpx-log-batch-'))
   try {
     const file = join(dir, 'stdout')
-    const fd = stdout === 'file' ? openSync(file, 'w') : undefined
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: fileURLToPath(new URL('../../..', import.meta.url)), stdio: ['ignore', fd ?? 'pipe', 'pipe'] })
+    const fd = stdout === 'pipe' ? undefined : openSync(stdout === 'full-device' ? '/dev/full' : file, 'a')
+    const node = [process.execPath, '--input-type=module', '-e', script]
+    const [command, ...args] = stdout === 'file-past-its-size-limit' ? ['bash', '-c', `ulimit -f ${FILE_LIMIT_BYTES / 1024} && exec "$@"`, 'bash', ...node] : node
+    const child = spawn(command, args, { cwd: fileURLToPath(new URL('../../..', import.meta.url)), stdio: ['ignore', fd ?? 'pipe', 'pipe'] })
     if (fd !== undefined) closeSync(fd)
     let piped = ''
-    const written = (): string => stdout === 'file' ? readFileSync(file, 'utf8') : piped
+    let stderr = ''
+    const written = (): string => stdout === 'pipe' ? piped : stdout === 'full-device' ? '' : readFileSync(file, 'utf8')
     child.stdout?.setEncoding('utf8').on('data', (chunk: string) => { piped += chunk })
-    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { onStderr?.(chunk, written) })
-    const code = await new Promise<number | null>(resolve => child.once('close', resolve))
-    return { code, all: written() }
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk; onStderr?.(chunk, written, file) })
+    const hang = setTimeout(() => { child.kill('SIGKILL') }, 20_000)
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>(resolve => child.once('close', (c, s) => { resolve([c, s]) }))
+    clearTimeout(hang)
+    return { code, signal, stderr, all: written() }
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
@@ -120,38 +135,6 @@ t.test('ops/logs/waiting-lines-written-at-exit', async t => {
   }
 })
 
-/** A log fd that refuses writes: the full device (ENOSPC, written off the main thread) or a regular file past the process's size limit (EFBIG, written by the main thread). */
-type Unwritable = 'full-device' | 'file-past-its-size-limit'
-const UNWRITABLES: Unwritable[] = ['full-device', 'file-past-its-size-limit']
-/** The size limit of the second kind: `ulimit -f 1`, one KiB (Node ignores SIGXFSZ, so the write fails EFBIG). */
-const FILE_LIMIT_BYTES = 1024
-
-/**
- * Runs `script` with stdout on an {@link Unwritable} fd (a file is opened for appending, in a shell
- * that set the size limit first), stderr piped. `onStderr` sees each stderr chunk with the file's
- * path. The child is killed after 20 s (a hang). Returns the exit code, the signal, stderr, and
- * what the file holds at the end ('' for the device).
- */
-async function runUnwritable (kind: Unwritable, script: string, onStderr?: (chunk: string, file: string) => void): Promise<{ code: number | null, signal: NodeJS.Signals | null, stderr: string, written: string }> {
-  const dir = mkdtempSync(join(tmpdir(), 'mcpx-log-full-'))
-  try {
-    const file = join(dir, 'stdout')
-    const fd = openSync(kind === 'full-device' ? '/dev/full' : file, 'a')
-    const node = [process.execPath, '--input-type=module', '-e', script]
-    const [command, ...args] = kind === 'full-device' ? node : ['bash', '-c', `ulimit -f ${FILE_LIMIT_BYTES / 1024} && exec "$@"`, 'bash', ...node]
-    const child = spawn(command, args, { cwd: fileURLToPath(new URL('../../..', import.meta.url)), stdio: ['ignore', fd, 'pipe'] })
-    closeSync(fd)
-    let stderr = ''
-    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk; onStderr?.(chunk, file) })
-    const hang = setTimeout(() => { child.kill('SIGKILL') }, 20_000)
-    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>(resolve => child.once('close', (c, s) => { resolve([c, s]) }))
-    clearTimeout(hang)
-    return { code, signal, stderr, written: kind === 'full-device' ? '' : readFileSync(file, 'utf8') }
-  } finally {
-    rmSync(dir, { recursive: true, force: true })
-  }
-}
-
 /** The JSON lines of a child's stderr that mcpx's log destination wrote (`"name":"mcpx"`). */
 function destinationReports (stderr: string): Array<Record<string, unknown>> {
   return stderr.split('\n').filter(l => l.startsWith('{')).map(l => JSON.parse(l) as Record<string, unknown>).filter(l => l.name === 'mcpx')
@@ -177,7 +160,7 @@ t.test('ops/logs/unwritable-log-loses-lines-not-the-process', async t => {
       }, 100)
     `
     for (const kind of UNWRITABLES) {
-      const { code, signal, stderr, written } = await runUnwritable(kind, script)
+      const { code, signal, stderr, all: written } = await runChild(kind, script)
       t.same([code, signal], [0, null], `${kind}, ${end}: the child ended by itself, code 0`)
       t.match(stderr, /still-running/, `${kind}, ${end}: it went on after the failed write`)
       const reports = destinationReports(stderr)
@@ -209,7 +192,7 @@ t.test('ops/logs/log-resumes-when-the-fd-takes-lines-again', async t => {
     }, 10)
   `
   let truncated = false
-  const { code, stderr, written } = await runUnwritable('file-past-its-size-limit', script, (chunk, file) => {
+  const { code, stderr, all: written } = await runChild('file-past-its-size-limit', script, (chunk, _written, file) => {
     if (!truncated && chunk.includes('"level":50')) { truncated = true; truncateSync(file, 0) }
   })
   t.equal(code, 0, 'the child ended, code 0')
