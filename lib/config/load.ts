@@ -1,7 +1,7 @@
 /**
  * Loading the config: one JSON document, validated with ajv against lib/config/schema.ts's
- * CONFIG_SCHEMA (compiled once, `allErrors`, `useDefaults`), durations turned into ms, and the checks
- * a schema cannot express. The same validator checks the options a host app passes to the Fastify
+ * CONFIG_SCHEMA (`allErrors`, `useDefaults`; precompiled by the build, lib/config/validator.ts),
+ * durations turned into ms, and the checks a schema cannot express. The same validator checks the options a host app passes to the Fastify
  * plugin. An invalid config's message names every issue by its path ({@link loadConfig}).
  *
  * Resolution (docs/configuration.md › Configuration): `--config PATH`, else `MCPX_CONFIG`, else `./mcpx.config.json`,
@@ -11,17 +11,18 @@ import { readFileSync, existsSync } from 'node:fs'
 import { resolve as resolvePath } from 'node:path'
 import { isIP } from 'node:net'
 import { createRequire } from 'node:module'
-import { Ajv, type ErrorObject } from 'ajv'
+import type { ErrorObject, ValidateFunction } from 'ajv'
 import { McpxError } from '../base/errors.js'
 import { parseDuration } from '../base/duration.js'
 import { issuerProblem, resourceProblem } from '../auth/oauth-metadata.js'
 import type { RedisTarget } from '../base/redis.js'
 import { serversProblems } from '../policy/endpoints.js'
 import { CONFIG_SCHEMA, DEFAULT_REDIS_URL } from './schema.js'
+import { configValidator } from './validator.js'
 import type { McpxConfig } from './types.js'
 
-const ajv = new Ajv({ allErrors: true, useDefaults: true, allowUnionTypes: true, strict: false })
-const validate = ajv.compile(CONFIG_SCHEMA)
+/** The config validator, made on the first config loaded (lib/config/validator.ts): a process that loads none pays nothing. */
+let validator: ValidateFunction | undefined
 
 /**
  * Checks one `daemon.trustProxy` entry: an IPv4 or IPv6 address, or a CIDR `address/prefix`
@@ -126,6 +127,7 @@ function formatIssues (errors: ErrorObject[] | null | undefined, data: unknown):
  */
 export function loadConfig (raw: unknown): McpxConfig {
   const config = structuredClone(raw ?? {}) as Record<string, unknown>
+  const validate = validator ??= configValidator().validate
   if (!validate(config)) {
     throw new McpxError('MCPX_ERR_CONFIG', `mcpx: invalid config:\n${formatIssues(validate.errors, config)}`)
   }

@@ -1,9 +1,10 @@
 /** Config loading and validation (lib/config/load.ts, lib/config/schema.ts; docs/configuration.md › Configuration). */
 import t from 'tap'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig, resolveConfig } from '../../lib/config/load.js'
+import { PRECOMPILED_FILE, configValidator } from '../../lib/config/validator.js'
 import { parseDuration, MAX_DURATION_MS } from '../../lib/base/duration.js'
 import { mrtrOptions, httpServerTimeouts } from '../../lib/config/derive.js'
 import { McpxError } from '../../lib/base/errors.js'
@@ -155,4 +156,35 @@ t.test('ops/status/admin-scopes-need-oauth', async t => {
   t.match(configError(() => loadConfig({ admin: { scopes: ['mcp:admin'] } })), /admin\.scopes: needs auth\.oauth/, 'admin.scopes without auth.oauth is refused, naming the key')
   const config = loadConfig({ admin: { scopes: ['mcp:admin'] }, auth: { oauth: { issuer: 'https://as.example.com', resource: 'https://mcpx.example.com/mcp' } } })
   t.same(config.admin.scopes, ['mcp:admin'])
+})
+
+t.test('config/load/precompiled-validator-when-fresh', async t => {
+  // The build writes the validator ajv would compile (lib/config/validator.ts); a process loads it
+  // instead of compiling, unless it is missing, broken or built from another schema.
+  const fresh = configValidator()
+  t.equal(fresh.source, 'precompiled', `npm run build wrote ${PRECOMPILED_FILE} from this schema`)
+  const dir = mkdtempSync(join(tmpdir(), 'mcpx-validator-'))
+  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
+  const stale = join(dir, 'stale.cjs')
+  writeFileSync(stale, readFileSync(PRECOMPILED_FILE, 'utf8').replace(/module\.exports\.schemaDigest = "[0-9a-f]+"/, 'module.exports.schemaDigest = "0"'))
+  const broken = join(dir, 'broken.cjs')
+  writeFileSync(broken, 'module.exports = {')
+  t.equal(configValidator(join(dir, 'missing.cjs')).source, 'compiled', 'a missing file: compiled now')
+  t.equal(configValidator(stale).source, 'compiled', 'a file built from another schema: compiled now')
+  t.equal(configValidator(broken).source, 'compiled', 'a broken file: compiled now')
+  // Both validate alike: the same verdicts, defaults and errors.
+  const compiled = configValidator(stale).validate
+  const configs: unknown[] = [
+    {},
+    { daemon: { address: 'localhost' }, transprot: {} },
+    { transport: { maxBodyBytes: 'big', sseKeepAlive: 'soon' } },
+    { upstreams: { fx: { command: 'node', timeout: '5s' }, web: { url: 'https://example.test/mcp', auth: { kind: 'nope' } } } },
+    { policy: { default: 'deny', rules: [{ allow: ['*'] }, { deny: 7 }] } }
+  ]
+  for (const config of configs) {
+    const [a, b] = [structuredClone(config), structuredClone(config)]
+    const verdicts = [fresh.validate(a), compiled(b)]
+    t.same([verdicts[0], a, fresh.validate.errors ?? null], [verdicts[1], b, compiled.errors ?? null], `alike on ${JSON.stringify(config)}`)
+  }
+  t.ok(configs.some(config => !compiled(structuredClone(config))), 'some of them are refused')
 })
