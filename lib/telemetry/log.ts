@@ -9,9 +9,10 @@
  * (no worker transport), so a line is written to the same fd, in order, as the JSON one would be.
  */
 import { fstatSync, writeSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { isatty } from 'node:tty'
 import { pino } from 'pino'
-import pretty from 'pino-pretty'
+import type pretty from 'pino-pretty'
 import sonicBoom from 'sonic-boom'
 import { McpxError } from '../base/errors.js'
 
@@ -65,10 +66,12 @@ export function resolveLogOptions (fd: 1 | 2, options: LogOptions = {}, env: Nod
 
 /**
  * The pino-pretty stream writing to `fd` (colours only on a terminal), for a pino instance.
- * Never throws.
+ * pino-pretty is loaded here, by the first pretty log: a process logging JSON never loads it
+ * (~30 modules of every start; it is CommonJS, so a synchronous require does). Never throws.
  */
 export function prettyStream (fd: 1 | 2): ReturnType<typeof pretty> {
-  return pretty({ destination: fd, sync: true, colorize: isatty(fd), translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
+  const prettyFactory = createRequire(import.meta.url)('pino-pretty') as typeof pretty
+  return prettyFactory({ destination: fd, sync: true, colorize: isatty(fd), translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
 }
 
 /** Bytes a {@link batchedDestination} gathers before it writes them (under load, ~15 request lines per write). */
