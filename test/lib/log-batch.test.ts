@@ -5,8 +5,9 @@
  * that too: what reached stdout by then was written without the batch timer. Each case runs with
  * stdout on a pipe (the batch is written off the main thread; read when the busy loop ends) and on
  * a regular file (written by the main thread at once; read while the loop is still busy).
- * The last three cases put the log on an fd that refuses writes (the full device, a file past its
- * size limit): lines are lost, never the process (lib/telemetry/log.ts logDestination).
+ * The last cases put the log on an fd that refuses writes (the full device, a file past its size
+ * limit, a pipe nobody reads): lines are lost, never the process (lib/telemetry/log.ts
+ * logDestination).
  */
 import t from 'tap'
 import { spawn } from 'node:child_process'
@@ -24,9 +25,10 @@ const LOG_JS = fileURLToPath(new URL('../../lib/telemetry/log.js', import.meta.u
 /**
  * Where the child's stdout goes: a pipe, a regular file, or an fd that refuses writes: the full
  * device (ENOSPC, written off the main thread) or a regular file past the process's size limit
- * (EFBIG, written by the main thread).
+ * (EFBIG, written by the main thread); or a pipe this process reads only once the child has
+ * exited (a stalled reader).
  */
-type Stdout = 'pipe' | 'file' | Unwritable
+type Stdout = 'pipe' | 'file' | Unwritable | 'stalled-pipe'
 type Unwritable = 'full-device' | 'file-past-its-size-limit'
 const STDOUTS: Stdout[] = ['pipe', 'file']
 const UNWRITABLES: Unwritable[] = ['full-device', 'file-past-its-size-limit']
@@ -44,15 +46,17 @@ async function runChild (stdout: Stdout, script: string, onStderr?: (chunk: stri
   const dir = mkdtempSync(join(tmpdir(), 'mcpx-log-batch-'))
   try {
     const file = join(dir, 'stdout')
-    const fd = stdout === 'pipe' ? undefined : openSync(stdout === 'full-device' ? '/dev/full' : file, 'a')
+    const piping = stdout === 'pipe' || stdout === 'stalled-pipe'
+    const fd = piping ? undefined : openSync(stdout === 'full-device' ? '/dev/full' : file, 'a')
     const node = [process.execPath, '--input-type=module', '-e', script]
     const [command, ...args] = stdout === 'file-past-its-size-limit' ? ['bash', '-c', `ulimit -f ${FILE_LIMIT_BYTES / 1024} && exec "$@"`, 'bash', ...node] : node
     const child = spawn(command, args, { cwd: fileURLToPath(new URL('../../..', import.meta.url)), stdio: ['ignore', fd ?? 'pipe', 'pipe'] })
     if (fd !== undefined) closeSync(fd)
     let piped = ''
     let stderr = ''
-    const written = (): string => stdout === 'pipe' ? piped : stdout === 'full-device' ? '' : readFileSync(file, 'utf8')
-    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => { piped += chunk })
+    const written = (): string => stdout === 'pipe' ? piped : stdout === 'full-device' || stdout === 'stalled-pipe' ? '' : readFileSync(file, 'utf8')
+    if (stdout === 'stalled-pipe') child.once('exit', () => { child.stdout?.resume() }) // read (and dropped) only now: 'close' waits for it
+    else child.stdout?.setEncoding('utf8').on('data', (chunk: string) => { piped += chunk })
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk; onStderr?.(chunk, written, file) })
     const hang = setTimeout(() => { child.kill('SIGKILL') }, 20_000)
     const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>(resolve => child.once('close', (c, s) => { resolve([c, s]) }))
@@ -200,6 +204,27 @@ t.test('ops/logs/log-resumes-when-the-fd-takes-lines-again', async t => {
   const lines = written.split('\n').filter(l => l.startsWith('{'))
   t.ok(lines.length > 0 && lines.every(l => JSON.parse(l).level >= 30), 'whole lines after the cut one')
   t.match(lines.at(-1), /"msg":"after the truncation"/, 'the warning is the last line, after what waited')
+})
+
+t.test('ops/logs/stalled-reader-does-not-hold-the-exit', async t => {
+  // A reader that stopped reading: ~2 MB of lines fill the pipe, then the child exits. What waits
+  // is written at exit while the pipe takes it; a write it refuses (EAGAIN, on a non-blocking fd)
+  // is abandoned after a bounded number of tries (~1 s), so the child ends, code 0. (Node's own
+  // process.stdout makes a pipe blocking; the child opens fd 1 as a libuv pipe handle, which makes
+  // it non-blocking, as a parent sharing the fd or a terminal can.) Unbounded, it retried for good.
+  const script = `
+    import net from 'node:net'
+    import { pino } from 'pino'
+    import { batchedDestination } from ${JSON.stringify(LOG_JS)}
+    new net.Socket({ fd: 1, readable: false, writable: true }).unref()
+    const log = pino({ level: 'info' }, batchedDestination(1))
+    for (let n = 0; n < 8000; n++) log.info({ n, pad: 'x'.repeat(200) }, 'line')
+    process.stderr.write('logged\\n')
+    setTimeout(() => { process.exit(0) }, 200)
+  `
+  const { code, signal, stderr } = await runChild('stalled-pipe', script)
+  t.match(stderr, /logged/, 'the child logged past what the pipe holds')
+  t.same([code, signal], [0, null], 'it exited by itself, code 0, with its reader stalled')
 })
 
 t.test('daemon/logs/unwritable-log-keeps-serving', async t => {
