@@ -1,8 +1,9 @@
 /**
  * Loading the config: one JSON document, validated with ajv against lib/config/schema.ts's
  * CONFIG_SCHEMA (`allErrors`, `useDefaults`; precompiled by the build, lib/config/validator.ts),
- * durations turned into ms, and the checks a schema cannot express. The same validator checks the options a host app passes to the Fastify
- * plugin. An invalid config's message names every issue by its path ({@link loadConfig}).
+ * durations turned into ms, and the checks a schema cannot express. The same validator checks the
+ * options a host app passes to the Fastify plugin. An invalid config's message names every issue by
+ * its path ({@link loadConfig}).
  *
  * Resolution (docs/configuration.md › Configuration): `--config PATH`, else `MCPX_CONFIG`, else `./mcpx.config.json`,
  * else the embedded default ({@link defaultConfig}).

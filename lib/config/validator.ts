@@ -5,8 +5,8 @@
  * `npm run build` compiles it once, to ajv's standalone code in {@link PRECOMPILED_FILE} beside this
  * module (ajv › Standalone validation code), and a process loads that file instead: what it
  * accepts, the defaults it fills in and the errors it reports are the same code ajv would generate.
- * The file carries the digest of the schema it was built from; a file that is missing, unreadable
- * or built from another schema is not used, and the schema is compiled at run time as before
+ * The file carries the digest of the schema, options and ajv version it was built from; a file that
+ * is missing, unreadable or built from anything else is not used, and the schema is compiled at run time as before
  * (a checkout built with `tsc` alone still validates correctly, only slower to start).
  */
 import { createHash } from 'node:crypto'
@@ -26,9 +26,13 @@ export const PRECOMPILED_FILE = fileURLToPath(new URL('./config-validator.cjs', 
 /** ajv's options for the config: every issue reported (`allErrors`), defaults filled in. */
 const AJV_OPTIONS = { allErrors: true, useDefaults: true, allowUnionTypes: true, strict: false } as const
 
-/** SHA-256 (hex) of CONFIG_SCHEMA as JSON: what a precompiled validator must have been built from. */
+/**
+ * SHA-256 (hex) of what a precompiled validator must have been built from: CONFIG_SCHEMA, the ajv
+ * options and ajv's version, as JSON.
+ */
 function schemaDigest (): string {
-  return createHash('sha256').update(JSON.stringify(CONFIG_SCHEMA)).digest('hex')
+  const { version } = createRequire(import.meta.url)('ajv/package.json') as { version: string }
+  return createHash('sha256').update(JSON.stringify({ schema: CONFIG_SCHEMA, options: AJV_OPTIONS, ajv: version })).digest('hex')
 }
 
 /** A validator and where it came from: `precompiled` (the build's file) or `compiled` (ajv, now). */
@@ -38,8 +42,8 @@ export interface ConfigValidator {
 }
 
 /**
- * The config validator: the precompiled `file` when it was built from this CONFIG_SCHEMA, else
- * the schema compiled by ajv now. Never throws for a missing, broken or stale file.
+ * The config validator: the precompiled `file` when it was built from this CONFIG_SCHEMA (and these
+ * options, and this ajv), else the schema compiled by ajv now. Never throws for a missing, broken or stale file.
  * @param file a precompiled validator ({@link PRECOMPILED_FILE} by default)
  */
 export function configValidator (file: string = PRECOMPILED_FILE): ConfigValidator {
