@@ -21,7 +21,7 @@ import { mkdtempSync } from 'node:fs'
 import { Agent } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { SERVER_TARGETS, echoCheck, httpLoad, killAll, loadAverage1m, oneOf, parseFlags, positiveInt, startTarget, usageError, targetCall, type ServerTarget } from './harness.js'
+import { SERVER_TARGETS, echoCheck, httpLoad, killAll, loadAverage1m, median, oneOf, parseFlags, positiveInt, startTarget, usageError, targetCall, type ServerTarget } from './harness.js'
 
 const USAGE = 'usage: node dist/bench/alternate.js [--target forward|modern|legacy[@DIST]]… [--rounds 4] [--seconds 8] [--warmup 4] [--connections 32]'
 
@@ -46,12 +46,6 @@ const SPECS: Spec[] = (flags.target?.length === 0 ? [...SERVER_TARGETS] : flags.
   return { label: text, target, dist: at < 0 ? undefined : resolve(text.slice(at + 1)) }
 })
 const LOG_DIR = mkdtempSync(join(tmpdir(), 'mcpx-alternate-'))
-
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = sorted.length >> 1
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
-}
 
 /** One round of one target on a fresh server: req/s and server CPU µs per call of the measured run. */
 async function measure (spec: Spec, round: number): Promise<{ rps: number, cpuUs: number }> {

@@ -245,6 +245,13 @@ export async function targetCall (target: ServerTarget, agent: Agent, port: numb
   return { headers: legacyHeaders(id), body: LEGACY_BODY }
 }
 
+/** The median of `values` (the mean of the middle two for an even count); NaN for none. */
+export function median (values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+}
+
 /** A loopback port that was free a moment ago. */
 export async function freePort (): Promise<number> {
   return await new Promise((resolve, reject) => {

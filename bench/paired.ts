@@ -20,7 +20,7 @@ import { Agent } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { echoCheck, fixtureDaemonConfig, freePort, httpLoad, killAll, loadAverage1m, parseFlags, positiveInt, postOnce, startChild, usageError, waitHttp, type Child, type Row } from './harness.js'
+import { echoCheck, fixtureDaemonConfig, freePort, httpLoad, killAll, loadAverage1m, median, parseFlags, positiveInt, postOnce, startChild, usageError, waitHttp, type Child, type Row } from './harness.js'
 import { MODERN_BODY, MODERN_HEADERS } from './wire.js'
 
 const USAGE = 'usage: node dist/bench/paired.js --other DIST_DIR [--rounds 4] [--seconds 10] [--connections 16] [--node-arg ARG]… [--other-node-arg ARG]…'
@@ -58,11 +58,6 @@ async function startDaemon (name: string, dist: string): Promise<{ child: Child,
   return { child, port }
 }
 
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = sorted.length >> 1
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
-}
 const fmt = (n: number | undefined): string => n === undefined ? '-' : n.toFixed(0)
 
 async function main (): Promise<void> {

@@ -11,12 +11,11 @@
  * always measured, last. Figures are printed only; nothing here is part of `npm test`.
  */
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { freePort } from '../test/helpers/daemon.js'
-import { parseFlags, positiveInt } from './harness.js'
+import { fixtureDaemonConfig, freePort, median, parseFlags, positiveInt } from './harness.js'
 
 const USAGE = 'usage: node dist/bench/startup.js [--dist OTHER/dist]… [--rounds 8]'
 const { values: flags } = parseFlags('startup', USAGE, {
@@ -34,11 +33,10 @@ function cpuMs (pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10
 }
 
-/** A config with one stdio fixture upstream (this build's fixture, so every build runs the same upstream). */
-function config (port: number): string {
-  const file = join(DIR, `mcpx-${port}.json`)
-  writeFileSync(file, JSON.stringify({ daemon: { address: `127.0.0.1:${port}` }, upstreams: { fixture: { command: process.execPath, args: [join(THIS_DIST, 'test/fixtures/echo-upstream.js')] } } }))
-  return file
+/** A config with one stdio fixture upstream, this build's (so every build runs the same upstream), on a free port. */
+async function config (): Promise<string> {
+  const port = await freePort()
+  return fixtureDaemonConfig(DIR, `mcpx-${port}`, THIS_DIST, port)
 }
 
 interface Start { cpuMs: number, wallMs: number }
@@ -46,14 +44,14 @@ interface Start { cpuMs: number, wallMs: number }
 /** Starts `mcpx daemon` from `dist` and stops it at its ready line (SIGTERM). Rejects after 30 s. */
 async function daemon (dist: string): Promise<Start> {
   const t0 = performance.now()
-  const child = spawn(process.execPath, [join(dist, 'cli.js'), 'daemon', '--config', config(await freePort())], { stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, MCPX_LOG_FORMAT: 'json', MCPX_LOG_LEVEL: 'info' } })
+  const child = spawn(process.execPath, [join(dist, 'cli.js'), 'daemon', '--config', await config()], { stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, MCPX_LOG_FORMAT: 'json', MCPX_LOG_LEVEL: 'info' } })
   return await measure(child, t0, text => text.includes('"msg":"mcpx daemon ready"'), () => { child.kill('SIGTERM') })
 }
 
 /** Starts `mcpx serve` from `dist`, sends initialize and tools/list, and ends its stdin at the list's answer. Rejects after 30 s. */
 async function serve (dist: string): Promise<Start> {
   const t0 = performance.now()
-  const child = spawn(process.execPath, [join(dist, 'cli.js'), 'serve', '--config', config(await freePort())], { stdio: ['pipe', 'pipe', 'ignore'] })
+  const child = spawn(process.execPath, [join(dist, 'cli.js'), 'serve', '--config', await config()], { stdio: ['pipe', 'pipe', 'ignore'] })
   child.stdin?.write(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'startup-bench', version: '1' } } }) + '\n' +
     JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) + '\n' +
     JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }) + '\n')
@@ -73,12 +71,6 @@ async function measure (child: ReturnType<typeof spawn>, t0: number, done: (stdo
     })
     child.once('exit', () => { clearTimeout(timer); if (result !== undefined) resolvePromise(result); else reject(new Error(`exited before it started: ${stdout.slice(-300)}`)) })
   })
-}
-
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = sorted.length >> 1
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
 }
 
 const faces = { daemon, serve }
