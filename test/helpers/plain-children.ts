@@ -22,7 +22,10 @@ const SPAWN_HOOKS = Symbol.for('process-on-spawn@*:singletonId')
 if (process.env.TAP_DISABLE_COVERAGE === '1') {
   const state = (globalThis as Record<symbol, unknown>)[SPAWN_HOOKS] as { listeners?: unknown[] } | undefined
   if (Array.isArray(state?.listeners)) state.listeners.splice(0)
-  const options = (process.env.NODE_OPTIONS ?? '').replace(/"?--(?:import|loader|experimental-loader)[= ]\S*@tapjs[/\\]processinfo\S*"?/g, '').trim()
+  // tap's hook, and test/helpers/no-processinfo-loader.ts (which .taprc puts in NODE_OPTIONS)
+  const options = (process.env.NODE_OPTIONS ?? '')
+    .replace(/"?--(?:import|loader|experimental-loader)[= ]\S*(?:@tapjs[/\\]processinfo|test[/\\]helpers[/\\]no-processinfo-loader)\S*"?/g, '')
+    .trim()
   if (options === '') delete process.env.NODE_OPTIONS
   else process.env.NODE_OPTIONS = options
 }
