@@ -464,26 +464,36 @@ export interface AlternatingRps {
   errors: number
 }
 
+/** A server started for one round of {@link alternatingLoads}: the load to apply, and how to stop it. */
+export interface StartedLoad {
+  load: LoadOptions
+  stop: () => Promise<void>
+}
+
 /**
- * Loads two warm servers in turn, `rounds` rounds of `seconds` s each, no warm-up (each load's own
- * `warmupS` is ignored): round i runs `a` then `b` when i is even, `b` then `a` when odd (ABBA), so
- * that neither server always runs after the other or always meets the same drift of the machine.
- * The two loads of one round are seconds apart: their ratio is steadier than that of two whole
- * rows measured a minute apart (seen: 16/15 read −10 % to +25 % as rows, one row each).
- * @returns per round, each server's req/s and b/a; errors summed over every round of both
+ * Measures two servers in turn, `rounds` rounds: in each, a fresh server of each is started, warmed
+ * up (its load's `warmupS`), loaded alone for `seconds` s and stopped, `a` first in even rounds and
+ * `b` first in odd ones (ABBA). Only one of them runs at a time, and neither is always the one
+ * started first or second (two daemons running side by side favour the one started second: seen
+ * in bench/paired.ts, and here as a policy daemon that served 6–11 % more calls than its policy-free
+ * twin), nor always meets the same drift of the machine.
+ * @param a starts one server of `a` (its sessions opened, its sanity call made); rejects when it cannot serve
+ * @returns per round, each server's req/s and b/a; errors summed over every round of both, warm-ups included
  */
-export async function alternatingLoads (a: LoadOptions, b: LoadOptions, rounds: number, seconds: number): Promise<AlternatingRps> {
+export async function alternatingLoads (a: () => Promise<StartedLoad>, b: () => Promise<StartedLoad>, rounds: number, seconds: number): Promise<AlternatingRps> {
   const out: AlternatingRps = { a: [], b: [], ratios: [], errors: 0 }
   for (let round = 0; round < rounds; round++) {
-    const order = round % 2 === 0 ? [a, b] : [b, a]
-    const rps = new Map<LoadOptions, number>()
-    for (const options of order) {
-      const row = await httpLoad({ ...options, warmupS: 0, durationS: seconds })
-      out.errors += row.errors
-      rps.set(options, row.rps)
+    let ra = 0
+    let rb = 0
+    for (const which of round % 2 === 0 ? ['a', 'b'] : ['b', 'a']) {
+      const started = await (which === 'a' ? a : b)()
+      try {
+        const row = await httpLoad({ ...started.load, durationS: seconds })
+        out.errors += row.errors
+        if (which === 'a') ra = row.rps
+        else rb = row.rps
+      } finally { await started.stop() }
     }
-    const ra = rps.get(a) ?? 0
-    const rb = rps.get(b) ?? 0
     out.a.push(ra)
     out.b.push(rb)
     out.ratios.push(ra === 0 ? 0 : rb / ra)

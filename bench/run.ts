@@ -12,7 +12,7 @@
  *   8 mcpx legacy  legacy sessions (2025-11-25) → a v1-SDK stdio server (bench/v1-stdio-upstream.ts)
  *   9 supergateway the same load, supergateway 4 (stdio → Streamable HTTP, --stateful) in front of the same server
  *  10 mcp-proxy    the same load, mcp-proxy 6 (--server stream) in front of the same server; then
- *                  8 and 10 again, on fresh servers, in alternating rounds (ABBA, ROUND_S s each):
+ *                  8 and 10 again in alternating rounds, a fresh server of each per round (ABBA):
  *                  8/10's goal (≥ 4) is judged on the median of the rounds' ratios
  *  11 static token as 3, each request with a static bearer token (auth.tokens)
  *  12 OAuth JWT    as 3, each request with an RS256 at+jwt access token (auth.oauth, JWKS cached);
@@ -27,7 +27,7 @@
  *  16 policy on    the same call on a daemon with a 50-rule policy (the caller's rule carries a
  *                  rateLimit it never reaches, so the in-memory limiter counts every call) and the
  *                  audit trail on with arguments "keys" (to a file); 15 and 16 run back to back, then
- *                  in alternating rounds on the same two daemons; 16/15 is what policy and audit
+ *                  in alternating rounds, a fresh daemon of each per round; 16/15 is what policy and audit
  *                  cost (goal ≤ 15 % of req/s), judged on the median of the rounds
  *  17 call stats   the status page's per-call counting alone (two clock reads and CallStats.record),
  *                  in process: ns per call and whether it allocates
@@ -67,7 +67,7 @@ import { cpus, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import {
-  alternatingLoads, echoCheck, freePort, httpLoad, killAll, loadAverage1m, median, oneOf, parseFlags, positiveInt, postOnce, startChild, waitForLog, waitHttp, type AlternatingRps, type Child, type LoadOptions, type Row
+  alternatingLoads, echoCheck, freePort, httpLoad, killAll, loadAverage1m, median, oneOf, parseFlags, positiveInt, postOnce, startChild, waitForLog, waitHttp, type AlternatingRps, type Child, type LoadOptions, type Row, type StartedLoad
 } from './harness.js'
 import { stdioLoad } from './stdio-load.js'
 import { measureMemory, type MemoryFigures } from './memory.js'
@@ -109,9 +109,9 @@ const QUICK = flags.quick === true
 const IN_FLIGHT = 64
 const DURATION_S = QUICK ? 3 : 10
 const WARMUP_S = QUICK ? 1 : 3
-/** Alternating rounds (16/15, 8/10), each of ROUND_S s per server: bench/harness.ts alternatingLoads. */
-const ROUNDS = QUICK ? 2 : 6
-const ROUND_S = QUICK ? 1 : 3
+/** Alternating rounds (16/15, 8/10): a fresh server of each per round, warmed up WARMUP_S s, loaded ROUND_S s (bench/harness.ts alternatingLoads). */
+const ROUNDS = QUICK ? 2 : 4
+const ROUND_S = QUICK ? 2 : 5
 const SESSIONS = 10_000
 const STREAMS = 1_000
 const ONLY = flags.only === undefined ? undefined : new Set(flags.only.split(',').map(s => s.trim()))
@@ -357,30 +357,33 @@ async function legacySessionScenario (n: number, label: string, child: Child, po
 let proxyAlternating: AlternatingRps | undefined
 
 /**
- * 8 against 10 in alternating rounds (bench/harness.ts alternatingLoads): a fresh mcpx daemon and a
- * fresh mcp-proxy, both in front of the v1 server, each warmed up once, then loaded in turn.
+ * 8 against 10 in alternating rounds (bench/harness.ts alternatingLoads): in each round a fresh mcpx
+ * daemon and a fresh mcp-proxy, both in front of the v1 server, with CONNECTIONS legacy sessions each.
  */
 async function alternatingProxies (): Promise<void> {
-  const children: Child[] = []
+  let started = 0
+  const startMcpx = async (): Promise<StartedLoad> => {
+    const port = await freePort()
+    const config = writeConfig(`mcpx-v1-alternating-${++started}`, port, { command: NODE, args: [V1_UPSTREAM] }, { maxSessions: 1000 })
+    const child = await startDaemon(`8-alternating-${started}`, config, port)
+    try {
+      return { load: await legacySessionLoad('8 mcpx legacy (alternating)', child, port), stop: async () => { await child.stop() } }
+    } catch (error) { await child.stop(); throw error }
+  }
+  const startProxy = async (): Promise<StartedLoad> => {
+    const port = await freePort()
+    const child = startChild(`10-alternating-${++started}`, NODE, [MCP_PROXY, '--port', String(port), '--host', '127.0.0.1', '--server', 'stream', '--', NODE, V1_UPSTREAM], { logDir: LOG_DIR })
+    try {
+      await waitForLog(child, /starting server on port/)
+      await waitTcp(port)
+      return { load: await legacySessionLoad('10 mcp-proxy (alternating)', child, port), stop: async () => { await child.stop() } }
+    } catch (error) { await child.stop(); throw error }
+  }
   try {
-    const mcpxPort = await freePort()
-    const config = writeConfig('mcpx-v1-alternating', mcpxPort, { command: NODE, args: [V1_UPSTREAM] }, { maxSessions: 1000 })
-    const mcpx = await startDaemon('8-alternating-mcpx', config, mcpxPort)
-    children.push(mcpx)
-    const proxyPort = await freePort()
-    const proxy = startChild('10-alternating-mcp-proxy', NODE, [MCP_PROXY, '--port', String(proxyPort), '--host', '127.0.0.1', '--server', 'stream', '--', NODE, V1_UPSTREAM], { logDir: LOG_DIR })
-    children.push(proxy)
-    await waitForLog(proxy, /starting server on port/)
-    await waitTcp(proxyPort)
-    const b = await legacySessionLoad('8 mcpx legacy (alternating)', mcpx, mcpxPort)
-    const a = await legacySessionLoad('10 mcp-proxy (alternating)', proxy, proxyPort)
-    for (const options of [b, a]) warmupErrors += (await httpLoad({ ...options, warmupS: 0, durationS: WARMUP_S })).errors
-    proxyAlternating = await alternatingLoads(a, b, ROUNDS, ROUND_S)
+    proxyAlternating = await alternatingLoads(startProxy, startMcpx, ROUNDS, ROUND_S)
     warmupErrors += proxyAlternating.errors
   } catch (error) {
     notServed.push(`8/10 alternating: ${(error as Error).message}`)
-  } finally {
-    for (const child of children) await child.stop()
   }
 }
 
@@ -657,25 +660,25 @@ async function scenarioPolicy (): Promise<void> {
     [15, '15 mcpx modern, static token, no policy, no audit', {}],
     [16, '16 the same, 50-rule policy (rate-limited rule) + audit "keys"', { policy: fiftyRules(), audit: { file: join(LOG_DIR, 'audit.jsonl'), arguments: 'keys' } }]
   ] as const
-  // Both daemons run for the whole scenario: each row is measured alone, then the two alternate (16/15's goal).
-  const loads = new Map<number, LoadOptions>()
-  const children: Child[] = []
-  try {
-    for (const [n, label, extra] of variants) {
-      const port = await freePort()
-      const file = join(LOG_DIR, `mcpx-policy-${n}.json`)
-      writeFileSync(file, JSON.stringify({ daemon: { address: `127.0.0.1:${port}` }, auth: { tokens }, upstreams: { fixture: STDIO_UPSTREAM }, ...extra }, null, 2))
-      const child = await startDaemon(`${n}-mcpx-policy`, file, port)
-      children.push(child)
+  let started = 0
+  const start = async ([n, label, extra]: typeof variants[number]): Promise<StartedLoad> => {
+    const port = await freePort()
+    const file = join(LOG_DIR, `mcpx-policy-${n}-${++started}.json`)
+    writeFileSync(file, JSON.stringify({ daemon: { address: `127.0.0.1:${port}` }, auth: { tokens }, upstreams: { fixture: STDIO_UPSTREAM }, ...extra }, null, 2))
+    const child = await startDaemon(`${n}-mcpx-policy-${started}`, file, port)
+    try {
       await sanity(label, port, headers, MODERN_BODY)
-      loads.set(n, { ...base, serverPgid: child.pid, scenario: label, url: `http://127.0.0.1:${port}/mcp`, headers, body: MODERN_BODY })
-    }
-    for (const [n] of variants) rows.set(n, await httpLoad(loads.get(n) as LoadOptions))
-    policyAlternating = await alternatingLoads(loads.get(15) as LoadOptions, loads.get(16) as LoadOptions, ROUNDS, ROUND_S)
-    warmupErrors += policyAlternating.errors
-  } finally {
-    for (const child of children) await child.stop()
+    } catch (error) { await child.stop(); throw error }
+    return { load: { ...base, serverPgid: child.pid, scenario: label, url: `http://127.0.0.1:${port}/mcp`, headers, body: MODERN_BODY }, stop: async () => { await child.stop() } }
   }
+  for (const variant of variants) {
+    const { load, stop } = await start(variant)
+    try {
+      rows.set(variant[0], await httpLoad(load))
+    } finally { await stop() }
+  }
+  policyAlternating = await alternatingLoads(async () => await start(variants[0]), async () => await start(variants[1]), ROUNDS, ROUND_S)
+  warmupErrors += policyAlternating.errors
   policy = await policyCost(QUICK ? 10_000 : 50_000)
 }
 
