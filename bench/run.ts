@@ -353,6 +353,16 @@ async function legacySessionScenario (n: number, label: string, child: Child, po
   }
 }
 
+/** Starts mcp-proxy 6 (--server stream) on `port` in front of the v1 server and waits until it listens; stops it and rejects when it does not. */
+async function mcpProxyOn (label: string, port: number): Promise<Child> {
+  const child = startChild(label, NODE, [MCP_PROXY, '--port', String(port), '--host', '127.0.0.1', '--server', 'stream', '--', NODE, V1_UPSTREAM], { logDir: LOG_DIR })
+  try {
+    await waitForLog(child, /starting server on port/)
+    await waitTcp(port) // it prints that line before its socket listens
+    return child
+  } catch (error) { await child.stop(); throw error }
+}
+
 /** 8/10 in alternating rounds: the goal's figure (a: mcp-proxy, b: mcpx). */
 let proxyAlternating: AlternatingRps | undefined
 
@@ -372,10 +382,8 @@ async function alternatingProxies (): Promise<void> {
   }
   const startProxy = async (): Promise<StartedLoad> => {
     const port = await freePort()
-    const child = startChild(`10-alternating-${++started}`, NODE, [MCP_PROXY, '--port', String(port), '--host', '127.0.0.1', '--server', 'stream', '--', NODE, V1_UPSTREAM], { logDir: LOG_DIR })
+    const child = await mcpProxyOn(`10-alternating-${++started}`, port)
     try {
-      await waitForLog(child, /starting server on port/)
-      await waitTcp(port)
       return { load: await legacySessionLoad('10 mcp-proxy (alternating)', child, port), stop: async () => { await child.stop() } }
     } catch (error) { await child.stop(); throw error }
   }
@@ -426,14 +434,14 @@ async function scenarioPeerProxies (): Promise<void> {
   }
   if (wanted(10)) {
     const port = await freePort()
-    const child = startChild('10-mcp-proxy', NODE, [MCP_PROXY, '--port', String(port), '--host', '127.0.0.1', '--server', 'stream', '--', ...upstreamCommand], { logDir: LOG_DIR })
     try {
-      await waitForLog(child, /starting server on port/)
-      await waitTcp(port) // it prints that line before its socket listens
-      await legacySessionScenario(10, '10 mcp-proxy (stream) → v1 server (stdio)', child, port)
+      const child = await mcpProxyOn('10-mcp-proxy', port)
+      try {
+        await legacySessionScenario(10, '10 mcp-proxy (stream) → v1 server (stdio)', child, port)
+      } finally { await child.stop() }
     } catch (error) {
       notServed.push(`10 mcp-proxy: ${(error as Error).message}`)
-    } finally { await child.stop() }
+    }
   }
   if (wanted(8) && wanted(10)) await alternatingProxies()
 }
