@@ -67,7 +67,7 @@ import { cpus, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import {
-  alternatingLoads, echoCheck, freePort, httpLoad, killAll, loadAverage1m, median, oneOf, parseFlags, positiveInt, postOnce, startChild, waitForLog, waitHttp, type AlternatingRps, type Child, type LoadOptions, type Row, type StartedLoad
+  allowedCpus, alternatingLoads, echoCheck, freePort, httpLoad, killAll, loadAverage1m, median, oneOf, parseFlags, pinCpus, positiveInt, postOnce, startChild, waitForLog, waitHttp, type AlternatingRps, type Child, type LoadOptions, type Row, type StartedLoad
 } from './harness.js'
 import { stdioLoad } from './stdio-load.js'
 import { measureMemory, type MemoryFigures } from './memory.js'
@@ -109,7 +109,7 @@ const QUICK = flags.quick === true
 const IN_FLIGHT = 64
 const DURATION_S = QUICK ? 3 : 10
 const WARMUP_S = QUICK ? 1 : 3
-/** Alternating rounds (16/15, 8/10): a fresh server of each per round, warmed up WARMUP_S s, loaded ROUND_S s (bench/harness.ts alternatingLoads). */
+/** Alternating rounds (16/15, 8/10, 5/2): a fresh server of each per round, warmed up WARMUP_S s, loaded ROUND_S s (bench/harness.ts alternatingLoads). */
 const ROUNDS = QUICK ? 2 : 4
 const ROUND_S = QUICK ? 2 : 5
 const SESSIONS = 10_000
@@ -245,6 +245,60 @@ async function scenarioHttpUpstream (): Promise<void> {
       rows.set(5, await httpLoad({ ...base, serverPgid: child.pid, scenario: `5 mcpx modern → ${HTTP_UPSTREAM === 'fixture' ? 'fixture' : 'SDK peer'} (HTTP)`, url: `http://127.0.0.1:${port}/mcp`, headers: MODERN_HEADERS, body: MODERN_BODY }))
     } finally { await child.stop() }
   } finally { await upstream.child.stop() }
+}
+
+let peerAlternating: AlternatingRps | undefined
+/**
+ * 5/2 in alternating rounds (bench/harness.ts alternatingLoads): the SDK peer served directly
+ * against mcpx in front of a peer of its own, each side started fresh per round. Rows 2 and 5 run
+ * minutes apart, and this VM's drift over that time is of the goal's own size.
+ *
+ * In these rounds the peer runs on a CPU of its own (the first this process may use; taskset), and
+ * the load generator and mcpx on the others: an HTTP upstream is a service of its own, on its own
+ * host or cores, and the goal asks whether mcpx keeps up with it. Unpinned on 2 cores, the peer
+ * (which keeps one core busy by itself) shares its core with mcpx and the generator, and 5/2 then
+ * measures that contention: rows 2 and 5 still show it. Needs 2 CPUs and taskset.
+ */
+async function alternatingHttpUpstream (): Promise<void> {
+  const cpuList = allowedCpus()
+  if (cpuList === undefined || cpuList.length < 2) {
+    notServed.push('5/2 alternating: needs 2 CPUs (the peer on one of its own) and /proc/self/status')
+    return
+  }
+  const peerCpu = cpuList.slice(0, 1)
+  const rest = cpuList.slice(1)
+  let started = 0
+  const modernLoad = (label: string, pid: number, port: number): LoadOptions =>
+    ({ ...base, scenario: label, serverPgid: pid, url: `http://127.0.0.1:${port}/mcp`, headers: MODERN_HEADERS, body: MODERN_BODY })
+  const startPeer = async (): Promise<StartedLoad> => {
+    const { child, port } = await startListening(`2-alternating-${++started}`, PEER)
+    try { pinCpus(child.pid, peerCpu) } catch (error) { await child.stop(); throw error }
+    return { load: modernLoad('2 peer (alternating)', child.pid, port), stop: async () => { await child.stop() } }
+  }
+  const startMcpx = async (): Promise<StartedLoad> => {
+    const upstream = await startListening(`5-alternating-peer-${++started}`, PEER)
+    try {
+      pinCpus(upstream.child.pid, peerCpu)
+      const port = await freePort()
+      const config = writeConfig(`mcpx-http-upstream-alternating-${started}`, port, { url: `http://127.0.0.1:${upstream.port}/mcp` })
+      const child = await startDaemon(`5-alternating-${started}`, config, port)
+      const stop = async (): Promise<void> => { await child.stop(); await upstream.child.stop() }
+      try {
+        await sanity('mcpx → HTTP upstream (alternating)', port, MODERN_HEADERS, MODERN_BODY)
+      } catch (error) { await stop(); throw error }
+      return { load: modernLoad('5 mcpx → SDK peer (alternating)', child.pid, port), stop }
+    } catch (error) { await upstream.child.stop(); throw error }
+  }
+  try {
+    // This process (the load generator) and what it starts from now on (mcpx, and each peer until it is pinned) run on the rest.
+    pinCpus(process.pid, rest)
+    peerAlternating = await alternatingLoads(startPeer, startMcpx, ROUNDS, ROUND_S)
+    warmupErrors += peerAlternating.errors
+  } catch (error) {
+    notServed.push(`5/2 alternating: ${(error as Error).message}`)
+  } finally {
+    try { pinCpus(process.pid, cpuList) } catch {}
+  }
 }
 
 /** 11, 12 and 19: one daemon with a static token and OAuth; the same modern call with each credential (19: a DPoP-bound JWT and a proof per request). */
@@ -527,7 +581,12 @@ function report (startedAt: Date, elapsedS: number): string {
     lines.push('goals, ratios from this run:')
     lines.push(goal('3/1 req/s (mcpx modern, share of the ceiling)', quotient(r(3)?.rps, r(1)?.rps), v => v >= 0.25, '≥ 0.25'))
     lines.push(goal('3/1 server CPU per request', quotient(r(3)?.serverCpuUs, r(1)?.serverCpuUs), v => v <= 3.5, '≤ 3.5×'))
-    lines.push(goal('5/2 req/s (mcpx → HTTP peer, against the peer served directly)', quotient(r(5)?.rps, r(2)?.rps), v => v >= 0.9, '≥ 0.9'))
+    if (peerAlternating === undefined) lines.push(goal('5/2 req/s (mcpx → HTTP peer, against the peer served directly)', quotient(r(5)?.rps, r(2)?.rps), v => v >= 0.9, '≥ 0.9'))
+    else {
+      const p = peerAlternating
+      lines.push(goal(`5/2 req/s (mcpx → HTTP peer, against the peer served directly; median of ${p.ratios.length} alternating rounds of ${ROUND_S} s, the peer on a CPU of its own)`, median(p.ratios), v => v >= 0.9, '≥ 0.9'))
+      lines.push(`    rounds (mcpx → peer / peer req/s): ${p.ratios.map((ratio, i) => `${fmt(p.b[i], 0)}/${fmt(p.a[i], 0)} = ${fmt(ratio)}`).join(' · ')}; the rows above, one run each: ${fmt(quotient(r(5)?.rps, r(2)?.rps) ?? NaN)}`)
+    }
     lines.push(goal('8/9 req/s (against supergateway)', quotient(r(8)?.rps, r(9)?.rps), v => v >= 4, '≥ 4'))
     if (proxyAlternating === undefined) lines.push(goal('8/10 req/s (against mcp-proxy)', quotient(r(8)?.rps, r(10)?.rps), v => v >= 4, '≥ 4'))
     else {
@@ -720,6 +779,7 @@ async function main (): Promise<number> {
   if (wanted(2)) await scenarioPeer()
   if (wanted(3) || wanted(4)) await scenarioModernAndLegacy()
   if (wanted(5)) await scenarioHttpUpstream()
+  if (wanted(2) && wanted(5) && HTTP_UPSTREAM === 'peer') await alternatingHttpUpstream()
   if (wanted(6)) await scenarioStdio()
   if (wanted(7)) await scenarioMemory()
   if (wanted(8) || wanted(9) || wanted(10) || wanted(21) || wanted(22)) await scenarioPeerProxies()
