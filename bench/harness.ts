@@ -7,7 +7,7 @@
  * Scripts under bench/ only print figures; nothing here is part of `npm test` (STYLE › Layout).
  * Every load stays on 127.0.0.1 and is bounded in time.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import { openSync, closeSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { createServer, request as httpRequest, type Agent, type IncomingHttpHeaders } from 'node:http'
 import { join } from 'node:path'
@@ -499,31 +499,6 @@ export async function alternatingLoads (a: () => Promise<StartedLoad>, b: () => 
     out.ratios.push(ra === 0 ? 0 : rb / ra)
   }
   return out
-}
-
-/**
- * The CPUs this process may run on, from `Cpus_allowed_list` in /proc/self/status (Linux), e.g.
- * "0-3,6" → [0, 1, 2, 3, 6]; undefined where that file or line is missing.
- */
-export function allowedCpus (): number[] | undefined {
-  let line: string | undefined
-  try { line = /^Cpus_allowed_list:\s*(\S+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] } catch { return undefined }
-  if (line === undefined) return undefined
-  const out: number[] = []
-  for (const part of line.split(',')) {
-    const [from, to] = part.split('-').map(Number)
-    for (let cpu = from; cpu <= (to ?? from); cpu++) out.push(cpu)
-  }
-  return out
-}
-
-/**
- * Sets the CPU affinity of every thread of process `pid` to `cpus` (taskset's list form: "0",
- * "1,2,3"), with util-linux `taskset -a -cp`; the threads and processes it starts later inherit it.
- * @throws when taskset is missing or refuses (an unknown pid, a CPU outside the allowed set)
- */
-export function pinCpus (pid: number, cpus: number[]): void {
-  execFileSync('taskset', ['-a', '-cp', cpus.join(','), String(pid)], { stdio: 'ignore' })
 }
 
 /** CPU µs per request of a server (leader) and its children between two readings. */
