@@ -1,5 +1,5 @@
 /**
- * `npm run bench` (full) and `npm run bench -- --quick` (under a minute): what mcpx costs,
+ * `npm run bench` (full) and `npm run bench -- --quick` (about 3.5 minutes): what mcpx costs,
  * measured side by side in one run on one machine (results: BENCHMARKS.md).
  *
  *   1 ceiling      bare Fastify route: parse a JSON-RPC body, answer a fixed result
@@ -53,7 +53,7 @@
  *                  CPU µs per tools/list and per tools/call, and per rebuild of the lists
  *  25 HTTP forwarding ceiling  the least a Fastify gateway must do to put the HTTP peer of 2 and 5
  *                  behind its own endpoint (bench/forward-http-server.ts: one route, the body and
- *                  MCP headers sent on on an undici Pool, the reply passed back); then 5, and 25,
+ *                  MCP headers sent on an undici Pool, the reply passed back); then 5, and 25,
  *                  against 2 in alternating rounds, a fresh peer per side per round: 5/2's goal
  *                  (≥ 0.9) is judged on the median of the rounds' ratios
  *
@@ -91,7 +91,7 @@ import { ALLOC_METHOD, allocPerCall, type AllocFigure } from './alloc.js'
 import { integrityCost, integrityLine, type IntegrityFigures } from './integrity.js'
 
 const USAGE = `usage: npm run bench -- [options]   (or node dist/bench/run.js [options])
-  --quick                 short runs (about 2 minutes in all)
+  --quick                 short runs (about 3.5 minutes in all)
   --only 1,3,4            a subset of the scenarios
   --connections N         HTTP connections per scenario (default 32)
   --out FILE              also write the report to FILE
