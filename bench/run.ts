@@ -233,37 +233,57 @@ async function scenarioModernAndLegacy (): Promise<void> {
   } finally { await child.stop() }
 }
 
+/** The modern `tools/call echo` load on a server at `port` (its process group `pid`), labelled `label`. */
+function modernLoad (label: string, pid: number, port: number): LoadOptions {
+  return { ...base, scenario: label, serverPgid: pid, url: `http://127.0.0.1:${port}/mcp`, headers: MODERN_HEADERS, body: MODERN_BODY }
+}
+
+/** Starts a gateway in front of the HTTP upstream at `upstreamUrl`; `tag` names its log file. */
+type HttpGateway = (tag: string, upstreamUrl: string) => Promise<{ child: Child, port: number }>
+
+/** mcpx in front of the HTTP upstream (scenario 5). */
+const mcpxGateway: HttpGateway = async (tag, url) => {
+  const port = await freePort()
+  return { child: await startDaemon(`${tag}-mcpx-daemon`, writeConfig(`mcpx-http-upstream-${tag}`, port, { url }), port), port }
+}
+
+/** The HTTP forwarding ceiling in front of the HTTP upstream (scenario 25, bench/forward-http-server.ts). */
+const forwardGateway: HttpGateway = async (tag, url) => await startListening(`${tag}-forward-http`, FORWARD_HTTP, [url])
+
 /**
- * The HTTP upstream is, by default, the peer server of scenario 2 (the same SDK handler and echo
- * tool): the test fixture's `--http` entry rebuilds every tool schema per request (its factory runs
- * per request), which caps it near 100 req/s here and would measure the fixture, not mcpx.
- * `--http-upstream fixture` uses the fixture anyway.
+ * A fresh HTTP upstream and `gateway` in front of it, checked with one call: the load `label`
+ * names, and how to stop both. The upstream is, by default, the peer server of scenario 2 (the
+ * same SDK handler and echo tool): the test fixture's `--http` entry rebuilds every tool schema per
+ * request (its factory runs per request), which caps it near 100 req/s here and would measure the
+ * fixture, not mcpx; `fixture` uses it anyway (`--http-upstream fixture`, scenario 5 only).
+ * `tag` names the log files.
  */
+async function inFrontOfUpstream (tag: string, label: string, gateway: HttpGateway, upstreamKind: 'peer' | 'fixture' = 'peer'): Promise<StartedLoad> {
+  const upstream = upstreamKind === 'fixture'
+    ? await startListening(`${tag}-fixture-http`, FIXTURE, ['--http', '0'])
+    : await startListening(`${tag}-peer-upstream`, PEER)
+  try {
+    const { child, port } = await gateway(tag, `http://127.0.0.1:${upstream.port}/mcp`)
+    const stop = async (): Promise<void> => { await child.stop(); await upstream.child.stop() }
+    try {
+      await sanity(label, port, MODERN_HEADERS, MODERN_BODY)
+    } catch (error) { await stop(); throw error }
+    return { load: modernLoad(label, child.pid, port), stop }
+  } catch (error) { await upstream.child.stop(); throw error }
+}
+
+/** 5 and 25: mcpx, then the HTTP forwarding ceiling, each in front of a fresh HTTP upstream. */
 async function scenarioHttpUpstream (): Promise<void> {
-  if (wanted(5)) {
-    const upstream = HTTP_UPSTREAM === 'fixture'
-      ? await startListening('5-fixture-http', FIXTURE, ['--http', '0'])
-      : await startListening('5-peer-upstream', PEER)
+  const gateways = [
+    [5, `5 mcpx modern → ${HTTP_UPSTREAM === 'fixture' ? 'fixture' : 'SDK peer'} (HTTP)`, mcpxGateway, HTTP_UPSTREAM],
+    [25, '25 HTTP forwarding ceiling → SDK peer (HTTP)', forwardGateway, 'peer']
+  ] as const
+  for (const [n, label, gateway, upstreamKind] of gateways) {
+    if (!wanted(n)) continue
+    const { load, stop } = await inFrontOfUpstream(String(n), label, gateway, upstreamKind)
     try {
-      const port = await freePort()
-      const config = writeConfig('mcpx-http-upstream', port, { url: `http://127.0.0.1:${upstream.port}/mcp` })
-      const child = await startDaemon('5-mcpx-daemon', config, port)
-      try {
-        await sanity('mcpx → HTTP upstream', port, MODERN_HEADERS, MODERN_BODY)
-        rows.set(5, await httpLoad({ ...base, serverPgid: child.pid, scenario: `5 mcpx modern → ${HTTP_UPSTREAM === 'fixture' ? 'fixture' : 'SDK peer'} (HTTP)`, url: `http://127.0.0.1:${port}/mcp`, headers: MODERN_HEADERS, body: MODERN_BODY }))
-      } finally { await child.stop() }
-    } finally { await upstream.child.stop() }
-  }
-  if (wanted(25)) {
-    // A fresh peer, as row 5's was: the HTTP forwarding ceiling (bench/forward-http-server.ts) in front of it.
-    const upstream = await startListening('25-peer-upstream', PEER)
-    try {
-      const forward = await startListening('25-forward-http', FORWARD_HTTP, [`http://127.0.0.1:${upstream.port}/mcp`])
-      try {
-        await sanity('HTTP forwarding ceiling', forward.port, MODERN_HEADERS, MODERN_BODY)
-        rows.set(25, await httpLoad({ ...base, serverPgid: forward.child.pid, scenario: '25 HTTP forwarding ceiling → SDK peer (HTTP)', url: `http://127.0.0.1:${forward.port}/mcp`, headers: MODERN_HEADERS, body: MODERN_BODY }))
-      } finally { await forward.child.stop() }
-    } finally { await upstream.child.stop() }
+      rows.set(n, await httpLoad(load))
+    } finally { await stop() }
   }
 }
 
@@ -277,30 +297,12 @@ let forwardHttpAlternating: AlternatingRps | undefined
  */
 async function alternatingHttpUpstream (): Promise<void> {
   let started = 0
-  const modernLoad = (label: string, pid: number, port: number): LoadOptions =>
-    ({ ...base, scenario: label, serverPgid: pid, url: `http://127.0.0.1:${port}/mcp`, headers: MODERN_HEADERS, body: MODERN_BODY })
   const startPeer = async (): Promise<StartedLoad> => {
     const { child, port } = await startListening(`2-alternating-${++started}`, PEER)
     return { load: modernLoad('2 peer (alternating)', child.pid, port), stop: async () => { await child.stop() } }
   }
-  /** A peer, and `gateway` (started with the peer's URL) in front of it, checked with one call; `tag` names their log files. */
-  const inFront = (tag: string, label: string, gateway: (n: number, upstreamUrl: string) => Promise<{ child: Child, port: number }>) => async (): Promise<StartedLoad> => {
-    const n = ++started
-    const upstream = await startListening(`${tag}-alternating-peer-${n}`, PEER)
-    try {
-      const { child, port } = await gateway(n, `http://127.0.0.1:${upstream.port}/mcp`)
-      const stop = async (): Promise<void> => { await child.stop(); await upstream.child.stop() }
-      try {
-        await sanity(`${label} (alternating)`, port, MODERN_HEADERS, MODERN_BODY)
-      } catch (error) { await stop(); throw error }
-      return { load: modernLoad(`${label} (alternating)`, child.pid, port), stop }
-    } catch (error) { await upstream.child.stop(); throw error }
-  }
-  const startMcpx = inFront('5', '5 mcpx → SDK peer', async (n, url) => {
-    const port = await freePort()
-    return { child: await startDaemon(`5-alternating-${n}`, writeConfig(`mcpx-http-upstream-alternating-${n}`, port, { url }), port), port }
-  })
-  const startForward = inFront('25', '25 HTTP forwarding ceiling → SDK peer', async (n, url) => await startListening(`25-alternating-${n}`, FORWARD_HTTP, [url]))
+  const startMcpx = async (): Promise<StartedLoad> => await inFrontOfUpstream(`5-alternating-${++started}`, '5 mcpx → SDK peer (alternating)', mcpxGateway)
+  const startForward = async (): Promise<StartedLoad> => await inFrontOfUpstream(`25-alternating-${++started}`, '25 HTTP forwarding ceiling → SDK peer (alternating)', forwardGateway)
   try {
     peerAlternating = await alternatingLoads(startPeer, startMcpx, ROUNDS, ROUND_S)
     warmupErrors += peerAlternating.errors
@@ -546,6 +548,8 @@ async function scenarioInstances (): Promise<void> {
 /* ------------------------------------------------------------------ report */
 
 const fmt = (n: number, digits = 2): string => Number.isFinite(n) ? n.toFixed(digits) : 'n/a'
+/** Each alternating round as `b/a = ratio`, joined with ' · '. */
+const roundRatios = (p: AlternatingRps): string => p.ratios.map((ratio, i) => `${fmt(p.b[i], 0)}/${fmt(p.a[i], 0)} = ${fmt(ratio)}`).join(' · ')
 const mib = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(1)} MiB`
 
 function report (startedAt: Date, elapsedS: number): string {
@@ -599,10 +603,10 @@ function report (startedAt: Date, elapsedS: number): string {
     else {
       const p = peerAlternating
       lines.push(goal(`5/2 req/s (mcpx → HTTP peer, against the peer served directly; median of ${p.ratios.length} alternating rounds of ${ROUND_S} s)`, median(p.ratios), v => v >= 0.9, '≥ 0.9'))
-      lines.push(`    rounds (mcpx → peer / peer req/s): ${p.ratios.map((ratio, i) => `${fmt(p.b[i], 0)}/${fmt(p.a[i], 0)} = ${fmt(ratio)}`).join(' · ')}; the rows above, one run each: ${fmt(quotient(r(5)?.rps, r(2)?.rps) ?? NaN)}`)
+      lines.push(`    rounds (mcpx → peer / peer req/s): ${roundRatios(p)}; the rows above, one run each: ${fmt(quotient(r(5)?.rps, r(2)?.rps) ?? NaN)}`)
       const f = forwardHttpAlternating
       if (f !== undefined) {
-        lines.push(`    the same for the HTTP forwarding ceiling (25/2; the least a forwarder does, no goal): median ${fmt(median(f.ratios))}; rounds ${f.ratios.map((ratio, i) => `${fmt(f.b[i], 0)}/${fmt(f.a[i], 0)} = ${fmt(ratio)}`).join(' · ')}; the rows above, one run each: ${fmt(quotient(r(25)?.rps, r(2)?.rps) ?? NaN)}`)
+        lines.push(`    the same for the HTTP forwarding ceiling (25/2; the least a forwarder does, no goal): median ${fmt(median(f.ratios))}; rounds ${roundRatios(f)}; the rows above, one run each: ${fmt(quotient(r(25)?.rps, r(2)?.rps) ?? NaN)}`)
       }
     }
     lines.push(goal('8/9 req/s (against supergateway)', quotient(r(8)?.rps, r(9)?.rps), v => v >= 4, '≥ 4'))
@@ -610,7 +614,7 @@ function report (startedAt: Date, elapsedS: number): string {
     else {
       const p = proxyAlternating
       lines.push(goal(`8/10 req/s (against mcp-proxy; median of ${p.ratios.length} alternating rounds of ${ROUND_S} s)`, median(p.ratios), v => v >= 4, '≥ 4'))
-      lines.push(`    rounds (mcpx / mcp-proxy req/s): ${p.ratios.map((ratio, i) => `${fmt(p.b[i], 0)}/${fmt(p.a[i], 0)} = ${fmt(ratio)}`).join(' · ')}; the rows above, one run each: ${fmt(quotient(r(8)?.rps, r(10)?.rps) ?? NaN)}`)
+      lines.push(`    rounds (mcpx / mcp-proxy req/s): ${roundRatios(p)}; the rows above, one run each: ${fmt(quotient(r(8)?.rps, r(10)?.rps) ?? NaN)}`)
     }
     lines.push(goal('8/21 server CPU per request (mcpx legacy, against the forwarding ceiling)', quotient(r(8)?.serverCpuUs, r(21)?.serverCpuUs), v => v <= 1.75, '≤ 1.75×'))
     lines.push(goal('22/21 server CPU per request (mcpx 2026-07-28, against the forwarding ceiling)', quotient(r(22)?.serverCpuUs, r(21)?.serverCpuUs), v => v <= 1.75, '≤ 1.75×'))
