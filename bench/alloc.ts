@@ -7,7 +7,7 @@
  * checked: 200, no error, the echo text), stops sampling (SIGUSR2) and divides the sampled bytes
  * by `calls`. The load generator runs in this process, so its allocations are not counted.
  *
- *   node dist/bench/alloc.js [--target forward|modern|legacy]… [--calls 2000] [--warmup 2000] [--connections 1] [--sites 15]
+ *   node dist/bench/alloc.js [--target forward|modern|legacy|forward-http|modern-http]… [--calls 2000] [--warmup 2000] [--connections 1] [--sites 15]
  *
  * `--connections N` keeps N calls in flight (one per keep-alive connection): what one event-loop
  * turn costs (the batched stdin write, the log batch, the socket writes) is then shared by the
@@ -15,7 +15,9 @@
  *
  * Targets, each in front of the v1-SDK stdio server (bench/v1-stdio-upstream.ts): `forward` the
  * forwarding ceiling (bench/forward-server.ts), `modern` mcpx 2026-07-28 tools/call, `legacy` mcpx in
- * a 2025-11-25 session (the request log line and metrics on, as shipped). `--sites N` also prints
+ * a 2025-11-25 session (the request log line and metrics on, as shipped); by name only, `forward-http`
+ * the HTTP forwarding ceiling and `modern-http` mcpx, each in front of bench/echo-http-upstream.ts
+ * (default: the first three). `--sites N` also prints
  * the N largest allocating frames of each target.
  */
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
@@ -23,7 +25,7 @@ import { Agent } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { SERVER_TARGETS, echoCheck, killAll, oneOf, parseFlags, positiveInt, postOnce, sleep, startTarget, targetCall, type ServerTarget } from './harness.js'
+import { DEFAULT_TARGETS, SERVER_TARGETS, echoCheck, killAll, oneOf, parseFlags, positiveInt, postOnce, sleep, startTarget, targetCall, type ServerTarget } from './harness.js'
 
 /** A target of the allocation figure (harness.ts ServerTarget). */
 export type AllocTarget = ServerTarget
@@ -36,7 +38,7 @@ const PROBE = fileURLToPath(new URL('./alloc-probe.js', import.meta.url))
 /** The printed method, for a report. */
 export const ALLOC_METHOD = 'V8 sampling heap profiler in the server process (256-byte interval, objects freed by minor and major GC included), after a warm-up, sampled bytes / calls'
 
-const USAGE = 'usage: node dist/bench/alloc.js [--target forward|modern|legacy]… [--calls 2000] [--warmup 2000] [--connections 1] [--sites N]'
+const USAGE = 'usage: node dist/bench/alloc.js [--target forward|modern|legacy|forward-http|modern-http]… [--calls 2000] [--warmup 2000] [--connections 1] [--sites N]'
 
 async function waitFile (file: string, boundMs = 60_000): Promise<string> {
   const deadline = Date.now() + boundMs
@@ -86,7 +88,7 @@ export async function allocPerCall (target: AllocTarget, calls: number, warmup: 
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const { values } = parseFlags('alloc', USAGE, { target: { type: 'string', multiple: true, default: [] }, calls: { type: 'string', default: '2000' }, warmup: { type: 'string', default: '2000' }, connections: { type: 'string', default: '1' }, sites: { type: 'string', default: '0' } })
-  const targets = values.target.length > 0 ? values.target.map(t => oneOf('alloc', USAGE, 'target', t, SERVER_TARGETS)) : [...SERVER_TARGETS]
+  const targets = values.target.length > 0 ? values.target.map(t => oneOf('alloc', USAGE, 'target', t, SERVER_TARGETS)) : [...DEFAULT_TARGETS]
   const count = (name: string, text: string, min = 1): number => positiveInt('alloc', USAGE, name, text, min)
   const calls = count('calls', values.calls)
   const warmup = count('warmup', values.warmup, 0)

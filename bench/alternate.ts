@@ -1,15 +1,17 @@
 /**
  * Alternating rounds of the server targets of instructions.js and alloc.js (harness.ts ServerTarget:
  * `forward` the forwarding ceiling, `modern` and `legacy` an mcpx daemon, each in front of the v1
- * SDK's stdio server), ONE server at a time: each round starts a fresh server of each target in
+ * SDK's stdio server; `forward-http` the HTTP forwarding ceiling and `modern-http` an mcpx daemon,
+ * each in front of a trivial HTTP server, bench/echo-http-upstream.ts), ONE server at a time: each round starts a fresh server of each target in
  * turn, warms it up, loads it alone, reads its CPU from `/proc` and stops it. Prints, per round and
  * as the median of the rounds, each target's req/s and server CPU µs per call (all the server's
- * threads; its upstream child apart), and each mcpx target's CPU against the ceiling's, both as the
+ * threads; its upstream apart), and each mcpx target's CPU against its ceiling's (`forward`, or
+ * `forward-http` for `modern-http`), both as the
  * ratio of the medians and as the median of the per-round ratios. Steadier than paired.js, whose
  * two daemons share the cores at once and favour the one started second; a noisy neighbour still
  * shows as a round far off the others, so read several rounds.
  *
- *   node dist/bench/alternate.js [--target forward|modern|legacy[@DIST]]… [--rounds 4] [--seconds 8]
+ *   node dist/bench/alternate.js [--target forward|modern|legacy|forward-http|modern-http[@DIST]]… [--rounds 4] [--seconds 8]
  *                                [--warmup 4] [--connections 32]
  *
  * `@DIST` runs that mcpx target from another build's dist/ (with a node_modules next to it), so
@@ -21,9 +23,9 @@ import { mkdtempSync } from 'node:fs'
 import { Agent } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { SERVER_TARGETS, echoCheck, httpLoad, killAll, loadAverage1m, median, oneOf, parseFlags, positiveInt, startTarget, usageError, targetCall, type ServerTarget } from './harness.js'
+import { DEFAULT_TARGETS, SERVER_TARGETS, ceilingOf, echoCheck, httpLoad, killAll, loadAverage1m, median, oneOf, parseFlags, positiveInt, startTarget, usageError, targetCall, type ServerTarget } from './harness.js'
 
-const USAGE = 'usage: node dist/bench/alternate.js [--target forward|modern|legacy[@DIST]]… [--rounds 4] [--seconds 8] [--warmup 4] [--connections 32]'
+const USAGE = 'usage: node dist/bench/alternate.js [--target forward|modern|legacy|forward-http|modern-http[@DIST]]… [--rounds 4] [--seconds 8] [--warmup 4] [--connections 32]'
 
 const { values: flags } = parseFlags('alternate', USAGE, {
   target: { type: 'string', multiple: true, default: [] },
@@ -39,10 +41,10 @@ const CONNECTIONS = positiveInt('alternate', USAGE, 'connections', flags.connect
 
 /** One target as given: its kind, and the dist/ of an mcpx target from another build (undefined: this build). */
 interface Spec { label: string, target: ServerTarget, dist?: string }
-const SPECS: Spec[] = (flags.target?.length === 0 ? [...SERVER_TARGETS] : flags.target ?? []).map(text => {
+const SPECS: Spec[] = (flags.target?.length === 0 ? [...DEFAULT_TARGETS] : flags.target ?? []).map(text => {
   const at = text.indexOf('@')
   const target = oneOf('alternate', USAGE, 'target', at < 0 ? text : text.slice(0, at), SERVER_TARGETS)
-  if (at >= 0 && target === 'forward') usageError('alternate', USAGE, `--target forward takes no @DIST (the ceiling is always this build's): ${text}`)
+  if (at >= 0 && ceilingOf(target) === target) usageError('alternate', USAGE, `--target ${target} takes no @DIST (a ceiling is always this build's): ${text}`)
   return { label: text, target, dist: at < 0 ? undefined : resolve(text.slice(at + 1)) }
 })
 const LOG_DIR = mkdtempSync(join(tmpdir(), 'mcpx-alternate-'))
@@ -78,14 +80,18 @@ async function main (): Promise<void> {
     }
     console.log(`round ${round}: ${line.join(', ')}`)
   }
-  const forward = SPECS.find(s => s.target === 'forward')
-  const ceiling = forward === undefined ? undefined : results.get(forward.label) ?? []
+  /** The rounds of `target`'s ceiling, when it ran. */
+  const ceilingRounds = (target: ServerTarget): Array<{ rps: number, cpuUs: number }> | undefined => {
+    const ceiling = SPECS.find(s => s.target === ceilingOf(target))
+    return ceiling === undefined ? undefined : results.get(ceiling.label)
+  }
   console.log(`\n| target | server CPU µs per call, median | rounds | req/s, median | against the ceiling (ratio of medians · median of per-round ratios) |`)
   console.log('| --- | ---: | --- | ---: | ---: |')
   for (const spec of SPECS) {
     const rows = results.get(spec.label) ?? []
     const cpu = median(rows.map(r => r.cpuUs))
-    const against = ceiling === undefined || spec.target === 'forward'
+    const ceiling = ceilingRounds(spec.target)
+    const against = ceiling === undefined || ceilingOf(spec.target) === spec.target
       ? ''
       : `${(cpu / median(ceiling.map(r => r.cpuUs))).toFixed(2)}× · ${median(rows.map((r, i) => r.cpuUs / ceiling[i].cpuUs)).toFixed(2)}×`
     console.log(`| ${spec.label} | ${cpu.toFixed(1)} | ${rows.map(r => r.cpuUs.toFixed(1)).join(', ')} | ${median(rows.map(r => r.rps)).toFixed(0)} | ${against} |`)

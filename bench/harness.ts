@@ -181,14 +181,23 @@ export function fixtureDaemonConfig (dir: string, name: string, dist: string, po
  * bench/forward-server.ts, `modern` an mcpx daemon called with the 2026-07-28 tools/call, `legacy`
  * the same daemon called in a 2025-11-25 session.
  */
-export type ServerTarget = 'forward' | 'modern' | 'legacy'
+export type ServerTarget = 'forward' | 'modern' | 'legacy' | 'forward-http' | 'modern-http'
 
 /** Every ServerTarget, in the order the tools measure them by default. */
-export const SERVER_TARGETS = ['forward', 'modern', 'legacy'] as const
+export const SERVER_TARGETS = ['forward', 'modern', 'legacy', 'forward-http', 'modern-http'] as const
+/** The forwarding ceiling a target is measured against: `forward-http` for the `*-http` targets, else `forward`. */
+export function ceilingOf (target: ServerTarget): 'forward' | 'forward-http' {
+  return target.endsWith('-http') ? 'forward-http' : 'forward'
+}
+
+/** The targets a tool measures when given none: the stdio ones (the `*-http` ones are asked for by name). */
+export const DEFAULT_TARGETS = ['forward', 'modern', 'legacy'] as const
 
 const benchFile = (relative: string): string => fileURLToPath(new URL(relative, import.meta.url))
 const V1_UPSTREAM = benchFile('./v1-stdio-upstream.js')
 const FORWARD_SERVER = benchFile('./forward-server.js')
+const FORWARD_HTTP_SERVER = benchFile('./forward-http-server.js')
+const ECHO_HTTP_UPSTREAM = benchFile('./echo-http-upstream.js')
 const THIS_DIST = benchFile('..')
 
 export interface TargetOptions {
@@ -207,9 +216,15 @@ export interface TargetOptions {
 }
 
 /**
- * Starts a target's server as a bench child: the forwarding ceiling (ready when it logs its port),
- * or an mcpx daemon on a free port with the v1 server as its one upstream and maxSessions 1000
- * (ready when /readyz answers 200). The server spawns the upstream itself, as its own child.
+ * Starts a target's server as a bench child, in front of its upstream:
+ * - `forward` and `modern`/`legacy`: the stdio forwarding ceiling (ready when it logs its port), or
+ *   an mcpx daemon on a free port, with the v1 server as its one upstream, which the server spawns
+ *   as its own child (so it is in the server's process group);
+ * - `forward-http` and `modern-http`: the HTTP forwarding ceiling (forward-http-server.ts), or an
+ *   mcpx daemon, in front of a fresh echo-http-upstream.ts, started first as a child of its own
+ *   (outside the server's process group, so `/proc` readings of the group are the gateway's alone).
+ *   Stopping the returned child stops that upstream too.
+ * Every mcpx daemon has maxSessions 1000 and is ready when /readyz answers 200.
  * @returns the child and its loopback port
  * @throws Error when it cannot be started or is not ready within `readyBoundMs`
  */
@@ -218,22 +233,39 @@ export async function startTarget (target: ServerTarget, options: TargetOptions)
   const [command, ...wrapperArgs] = [...(options.wrapper ?? []), node]
   const boundMs = options.readyBoundMs ?? 20_000
   const start = (script: string[]): Child => startChild(options.label, command, [...wrapperArgs, ...(options.nodeArgs ?? []), ...script], { logDir: options.logDir, env: options.env })
+  const listening = async (child: Child): Promise<number> => Number((await waitForLog(child, /listening (\d+)/, boundMs))[1])
   if (target === 'forward') {
     const child = start([FORWARD_SERVER, '--', node, V1_UPSTREAM])
-    return { child, port: Number((await waitForLog(child, /listening (\d+)/, boundMs))[1]) }
+    return { child, port: await listening(child) }
   }
-  const port = await freePort()
-  const config = join(options.logDir, `${options.label}.json`)
-  writeFileSync(config, JSON.stringify({ daemon: { address: `127.0.0.1:${port}` }, transport: { maxSessions: 1000 }, upstreams: { fixture: { command: node, args: [V1_UPSTREAM] } } }))
-  const child = start([join(options.dist ?? THIS_DIST, 'cli.js'), 'daemon', '--config', config])
-  await waitHttp(`http://127.0.0.1:${port}/readyz`, boundMs)
-  return { child, port }
+  let upstream: Record<string, unknown> = { command: node, args: [V1_UPSTREAM] }
+  let echo: Child | undefined
+  if (target === 'forward-http' || target === 'modern-http') {
+    echo = startChild(`${options.label}-upstream`, node, [ECHO_HTTP_UPSTREAM], { logDir: options.logDir })
+    upstream = { url: `http://127.0.0.1:${await listening(echo)}/mcp` }
+  }
+  const withUpstream = (child: Child): Child => echo === undefined ? child : { ...child, stop: async (graceMs?: number) => { await child.stop(graceMs); await echo.stop() } }
+  try {
+    if (target === 'forward-http') {
+      const child = start([FORWARD_HTTP_SERVER, String(upstream.url)])
+      return { child: withUpstream(child), port: await listening(child) }
+    }
+    const port = await freePort()
+    const config = join(options.logDir, `${options.label}.json`)
+    writeFileSync(config, JSON.stringify({ daemon: { address: `127.0.0.1:${port}` }, transport: { maxSessions: 1000 }, upstreams: { fixture: upstream } }))
+    const child = start([join(options.dist ?? THIS_DIST, 'cli.js'), 'daemon', '--config', config])
+    await waitHttp(`http://127.0.0.1:${port}/readyz`, boundMs)
+    return { child: withUpstream(child), port }
+  } catch (error) {
+    await echo?.stop()
+    throw error
+  }
 }
 
 /**
  * The headers and body of a target's `tools/call echo`. For `legacy` it first opens a 2025-11-25
  * session on `agent` (initialize, then notifications/initialized) and the headers carry its
- * Mcp-Session-Id; `forward` and `modern` take the 2026-07-28 call (wire.ts), no session.
+ * Mcp-Session-Id; every other target takes the 2026-07-28 call (wire.ts), no session.
  * @throws Error when initialize does not answer with a session id
  */
 export async function targetCall (target: ServerTarget, agent: Agent, port: number): Promise<{ headers: Record<string, string>, body: string }> {

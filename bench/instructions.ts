@@ -6,7 +6,7 @@
  * cache misses and the other processes' work are not in it, and the server runs ~5× slower under
  * valgrind, so this is for comparing builds and servers, never for req/s.
  *
- *   node dist/bench/instructions.js [--target forward|modern|legacy]… [--dist DIR]… [--runs 3]
+ *   node dist/bench/instructions.js [--target forward|modern|legacy|forward-http|modern-http]… [--dist DIR]… [--runs 3]
  *                                   [--warmup 10000] [--requests 2000] [--connections 1]
  *
  * Targets (harness.ts startTarget, as bench/alloc.ts starts them), each in front of the v1 SDK's
@@ -14,9 +14,12 @@
  * - `forward`: the forwarding ceiling (bench/forward-server.ts), the 2026-07-28 call;
  * - `modern`: an mcpx daemon, the 2026-07-28 tools/call with every mirrored header and `_meta`;
  * - `legacy`: the same daemon in a 2025-11-25 session (initialize and notifications/initialized
- *   before the warm-up, then every call with its Mcp-Session-Id).
- * With `forward` in the run, each mcpx row also gets its ratio against it (scenarios 22/21 and
- * 8/21 of run.ts, counted in instructions instead of CPU time).
+ *   before the warm-up, then every call with its Mcp-Session-Id);
+ * - `forward-http` and `modern-http`: the HTTP forwarding ceiling (bench/forward-http-server.ts)
+ *   and an mcpx daemon, each in front of bench/echo-http-upstream.ts (its own process, not counted).
+ * With a target's ceiling in the run (`forward`, or `forward-http` for `modern-http`), each mcpx
+ * row also gets its ratio against it (scenarios 22/21 and 8/21 of run.ts, counted in instructions
+ * instead of CPU time).
  *
  * Each mcpx target runs for each `--dist` (default: this build's dist/; the forwarding ceiling and
  * the v1 server are always this build's), `--runs` times, alternating targets and builds. A run:
@@ -40,11 +43,11 @@ import { Agent } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { echoCheck, killAll, oneOf, parseFlags, positiveInt, postOnce, startTarget, targetCall, SERVER_TARGETS, type ServerTarget } from './harness.js'
+import { ceilingOf, echoCheck, killAll, oneOf, parseFlags, positiveInt, postOnce, startTarget, targetCall, SERVER_TARGETS, type ServerTarget } from './harness.js'
 
 const check = echoCheck()
 
-const USAGE = 'usage: node dist/bench/instructions.js [--target forward|modern|legacy]… [--dist DIR]… [--runs N] [--warmup N] [--requests N] [--connections N]'
+const USAGE = 'usage: node dist/bench/instructions.js [--target forward|modern|legacy|forward-http|modern-http]… [--dist DIR]… [--runs N] [--warmup N] [--requests N] [--connections N]'
 
 /** The command line (harness.ts parseFlags: --help prints the usage, a bad option exits 2 with it). */
 function options (): { targets: ServerTarget[], dists: string[], runs: number, warmup: number, requests: number, connections: number } {
@@ -137,8 +140,8 @@ interface Line { target: ServerTarget, dist: string | undefined, counts: Instruc
 async function main (): Promise<void> {
   const { targets, dists, runs, warmup, requests, connections } = options()
   console.log(`instructions per tools/call (the server process, user space, callgrind; its upstream not counted): ${targets.join(', ')}; ${warmup} warm-up calls, then ${requests} counted, ${connections} connections, ${runs} runs per line`)
-  // The forwarding ceiling is this build's bench/forward-server.ts whatever --dist says: one line.
-  const lines = targets.flatMap<Line>(target => target === 'forward' ? [{ target, dist: undefined, counts: [] }] : dists.map(dist => ({ target, dist, counts: [] })))
+  // A forwarding ceiling is this build's bench/forward-server.ts (forward-http-server.ts) whatever --dist says: one line.
+  const lines = targets.flatMap<Line>(target => ceilingOf(target) === target ? [{ target, dist: undefined, counts: [] }] : dists.map(dist => ({ target, dist, counts: [] })))
   const name = (line: Line): string => line.dist === undefined ? line.target : `${line.target} ${line.dist}`
   const fmt = (x: number): string => Math.round(x).toLocaleString('en-US')
   for (let run = 1; run <= runs; run++) {
@@ -152,29 +155,31 @@ async function main (): Promise<void> {
   const means = (line: Line): InstructionCount => ({ total: mean(line.counts.map(x => x.total)), main: mean(line.counts.map(x => x.main)) })
   const k = (x: number): string => Math.round(x / 1000) + 'k'
   const ratio = (x: number, of: number | undefined): string => of === undefined ? '—' : (x / of).toFixed(3)
-  // Ratios against the forwarding ceiling when it ran, against the first build when there are several.
-  const forwardLine = lines.find(line => line.target === 'forward')
-  const forward = forwardLine === undefined ? undefined : means(forwardLine)
+  // Ratios against a line's forwarding ceiling when it ran, against the first build when there are several.
+  const ceilingLine = (line: Line): Line | undefined => ceilingOf(line.target) === line.target ? undefined : lines.find(other => other.target === ceilingOf(line.target))
+  const withCeiling = lines.some(line => ceilingLine(line) !== undefined)
   const severalBuilds = dists.length > 1
   /** The means of the first build's line of the same mcpx target (none for the forwarding ceiling). */
   const firstBuild = (line: Line): InstructionCount | undefined => {
     const first = line.dist === undefined ? undefined : lines.find(other => other.target === line.target && other.dist === dists[0])
     return first === undefined ? undefined : means(first)
   }
-  const group = (label: string): string[] => [label, 'runs', ...(forward !== undefined ? ['against forward'] : []), ...(severalBuilds ? ['against the first build'] : [])]
+  const group = (label: string): string[] => [label, 'runs', ...(withCeiling ? ['against its ceiling'] : []), ...(severalBuilds ? ['against the first build'] : [])]
   const head = ['target', 'build', ...group('instructions per call (mean)'), ...group('main thread (mean)')]
   console.log(`\n| ${head.join(' | ')} |`)
   console.log(`| ${head.map((h, i) => i < 2 ? '---' : h === 'runs' ? '---' : '---:').join(' | ')} |`)
   for (const line of lines) {
     const m = means(line)
     const base = firstBuild(line)
+    const ceiling = ceilingLine(line)
+    const forward = ceiling === undefined ? undefined : means(ceiling)
     const cells = (pick: (c: InstructionCount) => number): string[] => [
       fmt(pick(m)),
       line.counts.map(c => k(pick(c))).join(', '),
-      ...(forward !== undefined ? [ratio(pick(m), pick(forward))] : []),
+      ...(withCeiling ? [ratio(pick(m), forward === undefined ? undefined : pick(forward))] : []),
       ...(severalBuilds ? [ratio(pick(m), base === undefined ? undefined : pick(base))] : [])
     ]
-    console.log(`| ${[line.target, line.dist ?? '(bench/forward-server.js)', ...cells(c => c.total), ...cells(c => c.main)].join(' | ')} |`)
+    console.log(`| ${[line.target, line.dist ?? (line.target === 'forward' ? '(bench/forward-server.js)' : '(bench/forward-http-server.js)'), ...cells(c => c.total), ...cells(c => c.main)].join(' | ')} |`)
   }
 }
 
