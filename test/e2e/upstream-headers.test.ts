@@ -46,6 +46,57 @@ async function startGate (t: Teardown, upstreamPort: number): Promise<{ url: str
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, seen }
 }
 
+/**
+ * A gate that records the raw request headers (`[name, value, …]` as sent, so a repeated name
+ * shows) of every POST whose body is a `tools/call`, and passes everything to the fixture.
+ */
+async function startRecorder (t: Teardown, upstreamPort: number): Promise<{ url: string, calls: string[][] }> {
+  const calls: string[][] = []
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = []
+    req.on('data', (chunk: Buffer) => chunks.push(chunk))
+    req.on('end', () => {
+      const body = Buffer.concat(chunks)
+      if (req.method === 'POST' && body.includes('"tools/call"')) calls.push(req.rawHeaders)
+      const forward = httpRequest({ host: '127.0.0.1', port: upstreamPort, path: req.url, method: req.method, headers: req.headers }, upstream => {
+        res.writeHead(upstream.statusCode ?? 502, upstream.headers)
+        upstream.pipe(res)
+      })
+      forward.on('error', () => res.destroy())
+      forward.end(body)
+    })
+  })
+  server.listen(0, '127.0.0.1')
+  await new Promise(resolve => server.once('listening', resolve))
+  t.teardown(async () => { server.closeAllConnections(); await new Promise(resolve => server.close(resolve)) })
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, calls }
+}
+
+/** The values of `name` (any case) in raw headers, in order. */
+const valuesOf = (raw: string[], name: string): string[] => raw.filter((_, i) => i % 2 === 1 && raw[i - 1].toLowerCase() === name)
+
+t.test('upstreams/http/request-headers-one-per-name', async t => {
+  const recorder = await startRecorder(t, await startHttpFixture(t))
+  const registry = createRegistry({ remote: { url: recorder.url, headers: { 'X-Team': 'from-config', 'X-Kept': 'config-only', Accept: 'application/json' } } }, {
+    logger: captureLogger().logger,
+    defaultTimeoutMs: 10_000,
+    // mcpx owns content-type, accept and mcp-*: a provider cannot set them; any other name it gives replaces the config's.
+    headerProvider: async request => request.own === true ? undefined : { 'x-team': 'from-provider', 'Content-Type': 'text/plain', ACCEPT: 'text/html', 'Mcp-Method': 'tools/list' }
+  })
+  t.teardown(async () => { await registry.close() })
+  await registry.start()
+  t.match(await registry.callTool('echo', { text: 'headers' }, { signal: new AbortController().signal }), { content: [{ text: 'headers' }] })
+  t.equal(recorder.calls.length, 1, 'one tools/call POST')
+  const raw = recorder.calls[0]
+  const names = raw.filter((_, i) => i % 2 === 0).map(name => name.toLowerCase())
+  t.same(names.filter((name, i) => names.indexOf(name) !== i), [], 'no header name is sent twice')
+  t.same(valuesOf(raw, 'x-team'), ['from-provider'], 'the provider\'s header replaces the config\'s')
+  t.same(valuesOf(raw, 'x-kept'), ['config-only'], 'a config header the provider does not name stays')
+  t.same(valuesOf(raw, 'content-type'), ['application/json'])
+  t.same(valuesOf(raw, 'accept'), ['application/json, text/event-stream'], 'the config\'s accept, with what mcpx must accept added once')
+  t.same(valuesOf(raw, 'mcp-method'), ['tools/call'], 'a provider cannot set mcp-* headers (the fixture speaks 2026-07-28: Mcp-Method is mirrored)')
+})
+
 t.test('upstreams/http/header-provider-retries-once-after-401', async t => {
   const gate = await startGate(t, await startHttpFixture(t))
   const asked: UpstreamHeaderRequest[] = []
