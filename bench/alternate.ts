@@ -2,17 +2,17 @@
  * Alternating rounds of the server targets of instructions.js and alloc.js (harness.ts ServerTarget:
  * `forward` the forwarding ceiling, `modern` and `legacy` an mcpx daemon, each in front of the v1
  * SDK's stdio server; `forward-http` the HTTP forwarding ceiling and `modern-http` an mcpx daemon,
- * each in front of a trivial HTTP server, bench/echo-http-upstream.ts), ONE server at a time: each round starts a fresh server of each target in
- * turn, warms it up, loads it alone, reads its CPU from `/proc` and stops it. Prints, per round and
- * as the median of the rounds, each target's req/s and server CPU µs per call (all the server's
- * threads; its upstream apart), and each mcpx target's CPU against its ceiling's (`forward`, or
- * `forward-http` for `modern-http`), both as the
- * ratio of the medians and as the median of the per-round ratios. Steadier than paired.js, whose
+ * each in front of a trivial HTTP server, bench/echo-http-upstream.ts), ONE server at a time: each
+ * round starts a fresh server of each target in turn, warms it up, loads it alone, reads its CPU
+ * from `/proc` and stops it. Prints, per round and as the median of the rounds, each target's req/s
+ * and server CPU µs per call (all the server's threads; its upstream apart), and each mcpx target's
+ * CPU against its ceiling's (`forward`, or `forward-http` for `modern-http`), both as the ratio of
+ * the medians and as the median of the per-round ratios. Steadier than paired.js, whose
  * two daemons share the cores at once and favour the one started second; a noisy neighbour still
  * shows as a round far off the others, so read several rounds.
  *
- *   node dist/bench/alternate.js [--target forward|modern|legacy|forward-http|modern-http[@DIST]]… [--rounds 4] [--seconds 8]
- *                                [--warmup 4] [--connections 32]
+ *   node dist/bench/alternate.js [--target forward|modern|legacy|forward-http|modern-http[@DIST]]…
+ *                                [--rounds 4] [--seconds 8] [--warmup 4] [--connections 32]
  *
  * `@DIST` runs that mcpx target from another build's dist/ (with a node_modules next to it), so
  * `--target modern@OTHER/dist --target modern` is an A/B of two builds. Default targets: forward,

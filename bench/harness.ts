@@ -179,12 +179,15 @@ export function fixtureDaemonConfig (dir: string, name: string, dist: string, po
  * A server of the comparison against the forwarding ceiling (BENCHMARKS scenarios 21, 22 and 8),
  * each in front of the v1 SDK's stdio server (bench/v1-stdio-upstream.ts): `forward` is
  * bench/forward-server.ts, `modern` an mcpx daemon called with the 2026-07-28 tools/call, `legacy`
- * the same daemon called in a 2025-11-25 session.
+ * the same daemon called in a 2025-11-25 session. In front of a trivial HTTP server instead
+ * (bench/echo-http-upstream.ts): `forward-http` is bench/forward-http-server.ts (scenario 25's
+ * forwarder), `modern-http` an mcpx daemon called with the 2026-07-28 tools/call.
  */
 export type ServerTarget = 'forward' | 'modern' | 'legacy' | 'forward-http' | 'modern-http'
 
-/** Every ServerTarget, in the order the tools measure them by default. */
+/** Every ServerTarget, in the order the usage texts name them. */
 export const SERVER_TARGETS = ['forward', 'modern', 'legacy', 'forward-http', 'modern-http'] as const
+
 /** The forwarding ceiling a target is measured against: `forward-http` for the `*-http` targets, else `forward`. */
 export function ceilingOf (target: ServerTarget): 'forward' | 'forward-http' {
   return target.endsWith('-http') ? 'forward-http' : 'forward'
