@@ -13,7 +13,7 @@
  * turn costs (the batched stdin write, the log batch, the socket writes) is then shared by the
  * calls it serves, as under load; the default, one, charges every call a turn of its own.
  *
- * Targets, each in front of the v1-SDK stdio server (bench/v1-stdio-upstream.ts): `forward` the
+ * Targets, the first three in front of the v1-SDK stdio server (bench/v1-stdio-upstream.ts): `forward` the
  * forwarding ceiling (bench/forward-server.ts), `modern` mcpx 2026-07-28 tools/call, `legacy` mcpx in
  * a 2025-11-25 session (the request log line and metrics on, as shipped); by name only, `forward-http`
  * the HTTP forwarding ceiling and `modern-http` mcpx, each in front of bench/echo-http-upstream.ts

@@ -9,8 +9,8 @@
  *   node dist/bench/instructions.js [--target forward|modern|legacy|forward-http|modern-http]… [--dist DIR]… [--runs 3]
  *                                   [--warmup 10000] [--requests 2000] [--connections 1]
  *
- * Targets (harness.ts startTarget, as bench/alloc.ts starts them), each in front of the v1 SDK's
- * stdio server (bench/v1-stdio-upstream.ts), default `modern`:
+ * Targets (harness.ts startTarget, as bench/alloc.ts starts them), default `modern`; the first three
+ * in front of the v1 SDK's stdio server (bench/v1-stdio-upstream.ts):
  * - `forward`: the forwarding ceiling (bench/forward-server.ts), the 2026-07-28 call;
  * - `modern`: an mcpx daemon, the 2026-07-28 tools/call with every mirrored header and `_meta`;
  * - `legacy`: the same daemon in a 2025-11-25 session (initialize and notifications/initialized
