@@ -81,7 +81,7 @@ t.test('upstreams/http/request-headers-one-per-name', async t => {
     logger: captureLogger().logger,
     defaultTimeoutMs: 10_000,
     // mcpx owns content-type, accept and mcp-*: a provider cannot set them; any other name it gives replaces the config's.
-    headerProvider: async request => request.own === true ? undefined : { 'x-team': 'from-provider', 'Content-Type': 'text/plain', ACCEPT: 'text/html', 'Mcp-Method': 'tools/list' }
+    headerProvider: async request => request.own === true ? undefined : { 'x-team': 'from-provider', 'Content-Type': 'text/plain', ACCEPT: 'text/html', 'Mcp-Method': 'tools/list', 'Mcp-Extra': 'from-provider' }
   })
   t.teardown(async () => { await registry.close() })
   await registry.start()
@@ -94,7 +94,8 @@ t.test('upstreams/http/request-headers-one-per-name', async t => {
   t.same(valuesOf(raw, 'x-kept'), ['config-only'], 'a config header the provider does not name stays')
   t.same(valuesOf(raw, 'content-type'), ['application/json'])
   t.same(valuesOf(raw, 'accept'), ['application/json, text/event-stream'], 'the config\'s accept, with what mcpx must accept added once')
-  t.same(valuesOf(raw, 'mcp-method'), ['tools/call'], 'a provider cannot set mcp-* headers (the fixture speaks 2026-07-28: Mcp-Method is mirrored)')
+  t.same(valuesOf(raw, 'mcp-extra'), [], 'a provider cannot set mcp-* headers, even one mcpx does not send')
+  t.same(valuesOf(raw, 'mcp-method'), ['tools/call'], 'the mirrored Mcp-Method is the call\'s (the fixture speaks 2026-07-28)')
 })
 
 t.test('upstreams/http/header-provider-retries-once-after-401', async t => {
