@@ -14,12 +14,12 @@
  *   node dist/bench/alternate.js [--target forward|modern|legacy|forward-http|modern-http[@DIST]]…
  *                                [--rounds 4] [--seconds 8] [--warmup 4] [--connections 32]
  *
- * `@DIST` runs that mcpx target from another build's dist/ (with a node_modules next to it), so
+ * `@DIST` runs an mcpx target (not a ceiling) from another build's dist/ (with a node_modules next to it), so
  * `--target modern@OTHER/dist --target modern` is an A/B of two builds. Default targets: forward,
  * modern, legacy. Figures are printed only; nothing here is part of `npm test`. Run under
  * `flock /tmp/mcpx-bench.lock`.
  */
-import { mkdtempSync } from 'node:fs'
+import { existsSync, mkdtempSync } from 'node:fs'
 import { Agent } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -45,7 +45,9 @@ const SPECS: Spec[] = (flags.target?.length === 0 ? [...DEFAULT_TARGETS] : flags
   const at = text.indexOf('@')
   const target = oneOf('alternate', USAGE, 'target', at < 0 ? text : text.slice(0, at), SERVER_TARGETS)
   if (at >= 0 && ceilingOf(target) === target) usageError('alternate', USAGE, `--target ${target} takes no @DIST (a ceiling is always this build's): ${text}`)
-  return { label: text, target, dist: at < 0 ? undefined : resolve(text.slice(at + 1)) }
+  const dist = at < 0 ? undefined : resolve(text.slice(at + 1))
+  if (dist !== undefined && !existsSync(join(dist, 'cli.js'))) usageError('alternate', USAGE, `--target ${text}: no cli.js in ${dist} (DIST is another build's dist/)`)
+  return { label: text, target, dist }
 })
 const LOG_DIR = mkdtempSync(join(tmpdir(), 'mcpx-alternate-'))
 

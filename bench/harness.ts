@@ -108,6 +108,9 @@ export function killAll (): void {
   started.clear()
 }
 process.once('exit', killAll)
+// Interrupted (Ctrl-C, or a timeout's SIGTERM): the children run in process groups of their own, so
+// they would outlive the bench; end them, then exit as the signal would have (128 + its number).
+for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) process.once(signal, () => { killAll(); process.exit(code) })
 
 /**
  * Starts `command args` as its own process group leader (so its own children can be ended with it),
