@@ -14,9 +14,9 @@ import { fixtureCommand, startHttpUpstream } from '../helpers/fixture.js'
 import type { Teardown } from '../helpers/app.js'
 import { captureLogger } from '../helpers/registry.js'
 
-/** Starts the HTTP fixture; resolves with its port. Stopped at teardown. */
-async function startHttpFixture (t: Teardown): Promise<number> {
-  const { command, args } = fixtureCommand('--http', '0')
+/** Starts the HTTP fixture (`flags`: e.g. `--era legacy`); resolves with its port. Stopped at teardown. */
+async function startHttpFixture (t: Teardown, ...flags: string[]): Promise<number> {
+  const { command, args } = fixtureCommand('--http', '0', ...flags)
   return Number(new URL(await startHttpUpstream(t, command, args)).port)
 }
 
@@ -48,9 +48,11 @@ async function startGate (t: Teardown, upstreamPort: number): Promise<{ url: str
 
 /**
  * A gate that records the raw request headers (`[name, value, …]` as sent, so a repeated name
- * shows) of every POST whose body is a `tools/call`, and passes everything to the fixture.
+ * shows) of every POST whose body is a `tools/call`, and passes everything to the fixture. With
+ * `sessionId`, it plays a stateful legacy server in front of the stateless one: its answer to
+ * `initialize` carries that `Mcp-Session-Id`.
  */
-async function startRecorder (t: Teardown, upstreamPort: number): Promise<{ url: string, calls: string[][] }> {
+async function startRecorder (t: Teardown, upstreamPort: number, sessionId?: string): Promise<{ url: string, calls: string[][] }> {
   const calls: string[][] = []
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = []
@@ -58,8 +60,9 @@ async function startRecorder (t: Teardown, upstreamPort: number): Promise<{ url:
     req.on('end', () => {
       const body = Buffer.concat(chunks)
       if (req.method === 'POST' && body.includes('"tools/call"')) calls.push(req.rawHeaders)
+      const initialize = req.method === 'POST' && body.includes('"initialize"')
       const forward = httpRequest({ host: '127.0.0.1', port: upstreamPort, path: req.url, method: req.method, headers: req.headers }, upstream => {
-        res.writeHead(upstream.statusCode ?? 502, upstream.headers)
+        res.writeHead(upstream.statusCode ?? 502, initialize && sessionId !== undefined ? { ...upstream.headers, 'mcp-session-id': sessionId } : upstream.headers)
         upstream.pipe(res)
       })
       forward.on('error', () => res.destroy())
@@ -96,6 +99,29 @@ t.test('upstreams/http/request-headers-one-per-name', async t => {
   t.same(valuesOf(raw, 'accept'), ['application/json, text/event-stream'], 'the config\'s accept, with what mcpx must accept added once')
   t.same(valuesOf(raw, 'mcp-extra'), [], 'a provider cannot set mcp-* headers, even one mcpx does not send')
   t.same(valuesOf(raw, 'mcp-method'), ['tools/call'], 'the mirrored Mcp-Method is the call\'s (the fixture speaks 2026-07-28)')
+})
+
+t.test('upstreams/http/legacy-session-headers-on-calls', async t => {
+  // A legacy upstream that issued a session: every call carries its Mcp-Session-Id and the
+  // negotiated MCP-Protocol-Version (seed › Streamable HTTP, legacy sessions), once each, and a
+  // provider cannot replace either.
+  const recorder = await startRecorder(t, await startHttpFixture(t, '--era', 'legacy'), 'gate-session-1')
+  const registry = createRegistry({ remote: { url: recorder.url } }, {
+    logger: captureLogger().logger,
+    defaultTimeoutMs: 10_000,
+    headerProvider: async request => request.own === true ? undefined : { 'Mcp-Session-Id': 'from-provider', 'MCP-Protocol-Version': '1999-01-01' }
+  })
+  t.teardown(async () => { await registry.close() })
+  await registry.start()
+  t.match(await registry.callTool('echo', { text: 'in a session' }, { signal: new AbortController().signal }), { content: [{ text: 'in a session' }] })
+  t.equal(recorder.calls.length, 1, 'one tools/call POST')
+  const raw = recorder.calls[0]
+  t.same(valuesOf(raw, 'mcp-session-id'), ['gate-session-1'], 'the session the upstream issued')
+  const version = valuesOf(raw, 'mcp-protocol-version')
+  t.equal(version.length, 1, 'one MCP-Protocol-Version')
+  t.match(version[0], /^20\d\d-\d\d-\d\d$/, 'a revision')
+  t.not(version[0], '1999-01-01', 'the negotiated one, not the provider\'s')
+  t.not(version[0], '2026-07-28', 'a legacy revision: the upstream speaks only the initialize era')
 })
 
 t.test('upstreams/http/header-provider-retries-once-after-401', async t => {
