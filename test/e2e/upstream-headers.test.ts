@@ -20,10 +20,37 @@ async function startHttpFixture (t: Teardown, ...flags: string[]): Promise<numbe
   return Number(new URL(await startHttpUpstream(t, command, args)).port)
 }
 
+/**
+ * Serves `handler` on a loopback port until teardown; resolves with its `/mcp` URL. The gates
+ * below are this with their own handler.
+ */
+async function listenGate (t: Teardown, handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<string> {
+  const server = createServer(handler)
+  server.listen(0, '127.0.0.1')
+  await new Promise(resolve => server.once('listening', resolve))
+  t.teardown(async () => { server.closeAllConnections(); await new Promise(resolve => server.close(resolve)) })
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`
+}
+
+/**
+ * Passes one request on to the fixture at `upstreamPort` and its answer back, with `extraHeaders`
+ * added to the answer. `body`: the request's body when the gate has read it already; otherwise
+ * the request is piped.
+ */
+function forwardTo (upstreamPort: number, req: IncomingMessage, res: ServerResponse, body?: Buffer, extraHeaders?: Record<string, string>): void {
+  const forward = httpRequest({ host: '127.0.0.1', port: upstreamPort, path: req.url, method: req.method, headers: req.headers }, upstream => {
+    res.writeHead(upstream.statusCode ?? 502, extraHeaders === undefined ? upstream.headers : { ...upstream.headers, ...extraHeaders })
+    upstream.pipe(res)
+  })
+  forward.on('error', () => res.destroy())
+  if (body === undefined) req.pipe(forward)
+  else forward.end(body)
+}
+
 /** A gate in front of the fixture: 401 for any authorization but `Bearer good`; records each one seen. */
 async function startGate (t: Teardown, upstreamPort: number): Promise<{ url: string, seen: string[] }> {
   const seen: string[] = []
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+  const url = await listenGate(t, (req, res) => {
     const authorization = req.headers.authorization
     if (authorization !== undefined) {
       seen.push(authorization)
@@ -33,17 +60,9 @@ async function startGate (t: Teardown, upstreamPort: number): Promise<{ url: str
         return
       }
     }
-    const forward = httpRequest({ host: '127.0.0.1', port: upstreamPort, path: req.url, method: req.method, headers: req.headers }, upstream => {
-      res.writeHead(upstream.statusCode ?? 502, upstream.headers)
-      upstream.pipe(res)
-    })
-    forward.on('error', () => res.destroy())
-    req.pipe(forward)
+    forwardTo(upstreamPort, req, res)
   })
-  server.listen(0, '127.0.0.1')
-  await new Promise(resolve => server.once('listening', resolve))
-  t.teardown(async () => { server.closeAllConnections(); await new Promise(resolve => server.close(resolve)) })
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, seen }
+  return { url, seen }
 }
 
 /**
@@ -54,25 +73,17 @@ async function startGate (t: Teardown, upstreamPort: number): Promise<{ url: str
  */
 async function startRecorder (t: Teardown, upstreamPort: number, sessionId?: string): Promise<{ url: string, calls: string[][] }> {
   const calls: string[][] = []
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+  const url = await listenGate(t, (req, res) => {
     const chunks: Buffer[] = []
     req.on('data', (chunk: Buffer) => chunks.push(chunk))
     req.on('end', () => {
       const body = Buffer.concat(chunks)
       if (req.method === 'POST' && body.includes('"tools/call"')) calls.push(req.rawHeaders)
       const initialize = req.method === 'POST' && body.includes('"initialize"')
-      const forward = httpRequest({ host: '127.0.0.1', port: upstreamPort, path: req.url, method: req.method, headers: req.headers }, upstream => {
-        res.writeHead(upstream.statusCode ?? 502, initialize && sessionId !== undefined ? { ...upstream.headers, 'mcp-session-id': sessionId } : upstream.headers)
-        upstream.pipe(res)
-      })
-      forward.on('error', () => res.destroy())
-      forward.end(body)
+      forwardTo(upstreamPort, req, res, body, initialize && sessionId !== undefined ? { 'mcp-session-id': sessionId } : undefined)
     })
   })
-  server.listen(0, '127.0.0.1')
-  await new Promise(resolve => server.once('listening', resolve))
-  t.teardown(async () => { server.closeAllConnections(); await new Promise(resolve => server.close(resolve)) })
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, calls }
+  return { url, calls }
 }
 
 /** The values of `name` (any case) in raw headers, in order. */
