@@ -171,12 +171,12 @@ async function main (): Promise<void> {
   for (const line of lines) {
     const m = means(line)
     const base = firstBuild(line)
-    const ceiling = ceilingLine(line)
-    const forward = ceiling === undefined ? undefined : means(ceiling)
+    const ceilingRow = ceilingLine(line)
+    const ceiling = ceilingRow === undefined ? undefined : means(ceilingRow)
     const cells = (pick: (c: InstructionCount) => number): string[] => [
       fmt(pick(m)),
       line.counts.map(c => k(pick(c))).join(', '),
-      ...(withCeiling ? [ratio(pick(m), forward === undefined ? undefined : pick(forward))] : []),
+      ...(withCeiling ? [ratio(pick(m), ceiling === undefined ? undefined : pick(ceiling))] : []),
       ...(severalBuilds ? [ratio(pick(m), base === undefined ? undefined : pick(base))] : [])
     ]
     console.log(`| ${[line.target, line.dist ?? (line.target === 'forward' ? '(bench/forward-server.js)' : '(bench/forward-http-server.js)'), ...cells(c => c.total), ...cells(c => c.main)].join(' | ')} |`)
