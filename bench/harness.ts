@@ -246,7 +246,7 @@ export async function startTarget (target: ServerTarget, options: TargetOptions)
   }
   let upstream: Record<string, unknown> = { command: node, args: [V1_UPSTREAM] }
   let echo: Child | undefined
-  if (target === 'forward-http' || target === 'modern-http') {
+  if (ceilingOf(target) === 'forward-http') { // the -http targets
     echo = startChild(`${options.label}-upstream`, node, [ECHO_HTTP_UPSTREAM], { logDir: options.logDir })
     upstream = { url: `http://127.0.0.1:${await listening(echo)}/mcp` }
   }
