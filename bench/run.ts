@@ -14,7 +14,8 @@
  *   9 supergateway the same load, supergateway 4 (stdio → Streamable HTTP, --stateful) in front of the same server
  *  10 mcp-proxy    the same load, mcp-proxy 6 (--server stream) in front of the same server; then
  *                  8 and 10 again in alternating rounds, a fresh server of each per round (ABBA):
- *                  8/10's goal (≥ 4) is judged on the median of the rounds' ratios
+ *                  8/10's goal (≥ 4) is judged on the median of the rounds' ratios; with 21 in the
+ *                  run, the same rounds for 21 against 10 follow (no goal), printed beside it
  *  11 static token as 3, each request with a static bearer token (auth.tokens)
  *  12 OAuth JWT    as 3, each request with an RS256 at+jwt access token (auth.oauth, JWKS cached);
  *                  11 and 12 share one daemon; also mcpx's JWT validation alone, in process, µs/token
@@ -433,10 +434,15 @@ async function mcpProxyOn (label: string, port: number): Promise<Child> {
 
 /** 8/10 in alternating rounds: the goal's figure (a: mcp-proxy, b: mcpx). */
 let proxyAlternating: AlternatingRps | undefined
+/** 21/10 in the same kind of rounds, no goal (a: mcp-proxy, b: the forwarding ceiling): what the least forwarder reads against mcp-proxy. */
+let forwardProxyAlternating: AlternatingRps | undefined
 
 /**
  * 8 against 10 in alternating rounds (bench/harness.ts alternatingLoads): in each round a fresh mcpx
  * daemon and a fresh mcp-proxy, both in front of the v1 server, with CONNECTIONS legacy sessions each.
+ * Then, with 21 wanted, the same rounds for the forwarding ceiling (its 2026-07-28 call, as in row 21)
+ * against mcp-proxy: 21/10 is what any forwarder reads against mcp-proxy on this machine, the
+ * bound of what 8/10 can read (8/21 is the share of it mcpx keeps).
  */
 async function alternatingProxies (): Promise<void> {
   let started = 0
@@ -455,9 +461,20 @@ async function alternatingProxies (): Promise<void> {
       return { load: await legacySessionLoad('10 mcp-proxy (alternating)', child, port), stop: async () => { await child.stop() } }
     } catch (error) { await child.stop(); throw error }
   }
+  const startForward = async (): Promise<StartedLoad> => {
+    const { child, port } = await startListening(`21-alternating-${++started}`, FORWARD, ['--', NODE, V1_UPSTREAM])
+    try {
+      await sanity('forwarding ceiling (alternating)', port, MODERN_HEADERS, MODERN_BODY)
+      return { load: modernLoad('21 forwarding ceiling (alternating)', child.pid, port), stop: async () => { await child.stop() } }
+    } catch (error) { await child.stop(); throw error }
+  }
   try {
     proxyAlternating = await alternatingLoads(startProxy, startMcpx, ROUNDS, ROUND_S)
     warmupErrors += proxyAlternating.errors
+    if (wanted(21)) {
+      forwardProxyAlternating = await alternatingLoads(startProxy, startForward, ROUNDS, ROUND_S)
+      warmupErrors += forwardProxyAlternating.errors
+    }
   } catch (error) {
     notServed.push(`8/10 alternating: ${(error as Error).message}`)
   }
@@ -615,6 +632,10 @@ function report (startedAt: Date, elapsedS: number): string {
       const p = proxyAlternating
       lines.push(goal(`8/10 req/s (against mcp-proxy; median of ${p.ratios.length} alternating rounds of ${ROUND_S} s)`, median(p.ratios), v => v >= 4, '≥ 4'))
       lines.push(`    rounds (mcpx / mcp-proxy req/s): ${roundRatios(p)}; the rows above, one run each: ${fmt(quotient(r(8)?.rps, r(10)?.rps) ?? NaN)}`)
+      const f = forwardProxyAlternating
+      if (f !== undefined) {
+        lines.push(`    the same for the forwarding ceiling (21/10; the least a forwarder does, no goal): median ${fmt(median(f.ratios))}; rounds ${roundRatios(f)}; the rows above, one run each: ${fmt(quotient(r(21)?.rps, r(10)?.rps) ?? NaN)}`)
+      }
     }
     lines.push(goal('8/21 server CPU per request (mcpx legacy, against the forwarding ceiling)', quotient(r(8)?.serverCpuUs, r(21)?.serverCpuUs), v => v <= 1.75, '≤ 1.75×'))
     lines.push(goal('22/21 server CPU per request (mcpx 2026-07-28, against the forwarding ceiling)', quotient(r(22)?.serverCpuUs, r(21)?.serverCpuUs), v => v <= 1.75, '≤ 1.75×'))
