@@ -432,6 +432,19 @@ async function mcpProxyOn (label: string, port: number): Promise<Child> {
   } catch (error) { await child.stop(); throw error }
 }
 
+/**
+ * Starts the forwarding ceiling (bench/forward-server.ts) in front of the v1 server, waits until it
+ * listens and checks one modern `tools/call` through it; stops it and rejects when that fails.
+ * Row 21 and the 21/10 rounds both start it here.
+ */
+async function forwardingCeilingOnV1 (label: string): Promise<{ child: Child, port: number }> {
+  const started = await startListening(label, FORWARD, ['--', NODE, V1_UPSTREAM])
+  try {
+    await sanity('forwarding ceiling', started.port, MODERN_HEADERS, MODERN_BODY)
+    return started
+  } catch (error) { await started.child.stop(); throw error }
+}
+
 /** 8/10 in alternating rounds: the goal's figure (a: mcp-proxy, b: mcpx). */
 let proxyAlternating: AlternatingRps | undefined
 /** 21/10 in the same kind of rounds, no goal (a: mcp-proxy, b: the forwarding ceiling): what the least forwarder reads against mcp-proxy. */
@@ -462,11 +475,8 @@ async function alternatingProxies (): Promise<void> {
     } catch (error) { await child.stop(); throw error }
   }
   const startForward = async (): Promise<StartedLoad> => {
-    const { child, port } = await startListening(`21-alternating-${++started}`, FORWARD, ['--', NODE, V1_UPSTREAM])
-    try {
-      await sanity('forwarding ceiling (alternating)', port, MODERN_HEADERS, MODERN_BODY)
-      return { load: modernLoad('21 forwarding ceiling (alternating)', child.pid, port), stop: async () => { await child.stop() } }
-    } catch (error) { await child.stop(); throw error }
+    const { child, port } = await forwardingCeilingOnV1(`21-alternating-${++started}`)
+    return { load: modernLoad('21 forwarding ceiling (alternating)', child.pid, port), stop: async () => { await child.stop() } }
   }
   try {
     proxyAlternating = await alternatingLoads(startProxy, startMcpx, ROUNDS, ROUND_S)
@@ -483,9 +493,8 @@ async function alternatingProxies (): Promise<void> {
 async function scenarioPeerProxies (): Promise<void> {
   const upstreamCommand = [NODE, V1_UPSTREAM]
   if (wanted(21)) {
-    const { child, port } = await startListening('21-forward', FORWARD, ['--', ...upstreamCommand])
+    const { child, port } = await forwardingCeilingOnV1('21-forward')
     try {
-      await sanity('forwarding ceiling', port, MODERN_HEADERS, MODERN_BODY)
       rows.set(21, await httpLoad({ ...base, serverPgid: child.pid, scenario: '21 forwarding ceiling → v1 server (stdio)', url: `http://127.0.0.1:${port}/mcp`, headers: MODERN_HEADERS, body: MODERN_BODY }))
     } finally { await child.stop() }
   }
